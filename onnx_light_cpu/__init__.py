@@ -1,0 +1,81 @@
+"""Cython/SIMD CPU kernels for ``onnx.reference.ReferenceEvaluator``.
+
+    import onnx_light_cpu as olc
+    olc.register_kernels_global()
+    sess = onnx.reference.ReferenceEvaluator(model)   # runs our kernels
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _openmp_wait_defaults() -> None:
+    """Keep idle OpenMP threads from spinning after a kernel returns.
+
+    On two cores, a spinning OpenMP team slows ONNX Runtime's and OpenBLAS's
+    pools (and they slow it) several times over.  libgomp reads these
+    variables once, when it loads, so they are set before our extensions
+    load it, and only where the user has not chosen.
+    """
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = _SPINCOUNT
+
+
+# libgomp spins this many iterations (a few microseconds) before sleeping:
+# back-to-back kernels stay cheap, idle threads do not hold the cores.
+_SPINCOUNT = "10000"
+_openmp_wait_defaults()
+
+from .registry import hook as _hook  # noqa: E402
+from .registry.api import (  # noqa: E402
+    clear_used_kernel_names,
+    get_num_threads_for_session,
+    register_kernel_for_session,
+    register_kernel_global,
+    register_kernels,
+    register_kernels_for_session,
+    register_kernels_global,
+    set_kernel_usage_recording,
+    set_num_threads_for_session,
+    unregister_kernels_global,
+    used_kernel_names,
+    used_kernel_paths,
+)
+from .registry.inventory import (  # noqa: E402
+    MicrosoftKernelImplementation,
+    RegisteredKernel,
+    registered_kernel_names,
+    registered_kernels,
+)
+from .simd import available_simd_levels, simd_level  # noqa: E402
+from .threads import get_default_num_threads, set_default_num_threads  # noqa: E402
+from ._kernels._cpu import BUILT_WITH_OPENMP  # noqa: E402
+
+__version__ = "0.1.0"
+
+_hook.install()
+
+__all__ = [
+    "BUILT_WITH_OPENMP",
+    "MicrosoftKernelImplementation",
+    "RegisteredKernel",
+    "available_simd_levels",
+    "clear_used_kernel_names",
+    "get_default_num_threads",
+    "get_num_threads_for_session",
+    "register_kernel_for_session",
+    "register_kernel_global",
+    "register_kernels",
+    "register_kernels_for_session",
+    "register_kernels_global",
+    "registered_kernel_names",
+    "registered_kernels",
+    "set_default_num_threads",
+    "set_kernel_usage_recording",
+    "set_num_threads_for_session",
+    "simd_level",
+    "unregister_kernels_global",
+    "used_kernel_names",
+    "used_kernel_paths",
+]

@@ -1,0 +1,20 @@
+# cython: language_level=3
+"""What this build and this CPU offer: instruction-set level and OpenMP."""
+
+from onnx_light_cpu._kernels._openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
+
+cdef extern from "olc_cpu.h" nogil:
+    int olc_detect_simd_level()
+    int OLC_HAVE_AVX512
+
+#: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512).
+DETECTED_SIMD_LEVEL = olc_detect_simd_level()
+#: Whether the AVX-512 paths were compiled in.
+BUILT_WITH_AVX512 = bool(OLC_HAVE_AVX512)
+#: Whether the cores were compiled with OpenMP.
+BUILT_WITH_OPENMP = bool(OLC_HAVE_OPENMP)
+
+
+def openmp_max_threads():
+    """``omp_get_max_threads()``: OMP_NUM_THREADS or a threadpoolctl limit."""
+    return omp_get_max_threads()

@@ -1,0 +1,49 @@
+/* CPU feature detection and the instruction-set levels of the kernels.
+ *
+ * Level 0 is portable C, level 1 AVX2+FMA+F16C, level 2 AVX-512
+ * (F, BW, VL, DQ).  Each vectorised kernel has one function per level; the
+ * caller picks one from the active level, once, outside any parallel loop.
+ */
+#ifndef OLC_CPU_H
+#define OLC_CPU_H
+
+#define OLC_SCALAR 0
+#define OLC_AVX2 1
+#define OLC_AVX512 2
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define OLC_X86 1
+#include <immintrin.h>
+#define OLC_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define OLC_TARGET_AVX512 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#else
+#define OLC_X86 0
+#endif
+
+#ifndef OLC_HAVE_AVX512
+#define OLC_HAVE_AVX512 0
+#endif
+
+/* The highest level this CPU (and OS) supports and this build contains.
+ * __builtin_cpu_supports also checks that the OS saves the wide registers. */
+static int olc_detect_simd_level(void) {
+#if OLC_X86 && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    int level = OLC_SCALAR;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        level = OLC_AVX2;
+#if OLC_HAVE_AVX512
+    if (level == OLC_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        level = OLC_AVX512;
+#endif
+    return level;
+#else
+    return OLC_SCALAR;
+#endif
+}
+
+#endif

@@ -1,0 +1,62 @@
+# cython: language_level=3
+"""Element-wise unary cores: Abs, Exp, Log, Sigmoid, Tanh, Not.
+
+The adapter passes contiguous arrays, the ONNX element type, the SIMD level
+and a thread count; this module picks the level's function once and splits
+the array into cache-sized chunks over the OpenMP team.
+"""
+
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+cdef extern from "olc_unary.h" nogil:
+    ctypedef void (*olc_unary_fn)(const void *x, void *y, int64_t n)
+    olc_unary_fn olc_unary_select(int op, int dtype, int level)
+    int olc_unary_level(int op, int dtype, int level)
+    int OLC_OP_ABS, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT
+
+ABS = OLC_OP_ABS
+EXP = OLC_OP_EXP
+LOG = OLC_OP_LOG
+SIGMOID = OLC_OP_SIGMOID
+TANH = OLC_OP_TANH
+NOT = OLC_OP_NOT
+
+# Elements per parallel chunk: large enough to amortise scheduling, small
+# enough that both threads get work at the parallel threshold.
+cdef enum:
+    CHUNK = 16384
+
+
+def supports(int op, int dtype):
+    """Whether the core has a function for this operator and element type."""
+    return olc_unary_select(op, dtype, 0) != NULL
+
+
+def level_used(int op, int dtype, int level):
+    """The instruction-set level the function for (op, dtype) runs at."""
+    return olc_unary_level(op, dtype, level)
+
+
+def apply(int op, int dtype, int level, cnp.ndarray x, cnp.ndarray y, int nthreads):
+    """y = op(x) for C-contiguous arrays of the same size and element type."""
+    cdef olc_unary_fn fn = olc_unary_select(op, dtype, level)
+    if fn == NULL:
+        raise TypeError(f"unary core: no function for op {op} and element type {dtype}")
+    cdef int64_t n = cnp.PyArray_SIZE(x)
+    cdef int64_t itemsize = cnp.PyArray_ITEMSIZE(x)
+    cdef const char *px = <const char *>cnp.PyArray_DATA(x)
+    cdef char *py = <char *>cnp.PyArray_DATA(y)
+    cdef int64_t nchunks = (n + CHUNK - 1) // CHUNK
+    cdef int64_t c, start, count
+    if nthreads <= 1 or nchunks <= 1:
+        with nogil:
+            fn(px, py, n)
+        return
+    for c in prange(nchunks, nogil=True, num_threads=nthreads, schedule="static"):
+        start = c * CHUNK
+        count = n - start if n - start < CHUNK else CHUNK
+        fn(px + start * itemsize, py + start * itemsize, count)

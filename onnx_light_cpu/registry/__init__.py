@@ -1,0 +1,1 @@
+"""Registry: the inventory, the tables, the evaluator hook, the usage log."""

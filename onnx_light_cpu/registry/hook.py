@@ -1,0 +1,170 @@
+"""The hook into ``onnx.reference.ReferenceEvaluator``.
+
+``onnx.reference`` resolves every node once, in the evaluator's constructor,
+through ``ReferenceEvaluator._load_impl``; subgraphs (If/Loop/Scan),
+model-local functions and expanded function bodies are nested evaluators
+built while their parent is being constructed (or, for context-dependent
+functions, while the parent resolves a node at run time).  The hook wraps
+those two methods:
+
+* ``__init__`` gives each evaluator an :class:`EvaluatorContext`; a nested
+  evaluator built inside its parent's constructor or resolver shares the
+  parent's context, hence its per-evaluator kernels, its thread count and
+  its usage log.  A root evaluator snapshots the global table, so
+  registrations made later do not change what it resolves.
+* ``_load_impl`` asks the context first and falls back to ``onnx.reference``.
+
+Precedence: per-evaluator registration > the user's ``new_ops`` > global
+registration > the built-ins.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Iterator
+
+import onnx
+from onnx.reference import ReferenceEvaluator
+
+from .inventory import RegisteredKernel, table_domain
+from .usage import UsageLog
+
+# (table domain, op_type) -> tuple of (record, adapter class), one per
+# opset range of the operator.
+Table = dict[tuple[str, str], tuple[tuple[RegisteredKernel, type], ...]]
+
+GLOBAL_TABLE: Table = {}
+GLOBAL_LOCK = threading.Lock()
+
+_building = threading.local()  # .contexts: contexts of evaluators under construction
+
+
+class EvaluatorContext:
+    """What one evaluator tree shares: kernels, threads, usage log."""
+
+    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "__weakref__")
+
+    def __init__(self, global_kernels: Table) -> None:
+        self.global_kernels = global_kernels
+        self.session_kernels: Table = {}
+        self.num_threads: int | None = None
+        self.usage = UsageLog()
+
+    def resolve(self, node: onnx.NodeProto, opsets: dict, new_ops: dict):
+        """A factory ``(node, run_params) -> adapter`` for ``node``, or None."""
+        key = (table_domain(node.domain), node.op_type)
+        entries = self.session_kernels.get(key)
+        if entries is None:
+            if (node.domain, node.op_type) in new_ops:
+                return None
+            entries = self.global_kernels.get(key)
+            if entries is None:
+                return None
+        version = opsets.get(node.domain)
+        if version is None:
+            return None
+        for record, adapter in entries:
+            if record.accepts_opset(version):
+                return functools.partial(adapter, context=self)
+        return None
+
+
+def _stack() -> list[EvaluatorContext]:
+    stack = getattr(_building, "contexts", None)
+    if stack is None:
+        stack = _building.contexts = []
+    return stack
+
+
+def _new_root_context() -> EvaluatorContext:
+    with GLOBAL_LOCK:
+        return EvaluatorContext(dict(GLOBAL_TABLE))
+
+
+_original_init = ReferenceEvaluator.__init__
+_original_load_impl = ReferenceEvaluator._load_impl
+
+
+def _patched_init(self, *args, **kwargs):
+    stack = _stack()
+    context = stack[-1] if stack else _new_root_context()
+    self._olc_context = context
+    stack.append(context)
+    try:
+        _original_init(self, *args, **kwargs)
+    finally:
+        stack.pop()
+
+
+def _patched_load_impl(self, node, input_types=None):
+    context = context_of(self)
+    factory = context.resolve(node, self.opsets, self.new_ops_)
+    if factory is not None:
+        return factory
+    stack = _stack()
+    stack.append(context)  # function bodies built here join this tree
+    try:
+        return _original_load_impl(self, node, input_types)
+    finally:
+        stack.pop()
+
+
+def install() -> None:
+    """Patch ReferenceEvaluator once (idempotent)."""
+    if getattr(ReferenceEvaluator, "_olc_hooked", False):
+        return
+    ReferenceEvaluator.__init__ = _patched_init
+    ReferenceEvaluator._load_impl = _patched_load_impl
+    ReferenceEvaluator._olc_hooked = True
+
+
+def iter_evaluators(root: ReferenceEvaluator) -> Iterator[ReferenceEvaluator]:
+    """The evaluator and every nested one: model-local functions, expanded
+    function bodies and If/Loop/Scan bodies, each once."""
+    seen = set()
+    pending = [root]
+    while pending:
+        evaluator = pending.pop()
+        if id(evaluator) in seen:
+            continue
+        seen.add(id(evaluator))
+        yield evaluator
+        pending.extend(getattr(evaluator, "functions_", {}).values())
+        for node in getattr(evaluator, "rt_nodes_", ()):
+            body = getattr(node, "impl_", None)
+            if isinstance(body, ReferenceEvaluator):
+                pending.append(body)
+            if getattr(node, "has_subgraph", False):
+                for att in node.onnx_node.attribute:
+                    sub = getattr(node, att.name, None)
+                    if isinstance(sub, ReferenceEvaluator):
+                        pending.append(sub)
+
+
+def context_of(sess) -> EvaluatorContext:
+    """The context of an evaluator; one built before the hook gets one now."""
+    if not isinstance(sess, ReferenceEvaluator):
+        raise TypeError(
+            f"expected an onnx.reference.ReferenceEvaluator, got {type(sess).__name__}"
+        )
+    context = sess.__dict__.get("_olc_context")
+    if context is None:
+        context = _new_root_context()
+        for evaluator in iter_evaluators(sess):
+            evaluator.__dict__.setdefault("_olc_context", context)
+    return context
+
+
+def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
+    """Rebuild the nodes of ``keys`` in the evaluator tree with its context."""
+    context = context_of(sess)
+    for evaluator in list(iter_evaluators(sess)):
+        nodes = getattr(evaluator, "rt_nodes_", [])
+        for i, node in enumerate(nodes):
+            proto = node.onnx_node
+            if (table_domain(proto.domain), proto.op_type) not in keys:
+                continue
+            factory = context.resolve(proto, evaluator.opsets, evaluator.new_ops_)
+            if factory is not None:
+                nodes[i] = factory(proto, node.run_params)

@@ -1,0 +1,46 @@
+"""How many OpenMP threads a kernel call uses.
+
+:func:`decide_num_threads` is the only place that decides.  The request is
+the evaluator's override if it has one, else the process default: the value
+given to :func:`set_default_num_threads`, or else ``omp_get_max_threads()``
+(which honours ``OMP_NUM_THREADS`` and ``threadpoolctl`` limits).  A call
+runs serially below its kernel's measured work threshold, because starting
+a parallel region costs microseconds even for four elements.
+"""
+
+from __future__ import annotations
+
+from ._kernels import _cpu
+
+_default_num_threads: int | None = None
+
+
+def _check_count(n: int | None, what: str) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{what} must be a positive integer or None, got {n!r}")
+    return n
+
+
+def set_default_num_threads(n: int | None) -> None:
+    """Process-wide thread count for kernels; None restores the OpenMP default."""
+    global _default_num_threads
+    _default_num_threads = _check_count(n, "set_default_num_threads")
+
+
+def get_default_num_threads() -> int:
+    """The process-wide thread count kernels request."""
+    if _default_num_threads is not None:
+        return _default_num_threads
+    return _cpu.openmp_max_threads()
+
+
+def decide_num_threads(work: int, min_work_per_thread: int, requested: int | None) -> int:
+    """Threads for a call doing ``work`` units, each thread taking at least
+    ``min_work_per_thread`` of them; ``requested`` is the evaluator's override.
+    """
+    if not _cpu.BUILT_WITH_OPENMP or work < 2 * min_work_per_thread:
+        return 1
+    wanted = requested if requested is not None else get_default_num_threads()
+    return max(1, min(wanted, work // min_work_per_thread))
