@@ -1,0 +1,144 @@
+"""Differential testing: run one ONNX node with our kernel and with an
+oracle on the same inputs, at every SIMD level this machine can run and at
+1 and 2 threads, and compare.
+
+    check_node("Exp", [x], oracle="builtin")
+
+Our kernel must show in ``used_kernel_names``; its outputs must match the
+oracle within the tolerance of their dtype (:data:`TOLERANCES`), must be
+identical across thread counts, and the inputs must come back unmodified.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Sequence
+
+import numpy as np
+import onnx
+from ml_dtypes import bfloat16
+from onnx import helper as oh
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+
+# (rtol, atol) per output dtype, stated once for every differential test.
+TOLERANCES = {
+    np.dtype(np.float64): (1e-12, 1e-300),
+    np.dtype(np.float32): (2e-6, 1e-37),
+    np.dtype(np.float16): (1e-3, 1e-7),
+    np.dtype(bfloat16): (8e-3, 1e-37),
+}
+
+THREAD_COUNTS = (1, 2)
+
+
+def element_type(dtype) -> int:
+    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+def node_model(op_type: str, inputs: Sequence[np.ndarray], n_outputs: int = 1,
+               opset: int | None = None, domain: str = "", **attrs) -> onnx.ModelProto:
+    """A one-node model whose inputs have the dtypes and ranks of ``inputs``."""
+    in_names = [f"x{i}" for i in range(len(inputs))]
+    out_names = [f"y{i}" for i in range(n_outputs)]
+    node = oh.make_node(op_type, in_names, out_names, domain=domain, **attrs)
+    graph = oh.make_graph(
+        [node],
+        "differential",
+        [oh.make_tensor_value_info(n, element_type(a.dtype), [None] * a.ndim)
+         for n, a in zip(in_names, inputs)],
+        [oh.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in out_names],
+    )
+    opsets = [oh.make_opsetid("", opset or onnx.defs.onnx_opset_version())]
+    if domain:
+        opsets.append(oh.make_opsetid(domain, 1))
+    return oh.make_model(graph, opset_imports=opsets)
+
+
+def run_ours(model: onnx.ModelProto, inputs: Sequence[np.ndarray], threads: int = 1):
+    """Outputs, kernel names and paths of one run with our kernels."""
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    feeds = {f"x{i}": a for i, a in enumerate(inputs)}
+    outputs = sess.run(None, feeds)
+    return outputs, olc.used_kernel_names(sess), olc.used_kernel_paths(sess)
+
+
+def run_builtin(model: onnx.ModelProto, inputs: Sequence[np.ndarray]):
+    sess = ReferenceEvaluator(model)  # the global table is empty in tests
+    return sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, what: str = "",
+                 tolerance: tuple[float, float] | None = None) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    if actual.dtype.kind in "biu" or actual.dtype == np.bool_:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    rtol, atol = tolerance or TOLERANCES[actual.dtype]
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(e), err_msg=f"{what}: NaN positions")
+    finite = np.isfinite(e)
+    np.testing.assert_array_equal(a[~finite & ~np.isnan(e)], e[~finite & ~np.isnan(e)],
+                                  err_msg=f"{what}: infinities")
+    np.testing.assert_allclose(a[finite], e[finite], rtol=rtol, atol=atol, err_msg=what)
+
+
+def check_node(op_type: str, inputs: Sequence[np.ndarray], *,
+               oracle: str | Callable = "builtin", kernel: str | None = None,
+               tolerance: tuple[float, float] | None = None, **model_kwargs) -> None:
+    """Compare our kernel with the oracle at every SIMD level and thread count.
+
+    ``oracle`` is "builtin" (the onnx.reference implementation) or a callable
+    taking the inputs and returning the expected outputs.
+    """
+    model = node_model(op_type, inputs, **model_kwargs)
+    originals = [a.copy() for a in inputs]
+    expected = (run_builtin(model, inputs) if oracle == "builtin"
+                else list(oracle(*inputs)))
+    kernel = kernel or f"onnx_light_cpu::{op_type}"
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            per_thread = {}
+            for threads in THREAD_COUNTS:
+                outputs, names, paths = run_ours(model, inputs, threads)
+                assert kernel in names, f"{op_type} at {level}: {names} misses {kernel}"
+                for k, (got, want) in enumerate(zip(outputs, expected)):
+                    assert_close(got, want, f"{op_type} output {k} at {level}, {threads} threads",
+                                 tolerance)
+                per_thread[threads] = outputs
+            for a, b in itertools.combinations(per_thread.values(), 2):
+                for got1, got2 in zip(a, b):
+                    assert same_bits(got1, got2), f"{op_type}: thread count changed the result"
+    for a, original in zip(inputs, originals):
+        assert same_bits(a, original), f"{op_type} modified its input"
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit-for-bit equality (NaN payloads included)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def random_shapes(rng: np.random.Generator, include_large: bool = True):
+    """Shapes with 0, 1, odd sizes, sizes off the vector width, and large ones."""
+    shapes = [(), (0,), (1,), (3,), (7,), (15,), (16,), (17,), (31,), (33,), (2, 0, 3),
+              (5, 7), (3, 4, 5), tuple(int(s) for s in rng.integers(1, 9, size=3))]
+    if include_large:
+        shapes += [(1 << 16,), (3, 70001)]
+    return shapes
+
+
+def special_values(dtype) -> np.ndarray:
+    """NaN, ±inf, ±0, subnormals and extremes of a float dtype."""
+    info = np.finfo(dtype) if dtype != bfloat16 else None
+    values = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0]
+    if info is not None:
+        values += [float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
+                   float(info.max), -float(info.max), float(info.eps)]
+    return np.array(values, dtype=np.float64).astype(dtype)

@@ -1,0 +1,183 @@
+"""Abs, Exp, Log, Sigmoid, Tanh, Not against the built-ins and float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+
+from differential import check_node, node_model, random_shapes, run_ours, special_values
+
+FLOATS = [np.float32, np.float16, bfloat16, np.float64]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def _sigmoid64(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+REFERENCE64 = {"Exp": np.exp, "Log": np.log, "Sigmoid": _sigmoid64, "Tanh": np.tanh}
+
+
+def _random(rng, shape, dtype, op):
+    low, high = (1e-3, 50.0) if op == "Log" else (-12.0, 12.0)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _oracle64(op, dtype):
+    """float64 result rounded to ``dtype``: the correctly rounded answer."""
+    def oracle(x):
+        with np.errstate(all="ignore"):
+            return [REFERENCE64[op](x.astype(np.float64)).astype(dtype)]
+    return oracle
+
+
+@pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_transcendental_matches_float64(op, dtype):
+    rng = np.random.default_rng(0)
+    for shape in random_shapes(rng):
+        check_node(op, [_random(rng, shape, dtype, op)], oracle=_oracle64(op, dtype))
+    check_node(op, [special_values(dtype)], oracle=_oracle64(op, dtype))
+
+
+@pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=lambda d: np.dtype(d).name)
+def test_transcendental_matches_builtin(op, dtype):
+    rng = np.random.default_rng(1)
+    check_node(op, [_random(rng, (4, 33), dtype, op)], oracle="builtin")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda d: np.dtype(d).name)
+def test_abs_matches_builtin(dtype):
+    rng = np.random.default_rng(2)
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    for shape in random_shapes(rng, include_large=dtype in (np.float32, np.int8)):
+        if info is None:
+            x = rng.normal(size=shape).astype(dtype)
+        else:
+            x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+        check_node("Abs", [x], oracle="builtin")
+    if info is not None and info.min < 0:
+        # The minimum has no positive twin: it wraps, as in NumPy.
+        check_node("Abs", [np.array([info.min, -1, 0, info.max], dtype=dtype)], oracle="builtin")
+
+
+def test_abs_keeps_nan_payload_and_clears_sign():
+    bits = np.array([0xFFC12345, 0x7FA00001, 0x80000000, 0xFF800000], dtype=np.uint32)
+    (y,), _, _ = run_ours(node_model("Abs", [bits.view(np.float32)]), [bits.view(np.float32)])
+    np.testing.assert_array_equal(y.view(np.uint32), bits & 0x7FFFFFFF)
+
+
+def test_not():
+    rng = np.random.default_rng(3)
+    for shape in random_shapes(rng):
+        check_node("Not", [rng.integers(0, 2, size=shape).astype(bool)], oracle="builtin")
+
+
+def test_non_contiguous_and_read_only_inputs():
+    base = np.linspace(-5, 5, 64, dtype=np.float32).reshape(8, 8)
+    strided = base[:, ::2]
+    check_node("Exp", [strided], oracle="builtin")
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    check_node("Tanh", [frozen], oracle="builtin")
+
+
+@pytest.mark.parametrize(
+    "op, x, message",
+    [
+        ("Abs", np.array(["a", "b"]), "Abs: input 0 ('x0') has element type <U1"),
+        ("Exp", np.array([1, 2], dtype=np.int32), "Exp: input 0 ('x0') has element type int32"),
+        ("Not", np.array([1.0], dtype=np.float32), "Not: input 0 ('x0') has element type float32"),
+    ],
+)
+def test_wrong_element_type_is_a_clear_type_error(op, x, message):
+    model = node_model(op, [np.zeros(1, np.float32)])
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        sess.run(None, {"x0": x})
+
+
+def test_paths_name_the_level_in_use():
+    x = np.ones(10, np.float32)
+    model = node_model("Exp", [x])
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            _, _, paths = run_ours(model, [x])
+            assert paths == [f"exp_float32_{level}"]
+    _, _, paths = run_ours(node_model("Exp", [x.astype(np.float64)]), [x.astype(np.float64)])
+    assert paths == ["exp_float64_scalar"]  # no vector path for double
+
+
+# ---------------------------------------------------------------- ulp bounds
+
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in representable float32 values (both finite or equal)."""
+    def ordered(v):
+        i = v.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(ordered(a) - ordered(b))
+
+
+def _float32_sweep(step: int) -> np.ndarray:
+    """Every ``step``-th float32 bit pattern, both signs, plus the edges."""
+    bits = np.arange(0, 1 << 31, step, dtype=np.uint32)
+    edges = np.array([0, 1, 2, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000], dtype=np.uint32)
+    bits = np.concatenate([bits, edges])
+    return np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
+
+
+def _max_ulp(op, x, level):
+    with capped_simd_level(level):
+        (y,), _, _ = run_ours(node_model(op, [x]), [x])
+    with np.errstate(all="ignore"):
+        want = REFERENCE64[op](x.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(y), nan, err_msg=f"{op} NaN positions at {level}")
+    inf = np.isinf(want)
+    np.testing.assert_array_equal(y[inf], want[inf], err_msg=f"{op} infinities at {level}")
+    ok = ~nan & ~inf
+    return int(_ulp_distance(y[ok], want[ok]).max(initial=0))
+
+
+@pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
+def test_float32_within_2_ulp_sampled(op):
+    x = _float32_sweep(step=4099)  # ~1M values spread over the whole range
+    for level in available_simd_levels():
+        assert _max_ulp(op, x, level) <= 2, f"{op} at {level}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
+def test_float32_within_2_ulp_exhaustive(op):
+    for level in available_simd_levels():
+        for start in range(0, 1 << 32, 1 << 28):
+            bits = np.arange(start, start + (1 << 28), dtype=np.uint64).astype(np.uint32)
+            assert _max_ulp(op, bits.view(np.float32), level) <= 2, f"{op} at {level}"
+
+
+@pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
+@pytest.mark.parametrize("dtype", [np.float16, bfloat16], ids=lambda d: np.dtype(d).name)
+def test_narrow_types_exhaustive(op, dtype):
+    """All 65536 inputs: the result is the float64 answer rounded, give or
+    take one unit in the last place of the narrow type."""
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    with np.errstate(all="ignore"):
+        want = REFERENCE64[op](x.astype(np.float64)).astype(dtype)
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            (y,), _, _ = run_ours(node_model(op, [x]), [x])
+        nan = np.isnan(want.astype(np.float32))
+        np.testing.assert_array_equal(np.isnan(y.astype(np.float32)), nan)
+        a = y.view(np.int16).astype(np.int32)[~nan]
+        b = want.view(np.int16).astype(np.int32)[~nan]
+        a = np.where(a < 0, -(a & 0x7FFF), a)
+        b = np.where(b < 0, -(b & 0x7FFF), b)
+        assert np.abs(a - b).max() <= 1, f"{op} {np.dtype(dtype).name} at {level}"

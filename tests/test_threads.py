@@ -1,0 +1,89 @@
+"""Thread-count decisions and the OpenMP runtime."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.threads import decide_num_threads
+
+from differential import node_model, run_ours
+
+
+def test_small_work_runs_serially():
+    assert decide_num_threads(10, 1000, 8) == 1
+    assert decide_num_threads(1999, 1000, 8) == 1
+
+
+@pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
+def test_large_work_uses_requested_threads_but_not_more_than_work_allows():
+    assert decide_num_threads(10_000, 1000, 2) == 2
+    assert decide_num_threads(3_000, 1000, 8) == 3
+    olc.set_default_num_threads(3)
+    try:
+        assert olc.get_default_num_threads() == 3
+        assert decide_num_threads(10_000, 1000, None) == 3
+    finally:
+        olc.set_default_num_threads(None)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_thread_counts_are_validated(bad):
+    with pytest.raises(ValueError, match="positive integer"):
+        olc.set_default_num_threads(bad)
+    sess = ReferenceEvaluator(node_model("Exp", [np.zeros(1, np.float32)]))
+    with pytest.raises(ValueError, match="positive integer"):
+        olc.set_num_threads_for_session(sess, bad)
+
+
+def test_session_override_is_per_evaluator():
+    a = ReferenceEvaluator(node_model("Exp", [np.zeros(1, np.float32)]))
+    b = ReferenceEvaluator(node_model("Exp", [np.zeros(1, np.float32)]))
+    olc.set_num_threads_for_session(a, 1)
+    assert olc.get_num_threads_for_session(a) == 1
+    assert olc.get_num_threads_for_session(b) is None
+
+
+def _python(code: str, **env) -> str:
+    """stdout of ``code`` in a fresh interpreter, without inherited OpenMP
+    wait settings, plus ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
+def test_default_honours_omp_num_threads():
+    code = "import onnx_light_cpu as o; print(o.get_default_num_threads())"
+    assert _python(code, OMP_NUM_THREADS="1") == "1"
+    assert _python(code, OMP_NUM_THREADS="3") == "3"
+
+
+@pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
+def test_openmp_runtime_is_visible_to_threadpoolctl_and_limits_apply():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    apis = {info["user_api"] for info in threadpoolctl.threadpool_info()}
+    assert "openmp" in apis
+    with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
+        assert olc.get_default_num_threads() == 1
+
+
+def test_spin_defaults_respect_the_user():
+    code = "import os, onnx_light_cpu; print(os.environ.get('GOMP_SPINCOUNT'))"
+    assert _python(code) == "10000"
+    assert _python(code, GOMP_SPINCOUNT="5") == "5"
+    assert _python(code, OMP_WAIT_POLICY="ACTIVE") == "None"
+
+
+def test_results_do_not_depend_on_thread_count():
+    x = np.random.default_rng(0).normal(size=300_001).astype(np.float32)
+    model = node_model("Sigmoid", [x])
+    (one,), _, _ = run_ours(model, [x], threads=1)
+    (two,), _, _ = run_ours(model, [x], threads=2)
+    assert one.tobytes() == two.tobytes()
