@@ -1,0 +1,194 @@
+"""``python -m onnx_light_cpu``: list the kernels, or run a model with them.
+
+    python -m onnx_light_cpu kernels
+    python -m onnx_light_cpu run [MODEL.onnx] [--inputs FILE.npz] [--threads N]
+                                 [--compare builtin,ort] [--repeat N]
+
+Without a model, ``run`` uses a small default model built in code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from onnx import helper as oh
+from onnx.reference import ReferenceEvaluator
+
+from . import (
+    register_kernels_for_session,
+    registered_kernels,
+    set_kernel_usage_recording,
+    set_num_threads_for_session,
+    simd_level,
+    used_kernel_names,
+    used_kernel_paths,
+)
+
+DEFAULT_SHAPE = (64, 4096)
+
+
+def default_model() -> onnx.ModelProto:
+    """A gated activation block: y = Log(Exp(|tanh(x) * sigmoid(x)|)), and
+    mask = Not(x > 0)."""
+    nodes = [
+        oh.make_node("Tanh", ["x"], ["t"]),
+        oh.make_node("Sigmoid", ["x"], ["s"]),
+        oh.make_node("Mul", ["t", "s"], ["g"]),
+        oh.make_node("Abs", ["g"], ["a"]),
+        oh.make_node("Exp", ["a"], ["e"]),
+        oh.make_node("Log", ["e"], ["y"]),
+        oh.make_node("Greater", ["x", "zero"], ["positive"]),
+        oh.make_node("Not", ["positive"], ["mask"]),
+    ]
+    graph = oh.make_graph(
+        nodes,
+        "gated_activation",
+        [oh.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", DEFAULT_SHAPE[1]])],
+        [oh.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", DEFAULT_SHAPE[1]]),
+         oh.make_tensor_value_info("mask", TensorProto.BOOL, ["batch", DEFAULT_SHAPE[1]])],
+        [oh.make_tensor("zero", TensorProto.FLOAT, [], [0.0])],
+    )
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)])
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random feeds for the graph inputs; a symbolic dimension is taken as
+    the default model's batch for 'batch', else 1."""
+    rng = np.random.default_rng(seed)
+    initializers = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value")
+                 else DEFAULT_SHAPE[0] if d.dim_param == "batch" else 1
+                 for d in tensor.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        if dtype == np.bool_:
+            feeds[value.name] = rng.integers(0, 2, size=shape).astype(bool)
+        elif np.issubdtype(dtype, np.integer):
+            feeds[value.name] = rng.integers(0, 8, size=shape).astype(dtype)
+        else:
+            feeds[value.name] = rng.normal(size=shape).astype(dtype)
+    return feeds
+
+
+def _median_seconds(fn, repeat: int) -> float:
+    fn()  # warm-up: first-call allocations and caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _compare_outputs(name: str, ours: list, theirs: list, out=sys.stdout) -> None:
+    diffs = []
+    for a, b in zip(ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype == np.bool_ or b.dtype == np.bool_:
+            diffs.append(float(np.count_nonzero(a != b)))
+        else:
+            diffs.append(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)),
+                                      initial=0.0)))
+    print(f"  max abs difference vs {name}: {max(diffs, default=0.0):.3g}", file=out)
+
+
+def _run_ort(model: onnx.ModelProto, feeds, threads, repeat, out):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print("  ort: onnxruntime is not installed", file=out)
+        return None
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    sess = ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+    outputs = sess.run(None, feeds)
+    seconds = _median_seconds(lambda: sess.run(None, feeds), repeat)
+    print(f"  ort: median {seconds * 1e3:.3f} ms", file=out)
+    return outputs
+
+
+def command_run(args, out=sys.stdout) -> int:
+    model = onnx.load(args.model) if args.model else default_model()
+    feeds = dict(np.load(args.inputs)) if args.inputs else random_inputs(model)
+    sess = ReferenceEvaluator(model)
+    register_kernels_for_session(sess)
+    if args.threads:
+        set_num_threads_for_session(sess, args.threads)
+    set_kernel_usage_recording(sess, True)
+    ours = sess.run(None, feeds)
+    names, paths = used_kernel_names(sess), used_kernel_paths(sess)
+    set_kernel_usage_recording(sess, False)
+    seconds = _median_seconds(lambda: sess.run(None, feeds), args.repeat)
+
+    print(f"model: {args.model or 'default (gated activation, built in code)'}", file=out)
+    print(f"inputs: {', '.join(f'{k}{list(v.shape)}:{v.dtype}' for k, v in feeds.items())}",
+          file=out)
+    print(f"simd level: {simd_level()}, threads: {args.threads or 'default'}", file=out)
+    print(f"onnx_light_cpu: median {seconds * 1e3:.3f} ms over {args.repeat} runs", file=out)
+    print("kernels that ran:", file=out)
+    for (name, path), count in collections.Counter(zip(names, paths)).items():
+        print(f"  {name} [{path}] x{count}", file=out)
+    if not names:
+        print("  none (no node of this model has an onnx_light_cpu kernel)", file=out)
+    for contender in filter(None, (args.compare or "").split(",")):
+        if contender == "builtin":
+            builtin = ReferenceEvaluator(model)
+            theirs = builtin.run(None, feeds)
+            b_seconds = _median_seconds(lambda: builtin.run(None, feeds), args.repeat)
+            print(f"  builtin: median {b_seconds * 1e3:.3f} ms", file=out)
+        elif contender == "ort":
+            theirs = _run_ort(model, feeds, args.threads, args.repeat, out)
+            if theirs is None:
+                continue
+        else:
+            print(f"unknown comparison {contender!r}: use builtin and/or ort", file=sys.stderr)
+            return 2
+        _compare_outputs(contender, ours, theirs, out)
+    return 0
+
+
+def command_kernels(args, out=sys.stdout) -> int:
+    for r in registered_kernels(args.policy):
+        until = r.until_version if r.until_version is not None else ""
+        print(f"{r.domain:14} {r.op_type:28} {r.name:40} opset {r.since_version}-{until}  "
+              f"{','.join(t[7:-1] for t in r.element_types)}", file=out)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import MicrosoftKernelImplementation
+
+    parser = argparse.ArgumentParser(prog="python -m onnx_light_cpu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    kernels = sub.add_parser("kernels", help="print the kernel inventory")
+    kernels.add_argument("--naive", dest="policy", action="store_const",
+                         const=MicrosoftKernelImplementation.NAIVE,
+                         default=MicrosoftKernelImplementation.OPTIMIZED,
+                         help="list the NAIVE com.microsoft family")
+    run = sub.add_parser("run", help="run a model through ReferenceEvaluator with the kernels")
+    run.add_argument("model", nargs="?", help="ONNX file (default: a model built in code)")
+    run.add_argument("--inputs", help=".npz file of feeds (default: random)")
+    run.add_argument("--threads", type=int, help="threads for our kernels and ORT")
+    run.add_argument("--compare", default="builtin,ort",
+                     help="comma-separated: builtin, ort (default: both)")
+    run.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
+    args = parser.parse_args(argv)
+    if args.command == "kernels":
+        return command_kernels(args)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return command_run(args)
