@@ -91,7 +91,7 @@ def _median_seconds(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _compare_outputs(name: str, ours: list, theirs: list, out=sys.stdout) -> None:
+def _compare_outputs(name: str, ours: list, theirs: list) -> None:
     diffs = []
     for a, b in zip(ours, theirs):
         a, b = np.asarray(a), np.asarray(b)
@@ -100,14 +100,14 @@ def _compare_outputs(name: str, ours: list, theirs: list, out=sys.stdout) -> Non
         else:
             diffs.append(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)),
                                       initial=0.0)))
-    print(f"  max abs difference vs {name}: {max(diffs, default=0.0):.3g}", file=out)
+    print(f"  max abs difference vs {name}: {max(diffs, default=0.0):.3g}")
 
 
-def _run_ort(model: onnx.ModelProto, feeds, threads, repeat, out):
+def _run_ort(model: onnx.ModelProto, feeds, threads, repeat):
     try:
         import onnxruntime as ort
     except ImportError:
-        print("  ort: onnxruntime is not installed", file=out)
+        print("  ort: onnxruntime is not installed")
         return None
     options = ort.SessionOptions()
     if threads:
@@ -116,11 +116,11 @@ def _run_ort(model: onnx.ModelProto, feeds, threads, repeat, out):
                                 providers=["CPUExecutionProvider"])
     outputs = sess.run(None, feeds)
     seconds = _median_seconds(lambda: sess.run(None, feeds), repeat)
-    print(f"  ort: median {seconds * 1e3:.3f} ms", file=out)
+    print(f"  ort: median {seconds * 1e3:.3f} ms")
     return outputs
 
 
-def command_run(args, out=sys.stdout) -> int:
+def command_run(args) -> int:
     model = onnx.load(args.model) if args.model else default_model()
     feeds = dict(np.load(args.inputs)) if args.inputs else random_inputs(model)
     sess = ReferenceEvaluator(model)
@@ -133,38 +133,37 @@ def command_run(args, out=sys.stdout) -> int:
     set_kernel_usage_recording(sess, False)
     seconds = _median_seconds(lambda: sess.run(None, feeds), args.repeat)
 
-    print(f"model: {args.model or 'default (gated activation, built in code)'}", file=out)
-    print(f"inputs: {', '.join(f'{k}{list(v.shape)}:{v.dtype}' for k, v in feeds.items())}",
-          file=out)
-    print(f"simd level: {simd_level()}, threads: {args.threads or 'default'}", file=out)
-    print(f"onnx_light_cpu: median {seconds * 1e3:.3f} ms over {args.repeat} runs", file=out)
-    print("kernels that ran:", file=out)
+    print(f"model: {args.model or 'default (gated activation, built in code)'}")
+    print(f"inputs: {', '.join(f'{k}{list(v.shape)}:{v.dtype}' for k, v in feeds.items())}")
+    print(f"simd level: {simd_level()}, threads: {args.threads or 'default'}")
+    print(f"onnx_light_cpu: median {seconds * 1e3:.3f} ms over {args.repeat} runs")
+    print("kernels that ran:")
     for (name, path), count in collections.Counter(zip(names, paths)).items():
-        print(f"  {name} [{path}] x{count}", file=out)
+        print(f"  {name} [{path}] x{count}")
     if not names:
-        print("  none (no node of this model has an onnx_light_cpu kernel)", file=out)
+        print("  none (no node of this model has an onnx_light_cpu kernel)")
     for contender in filter(None, (args.compare or "").split(",")):
         if contender == "builtin":
             builtin = ReferenceEvaluator(model)
             theirs = builtin.run(None, feeds)
             b_seconds = _median_seconds(lambda: builtin.run(None, feeds), args.repeat)
-            print(f"  builtin: median {b_seconds * 1e3:.3f} ms", file=out)
+            print(f"  builtin: median {b_seconds * 1e3:.3f} ms")
         elif contender == "ort":
-            theirs = _run_ort(model, feeds, args.threads, args.repeat, out)
+            theirs = _run_ort(model, feeds, args.threads, args.repeat)
             if theirs is None:
                 continue
         else:
             print(f"unknown comparison {contender!r}: use builtin and/or ort", file=sys.stderr)
             return 2
-        _compare_outputs(contender, ours, theirs, out)
+        _compare_outputs(contender, ours, theirs)
     return 0
 
 
-def command_kernels(args, out=sys.stdout) -> int:
+def command_kernels(args) -> int:
     for r in registered_kernels(args.policy):
         until = r.until_version if r.until_version is not None else ""
         print(f"{r.domain:14} {r.op_type:28} {r.name:40} opset {r.since_version}-{until}  "
-              f"{','.join(t[7:-1] for t in r.element_types)}", file=out)
+              f"{','.join(t[7:-1] for t in r.element_types)}")
     return 0
 
 
