@@ -8,6 +8,8 @@ attributes are linked to a calling function's takes the generic route.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import ClassVar
 
 import numpy as np
@@ -17,6 +19,12 @@ from onnx.reference.op_run import OpRun
 
 from ..registry.hook import EvaluatorContext
 from ..threads import decide_num_threads
+
+# Outputs this large are mapped afresh by malloc on every allocation (glibc
+# never serves them from its heap), and faulting in their zeroed pages costs
+# as much as a memory-bound kernel: a node reuses its previous output of
+# this size once nothing else holds it.
+REUSE_MIN_BYTES = 32 << 20
 
 # NumPy dtype -> ONNX element type, for the types the cores handle.
 ELEMENT_TYPES: dict[np.dtype, int] = {
@@ -58,11 +66,24 @@ class KernelOp(OpRun):
         self._context = context
         self._usage = context.usage
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
+        self._kept_output: np.ndarray | None = None
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
         if self.has_linked_attribute:
             return OpRun.run(self, *args, linked_attributes=linked_attributes)
         return self._run(*args)
+
+    def _new_output(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An uninitialised output array that no one else references."""
+        if math.prod(shape) * dtype.itemsize < REUSE_MIN_BYTES:
+            return np.empty(shape, dtype=dtype)
+        kept = self._kept_output
+        # References: this attribute, the local name, getrefcount's argument.
+        if (kept is not None and sys.getrefcount(kept) == 3
+                and kept.shape == shape and kept.dtype == dtype):
+            return kept
+        self._kept_output = out = np.empty(shape, dtype=dtype)
+        return out
 
     def _num_threads(self, work: int, min_work_per_thread: int) -> int:
         return decide_num_threads(work, min_work_per_thread, self._context.num_threads)

@@ -55,7 +55,7 @@ class _Unary(KernelOp):
             self._usage.record(self.kernel_name, self._path(x.dtype, element_type, level))
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        y = np.empty(x.shape, dtype=x.dtype)
+        y = self._new_output(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
         core.apply(self.core_op, element_type, level, x, y, threads)
         return (y,)

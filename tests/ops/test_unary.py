@@ -181,3 +181,25 @@ def test_narrow_types_exhaustive(op, dtype):
         a = np.where(a < 0, -(a & 0x7FFF), a)
         b = np.where(b < 0, -(b & 0x7FFF), b)
         assert np.abs(a - b).max() <= 1, f"{op} {np.dtype(dtype).name} at {level}"
+
+
+def test_large_outputs_are_reused_only_when_nobody_holds_them(monkeypatch):
+    from onnx_light_cpu.ops import _base
+
+    monkeypatch.setattr(_base, "REUSE_MIN_BYTES", 64)
+    import models  # tests/registry
+
+    sess = ReferenceEvaluator(models.chain("Abs", "Exp", "Tanh"))
+    olc.register_kernels_for_session(sess)
+    x1 = np.linspace(-2, 2, 100, dtype=np.float32)
+    x2 = -2 * x1
+    (y1,) = sess.run(None, {"x": x1})
+    kept = y1.copy()
+    (y2,) = sess.run(None, {"x": x2})
+    np.testing.assert_array_equal(y1, kept)  # the user's output was not reused
+    assert y2 is not y1
+    np.testing.assert_allclose(y2, np.tanh(np.exp(np.abs(x2))), rtol=1e-6)
+    exp_node = sess.rt_nodes_[1]
+    kept_id = id(exp_node._kept_output)  # an id: a reference would pin it
+    sess.run(None, {"x": x1})
+    assert id(exp_node._kept_output) == kept_id  # the freed intermediate was reused

@@ -1,0 +1,396 @@
+"""Three contenders on one ONNX node, timed with pytest-benchmark.
+
+Layer measured: steady-state end to end.  A prepared evaluator or session
+runs a single-node model; building, registering and the first run are not
+timed.  The contenders, on the same model and the same inputs:
+
+* ``ours``: ``ReferenceEvaluator`` + ``olc.register_kernels_for_session``;
+  an untimed probe run with usage recording proves our kernel ran;
+* ``ort``: an onnxruntime CPU session with the same thread count, whose
+  pool does not spin (``session.intra_op.allow_spinning=0``);
+* ``builtin``: ``ReferenceEvaluator`` with ``onnx.reference``'s own kernels.
+
+Each contender is its own test in the benchmark group
+``<op>-<dtype>-<size>-t<threads>``, so
+``pytest benchmarks --benchmark-only --benchmark-group-by=group`` prints
+them side by side and ``python -m tools.bench_ratio_table`` reads them back.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+# What the OpenMP environment was before onnx_light_cpu's import could add
+# its GOMP_SPINCOUNT default (None when the package was already imported).
+OMP_ENV_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
+_OMP_ENV_BEFORE_OLC = (
+    None if "onnx_light_cpu" in sys.modules else {k: os.environ.get(k) for k in OMP_ENV_VARS}
+)
+
+import onnx_light_cpu as olc  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_light_cpu.threads import decide_num_threads  # noqa: E402
+
+CONTENDERS = ("ours", "ort", "builtin")
+DEFAULT_OPSET = 21
+# IR 10 goes with opset 21; onnx 1.23 would write a newer IR than some ORT read.
+DEFAULT_IR_VERSION = 10
+# The builtin is skipped above this many elements unless a test says otherwise.
+DEFAULT_BUILTIN_MAX_SIZE = 10**7
+# One timed round lasts about this long: long enough for perf_counter, short
+# enough for many rounds.  Each round is a block of back-to-back calls.
+ROUND_SECONDS = 0.005
+MIN_ROUNDS, MAX_ROUNDS = 5, 1000
+ORT_SPINNING = "0"
+
+# Comparison tolerances per dtype for the untimed output check.
+_TOLERANCES = {
+    np.dtype(np.float64): (1e-12, 1e-14),
+    np.dtype(np.float32): (1e-5, 1e-6),
+    np.dtype(np.float16): (3e-3, 1e-4),  # 3 ulp: ORT computes float16 in float32
+    np.dtype(ml_dtypes.bfloat16): (2.4e-2, 1e-3),
+}
+
+
+def size_label(n: int) -> str:
+    """'1e6' for powers of ten, the plain number otherwise."""
+    exponent = len(str(n)) - 1
+    return f"1e{exponent}" if n >= 10 and n == 10**exponent else str(n)
+
+
+def make_single_node_model(
+    op_type: str,
+    inputs: Sequence[tuple[str, np.dtype, Sequence[int | None]]],
+    outputs: Sequence[tuple[str, np.dtype]] | None = None,
+    attrs: dict | None = None,
+    opset: int = DEFAULT_OPSET,
+    domain: str = "",
+) -> onnx.ModelProto:
+    """A model with one node; ``inputs`` are (name, dtype, shape).
+
+    ``outputs`` are (name, dtype) with unknown shape; by default one output
+    ``Y`` of the first input's dtype (element-wise operators).
+    """
+    if outputs is None:
+        outputs = [("Y", inputs[0][1])]
+    node = helper.make_node(
+        op_type, [name for name, _, _ in inputs], [name for name, _ in outputs],
+        domain=domain, **(attrs or {}),
+    )
+    graph = helper.make_graph(
+        [node],
+        f"single_{op_type}",
+        [helper.make_tensor_value_info(name, _onnx_type(dtype), list(shape))
+         for name, dtype, shape in inputs],
+        [helper.make_tensor_value_info(name, _onnx_type(dtype), None) for name, dtype in outputs],
+    )
+    opsets = [helper.make_opsetid("", opset)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=DEFAULT_IR_VERSION)
+
+
+def _onnx_type(dtype) -> int:
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+@dataclass
+class Case:
+    """One operator on fixed inputs; shared by every contender and thread count."""
+
+    op_type: str
+    model: onnx.ModelProto
+    feeds: dict[str, np.ndarray]
+    dtype: str
+    size: int
+    domain: str = ""
+    # Outputs every contender must match; computed by the builtin when None.
+    reference: Callable[[dict], list] | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    # Name our probe must see; "onnx_light_cpu::<op>" when None (see
+    # olc.registered_kernel_names() for operators present in two domains).
+    expected_kernel: str | None = None
+    _expected: list | None = field(default=None, repr=False)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.expected_kernel or f"onnx_light_cpu::{self.op_type}"
+
+    def group(self, threads: int) -> str:
+        return f"{self.op_type}-{self.dtype}-{size_label(self.size)}-t{threads}"
+
+    def expected(self) -> list:
+        if self._expected is None:
+            if self.reference is not None:
+                self._expected = list(self.reference(self.feeds))
+            else:
+                self._expected = _builtin_session(self.model).run(None, self.feeds)
+        return self._expected
+
+
+def make_case(
+    op_type: str,
+    feeds: dict[str, np.ndarray],
+    *,
+    attrs: dict | None = None,
+    outputs: Sequence[tuple[str, np.dtype]] | None = None,
+    opset: int = DEFAULT_OPSET,
+    domain: str = "",
+    **kwargs,
+) -> Case:
+    """A Case whose model takes ``feeds`` (shapes fixed to theirs)."""
+    first = next(iter(feeds.values()))
+    model = make_single_node_model(
+        op_type, [(name, a.dtype, a.shape) for name, a in feeds.items()],
+        outputs=outputs, attrs=attrs, opset=opset, domain=domain,
+    )
+    return Case(op_type, model, feeds, dtype=first.dtype.name, size=first.size,
+                domain=domain, **kwargs)
+
+
+# -- contenders: each returns (a zero-argument call, extra_info entries) ------
+
+
+def _builtin_session(model) -> ReferenceEvaluator:
+    # onnx_light_cpu hooks ReferenceEvaluator: an evaluator built while the
+    # global table is empty, and never registered, runs onnx.reference's kernels.
+    olc.unregister_kernels_global()
+    return ReferenceEvaluator(model)
+
+
+def prepare_ours(case: Case, threads: int):
+    olc.unregister_kernels_global()  # only the per-session registration acts
+    sess = ReferenceEvaluator(case.model)
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, threads)
+
+    # Untimed probe: prove which kernel and which code path ran.
+    olc.set_kernel_usage_recording(sess, True)
+    sess.run(None, case.feeds)
+    names, paths = olc.used_kernel_names(sess), olc.used_kernel_paths(sess)
+    # Recording takes a lock per call: off while timing.
+    olc.set_kernel_usage_recording(sess, False)
+    olc.clear_used_kernel_names(sess)
+    assert case.kernel_name in names, f"{case.kernel_name} did not run, got {names}"
+
+    info = {"path": paths[names.index(case.kernel_name)], "kernel": case.kernel_name}
+    effective = _effective_threads(sess, case.size, threads)
+    if effective is not None:
+        info["effective_threads"] = effective
+    return (lambda: sess.run(None, case.feeds)), info
+
+
+def _effective_threads(sess, work: int, threads: int) -> int | None:
+    """Threads the node's kernel will use, where the adapter says its threshold."""
+    nodes = getattr(sess, "rt_nodes_", ())
+    min_work = getattr(nodes[0], "min_work_per_thread", None) if len(nodes) == 1 else None
+    if min_work is None:
+        return None
+    return decide_num_threads(work, min_work, threads)
+
+
+def prepare_builtin(case: Case, threads: int):
+    sess = _builtin_session(case.model)
+    olc.set_kernel_usage_recording(sess, True)
+    sess.run(None, case.feeds)
+    used = olc.used_kernel_names(sess)
+    olc.set_kernel_usage_recording(sess, False)
+    assert not used, f"the builtin evaluator ran onnx_light_cpu kernels: {used}"
+    return (lambda: sess.run(None, case.feeds)), {
+        "path": "onnx.reference", "note": "single-threaded NumPy whatever the thread count"
+    }
+
+
+def ort_session_options(threads: int, spinning: str = ORT_SPINNING):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # Basic keeps the node as it is but lets ORT insert the Casts it needs.
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    # A spinning pool holds both cores after each call and slows whoever runs next.
+    so.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+    so.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+    return so
+
+
+def _ort_missing_kernel(exc: Exception) -> bool:
+    text = str(exc)
+    return "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text
+
+
+def prepare_ort(case: Case, threads: int, spinning: str = ORT_SPINNING):
+    ort = pytest.importorskip("onnxruntime")
+    so = ort_session_options(threads, spinning)
+    with tempfile.TemporaryDirectory() as tmp:
+        # The graph ORT really runs: it wraps some float16 nodes in Casts.
+        so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
+        try:
+            sess = ort.InferenceSession(
+                case.model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            if _ort_missing_kernel(exc):
+                pytest.skip(f"onnxruntime has no CPU kernel for {case.op_type} "
+                            f"{case.dtype}: {str(exc).splitlines()[0]}")
+            raise
+        ran = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
+    info = {
+        "path": ">".join(ran),
+        "ort_version": ort.__version__,
+        "ort_intra_op_threads": threads,
+        "ort_allow_spinning": spinning,
+        "ort_optimization": "basic",
+    }
+    if ran != [case.op_type]:
+        info["note"] = f"ORT runs {'>'.join(ran)} (no {case.dtype} kernel of its own)"
+    return (lambda: sess.run(None, case.feeds)), info
+
+
+PREPARE = {"ours": prepare_ours, "ort": prepare_ort, "builtin": prepare_builtin}
+
+
+# -- checking and timing -----------------------------------------------------
+
+
+def check_outputs(case: Case, got: list, contender: str) -> None:
+    """Every output matches the reference, within the dtype's tolerance."""
+    expected = case.expected()
+    assert len(got) == len(expected), f"{contender}: {len(got)} outputs, expected {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.dtype == e.dtype and g.shape == e.shape, (
+            f"{contender} output {i}: {g.dtype}{g.shape}, expected {e.dtype}{e.shape}")
+        rtol, atol = _TOLERANCES.get(e.dtype, (0.0, 0.0))
+        rtol = case.rtol if case.rtol is not None else rtol
+        atol = case.atol if case.atol is not None else atol
+        if rtol == 0 and atol == 0:
+            np.testing.assert_array_equal(g, e, err_msg=f"{contender} output {i}")
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol,
+                                       atol=atol, equal_nan=True, err_msg=f"{contender} output {i}")
+
+
+def seconds_per_call(run: Callable[[], object], min_seconds: float = 0.01) -> float:
+    """Rough cost of one call: at least 3 calls and ``min_seconds``."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        run()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if calls >= 3 and elapsed >= min_seconds or calls >= 10_000:
+            return elapsed / calls
+
+
+def time_in_blocks(benchmark, run: Callable[[], object], budget_s: float) -> None:
+    """One warm-up round, then rounds of back-to-back calls for ``budget_s``.
+
+    pytest-benchmark reports per-call statistics (round time / iterations).
+    With ``--benchmark-disable`` it calls ``run`` once.
+    """
+    if benchmark.disabled:
+        benchmark.pedantic(run)
+        return
+    per_call = seconds_per_call(run)
+    iterations = max(1, round(ROUND_SECONDS / per_call))
+    rounds = int(min(MAX_ROUNDS, max(MIN_ROUNDS, budget_s / (iterations * per_call))))
+    benchmark.extra_info.update(rounds=rounds, iterations=iterations)
+    with gc_off():
+        benchmark.pedantic(run, rounds=rounds, iterations=iterations, warmup_rounds=1)
+
+
+class gc_off:
+    """Collect, then keep the collector out of the timed calls."""
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was_enabled:
+            gc.enable()
+
+
+def bench_contender(
+    benchmark,
+    case: Case,
+    contender: str,
+    threads: int,
+    *,
+    budget_s: float,
+    builtin_max_size: int = DEFAULT_BUILTIN_MAX_SIZE,
+) -> None:
+    """Prepare one contender, check its outputs, then time it."""
+    if contender == "builtin" and case.size > builtin_max_size:
+        pytest.skip(f"builtin skipped above {size_label(builtin_max_size)} elements (too slow)")
+    run, info = PREPARE[contender](case, threads)
+    check_outputs(case, run(), contender)
+
+    benchmark.group = case.group(threads)
+    benchmark.extra_info.update(
+        contender=contender, op=case.op_type, dtype=case.dtype, size=case.size,
+        threads=threads, simd=olc.simd_level(), **info,
+    )
+    time_in_blocks(benchmark, run, budget_s)
+    # Other processes on a shared machine show here (1-minute load average).
+    benchmark.extra_info["loadavg_1m"] = round(os.getloadavg()[0], 2)
+
+
+# -- interleaving engines ------------------------------------------------------
+
+
+def time_calls(run: Callable[[], object], calls: int, warmup: int) -> list[float]:
+    """Seconds of each of ``calls`` back-to-back calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def alone_times(engines: dict[str, Callable], blocks: int, calls: int, warmup: int) -> dict:
+    """Per-call seconds of each engine run in blocks, with nothing else running."""
+    result = {}
+    for name, run in engines.items():
+        with gc_off():
+            result[name] = [t for _ in range(blocks) for t in time_calls(run, calls, warmup)]
+    return result
+
+
+def openmp_report() -> dict:
+    """Thread pools threadpoolctl sees and the OpenMP wait settings in effect."""
+    from threadpoolctl import threadpool_info
+
+    pools = [
+        f"{p['internal_api']}:{p.get('prefix', '?')}:{p['num_threads']}threads"
+        for p in threadpool_info()
+    ]
+    report = {"threadpools": pools}
+    for name in OMP_ENV_VARS:
+        report[name] = os.environ.get(name)
+    if _OMP_ENV_BEFORE_OLC is None:
+        report["omp_env_origin"] = "unknown (onnx_light_cpu imported before the harness)"
+    elif any(_OMP_ENV_BEFORE_OLC[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        report["omp_env_origin"] = "user"
+    else:
+        report["omp_env_origin"] = "onnx_light_cpu default"
+    return report
