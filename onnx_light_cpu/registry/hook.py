@@ -13,6 +13,11 @@ those two methods:
   its usage log.  A root evaluator snapshots the global table, so
   registrations made later do not change what it resolves.
 * ``_load_impl`` asks the context first and falls back to ``onnx.reference``.
+* ``run`` of an evaluator that has kernels installed takes a lean loop over
+  a plan made once (node, input names, output names) when the call needs
+  none of the original's extras (verbose logging, shape-annotation checks,
+  intermediate results, function attributes, nodes that read the outer
+  scope); about 2 µs a node cheaper.  Anything else goes to the original.
 
 Precedence: per-evaluator registration > the user's ``new_ops`` > global
 registration > the built-ins.
@@ -84,6 +89,7 @@ def _new_root_context() -> EvaluatorContext:
 
 _original_init = ReferenceEvaluator.__init__
 _original_load_impl = ReferenceEvaluator._load_impl
+_original_run = ReferenceEvaluator.run
 
 
 def _patched_init(self, *args, **kwargs):
@@ -95,6 +101,42 @@ def _patched_init(self, *args, **kwargs):
         _original_init(self, *args, **kwargs)
     finally:
         stack.pop()
+    make_plan(self)
+
+
+def make_plan(evaluator) -> None:
+    """Prepare the lean run loop, or clear it where it does not apply."""
+    context = evaluator.__dict__.get("_olc_context")
+    plan = None
+    nodes = getattr(evaluator, "rt_nodes_", None)
+    if (context is not None and (context.session_kernels or context.global_kernels)
+            and nodes is not None and not any(
+                n.need_context() or n.has_linked_attribute for n in nodes)):
+        plan = tuple((n, tuple(n.input), tuple(n.output)) for n in nodes)
+    evaluator._olc_plan = plan
+
+
+def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=False,
+                 check_shape_annotations=None, _bindings=None):
+    plan = self.__dict__.get("_olc_plan")
+    if (plan is None or attributes is not None or intermediate or _bindings is not None
+            or check_shape_annotations or self.check_shape_annotations_ or self.verbose):
+        return _original_run(self, output_names, feed_inputs, attributes, intermediate,
+                             check_shape_annotations, _bindings)
+    results = {"": None}
+    results.update(self.rt_inits_)
+    results.update(feed_inputs)
+    for node, inputs, outputs in plan:
+        try:
+            args = [results[name] for name in inputs]
+        except KeyError:  # a missing input: the original words the error
+            return _original_run(self, output_names, feed_inputs)
+        for name, value in zip(outputs, node.run(*args)):
+            results[name] = value
+    try:
+        return [results[name] for name in (output_names or self.output_names_)]
+    except KeyError:  # an unknown output name, likewise
+        return _original_run(self, output_names, feed_inputs)
 
 
 def _patched_load_impl(self, node, input_types=None):
@@ -116,6 +158,7 @@ def install() -> None:
         return
     ReferenceEvaluator.__init__ = _patched_init
     ReferenceEvaluator._load_impl = _patched_load_impl
+    ReferenceEvaluator.run = _patched_run
     ReferenceEvaluator._olc_hooked = True
 
 
@@ -168,3 +211,4 @@ def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
             factory = context.resolve(proto, evaluator.opsets, evaluator.new_ops_)
             if factory is not None:
                 nodes[i] = factory(proto, node.run_params)
+        make_plan(evaluator)

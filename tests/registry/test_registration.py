@@ -197,3 +197,31 @@ def test_opset_outside_kernel_range_uses_builtin(monkeypatch):
     olc.register_kernels_global()
     _, names = recorded(ReferenceEvaluator(models.chain("Exp")), {"x": X})
     assert names == []
+
+
+def test_lean_run_matches_the_original_run():
+    from onnx_light_cpu.registry import hook
+
+    model = models.chain("Abs", "Exp", "Tanh")
+    sess = ReferenceEvaluator(model)
+    assert sess._olc_plan is None  # no kernels: the evaluator is untouched
+    olc.register_kernels_for_session(sess)
+    assert sess._olc_plan is not None
+    lean = sess.run(None, {"x": X})
+    original = hook._original_run(sess, None, {"x": X})
+    np.testing.assert_array_equal(lean[0], original[0])
+    assert sess.run(["t0"], {"x": X})[0].tolist() == np.abs(X).tolist()
+    everything = sess.run(None, {"x": X}, intermediate=True)  # the original's extra
+    assert set(everything) >= {"x", "t0", "t1", "y"}
+    with pytest.raises(RuntimeError, match="Unable to find input 'x'"):
+        sess.run(None, {"z": X})
+    with pytest.raises(RuntimeError, match="Unable to find output name 'nope'"):
+        sess.run(["nope"], {"x": X})
+
+
+def test_graphs_reading_the_outer_scope_keep_the_original_run():
+    olc.register_kernels_global()
+    sess = ReferenceEvaluator(models.if_model())
+    assert sess._olc_plan is None  # If reads the outer scope
+    _, names = recorded(sess, {"cond": np.array(True), "x": X})
+    assert names == ["onnx_light_cpu::Exp"]
