@@ -134,6 +134,15 @@ def random_shapes(rng: np.random.Generator, include_large: bool = True):
     return shapes
 
 
+def unaligned(x: np.ndarray) -> np.ndarray:
+    """A contiguous copy of ``x`` that starts one element into its buffer,
+    so vector loads see an address off their natural alignment."""
+    buffer = np.empty(x.size + 1, dtype=x.dtype)
+    view = buffer[1:].reshape(x.shape)
+    view[...] = x
+    return view
+
+
 def special_values(dtype) -> np.ndarray:
     """NaN, ±inf, ±0, subnormals and extremes of a float dtype."""
     info = np.finfo(dtype) if dtype != bfloat16 else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..threads import _check_count
 from . import hook
 from .inventory import (
     MicrosoftKernelImplementation,
@@ -138,8 +139,6 @@ def used_kernel_paths(sess) -> list[str]:
 
 def set_num_threads_for_session(sess, n: int | None) -> None:
     """Thread count of one evaluator's kernels; None follows the process default."""
-    from ..threads import _check_count
-
     hook.context_of(sess).num_threads = _check_count(n, "set_num_threads_for_session")
 
 

@@ -48,7 +48,7 @@ _building = threading.local()  # .contexts: contexts of evaluators under constru
 class EvaluatorContext:
     """What one evaluator tree shares: kernels, threads, usage log."""
 
-    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "__weakref__")
+    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage")
 
     def __init__(self, global_kernels: Table) -> None:
         self.global_kernels = global_kernels

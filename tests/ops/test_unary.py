@@ -10,7 +10,14 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import check_node, node_model, random_shapes, run_ours, special_values
+from differential import (
+    check_node,
+    node_model,
+    random_shapes,
+    run_ours,
+    special_values,
+    unaligned,
+)
 
 FLOATS = [np.float32, np.float16, bfloat16, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -44,6 +51,7 @@ def test_transcendental_matches_float64(op, dtype):
     for shape in random_shapes(rng):
         check_node(op, [_random(rng, shape, dtype, op)], oracle=_oracle64(op, dtype))
     check_node(op, [special_values(dtype)], oracle=_oracle64(op, dtype))
+    check_node(op, [unaligned(_random(rng, (1001,), dtype, op))], oracle=_oracle64(op, dtype))
 
 
 @pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
