@@ -7,6 +7,7 @@ own ``target`` attribute, and is selected at run time.  ``-march=native`` or
 initialisation with AVX2 and crash older CPUs with SIGILL.
 """
 
+import glob
 import os
 import platform
 import shutil
@@ -20,7 +21,9 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 KERNELS = "onnx_light_cpu/_kernels"
-CORES = ["_cpu", "unary"]
+# Every .pyx of the kernels folder is one extension module.
+CORES = sorted(os.path.splitext(os.path.basename(p))[0]
+               for p in glob.glob(os.path.join(KERNELS, "*.pyx")))
 
 
 def _compiler():

@@ -99,11 +99,11 @@ class Not(_Unary):
     min_work_per_thread = 1 << 17
 
 
-UNARY_KERNELS = {
-    "RegisterAbsKernel": Abs,
-    "RegisterExpKernel": Exp,
-    "RegisterLogKernel": Log,
-    "RegisterSigmoidKernel": Sigmoid,
-    "RegisterTanhKernel": Tanh,
-    "RegisterNotKernel": Not,
+KERNELS = {
+    "RegisterAbsKernel": (Abs,),
+    "RegisterExpKernel": (Exp,),
+    "RegisterLogKernel": (Log,),
+    "RegisterSigmoidKernel": (Sigmoid,),
+    "RegisterTanhKernel": (Tanh,),
+    "RegisterNotKernel": (Not,),
 }
