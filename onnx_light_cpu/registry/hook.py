@@ -110,8 +110,8 @@ def make_plan(evaluator) -> None:
     plan = None
     nodes = getattr(evaluator, "rt_nodes_", None)
     if (context is not None and (context.session_kernels or context.global_kernels)
-            and nodes is not None and not any(
-                n.need_context() or n.has_linked_attribute for n in nodes)):
+            and nodes is not None and not isinstance(evaluator.proto_, onnx.FunctionProto)
+            and not any(n.need_context() or n.has_linked_attribute for n in nodes)):
         plan = tuple((n, tuple(n.input), tuple(n.output)) for n in nodes)
     evaluator._olc_plan = plan
 
@@ -134,7 +134,8 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
         for name, value in zip(outputs, node.run(*args)):
             results[name] = value
     try:
-        return [results[name] for name in (output_names or self.output_names_)]
+        return [results[name]
+                for name in (self.output_names_ if output_names is None else output_names)]
     except KeyError:  # an unknown output name, likewise
         return _original_run(self, output_names, feed_inputs)
 

@@ -211,6 +211,7 @@ def test_lean_run_matches_the_original_run():
     original = hook._original_run(sess, None, {"x": X})
     np.testing.assert_array_equal(lean[0], original[0])
     assert sess.run(["t0"], {"x": X})[0].tolist() == np.abs(X).tolist()
+    assert sess.run([], {"x": X}) == []
     everything = sess.run(None, {"x": X}, intermediate=True)  # the original's extra
     assert set(everything) >= {"x", "t0", "t1", "y"}
     with pytest.raises(RuntimeError, match="Unable to find input 'x'"):
