@@ -13,6 +13,8 @@ import sys
 from typing import ClassVar
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
@@ -44,6 +46,13 @@ ELEMENT_TYPES: dict[np.dtype, int] = {
 }
 
 
+def _attribute(template: onnx.AttributeProto, value) -> onnx.AttributeProto:
+    """An attribute of ``template``'s name and type holding ``value``."""
+    if template.type == onnx.AttributeProto.TENSOR and isinstance(value, np.ndarray):
+        value = onnx.numpy_helper.from_array(value)
+    return onnx.helper.make_attribute(template.name, value, attr_type=template.type)
+
+
 def type_string(element_type: int) -> str:
     """'tensor(float)' style name of an ONNX element type."""
     name = TensorProto.DataType.Name(element_type).lower()
@@ -70,8 +79,28 @@ class KernelOp(OpRun):
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
         if self.has_linked_attribute:
-            return OpRun.run(self, *args, linked_attributes=linked_attributes)
+            return self._with_linked_attributes(linked_attributes or {})._run(*args)
         return self._run(*args)
+
+    def _with_linked_attributes(self, linked: dict) -> KernelOp:
+        """This node inside a function body, its attributes that refer to the
+        function's set from the caller's values: an adapter parses its
+        attributes once, so each set of values gets its own instance."""
+        key = tuple(sorted((name, repr(value)) for name, value in linked.items()))
+        cache = self.__dict__.setdefault("_linked_instances", {})
+        instance = cache.get(key)
+        if instance is None:
+            node = onnx.NodeProto()
+            node.CopyFrom(self.onnx_node)
+            del node.attribute[:]
+            for att in self.onnx_node.attribute:
+                if not att.ref_attr_name:
+                    node.attribute.append(att)
+                elif att.ref_attr_name in linked:
+                    node.attribute.append(_attribute(att, linked[att.ref_attr_name]))
+                # else: the function's caller left it unset, the default applies
+            instance = cache[key] = type(self)(node, self.run_params, context=self._context)
+        return instance
 
     def _new_output(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """An uninitialised output array that no one else references."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
@@ -226,3 +227,32 @@ def test_graphs_reading_the_outer_scope_keep_the_original_run():
     assert sess._olc_plan is None  # If reads the outer scope
     _, names = recorded(sess, {"cond": np.array(True), "x": X})
     assert names == ["onnx_light_cpu::Exp"]
+
+
+def test_function_body_node_with_linked_attribute():
+    """A node whose attribute refers to its function's attribute gets an
+    instance per value set, and still runs our kernel."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    body_node = oh.make_node("Exp", ["a"], ["b"])
+    linked = oh.make_attribute_ref("consumed_inputs", onnx.AttributeProto.INTS)
+    linked.ref_attr_name = "ci"  # the function's attribute it takes its value from
+    body_node.attribute.append(linked)
+    fn = oh.make_function("custom", "LinkedExp", ["a"], ["b"], [body_node],
+                          [models.OPSET], attributes=["ci"])
+    call = oh.make_node("LinkedExp", ["x"], ["y"], domain="custom", ci=[0])
+    graph = oh.make_graph([call], "g", [oh.make_tensor_value_info("x", T.FLOAT, [None])],
+                          [oh.make_tensor_value_info("y", T.FLOAT, [None])])
+    model = oh.make_model(graph, functions=[fn],
+                          opset_imports=[models.OPSET, oh.make_opsetid("custom", 1)])
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    for _ in range(2):
+        (y,), names = recorded(sess, {"x": X})
+        assert names == ["onnx_light_cpu::Exp"]
+        np.testing.assert_allclose(y, np.exp(X), rtol=1e-6)
+    body = sess.functions_[("custom", "LinkedExp")]
+    (kernel,) = body.rt_nodes_
+    assert kernel.has_linked_attribute and len(kernel._linked_instances) == 1
+    assert list(next(iter(kernel._linked_instances.values())).consumed_inputs) == [0]
