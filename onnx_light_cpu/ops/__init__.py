@@ -4,12 +4,16 @@ registrars that put them in the inventory."""
 from __future__ import annotations
 
 from ..registry.inventory import record_of
-from . import unary
+from . import binary, cast, reduce, tensor, unary
 
 #: Family modules of the ai.onnx kernels; each has ``KERNELS``, a dict from
 #: registrar name to the tuple of adapter classes it installs.
 FAMILIES = (
     unary,
+    tensor,
+    reduce,
+    cast,
+    binary,
 )
 
 

@@ -1,0 +1,153 @@
+# cython: language_level=3
+"""Element-wise binary cores with multidirectional broadcasting.
+
+The adapter passes the inputs, a C-contiguous output of the broadcast
+shape, the ONNX element type of the inputs, the SIMD level and a thread
+count.  The core plans the broadcast walk (olc_broadcast.h), picks the
+level's loops once and splits the output elements between the threads;
+each element is computed the same way whatever the split.
+"""
+
+cimport numpy as cnp
+import numpy as np
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+cdef extern from "olc_binary.h" nogil:
+    ctypedef struct olc_bcast:
+        int ndim
+        int64_t size
+        int64_t shape[64]
+        int64_t stride[4][64]
+    ctypedef struct olc_bin_kernel:
+        int level
+        int in_size
+        int out_size
+    int OLC_BCAST_MAX_DIMS
+    int olc_bcast_shape(int nin, const int *ndims, const int64_t *const *shapes, int64_t *out)
+    int olc_bcast_plan(olc_bcast *p, int out_ndim, const int64_t *out_shape, int nin,
+                       const int *ndims, const int64_t *const *shapes)
+    int olc_binary_select(int op, int dtype, int level, olc_bin_kernel *k)
+    int olc_bin_variant(const olc_bcast *p)
+    void olc_binary_run(const olc_bin_kernel *k, const olc_bcast *p, const char *a,
+                        const char *b, char *y, int64_t begin, int64_t end)
+    int OLC_BIN_ADD, OLC_BIN_SUB, OLC_BIN_MUL, OLC_BIN_DIV, OLC_BIN_MOD, OLC_BIN_FMOD
+    int OLC_BIN_POW, OLC_BIN_EQ, OLC_BIN_GT, OLC_BIN_GE, OLC_BIN_LT, OLC_BIN_LE
+    int OLC_BIN_AND, OLC_BIN_OR, OLC_BIN_XOR, OLC_BIN_BAND, OLC_BIN_BOR, OLC_BIN_BXOR
+    int OLC_BIN_SHL, OLC_BIN_SHR, OLC_BIN_PRELU, OLC_BIN_MIN, OLC_BIN_MAX
+    int OLC_VV, OLC_SV, OLC_VS
+
+ADD, SUB, MUL, DIV = OLC_BIN_ADD, OLC_BIN_SUB, OLC_BIN_MUL, OLC_BIN_DIV
+MOD, FMOD, POW = OLC_BIN_MOD, OLC_BIN_FMOD, OLC_BIN_POW
+EQ, GT, GE, LT, LE = OLC_BIN_EQ, OLC_BIN_GT, OLC_BIN_GE, OLC_BIN_LT, OLC_BIN_LE
+AND, OR, XOR = OLC_BIN_AND, OLC_BIN_OR, OLC_BIN_XOR
+BAND, BOR, BXOR = OLC_BIN_BAND, OLC_BIN_BOR, OLC_BIN_BXOR
+SHL, SHR, PRELU, MIN, MAX = OLC_BIN_SHL, OLC_BIN_SHR, OLC_BIN_PRELU, OLC_BIN_MIN, OLC_BIN_MAX
+
+# Output elements a thread boundary is rounded to: whole cache lines.
+cdef enum:
+    ALIGN = 64
+
+
+def supports(int op, int dtype):
+    """Whether the core has a kernel for this operator and element type."""
+    cdef olc_bin_kernel k
+    return olc_binary_select(op, dtype, 0, &k) == 0
+
+
+def level_used(int op, int dtype, int level):
+    """The instruction-set level the kernel for (op, dtype) runs at."""
+    cdef olc_bin_kernel k
+    if olc_binary_select(op, dtype, level, &k) != 0:
+        return 0
+    return k.level
+
+
+def broadcast_shape(tuple arrays):
+    """The broadcast shape of the arrays' shapes (a tuple), or the index of
+    the first array that does not broadcast with those before it (an int)."""
+    cdef int nin = len(arrays)
+    cdef int ndims[64]
+    cdef const int64_t *shapes[64]
+    cdef int64_t out[64]
+    cdef cnp.ndarray arr
+    cdef int k, rank
+    if nin > 64:
+        # Many inputs: fold them pairwise.
+        shape = broadcast_shape(arrays[:64])
+        for k in range(64, nin):
+            if isinstance(shape, int):
+                return shape
+            # a zero-stride view stands for the shape so far (no allocation)
+            shape = broadcast_shape((np.broadcast_to(np.uint8(0), shape), arrays[k]))
+            if isinstance(shape, int):
+                return k
+        return shape
+    for k in range(nin):
+        arr = <cnp.ndarray>arrays[k]
+        ndims[k] = cnp.PyArray_NDIM(arr)
+        shapes[k] = <const int64_t *>cnp.PyArray_DIMS(arr)
+    rank = olc_bcast_shape(nin, ndims, shapes, out)
+    if rank < 0:
+        return -1 - rank
+    return tuple([out[k] for k in range(rank)])
+
+
+cdef int _plan(olc_bcast *p, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y) except -1:
+    cdef int ndims[2]
+    cdef const int64_t *shapes[2]
+    ndims[0] = cnp.PyArray_NDIM(a)
+    ndims[1] = cnp.PyArray_NDIM(b)
+    shapes[0] = <const int64_t *>cnp.PyArray_DIMS(a)
+    shapes[1] = <const int64_t *>cnp.PyArray_DIMS(b)
+    if olc_bcast_plan(p, cnp.PyArray_NDIM(y), <const int64_t *>cnp.PyArray_DIMS(y), 2,
+                      ndims, shapes) != 0:
+        raise ValueError(f"binary core: shapes {(<object>a).shape} and {(<object>b).shape} do not broadcast "
+                         f"to {(<object>y).shape}")
+    return 0
+
+
+def pattern(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y):
+    """How the inputs walk the output: '' (same shape), 'scalar',
+    'broadcast_row', 'broadcast_col' or 'broadcast' (the general N-d walk)."""
+    cdef olc_bcast p
+    _plan(&p, a, b, y)
+    variant = olc_bin_variant(&p)
+    if p.ndim == 1:
+        return "" if variant == OLC_VV else "scalar"
+    if p.ndim == 2:
+        return "broadcast_row" if variant == OLC_VV else "broadcast_col"
+    return "broadcast"
+
+
+def apply(int op, int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y,
+          int nthreads):
+    """y = a op b; y is C-contiguous with the broadcast shape of a and b, and
+    may be a itself (the variadic operators accumulate in place)."""
+    cdef olc_bin_kernel k
+    cdef olc_bcast p
+    if olc_binary_select(op, dtype, level, &k) != 0:
+        raise TypeError(f"binary core: no kernel for op {op} and element type {dtype}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        a = np.ascontiguousarray(a)
+    if not cnp.PyArray_IS_C_CONTIGUOUS(b):
+        b = np.ascontiguousarray(b)
+    _plan(&p, a, b, y)
+    cdef int64_t n = p.size
+    if n == 0:
+        return
+    cdef const char *pa = <const char *>cnp.PyArray_DATA(a)
+    cdef const char *pb = <const char *>cnp.PyArray_DATA(b)
+    cdef char *py = <char *>cnp.PyArray_DATA(y)
+    cdef int t
+    cdef int64_t begin, end
+    if nthreads <= 1 or n < 2 * ALIGN:
+        with nogil:
+            olc_binary_run(&k, &p, pa, pb, py, 0, n)
+        return
+    for t in prange(nthreads, nogil=True, num_threads=nthreads, schedule="static"):
+        begin = (n * t // nthreads) // ALIGN * ALIGN
+        end = n if t == nthreads - 1 else (n * (t + 1) // nthreads) // ALIGN * ALIGN
+        olc_binary_run(&k, &p, pa, pb, py, begin, end)

@@ -1,0 +1,432 @@
+"""Concat, Gather, NonZero, ScatterND, Slice, Split: data movement.
+
+These operators only move elements, so the cores work on bytes: an element
+type matters through its size.  Every type the schemas allow is accepted;
+strings (NumPy object or unicode arrays) go to NumPy, labelled ``*_builtin``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import ClassVar
+
+import numpy as np
+from ml_dtypes import bfloat16
+from onnx import TensorProto
+
+from .._kernels import tensor as core
+from ._base import ELEMENT_TYPES, KernelOp, type_string
+
+T = TensorProto
+# Every element type of the movement schemas (string handled by NumPy).
+MOVABLE = (T.BOOL, T.UINT8, T.UINT16, T.UINT32, T.UINT64, T.INT8, T.INT16, T.INT32, T.INT64,
+           T.FLOAT16, T.BFLOAT16, T.FLOAT, T.DOUBLE, T.COMPLEX64, T.COMPLEX128, T.STRING)
+_NUMPY_TYPES = dict(ELEMENT_TYPES)
+_NUMPY_TYPES[np.dtype(np.complex64)] = T.COMPLEX64
+_NUMPY_TYPES[np.dtype(np.complex128)] = T.COMPLEX128
+
+# Bytes one thread must copy before a second one is asked to help.  Copies
+# are memory-bound: with the second core idle, two threads halve the time
+# from about 512 KB (measured, 2-core Zen 5 VM), but waking the second
+# thread costs up to ~0.8 ms when that core is busy (measured in the
+# benchmarks), more than a copy of a few MB takes; so from 8 MB only.
+MIN_BYTES_PER_THREAD = 4 << 20
+
+
+# Outputs from this size on are kept by their node and handed out again
+# once nobody else holds them: malloc maps a buffer this large afresh (or
+# trims it back) and faulting its pages in costs as much as the copy itself
+# (measured: Split of 6 MB, 140 -> ~100 µs).
+KEEP_MIN_BYTES = 1 << 18
+
+
+def kept_output(node: KernelOp, slot: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised output for ``slot`` of ``node`` that no one else references."""
+    if math.prod(shape) * dtype.itemsize < KEEP_MIN_BYTES:
+        return np.empty(shape, dtype=dtype)
+    kept = node.__dict__.setdefault("_kept_outputs", {})
+    out = kept.get(slot)
+    # References: the dict, the local name, getrefcount's argument.
+    if out is not None and sys.getrefcount(out) == 3 and out.shape == shape and out.dtype == dtype:
+        return out
+    kept[slot] = out = np.empty(shape, dtype=dtype)
+    return out
+
+
+def _is_string(x: np.ndarray) -> bool:
+    return x.dtype.kind in "OUS"
+
+
+def _short(dtype: np.dtype) -> str:
+    return "string" if dtype.kind in "OUS" else dtype.name
+
+
+def _attribute_names(node) -> set[str]:
+    return {a.name for a in node.attribute}
+
+
+class _Movement(KernelOp):
+    """Shared checks of the movement adapters."""
+
+    onnx_types: ClassVar[tuple[int, ...]] = MOVABLE
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
+        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
+
+    def _check_data(self, index: int, x) -> None:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
+        if not _is_string(x) and x.dtype not in _NUMPY_TYPES:
+            raise TypeError(self._input_error(
+                index,
+                f"has element type {x.dtype}, expected one of {', '.join(self.element_types)}"))
+
+    def _check_ints(self, index: int, x,
+                    what: str = "tensor(int32) or tensor(int64)") -> np.ndarray:
+        if not isinstance(x, np.ndarray) or x.dtype not in (np.int32, np.int64):
+            got = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
+            raise TypeError(self._input_error(index, f"must be {what}, got {got}"))
+        return x
+
+    def _axis(self, axis: int, rank: int, index: int = 0) -> int:
+        if not -rank <= axis < rank:
+            raise ValueError(self._input_error(
+                index, f"of rank {rank} has no axis {axis} (expected [{-rank}, {rank - 1}])"))
+        return axis + rank if axis < 0 else axis
+
+    def _record(self, label: str) -> None:
+        if self._usage.enabled:
+            self._usage.record(self.kernel_name, label)
+
+    def _threads(self, nbytes: int) -> int:
+        return self._num_threads(nbytes, MIN_BYTES_PER_THREAD)
+
+
+class Concat(_Movement):
+    """Inputs joined along ``axis``: each output row is the inputs' rows in turn."""
+
+    # Opset 1 made axis optional (default 1); OpRun checks the newest schema,
+    # where it is required, unless the class already has the attribute.
+    axis = None
+
+    def __init__(self, onnx_node, run_params, context=None):
+        super().__init__(onnx_node, run_params, context)
+        if "axis" in _attribute_names(onnx_node):
+            self.concat_axis = int(self.axis)
+        elif self.opset < 4:
+            self.concat_axis = 1
+        else:
+            raise ValueError("Concat: attribute 'axis' is required from opset 4")
+
+    def _run(self, *inputs):
+        if not inputs:
+            raise ValueError("Concat: needs at least one input")
+        first = inputs[0]
+        self._check_data(0, first)
+        rank = first.ndim
+        if rank == 0:
+            raise ValueError(self._input_error(0, "is a scalar, Concat needs rank >= 1"))
+        axis = self._axis(self.concat_axis, rank)
+        total = 0
+        for i, x in enumerate(inputs):
+            self._check_data(i, x)
+            if x.dtype != first.dtype:
+                raise TypeError(self._input_error(i, f"has element type {x.dtype}, "
+                                                  f"input 0 has {first.dtype}"))
+            if x.ndim != rank or x.shape[:axis] != first.shape[:axis] \
+                    or x.shape[axis + 1:] != first.shape[axis + 1:]:
+                raise ValueError(self._input_error(
+                    i, f"has shape {x.shape}, which does not match input 0's {first.shape} "
+                       f"outside axis {axis}"))
+            total += x.shape[axis]
+        shape = first.shape[:axis] + (total,) + first.shape[axis + 1:]
+        if _is_string(first):
+            self._record("concat_string_builtin")
+            return (np.concatenate(inputs, axis=axis),)
+        self._record(f"concat_{first.dtype.name}")
+        out = kept_output(self, 0, shape, first.dtype)
+        outer = math.prod(shape[:axis])
+        inner = math.prod(shape[axis + 1:]) * first.dtype.itemsize
+        out_row = total * inner
+        srcs, dsts, rows = [], [], []
+        offset = 0
+        for x in inputs:
+            row = x.shape[axis] * inner
+            if row:
+                srcs.append((np.ascontiguousarray(x), 0))
+                dsts.append((out, offset))
+                rows.append(row)
+            offset += row
+        core.copy_rows(dsts, [out_row] * len(rows), srcs, rows, rows, outer,
+                       self._threads(out.nbytes))
+        return (out,)
+
+
+class Split(_Movement):
+    """The input cut along ``axis`` into consecutive pieces, one per output."""
+
+    def __init__(self, onnx_node, run_params, context=None):
+        super().__init__(onnx_node, run_params, context)
+        names = _attribute_names(onnx_node)
+        self.split_axis = int(self.axis) if "axis" in names else 0
+        self.split_attr = [int(s) for s in self.split] if "split" in names else None
+        self.num_outputs_attr = int(self.num_outputs) if "num_outputs" in names else None
+        self.n_outputs = len(onnx_node.output)
+        if self.num_outputs_attr is not None and self.num_outputs_attr != self.n_outputs:
+            raise ValueError(f"Split: num_outputs={self.num_outputs_attr} but the node has "
+                             f"{self.n_outputs} outputs")
+
+    def _sizes(self, dim: int, split) -> list[int]:
+        if split is not None:
+            self._check_ints(1, split, "tensor(int64)")
+            sizes = [int(s) for s in split.reshape(-1)]
+        elif self.split_attr is not None:
+            sizes = self.split_attr
+        else:  # equal pieces; with num_outputs the last may be smaller
+            n = self.n_outputs
+            piece = -(-dim // n)
+            sizes = [piece] * (n - 1) + [dim - piece * (n - 1)]
+            if dim % n and self.num_outputs_attr is None and self.opset < 18:
+                raise ValueError(self._input_error(
+                    0, f"has {dim} elements on axis {self.split_axis}, "
+                       f"not divisible into {n} equal outputs"))
+        if len(sizes) != self.n_outputs or any(s < 0 for s in sizes) or sum(sizes) != dim:
+            raise ValueError(self._input_error(
+                1 if split is not None else 0,
+                f"split sizes {sizes} do not cut a dimension of {dim} into "
+                f"{self.n_outputs} outputs"))
+        return sizes
+
+    def _run(self, x, split=None):
+        self._check_data(0, x)
+        if x.ndim == 0:
+            raise ValueError(self._input_error(0, "is a scalar, Split needs rank >= 1"))
+        axis = self._axis(self.split_axis, x.ndim)
+        sizes = self._sizes(x.shape[axis], split)
+        if _is_string(x):
+            self._record("split_string_builtin")
+            bounds = np.cumsum(sizes)[:-1]
+            return tuple(np.array(p) for p in np.split(x, bounds, axis=axis))
+        self._record(f"split_{x.dtype.name}")
+        x = np.ascontiguousarray(x)
+        outer = math.prod(x.shape[:axis])
+        inner = math.prod(x.shape[axis + 1:]) * x.dtype.itemsize
+        in_row = x.shape[axis] * inner
+        outs, srcs, dsts, rows = [], [], [], []
+        offset = 0
+        for k, size in enumerate(sizes):
+            out = kept_output(self, k, x.shape[:axis] + (size,) + x.shape[axis + 1:], x.dtype)
+            outs.append(out)
+            row = size * inner
+            if row:
+                srcs.append((x, offset))
+                dsts.append((out, 0))
+                rows.append(row)
+            offset += row
+        core.copy_rows(dsts, rows, srcs, [in_row] * len(rows), rows, outer,
+                       self._threads(x.nbytes))
+        return tuple(outs)
+
+
+class Slice(_Movement):
+    """data[starts:ends:steps] on the given axes, ONNX clamping rules."""
+
+    def __init__(self, onnx_node, run_params, context=None):
+        super().__init__(onnx_node, run_params, context)
+        if self.opset < 10:
+            names = _attribute_names(onnx_node)
+            self.attr_starts = [int(v) for v in self.starts]
+            self.attr_ends = [int(v) for v in self.ends]
+            self.attr_axes = [int(v) for v in self.axes] if "axes" in names else None
+
+    def _list(self, index: int, values) -> list[int]:
+        self._check_ints(index, values)
+        if values.ndim != 1:
+            raise ValueError(self._input_error(index, f"must be 1-D, got shape {values.shape}"))
+        return values.tolist()
+
+    def _run(self, data, starts=None, ends=None, axes=None, steps=None):
+        self._check_data(0, data)
+        if self.opset < 10:
+            starts_l, ends_l = self.attr_starts, self.attr_ends
+            axes_l, steps_l = self.attr_axes, None
+        else:
+            if starts is None or ends is None:
+                raise ValueError("Slice: inputs 'starts' and 'ends' are required")
+            starts_l, ends_l = self._list(1, starts), self._list(2, ends)
+            axes_l = self._list(3, axes) if axes is not None else None
+            steps_l = self._list(4, steps) if steps is not None else None
+        n = len(starts_l)
+        if len(ends_l) != n:
+            raise ValueError(self._input_error(2, f"has {len(ends_l)} values, starts has {n}"))
+        if axes_l is None:
+            axes_l = list(range(n))
+        elif len(axes_l) != n:
+            raise ValueError(self._input_error(3, f"has {len(axes_l)} values, starts has {n}"))
+        if steps_l is None:
+            steps_l = [1] * n
+        elif len(steps_l) != n:
+            raise ValueError(self._input_error(4, f"has {len(steps_l)} values, starts has {n}"))
+        rank = data.ndim
+        index = [slice(None)] * rank
+        seen = set()
+        for start, end, axis, step in zip(starts_l, ends_l, axes_l, steps_l):
+            axis = self._axis(axis, rank, 3)
+            if axis in seen:
+                raise ValueError(self._input_error(3, f"repeats axis {axis}"))
+            seen.add(axis)
+            if step == 0:
+                raise ValueError(self._input_error(4, "has a step of 0"))
+            dim = data.shape[axis]
+            start += dim if start < 0 else 0
+            end += dim if end < 0 else 0
+            if step > 0:
+                start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+            else:
+                start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+            index[axis] = slice(start, None if end < 0 else end, step)
+        view = data[tuple(index)]
+        if _is_string(data):
+            self._record("slice_string_builtin")
+            return (np.array(view),)
+        contiguous_steps = all(s.step in (None, 1) for s in index[-1:])
+        self._record(f"slice_{data.dtype.name}_{'runs' if contiguous_steps else 'strided'}")
+        out = kept_output(self, 0, view.shape, data.dtype)
+        if view.ndim == 0 or view.size == 0:
+            out[...] = view
+            return (out,)
+        core.strided_copy(view, out, self._threads(out.nbytes))
+        return (out,)
+
+
+class Gather(_Movement):
+    """Rows of ``data`` along ``axis`` picked by ``indices`` (negative count from the end)."""
+
+    def __init__(self, onnx_node, run_params, context=None):
+        super().__init__(onnx_node, run_params, context)
+        self.gather_axis = int(self.axis) if "axis" in _attribute_names(onnx_node) else 0
+
+    def _run(self, data, indices):
+        self._check_data(0, data)
+        self._check_ints(1, indices)
+        if data.ndim == 0:
+            raise ValueError(self._input_error(0, "is a scalar, Gather needs rank >= 1"))
+        axis = self._axis(self.gather_axis, data.ndim)
+        dim = data.shape[axis]
+        idx = np.ascontiguousarray(indices, dtype=np.int64)
+        bad = core.check_indices(idx, dim)
+        if bad >= 0:
+            raise IndexError(self._input_error(
+                1, f"holds index {int(idx.reshape(-1)[bad])} out of range for axis {axis} "
+                   f"of size {dim}"))
+        shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+        if _is_string(data):
+            self._record("gather_string_builtin")
+            return (np.take(data, indices.astype(np.int64), axis=axis),)
+        self._record(f"gather_{data.dtype.name}")
+        data = np.ascontiguousarray(data)
+        out = kept_output(self, 0, shape, data.dtype)
+        outer = math.prod(data.shape[:axis])
+        row = math.prod(data.shape[axis + 1:]) * data.dtype.itemsize
+        core.gather(data, idx, out, outer, dim, row, self._threads(out.nbytes))
+        return (out,)
+
+
+class NonZero(_Movement):
+    """int64 [rank, n] coordinates of the non-zero elements, row-major order."""
+
+    def _run(self, x):
+        self._check_data(0, x)
+        if x.ndim == 0:  # a scalar counts as one element of a 1-D tensor (as ORT)
+            x = x.reshape(1)
+        if _is_string(x):
+            self._record("nonzero_string_builtin")
+            return (np.array(np.nonzero(x != ""), dtype=np.int64).reshape(x.ndim, -1),)
+        self._record(f"nonzero_{x.dtype.name}")
+        kind = 1 if x.dtype.kind in "fc" or x.dtype == bfloat16 else 0
+        return (core.nonzero(np.ascontiguousarray(x), kind, x.dtype.kind == "c"),)
+
+
+_REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
+
+
+class ScatterND(_Movement):
+    """A copy of ``data`` where the slices ``indices`` address take (or are
+    combined with, by ``reduction``) the ``updates``, in update order."""
+
+    def __init__(self, onnx_node, run_params, context=None):
+        super().__init__(onnx_node, run_params, context)
+        name = getattr(self, "reduction", None) if "reduction" in _attribute_names(onnx_node) \
+            else "none"
+        name = (name.decode() if isinstance(name, bytes) else name) or "none"
+        if name not in _REDUCTIONS:
+            raise ValueError(
+                f"ScatterND: reduction={name!r} is not one of {', '.join(_REDUCTIONS)}")
+        self.reduction_name = name
+        self.reduction_code = _REDUCTIONS[name]
+
+    def _run(self, data, indices, updates):
+        self._check_data(0, data)
+        self._check_ints(1, indices, "tensor(int64)")
+        self._check_data(2, updates)
+        if updates.dtype != data.dtype:
+            raise TypeError(self._input_error(2, f"has element type {updates.dtype}, "
+                                              f"data has {data.dtype}"))
+        if indices.ndim == 0:
+            raise ValueError(self._input_error(1, "must have rank >= 1"))
+        k = indices.shape[-1]
+        if k > data.ndim:
+            raise ValueError(self._input_error(
+                1, f"has index tuples of length {k}, data has rank {data.ndim}"))
+        want = indices.shape[:-1] + data.shape[k:]
+        if updates.shape != want:
+            raise ValueError(self._input_error(2, f"has shape {updates.shape}, expected {want}"))
+        code = "b16" if data.dtype == bfloat16 else data.dtype.char
+        out = np.array(data, copy=True, order="C")
+        if _is_string(data) or not core.scatter_supports(code):
+            self._record(f"scatternd_{_short(data.dtype)}_builtin")
+            return (self._numpy(out, indices, updates),)
+        self._record(f"scatternd_{self.reduction_name}_{data.dtype.name}")
+        m = math.prod(indices.shape[:-1])
+        idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(m, k)
+        bad = core.scatter_nd(out, idx, np.ascontiguousarray(updates), code,
+                              self.reduction_code, m, k)
+        if bad >= 0:
+            raise IndexError(self._input_error(
+                1, f"holds index tuple {idx[bad].tolist()} out of range for data of shape "
+                   f"{data.shape}"))
+        return (out,)
+
+    def _numpy(self, out, indices, updates):
+        """Strings and complex numbers: the sequential definition in NumPy."""
+        for i in np.ndindex(indices.shape[:-1]):
+            where = tuple(int(v) for v in indices[i])
+            for axis, v in enumerate(where):
+                if not -out.shape[axis] <= v < out.shape[axis]:
+                    raise IndexError(self._input_error(
+                        1, f"holds index tuple {list(where)} out of range for data of shape "
+                           f"{out.shape}"))
+            if self.reduction_code == 0:
+                out[where] = updates[i]
+            elif self.reduction_code == 1:
+                out[where] = out[where] + updates[i]
+            elif self.reduction_code == 2:
+                out[where] = out[where] * updates[i]
+            else:
+                raise TypeError(self._input_error(
+                    0, f"has element type {_short(out.dtype)}, which has no "
+                       f"{self.reduction_name} reduction"))
+        return out
+
+
+KERNELS = {
+    "RegisterConcatKernel": (Concat,),
+    "RegisterGatherKernel": (Gather,),
+    "RegisterNonZeroKernel": (NonZero,),
+    "RegisterScatterNDKernel": (ScatterND,),
+    "RegisterSliceKernel": (Slice,),
+    "RegisterSplitKernel": (Split,),
+}
