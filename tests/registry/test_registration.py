@@ -149,7 +149,8 @@ def test_registration_reaches_nested_graphs(how, name, build, feeds, expected):
         sess = ReferenceEvaluator(model)
         olc.register_kernels_for_session(sess)
     got, names = recorded(sess, feeds)
-    assert names == expected
+    # Other nodes of these graphs may have kernels too: look at these ones.
+    assert [n for n in names if n in expected] == expected
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
