@@ -11,7 +11,6 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import reduce as core
 from ._base import ELEMENT_TYPES, KernelOp, type_string
-from .tensor import kept_output
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
@@ -102,7 +101,7 @@ class ReduceSum(_Reduce):
             else tuple(d for k, d in enumerate(x.shape) if k not in reduced)
         level = simd.state.level
         self._record("reducesum", x.dtype, element_type, level)
-        out = kept_output(self, 0, shape, x.dtype)
+        out = self._new_output(shape, x.dtype)
         if x.size == 0:
             out[...] = 0
             return (out,)
@@ -164,7 +163,7 @@ class Softmax(_Reduce):
         axis = axis + rank if axis < 0 else axis
         x = np.ascontiguousarray(x)
         level = simd.state.level
-        y = kept_output(self, 0, x.shape, x.dtype)
+        y = self._new_output(x.shape, x.dtype)
         if self.opset < 13:
             rows, n, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis:]), 1
         else:

@@ -8,7 +8,6 @@ strings (NumPy object or unicode arrays) go to NumPy, labelled ``*_builtin``.
 from __future__ import annotations
 
 import math
-import sys
 from typing import ClassVar
 
 import numpy as np
@@ -32,26 +31,6 @@ _NUMPY_TYPES[np.dtype(np.complex128)] = T.COMPLEX128
 # thread costs up to ~0.8 ms when that core is busy (measured in the
 # benchmarks), more than a copy of a few MB takes; so from 8 MB only.
 MIN_BYTES_PER_THREAD = 4 << 20
-
-
-# Outputs from this size on are kept by their node and handed out again
-# once nobody else holds them: malloc maps a buffer this large afresh (or
-# trims it back) and faulting its pages in costs as much as the copy itself
-# (measured: Split of 6 MB, 140 -> ~100 µs).
-KEEP_MIN_BYTES = 1 << 18
-
-
-def kept_output(node: KernelOp, slot: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised output for ``slot`` of ``node`` that no one else references."""
-    if math.prod(shape) * dtype.itemsize < KEEP_MIN_BYTES:
-        return np.empty(shape, dtype=dtype)
-    kept = node.__dict__.setdefault("_kept_outputs", {})
-    out = kept.get(slot)
-    # References: the dict, the local name, getrefcount's argument.
-    if out is not None and sys.getrefcount(out) == 3 and out.shape == shape and out.dtype == dtype:
-        return out
-    kept[slot] = out = np.empty(shape, dtype=dtype)
-    return out
 
 
 def _is_string(x: np.ndarray) -> bool:
@@ -147,7 +126,7 @@ class Concat(_Movement):
             self._record("concat_string_builtin")
             return (np.concatenate(inputs, axis=axis),)
         self._record(f"concat_{first.dtype.name}")
-        out = kept_output(self, 0, shape, first.dtype)
+        out = self._new_output(shape, first.dtype)
         outer = math.prod(shape[:axis])
         inner = math.prod(shape[axis + 1:]) * first.dtype.itemsize
         out_row = total * inner
@@ -218,7 +197,7 @@ class Split(_Movement):
         outs, srcs, dsts, rows = [], [], [], []
         offset = 0
         for k, size in enumerate(sizes):
-            out = kept_output(self, k, x.shape[:axis] + (size,) + x.shape[axis + 1:], x.dtype)
+            out = self._new_output(x.shape[:axis] + (size,) + x.shape[axis + 1:], x.dtype, k)
             outs.append(out)
             row = size * inner
             if row:
@@ -294,7 +273,7 @@ class Slice(_Movement):
             return (np.array(view),)
         contiguous_steps = all(s.step in (None, 1) for s in index[-1:])
         self._record(f"slice_{data.dtype.name}_{'runs' if contiguous_steps else 'strided'}")
-        out = kept_output(self, 0, view.shape, data.dtype)
+        out = self._new_output(view.shape, data.dtype)
         if view.ndim == 0 or view.size == 0:
             out[...] = view
             return (out,)
@@ -328,7 +307,7 @@ class Gather(_Movement):
             return (np.take(data, indices.astype(np.int64), axis=axis),)
         self._record(f"gather_{data.dtype.name}")
         data = np.ascontiguousarray(data)
-        out = kept_output(self, 0, shape, data.dtype)
+        out = self._new_output(shape, data.dtype)
         outer = math.prod(data.shape[:axis])
         row = math.prod(data.shape[axis + 1:]) * data.dtype.itemsize
         core.gather(data, idx, out, outer, dim, row, self._threads(out.nbytes))

@@ -208,6 +208,6 @@ def test_large_outputs_are_reused_only_when_nobody_holds_them(monkeypatch):
     assert y2 is not y1
     np.testing.assert_allclose(y2, np.tanh(np.exp(np.abs(x2))), rtol=1e-6)
     exp_node = sess.rt_nodes_[1]
-    kept_id = id(exp_node._kept_output)  # an id: a reference would pin it
+    kept_id = id(exp_node._kept_outputs[0])  # an id: a reference would pin it
     sess.run(None, {"x": x1})
-    assert id(exp_node._kept_output) == kept_id  # the freed intermediate was reused
+    assert id(exp_node._kept_outputs[0]) == kept_id  # the freed intermediate was reused
