@@ -25,12 +25,12 @@ _NUMPY_TYPES = dict(ELEMENT_TYPES)
 _NUMPY_TYPES[np.dtype(np.complex64)] = T.COMPLEX64
 _NUMPY_TYPES[np.dtype(np.complex128)] = T.COMPLEX128
 
-# Bytes one thread must copy before a second one is asked to help.  Copies
-# are memory-bound: with the second core idle, two threads halve the time
-# from about 512 KB (measured, 2-core Zen 5 VM), but waking the second
-# thread costs up to ~0.8 ms when that core is busy (measured in the
-# benchmarks), more than a copy of a few MB takes; so from 8 MB only.
-MIN_BYTES_PER_THREAD = 4 << 20
+# Bytes one thread must copy before a second one is asked to help: with the
+# second core idle, two threads win from about 512 KB (measured, 2-core
+# Zen 5: Split of 6 MB 138 -> 74 µs, Concat of 2 MB 44 -> 30 µs).  When
+# another process holds that core, waking our second thread can cost
+# ~0.8 ms, as for every OpenMP kernel here.
+MIN_BYTES_PER_THREAD = 256 << 10
 
 
 def _is_string(x: np.ndarray) -> bool:
