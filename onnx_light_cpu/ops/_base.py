@@ -70,8 +70,10 @@ class KernelOp(OpRun):
     since_version: ClassVar[int] = 1
     until_version: ClassVar[int | None] = None
 
-    def __init__(self, onnx_node, run_params, context: EvaluatorContext | None = None):
+    def __init__(self, onnx_node, run_params, context: EvaluatorContext | None = None,
+                 initializers: dict | None = None):
         super().__init__(onnx_node, run_params)
+        self._initializers = initializers or {}
         if context is None:  # used through new_ops, outside the hook
             context = EvaluatorContext({})
         self._context = context
@@ -101,7 +103,8 @@ class KernelOp(OpRun):
                 elif att.ref_attr_name in linked:
                     node.attribute.append(_attribute(att, linked[att.ref_attr_name]))
                 # else: the function's caller left it unset, the default applies
-            instance = cache[key] = type(self)(node, self.run_params, context=self._context)
+            instance = cache[key] = type(self)(node, self.run_params, context=self._context,
+                                               initializers=self._initializers)
         return instance
 
     def _new_output(self, shape: tuple[int, ...], dtype: np.dtype, slot: int = 0) -> np.ndarray:
@@ -115,6 +118,12 @@ class KernelOp(OpRun):
             return kept
         self._kept_outputs[slot] = out = np.empty(shape, dtype=dtype)
         return out
+
+    def _constant_input(self, index: int) -> np.ndarray | None:
+        """Input ``index`` when it is an initializer of the evaluator (the
+        same array on every run, to prepare once), else None."""
+        names = self.onnx_node.input
+        return self._initializers.get(names[index]) if index < len(names) else None
 
     def _num_threads(self, work: int, min_work_per_thread: int) -> int:
         return decide_num_threads(work, min_work_per_thread, self._context.num_threads)

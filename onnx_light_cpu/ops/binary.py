@@ -110,8 +110,8 @@ class _Binary(_ElementWise):
     core_op: ClassVar[int]
     bool_output: ClassVar[bool] = False
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         # Opsets 1-6: ``broadcast=1`` lines B's shape up with A's from ``axis``
         # (by default with A's last dimensions, as numpy does).
         attrs = {a.name: a for a in onnx_node.attribute}
@@ -174,8 +174,8 @@ class Mod(_Binary):
     onnx_types = NUMERIC
     min_work_per_thread = COSTLY_WORK_PER_THREAD
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         fmod = next((a.i for a in onnx_node.attribute if a.name == "fmod"), 0)
         if fmod not in (0, 1):
             raise ValueError(f"Mod: attribute fmod must be 0 or 1, got {fmod}")
@@ -265,8 +265,8 @@ class BitShift(_Binary):
     onnx_types = INTS
     min_work_per_thread = COSTLY_WORK_PER_THREAD
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         direction = next((a.s.decode() for a in onnx_node.attribute if a.name == "direction"),
                          None)
         if direction not in ("LEFT", "RIGHT"):

@@ -85,8 +85,8 @@ class Cast(KernelOp):
     # round_mode) -> table.
     _tables: ClassVar[dict[tuple, np.ndarray]] = {}
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         types = self._types_by_opset.get(self.opset)
         if types is None:
             types = self._types_by_opset[self.opset] = _schema_types(self.opset)

@@ -60,8 +60,8 @@ class ReduceSum(_Reduce):
     # up to ~0.8 ms, several times a 2 MB sum: so from 1M elements only.
     min_work_per_thread = 1 << 19
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         names = _attribute_names(onnx_node)
         self.keep = bool(self.keepdims) if "keepdims" in names else True
         self.noop = bool(getattr(self, "noop_with_empty_axes", 0)) \
@@ -148,8 +148,8 @@ class Softmax(_Reduce):
     # threads win from 32K float32 elements (measured, 2-core Zen 5).
     min_work_per_thread = 1 << 14
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         default = -1 if self.opset >= 13 else 1
         self.softmax_axis = int(self.axis) if "axis" in _attribute_names(onnx_node) else default
 

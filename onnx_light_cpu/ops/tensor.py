@@ -91,8 +91,8 @@ class Concat(_Movement):
     # where it is required, unless the class already has the attribute.
     axis = None
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         if "axis" in _attribute_names(onnx_node):
             self.concat_axis = int(self.axis)
         elif self.opset < 4:
@@ -147,8 +147,8 @@ class Concat(_Movement):
 class Split(_Movement):
     """The input cut along ``axis`` into consecutive pieces, one per output."""
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         names = _attribute_names(onnx_node)
         self.split_axis = int(self.axis) if "axis" in names else 0
         self.split_attr = [int(s) for s in self.split] if "split" in names else None
@@ -213,8 +213,8 @@ class Split(_Movement):
 class Slice(_Movement):
     """data[starts:ends:steps] on the given axes, ONNX clamping rules."""
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         if self.opset < 10:
             names = _attribute_names(onnx_node)
             self.attr_starts = [int(v) for v in self.starts]
@@ -284,8 +284,8 @@ class Slice(_Movement):
 class Gather(_Movement):
     """Rows of ``data`` along ``axis`` picked by ``indices`` (negative count from the end)."""
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         self.gather_axis = int(self.axis) if "axis" in _attribute_names(onnx_node) else 0
 
     def _run(self, data, indices):
@@ -336,8 +336,8 @@ class ScatterND(_Movement):
     """A copy of ``data`` where the slices ``indices`` address take (or are
     combined with, by ``reduction``) the ``updates``, in update order."""
 
-    def __init__(self, onnx_node, run_params, context=None):
-        super().__init__(onnx_node, run_params, context)
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
         name = getattr(self, "reduction", None) if "reduction" in _attribute_names(onnx_node) \
             else "none"
         name = (name.decode() if isinstance(name, bytes) else name) or "none"

@@ -56,8 +56,12 @@ class EvaluatorContext:
         self.num_threads: int | None = None
         self.usage = UsageLog()
 
-    def resolve(self, node: onnx.NodeProto, opsets: dict, new_ops: dict):
-        """A factory ``(node, run_params) -> adapter`` for ``node``, or None."""
+    def resolve(self, node: onnx.NodeProto, opsets: dict, new_ops: dict,
+                initializers: dict | None = None):
+        """A factory ``(node, run_params) -> adapter`` for ``node``, or None.
+
+        ``initializers`` are the evaluator's constant tensors: an adapter
+        may prepare (pack, quantize) those it takes as inputs once."""
         key = (table_domain(node.domain), node.op_type)
         entries = self.session_kernels.get(key)
         if entries is None:
@@ -71,7 +75,7 @@ class EvaluatorContext:
             return None
         for record, adapter in entries:
             if record.accepts_opset(version):
-                return functools.partial(adapter, context=self)
+                return functools.partial(adapter, context=self, initializers=initializers)
         return None
 
 
@@ -142,7 +146,7 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
 
 def _patched_load_impl(self, node, input_types=None):
     context = context_of(self)
-    factory = context.resolve(node, self.opsets, self.new_ops_)
+    factory = context.resolve(node, self.opsets, self.new_ops_, self.rt_inits_)
     if factory is not None:
         return factory
     stack = _stack()
@@ -209,7 +213,8 @@ def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
             proto = node.onnx_node
             if (table_domain(proto.domain), proto.op_type) not in keys:
                 continue
-            factory = context.resolve(proto, evaluator.opsets, evaluator.new_ops_)
+            factory = context.resolve(proto, evaluator.opsets, evaluator.new_ops_,
+                                      evaluator.rt_inits_)
             if factory is not None:
                 nodes[i] = factory(proto, node.run_params)
         make_plan(evaluator)

@@ -257,3 +257,24 @@ def test_function_body_node_with_linked_attribute():
     (kernel,) = body.rt_nodes_
     assert kernel.has_linked_attribute and len(kernel._linked_instances) == 1
     assert list(next(iter(kernel._linked_instances.values())).consumed_inputs) == [0]
+
+
+def test_adapters_see_which_inputs_are_initializers():
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+    from onnx import numpy_helper
+
+    weight = np.array([0.5, -1.0], dtype=np.float32)
+    graph = oh.make_graph(
+        [oh.make_node("Exp", ["w"], ["a"]), oh.make_node("Exp", ["x"], ["y"])], "g",
+        [oh.make_tensor_value_info("x", T.FLOAT, [None])],
+        [oh.make_tensor_value_info("a", T.FLOAT, [None]),
+         oh.make_tensor_value_info("y", T.FLOAT, [None])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[models.OPSET]))
+    olc.register_kernels_for_session(sess)
+    constant, variable = sess.rt_nodes_
+    np.testing.assert_array_equal(constant._constant_input(0), weight)
+    assert variable._constant_input(0) is None
+    assert constant._constant_input(1) is None
