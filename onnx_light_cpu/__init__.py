@@ -28,6 +28,7 @@ _SPINCOUNT = "10000"
 _openmp_wait_defaults()
 
 from .registry import hook as _hook  # noqa: E402
+from . import schemas as _schemas  # noqa: E402,F401  (registers the onnx.defs schemas)
 from .registry.api import (  # noqa: E402
     clear_used_kernel_names,
     get_num_threads_for_session,

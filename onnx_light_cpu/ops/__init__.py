@@ -3,8 +3,9 @@ registrars that put them in the inventory."""
 
 from __future__ import annotations
 
-from ..registry.inventory import record_of
-from . import binary, cast, reduce, tensor, unary
+from ..naive import skip_norm as naive_skip_norm
+from ..registry.inventory import MicrosoftKernelImplementation, record_of
+from . import binary, cast, matmul, normalization, reduce, skip_norm, tensor, unary
 
 #: Family modules of the ai.onnx kernels; each has ``KERNELS``, a dict from
 #: registrar name to the tuple of adapter classes it installs.
@@ -14,6 +15,8 @@ FAMILIES = (
     reduce,
     cast,
     binary,
+    matmul,
+    normalization,
 )
 
 
@@ -25,5 +28,22 @@ def _register_standard(policy, install) -> None:
                 install(record_of(adapter, registrar), adapter)
 
 
+#: com.microsoft families as (optimized module, naive module) pairs, each with
+#: ``KERNELS``; one registration pass installs one of the two (the policy).
+MICROSOFT_FAMILIES = (
+    (skip_norm, naive_skip_norm),
+)
+
+
+def _register_microsoft(policy, install) -> None:
+    """The com.microsoft kernels of the policy's family."""
+    naive = policy is MicrosoftKernelImplementation.NAIVE
+    implementation = "naive" if naive else "optimized"
+    for optimized_family, naive_family in MICROSOFT_FAMILIES:
+        for registrar, adapters in (naive_family if naive else optimized_family).KERNELS.items():
+            for adapter in adapters:
+                install(record_of(adapter, registrar, implementation), adapter)
+
+
 #: Called in order by every registration pass: ``registrar(policy, install)``.
-REGISTRARS = (_register_standard,)
+REGISTRARS = (_register_standard, _register_microsoft)

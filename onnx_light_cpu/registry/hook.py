@@ -31,6 +31,7 @@ from typing import Iterator
 
 import onnx
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
 
 from .inventory import RegisteredKernel, table_domain
 from .usage import UsageLog
@@ -153,8 +154,40 @@ def _patched_load_impl(self, node, input_types=None):
     stack.append(context)  # function bodies built here join this tree
     try:
         return _original_load_impl(self, node, input_types)
+    except NotImplementedError as error:
+        # onnx.reference cannot run it (SimplifiedLayerNormalization, the
+        # com.microsoft operators) but we have a kernel: let the evaluator be
+        # built, so that a per-evaluator registration can still resolve it.
+        if (table_domain(node.domain), node.op_type) not in _inventory_keys():
+            raise
+        return functools.partial(Unregistered, reason=str(error).splitlines()[0])
     finally:
         stack.pop()
+
+
+@functools.lru_cache(maxsize=1)
+def _inventory_keys() -> frozenset[tuple[str, str]]:
+    from .inventory import MicrosoftKernelImplementation, registered_kernels
+
+    return frozenset((table_domain(r.domain), r.op_type)
+                     for r in registered_kernels(MicrosoftKernelImplementation.OPTIMIZED))
+
+
+class Unregistered(OpRun):
+    """Stands for a node only our kernels can run, until they are registered."""
+
+    def __init__(self, onnx_node, run_params, reason: str = ""):
+        super().__init__(onnx_node, run_params)
+        self.reason = reason
+
+    def _run(self, *args, **kwargs):
+        node = self.onnx_node
+        raise NotImplementedError(
+            f"{node.domain or 'ai.onnx'}::{node.op_type} has an onnx_light_cpu kernel but it "
+            "is not registered for this evaluator: call "
+            "onnx_light_cpu.register_kernels_for_session(sess) (or "
+            "register_kernels_global() before building it). onnx.reference: "
+            f"{self.reason}")
 
 
 def install() -> None:

@@ -278,3 +278,32 @@ def test_adapters_see_which_inputs_are_initializers():
     np.testing.assert_array_equal(constant._constant_input(0), weight)
     assert variable._constant_input(0) is None
     assert constant._constant_input(1) is None
+
+
+def test_operators_only_we_run_can_be_registered_after_construction():
+    """onnx.reference has no SimplifiedLayerNormalization: the evaluator is
+    built all the same, says what to do if run, and runs once registered."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    def model(op_type):
+        node = oh.make_node(op_type, ["x", "scale"], ["y"], axis=-1, epsilon=1e-5)
+        graph = oh.make_graph(
+            [node], "g",
+            [oh.make_tensor_value_info("x", T.FLOAT, [None, 4]),
+             oh.make_tensor_value_info("scale", T.FLOAT, [4])],
+            [oh.make_tensor_value_info("y", T.FLOAT, [None, 4])])
+        return oh.make_model(graph, opset_imports=[models.OPSET])
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    feeds = {"x": x, "scale": np.ones(4, np.float32)}
+    sess = ReferenceEvaluator(model("SimplifiedLayerNormalization"))
+    with pytest.raises(NotImplementedError, match="register_kernels_for_session"):
+        sess.run(None, feeds)
+    olc.register_kernels_for_session(sess)
+    (y,), names = recorded(sess, feeds)
+    assert names == ["onnx_light_cpu::SimplifiedLayerNormalization"]
+    rms = np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, x / rms, rtol=1e-6)
+    with pytest.raises(NotImplementedError):  # no kernel of ours: as before
+        ReferenceEvaluator(model("NoSuchNormalization"))
