@@ -634,11 +634,7 @@ static int olc_type_size(int dtype) {
 /* Fill *k for (op, dtype) at `level` (capped to what the build has).
  * Returns 0, or -1 when the pair has no kernel. */
 static int olc_binary_select(int op, int dtype, int level, olc_bin_kernel *k) {
-#if !OLC_X86
-    level = OLC_SCALAR;
-#elif !OLC_HAVE_AVX512
-    if (level > OLC_AVX2) level = OLC_AVX2;
-#endif
+    level = olc_build_level(level);
     memset(k, 0, sizeof(*k));
     int got;
     if (dtype == OLC_T_FLOAT16 || dtype == OLC_T_BFLOAT16) {

@@ -289,14 +289,7 @@ static const olc_cast_fn olc_cast_avx512_table[13][13] = OLC_CAST_TABLE(avx512);
 
 /* The level the build and CPU really provide, at most `level`. */
 static int olc_cast_level(int level) {
-#if !OLC_X86
-    return OLC_SCALAR;
-#else
-#if !OLC_HAVE_AVX512
-    if (level > OLC_AVX2) level = OLC_AVX2;
-#endif
-    return level < OLC_SCALAR ? OLC_SCALAR : level;
-#endif
+    return level < OLC_SCALAR ? OLC_SCALAR : olc_build_level(level);
 }
 
 static olc_cast_fn olc_cast_select(int src, int dst, int level) {

@@ -25,6 +25,19 @@
 #define OLC_HAVE_AVX512 0
 #endif
 
+/* `level` capped to the levels this build compiled (the CPU's support is
+ * checked once, by olc_detect_simd_level). */
+static inline int olc_build_level(int level) {
+#if !OLC_X86
+    (void)level;
+    return OLC_SCALAR;
+#elif !OLC_HAVE_AVX512
+    return level > OLC_AVX2 ? OLC_AVX2 : level;
+#else
+    return level;
+#endif
+}
+
 /* The highest level this CPU (and OS) supports and this build contains.
  * __builtin_cpu_supports also checks that the OS saves the wide registers. */
 static int olc_detect_simd_level(void) {

@@ -219,16 +219,7 @@ OLC_UKR_AVX512(12)
 #endif
 
 /* The configuration of a level (capped to what the build has). */
-static int olc_gemm_level(int level) {
-#if !OLC_X86
-    return OLC_SCALAR;
-#else
-#if !OLC_HAVE_AVX512
-    if (level > OLC_AVX2) level = OLC_AVX2;
-#endif
-    return level;
-#endif
-}
+static int olc_gemm_level(int level) { return olc_build_level(level); }
 
 static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);

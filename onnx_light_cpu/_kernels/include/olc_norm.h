@@ -378,16 +378,8 @@ static inline int olc_norm_narrow(int t) {
 
 /* The level the functions for these types really run at. */
 static int olc_norm_level(int acc_double, int tx, int ts, int level) {
-#if !OLC_X86
-    (void)acc_double; (void)tx; (void)ts; (void)level;
-    return OLC_SCALAR;
-#else
-#if !OLC_HAVE_AVX512
-    if (level > OLC_AVX2) level = OLC_AVX2;
-#endif
     (void)acc_double; (void)tx; (void)ts;
-    return level;
-#endif
+    return olc_build_level(level);
 }
 
 #define OLC_NORM_CAST(fn) ((void (*)(void))(fn))

@@ -98,18 +98,11 @@ OLC_COPY(uint64_t, u64)
 /* The level a (op, dtype) pair really runs at: only the float types and
  * the bit loops have per-level code. */
 static int olc_unary_level(int op, int dtype, int level) {
-#if !OLC_X86
-    return OLC_SCALAR;
-#else
-#if !OLC_HAVE_AVX512
-    if (level > OLC_AVX2) level = OLC_AVX2;
-#endif
     int vectorised =
         (op == OLC_OP_NOT && dtype == OLC_BOOL) ||
         (dtype == OLC_FLOAT || dtype == OLC_FLOAT16 || dtype == OLC_BFLOAT16) ||
         (op == OLC_OP_ABS && dtype == OLC_DOUBLE);
-    return vectorised ? level : OLC_SCALAR;
-#endif
+    return vectorised ? olc_build_level(level) : OLC_SCALAR;
 }
 
 #define OLC_MATH_CASES(opcode, name)                                        \
