@@ -14,9 +14,7 @@ from ..ops.skip_norm import SkipNormBase
 
 
 class _NaiveSkipNorm(SkipNormBase):
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::Naive{cls.__name__}"
+    kernel_prefix = "Naive"
 
     def _compute(self, x, skip, gamma, beta, bias):
         if self._usage.enabled:

@@ -69,6 +69,22 @@ class KernelOp(OpRun):
     element_types: ClassVar[tuple[str, ...]]
     since_version: ClassVar[int] = 1
     until_version: ClassVar[int | None] = None
+    #: ONNX element types (TensorProto codes) of the inputs the kernel takes.
+    onnx_types: ClassVar[tuple[int, ...]] = ()
+    #: "Naive" for the readable NumPy family of the com.microsoft kernels.
+    kernel_prefix: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        """What the inventory says of an adapter, derived from its class: the
+        kernel name from the operator (class) name, the type strings from
+        ``onnx_types`` (unless the class lists them); and a per-class cache
+        of usage path labels."""
+        super().__init_subclass__(**kwargs)
+        cls.kernel_name = f"onnx_light_cpu::{cls.kernel_prefix}{cls.__name__}"
+        if "element_types" not in cls.__dict__ and cls.onnx_types:
+            cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
+        cls._allowed = frozenset(cls.onnx_types)
+        cls._paths = {}
 
     def __init__(self, onnx_node, run_params, context: EvaluatorContext | None = None,
                  initializers: dict | None = None):

@@ -50,10 +50,7 @@ class _ElementWise(KernelOp):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
         cls._types = {dt: et for dt, et in ELEMENT_TYPES.items() if et in cls.onnx_types}
-        cls._paths = {}
         cls.label = cls.__name__.lower()
 
     def _as_tensor(self, index: int, x) -> np.ndarray:

@@ -72,7 +72,6 @@ _LATEST_T1, _ = _schema_types(onnx.defs.onnx_opset_version())
 class Cast(KernelOp):
     """y = x converted to the element type ``to``."""
 
-    kernel_name = "onnx_light_cpu::Cast"
     element_types = tuple(sorted(type_string(t) for t in _LATEST_T1))
     since_version = 1
     # A conversion is memory-bound: two threads win from 128K elements

@@ -50,7 +50,6 @@ class _MatMulEngine(KernelOp):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
         cls.element_types = tuple(type_string(t) for t in cls.ALL_TYPES)
         cls._labels = {}
 

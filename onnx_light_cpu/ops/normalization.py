@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 
 from .. import simd
 from .._kernels import norm as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
@@ -58,13 +58,6 @@ class _Norm(KernelOp):
 
     onnx_types: ClassVar[tuple[int, ...]] = FLOATS
     min_work_per_thread = MIN_WORK_PER_THREAD
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
-        cls._allowed = frozenset(cls.onnx_types)
-        cls._paths = {}
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)

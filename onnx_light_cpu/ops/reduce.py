@@ -10,7 +10,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import reduce as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
@@ -23,13 +23,6 @@ def _attribute_names(node) -> set[str]:
 class _Reduce(KernelOp):
     onnx_types: ClassVar[tuple[int, ...]]
     min_work_per_thread: ClassVar[int]
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
-        cls._allowed = frozenset(cls.onnx_types)
-        cls._paths = {}
 
     def _element_type(self, x) -> int:
         if not isinstance(x, np.ndarray):

@@ -140,11 +140,6 @@ class _SkipNorm(SkipNormBase):
     # 7.1 µs), from 28K they win (9.1 -> 7.9 µs; 64K: 17.4 -> 11.5 µs).
     min_work_per_thread = 1 << 14
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls._paths = {}
-
     def _record(self, dtype: np.dtype, element_type: int, level: int) -> None:
         key = (element_type, level)
         path = self._paths.get(key)

@@ -15,7 +15,7 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .._kernels import tensor as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto
 # Every element type of the movement schemas (string handled by NumPy).
@@ -49,11 +49,6 @@ class _Movement(KernelOp):
     """Shared checks of the movement adapters."""
 
     onnx_types: ClassVar[tuple[int, ...]] = MOVABLE
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
 
     def _check_data(self, index: int, x) -> None:
         if not isinstance(x, np.ndarray):

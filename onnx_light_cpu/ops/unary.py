@@ -9,7 +9,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import unary as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
@@ -25,13 +25,6 @@ class _Unary(KernelOp):
     # on 2 cores (AVX-512): two threads win from 32K elements for the
     # transcendental ones, 64K for Abs and 256K for Not (memory-bound).
     min_work_per_thread: ClassVar[int]
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.kernel_name = f"onnx_light_cpu::{cls.__name__}"
-        cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
-        cls._allowed = frozenset(cls.onnx_types)
-        cls._paths = {}
 
     def _path(self, dtype: np.dtype, element_type: int, level: int) -> str:
         """Label of the code that runs, e.g. 'exp_float32_avx512'."""
