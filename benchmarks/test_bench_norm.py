@@ -16,11 +16,8 @@ import functools
 import numpy as np
 import pytest
 
-from onnx.reference import ReferenceEvaluator
 
-import onnx_light_cpu as olc
 
-from . import _harness
 from ._harness import CONTENDERS, bench_contender, make_case
 
 THREADS = (1, 2)
@@ -82,26 +79,6 @@ def channel_case(op_type: str, dtype: str):
     return case
 
 
-def _prepare_ours_global(case, threads):
-    """The harness's "ours", with the kernels registered globally while the
-    evaluator is built: onnx.reference cannot construct an evaluator for an
-    operator it does not know, so a per-session registration comes too late."""
-    olc.register_kernels_global()
-    try:
-        sess = ReferenceEvaluator(case.model)
-    finally:
-        olc.unregister_kernels_global()
-    olc.set_num_threads_for_session(sess, threads)
-    olc.set_kernel_usage_recording(sess, True)
-    sess.run(None, case.feeds)
-    names, paths = olc.used_kernel_names(sess), olc.used_kernel_paths(sess)
-    olc.set_kernel_usage_recording(sess, False)
-    olc.clear_used_kernel_names(sess)
-    assert case.kernel_name in names, f"{case.kernel_name} did not run, got {names}"
-    return (lambda: sess.run(None, case.feeds)), {
-        "path": paths[names.index(case.kernel_name)], "kernel": case.kernel_name}
-
-
 def _params():
     for op_type in ROW_OPS:
         for dtype in ("float32", "float16"):
@@ -121,11 +98,9 @@ def _params():
 
 
 @pytest.mark.parametrize("op_type,dtype,shape,threads,contender", list(_params()))
-def test_norm(benchmark, bench_options, monkeypatch, op_type, dtype, shape, threads, contender):
+def test_norm(benchmark, bench_options, op_type, dtype, shape, threads, contender):
     if shape is None:
         case = channel_case(op_type, dtype)
     else:
         case = row_case(op_type, dtype, shape)
-    if op_type == "SimplifiedLayerNormalization":
-        monkeypatch.setitem(_harness.PREPARE, "ours", _prepare_ours_global)
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

@@ -7,14 +7,12 @@ ONNX Runtime model builder emits it in LLaMA-style decoders), ours vs ORT.
 Shapes: a 128-token prefill and a one-token decode step at hidden size 4096,
 and a 128-token prefill at 896 (Qwen2-0.5B); float32 and float16.
 onnx.reference has no kernel for these operators, so there is no builtin
-contender, and our evaluator is built while a global registration provides
-the kernel (then unregistered: only the session registration acts).
+contender.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import onnx
@@ -24,15 +22,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from ._harness import (
-    DEFAULT_IR_VERSION,
-    Case,
-    _effective_threads,
-    _onnx_type,
-    check_outputs,
-    prepare_ort,
-    time_in_blocks,
-)
+from ._harness import DEFAULT_IR_VERSION, Case, _onnx_type, bench_contender
 
 MS = "com.microsoft"
 THREADS = (1, 2)
@@ -61,11 +51,7 @@ def _model(op: str, dtype: str, shape) -> tuple[onnx.ModelProto, list[str]]:
 
 
 def _evaluator(model, policy=olc.MicrosoftKernelImplementation.OPTIMIZED):
-    olc.register_kernels_global(microsoft_implementation=policy)
-    try:
-        sess = ReferenceEvaluator(model)
-    finally:
-        olc.unregister_kernels_global()
+    sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess, microsoft_implementation=policy)
     return sess
 
@@ -85,22 +71,6 @@ def skip_norm_case(op: str, dtype: str, shape) -> Case:
                 expected_kernel=f"onnx_light_cpu::{op}")
 
 
-def _prepare_ours(case: Case, threads: int):
-    sess = _evaluator(case.model)
-    olc.set_num_threads_for_session(sess, threads)
-    olc.set_kernel_usage_recording(sess, True)
-    sess.run(None, case.feeds)
-    names, paths = olc.used_kernel_names(sess), olc.used_kernel_paths(sess)
-    olc.set_kernel_usage_recording(sess, False)
-    olc.clear_used_kernel_names(sess)
-    assert case.kernel_name in names, f"{case.kernel_name} did not run, got {names}"
-    info = {"path": paths[names.index(case.kernel_name)], "kernel": case.kernel_name}
-    effective = _effective_threads(sess, case.size, threads)
-    if effective is not None:
-        info["effective_threads"] = effective
-    return (lambda: sess.run(None, case.feeds)), info
-
-
 def _params():
     for op in OPS:
         for shape in SHAPES:
@@ -116,14 +86,4 @@ def _params():
 @pytest.mark.parametrize("op,shape,dtype,threads,contender", list(_params()))
 def test_skip_norm(benchmark, bench_options, op, shape, dtype, threads, contender):
     case = skip_norm_case(op, dtype, shape)
-    if contender == "ours":
-        run, info = _prepare_ours(case, threads)
-    else:
-        run, info = prepare_ort(case, threads)
-    check_outputs(case, run(), contender)
-    benchmark.group = case.group(threads)
-    benchmark.extra_info.update(contender=contender, op=op, dtype=dtype, size=case.size,
-                                threads=threads, simd=olc.simd_level(), **info)
-    time_in_blocks(benchmark, run, bench_options.budget_s)
-    # Other processes on a shared machine show here (1-minute load average).
-    benchmark.extra_info["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

@@ -12,7 +12,6 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd

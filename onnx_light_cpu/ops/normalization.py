@@ -264,7 +264,7 @@ class SimplifiedLayerNormalization(_StashNorm):
     scale_over_whole_x = True
 
     def _run(self, x, scale):
-        tx = self._float_input(0, x)
+        self._float_input(0, x)  # validates
         if x.ndim == 0:
             raise ValueError(self._input_error(0, "must have rank >= 1"))
         axis = _axis(self, self.axis, x.ndim)
