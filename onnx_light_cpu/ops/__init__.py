@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from ..naive import skip_norm as naive_skip_norm
 from ..registry.inventory import MicrosoftKernelImplementation, record_of
-from . import binary, cast, matmul, normalization, reduce, skip_norm, tensor, unary
+from . import (
+    binary,
+    cast,
+    matmul,
+    matmul_integer,
+    normalization,
+    reduce,
+    skip_norm,
+    tensor,
+    unary,
+)
 
 #: Family modules of the ai.onnx kernels; each has ``KERNELS``, a dict from
 #: registrar name to the tuple of adapter classes it installs.
@@ -16,6 +26,7 @@ FAMILIES = (
     cast,
     binary,
     matmul,
+    matmul_integer,
     normalization,
 )
 
