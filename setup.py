@@ -2,9 +2,9 @@
 
 The generated C files are compiled for the baseline x86-64 instruction set:
 AVX2 and AVX-512 code lives in headers, inside functions that carry their
-own ``target`` attribute, and is selected at run time.  ``-march=native`` or
-``-mavx2`` on a whole Cython file would let gcc vectorise module
-initialisation with AVX2 and crash older CPUs with SIGILL.
+own ``target`` attribute, and is selected at run time.  A host-specific
+``-march`` flag or ``-mavx2`` on a whole Cython file would let gcc
+vectorise module initialisation with AVX2 and crash older CPUs with SIGILL.
 """
 
 import glob
