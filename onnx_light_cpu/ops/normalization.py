@@ -26,15 +26,14 @@ T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
 STAT_DTYPES = {T.FLOAT: np.dtype(np.float32), T.DOUBLE: np.dtype(np.float64)}
 
-# Elements one thread must have before a second one is asked.  Measured on
-# 2 cores (AVX-512, float32, t1 vs t2 in µs, second core idle):
-# LayerNormalization [16, 1024] 8.0 vs 8.1, [32, 1024] 10.7 vs 9.2,
-# [64, 1024] 15.9 vs 13.1 (InstanceNormalization alike): two threads win
-# from 32K elements.  But with the second core busy (other processes),
-# waking its thread costs ~0.8 ms (measured medians 780-820 µs on
-# [128, 896] and [128, 4096] with two threads), tens of times these
-# kernels: so, as ReduceSum, two threads from 1M elements only.
-MIN_WORK_PER_THREAD = 1 << 19
+# Elements one thread must have before a second one is asked, measured on
+# 2 cores with the second one idle (AVX-512, float32, t1 vs t2 in µs
+# through the evaluator): RMSNormalization [32, 1024] 6.4 vs 7.6,
+# [128, 896] 15.9 vs 11.3, [128, 4096] 69.7 vs 35.1; LayerNormalization
+# alike.  Two threads win from about 64K elements.  (When another process
+# holds the second core, waking our thread can cost ~0.8 ms: true of every
+# OpenMP kernel here.)
+MIN_WORK_PER_THREAD = 1 << 15
 
 
 def _attributes(node) -> dict:
