@@ -3,22 +3,30 @@ registrars that put them in the inventory."""
 
 from __future__ import annotations
 
+from ..naive import bias_gelu as naive_bias_gelu
+from ..naive import cdist as naive_cdist
 from ..naive import skip_norm as naive_skip_norm
 from ..registry.inventory import MicrosoftKernelImplementation, record_of
 from . import (
+    bias_gelu,
     binary,
     cast,
+    cdist,
+    gather_block_quantized,
     matmul,
     matmul_integer,
     normalization,
     reduce,
     skip_norm,
+    swiglu,
     tensor,
     unary,
 )
 
-#: Family modules of the ai.onnx kernels; each has ``KERNELS``, a dict from
-#: registrar name to the tuple of adapter classes it installs.
+#: Family modules with one implementation whatever the policy (the ai.onnx
+#: kernels, and com.microsoft ones the policy does not cover, such as
+#: GatherBlockQuantized); each has ``KERNELS``, a dict from registrar name to
+#: the tuple of adapter classes it installs.
 FAMILIES = (
     unary,
     tensor,
@@ -28,11 +36,13 @@ FAMILIES = (
     matmul,
     matmul_integer,
     normalization,
+    gather_block_quantized,
+    swiglu,
 )
 
 
 def _register_standard(policy, install) -> None:
-    """The ai.onnx kernels: one implementation whatever the policy."""
+    """The kernels with one implementation whatever the policy."""
     for family in FAMILIES:
         for registrar, adapters in family.KERNELS.items():
             for adapter in adapters:
@@ -43,6 +53,8 @@ def _register_standard(policy, install) -> None:
 #: ``KERNELS``; one registration pass installs one of the two (the policy).
 MICROSOFT_FAMILIES = (
     (skip_norm, naive_skip_norm),
+    (bias_gelu, naive_bias_gelu),
+    (cdist, naive_cdist),
 )
 
 

@@ -1,0 +1,78 @@
+# cython: language_level=3
+"""Activation cores: com.microsoft BiasGelu and ai.onnx SwiGLU.
+
+The adapter passes C-contiguous arrays, the ONNX element type, the SIMD
+level and a thread count; the level's function is chosen once, outside the
+parallel region, and each thread gets one contiguous block of rows
+(BiasGelu) or elements (SwiGLU), so results do not depend on the count.
+"""
+
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+cdef extern from "olc_activation.h" nogil:
+    ctypedef struct olc_act_args:
+        const void *a
+        const void *b
+        void *y
+        int64_t n
+        float alpha
+    ctypedef void (*olc_act_fn)(const olc_act_args *p, int64_t r0, int64_t r1)
+    olc_act_fn olc_act_select(int op, int dtype, int level)
+    int olc_act_level(int dtype, int level)
+    int OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU
+
+BIAS_GELU = OLC_ACT_BIAS_GELU
+SWIGLU = OLC_ACT_SWIGLU
+
+
+def level_used(int dtype, int level):
+    """The instruction-set level the function for dtype runs at."""
+    return olc_act_level(dtype, level)
+
+
+cdef void _run(olc_act_fn fn, olc_act_args *p, int64_t rows, int nthreads) noexcept nogil:
+    cdef int64_t t, nblocks
+    if rows == 0:
+        return
+    if nthreads <= 1 or rows < 2:
+        fn(p, 0, rows)
+        return
+    nblocks = nthreads if nthreads < rows else rows
+    for t in prange(nblocks, num_threads=nthreads, schedule="static"):
+        fn(p, rows * t // nblocks, rows * (t + 1) // nblocks)
+
+
+def bias_gelu(int dtype, int level, cnp.ndarray a, cnp.ndarray bias, cnp.ndarray y, int nthreads):
+    """y = Gelu(a + bias) row by row; bias has the length of a's last axis (> 0)."""
+    cdef olc_act_fn fn = olc_act_select(OLC_ACT_BIAS_GELU, dtype, level)
+    if fn == NULL:
+        raise TypeError(f"activation core: no BiasGelu function for element type {dtype}")
+    cdef olc_act_args p
+    p.a = cnp.PyArray_DATA(a)
+    p.b = cnp.PyArray_DATA(bias)
+    p.y = cnp.PyArray_DATA(y)
+    p.n = cnp.PyArray_SIZE(bias)
+    p.alpha = 0
+    cdef int64_t rows = cnp.PyArray_SIZE(a) // p.n
+    with nogil:
+        _run(fn, &p, rows, nthreads)
+
+
+def swiglu(int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, float alpha,
+           int nthreads):
+    """y = a * sigmoid(alpha a) * b for arrays of one size and type."""
+    cdef olc_act_fn fn = olc_act_select(OLC_ACT_SWIGLU, dtype, level)
+    if fn == NULL:
+        raise TypeError(f"activation core: no SwiGLU function for element type {dtype}")
+    cdef olc_act_args p
+    p.a = cnp.PyArray_DATA(a)
+    p.b = cnp.PyArray_DATA(b)
+    p.y = cnp.PyArray_DATA(y)
+    p.n = 1  # "rows" are elements
+    p.alpha = alpha
+    with nogil:
+        _run(fn, &p, cnp.PyArray_SIZE(a), nthreads)

@@ -1,0 +1,36 @@
+"""NAIVE com.microsoft BiasGelu: the formula in NumPy, float64 erf
+(math.erf per element), one rounding to the input type.
+
+Validation is shared with the optimized adapter
+(:class:`onnx_light_cpu.ops.bias_gelu.BiasGeluBase`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ops.bias_gelu import BiasGeluBase
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+class BiasGelu(BiasGeluBase):
+    kernel_prefix = "Naive"
+
+    def _compute(self, a, bias, element_type):
+        if self._usage.enabled:
+            self._usage.record(self.kernel_name, f"naive_{a.dtype.name}_numpy")
+        # float16/bfloat16 add in float32 as the optimized family does.
+        wide = np.float64 if a.dtype == np.float64 else np.float32
+        x = (a.astype(wide) + bias.astype(wide)).astype(np.float64)
+        with np.errstate(all="ignore"):
+            phi = 0.5 * (1.0 + _ERF(x / math.sqrt(2.0))) if x.size else x
+            y = np.where(phi == 0.0, -0.0, x * phi)
+        return (y.astype(a.dtype),)
+
+
+KERNELS = {
+    "RegisterMicrosoftKernels": (BiasGelu,),
+}
