@@ -144,6 +144,26 @@ class KernelOp(OpRun):
     def _num_threads(self, work: int, min_work_per_thread: int) -> int:
         return decide_num_threads(work, min_work_per_thread, self._context.num_threads)
 
+    def _same_typed_inputs(self, args: tuple, names: str) -> int:
+        """Check that ``args`` are all given, all tensors, of one element type
+        the kernel accepts; return that type.  ``names`` reads "A and B"."""
+        op = self.onnx_node.op_type
+        if len(args) != len(names.split(" and ")) or any(v is None for v in args):
+            raise ValueError(f"{op}: expects inputs {names}, got {len(args)} inputs")
+        for i, v in enumerate(args):
+            if not isinstance(v, np.ndarray):
+                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
+        first = args[0].dtype
+        element_type = ELEMENT_TYPES.get(first)
+        if element_type not in self._allowed:
+            raise TypeError(self._input_error(
+                0, f"has element type {first}, expected one of {', '.join(self.element_types)}"))
+        for i, v in enumerate(args[1:], 1):
+            if v.dtype != first:
+                raise TypeError(self._input_error(
+                    i, f"has element type {v.dtype}, expected {first} like input 0"))
+        return element_type
+
     def _input_error(self, index: int, message: str) -> str:
         name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
         return f"{self.onnx_node.op_type}: input {index} ({name!r}) {message}"

@@ -15,7 +15,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import activation as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import KernelOp
 
 T = TensorProto
 
@@ -27,19 +27,8 @@ class BiasGeluBase(KernelOp):
     onnx_types = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
 
     def _run(self, *args):
-        if len(args) != 2 or args[0] is None or args[1] is None:
-            raise ValueError(f"BiasGelu: expects inputs A and bias, got {len(args)} inputs")
+        element_type = self._same_typed_inputs(args, "A and bias")
         a, bias = args
-        for i, v in enumerate(args):
-            if not isinstance(v, np.ndarray):
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
-        element_type = ELEMENT_TYPES.get(a.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {a.dtype}, expected one of {', '.join(self.element_types)}"))
-        if bias.dtype != a.dtype:
-            raise TypeError(self._input_error(
-                1, f"has element type {bias.dtype}, expected {a.dtype} like input 0"))
         if a.ndim < 1:
             raise ValueError(self._input_error(0, "must have rank >= 1, got a scalar"))
         if bias.shape != (a.shape[-1],):

@@ -17,7 +17,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import cdist as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import KernelOp
 
 T = TensorProto
 METRICS = ("sqeuclidean", "euclidean")
@@ -50,19 +50,8 @@ class CDistBase(KernelOp):
     def _run(self, *args):
         if self._metric_error:
             raise ValueError(self._metric_error)
-        if len(args) != 2 or args[0] is None or args[1] is None:
-            raise ValueError(f"CDist: expects inputs A and B, got {len(args)} inputs")
+        element_type = self._same_typed_inputs(args, "A and B")
         a, b = args
-        for i, v in enumerate(args):
-            if not isinstance(v, np.ndarray):
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
-        element_type = ELEMENT_TYPES.get(a.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {a.dtype}, expected one of {', '.join(self.element_types)}"))
-        if b.dtype != a.dtype:
-            raise TypeError(self._input_error(
-                1, f"has element type {b.dtype}, expected {a.dtype} like input 0"))
         for i, v in enumerate(args):
             if v.ndim != 2:
                 raise ValueError(self._input_error(i, f"must have rank 2, got shape {v.shape}"))

@@ -10,7 +10,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import activation as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import KernelOp
 
 T = TensorProto
 
@@ -32,19 +32,8 @@ class SwiGLU(KernelOp):
         self.alpha = float(np.float32(alpha))
 
     def _run(self, *args):
-        if len(args) != 2 or args[0] is None or args[1] is None:
-            raise ValueError(f"SwiGLU: expects inputs A and B, got {len(args)} inputs")
+        element_type = self._same_typed_inputs(args, "A and B")
         a, b = args
-        for i, v in enumerate(args):
-            if not isinstance(v, np.ndarray):
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
-        element_type = ELEMENT_TYPES.get(a.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {a.dtype}, expected one of {', '.join(self.element_types)}"))
-        if b.dtype != a.dtype:
-            raise TypeError(self._input_error(
-                1, f"has element type {b.dtype}, expected {a.dtype} like input 0"))
         if b.shape != a.shape:
             raise ValueError(self._input_error(
                 1, f"has shape {b.shape}, expected {a.shape} like input 0 (no broadcasting)"))
