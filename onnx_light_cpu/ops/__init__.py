@@ -15,6 +15,7 @@ from . import (
     gather_block_quantized,
     matmul,
     matmul_integer,
+    matmul_nbits,
     normalization,
     reduce,
     skip_norm,
@@ -37,6 +38,7 @@ FAMILIES = (
     matmul_integer,
     normalization,
     gather_block_quantized,
+    matmul_nbits,
     swiglu,
 )
 

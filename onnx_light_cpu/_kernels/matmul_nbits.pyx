@@ -1,0 +1,266 @@
+# cython: language_level=3
+"""Block-quantized matrix product core (com.microsoft MatMulNBits; see
+olc_matmul_nbits.h for the two engines).
+
+The API works on one weight matrix and knows nothing of ONNX, so other
+operators (QMoE's experts) can reuse it.  Keep these signatures stable:
+
+``prepare(b, scales, zero_points, bits, block_size, K, N, accuracy_level,
+panel_layout=False)``
+    -> :class:`PreparedWeights`.  ``b``: uint8 [N, ceil(K/block_size), blob]
+    codes packed low bits first (blob = block_size * bits / 8; for bits=3,
+    blob 12, block 32, code p in bits [3p, 3p+3)); ``scales``: float32
+    [N, nb]; ``zero_points``: None (the default 2^(bits-1)), uint8 [N, nb]
+    (one unpacked integer code a block) or float32 [N, nb].
+    accuracy_level 4 with integer zero points (not 2-bit blocks of 16 or
+    above 128, which ONNX Runtime keeps in float; see :func:`int8_format`)
+    prepares the int8 layout (activations are quantized in blocks of
+    min(block_size, 256)); anything else runs the float engine, which with
+    ``panel_layout=True`` and 4 or 8 bits makes, on the first call with
+    M > 3, a column-interleaved copy of the codes for its GEMM panels (as
+    many bytes as b; worth it for weights used many times).  The arrays are referenced, not
+    copied: the caller keeps them unchanged while the result lives.
+
+``matmul(prepared, a, y, bias, threads, level)`` -> path label.  ``a``:
+    float32 [M, K] C-contiguous; ``y``: float32 [M, N] C-contiguous, fully
+    written; ``bias``: float32 [N] or None; ``threads``: OpenMP threads
+    (work is split over rows and columns, never K); ``level``: the SIMD level
+    (``simd.state.level``).  Returns the label of the code that ran:
+    ``int{bits}_direct_{level}`` (small M, codes read in place),
+    ``int{bits}_panel_{level}`` (decoded panels) or ``int8_prepared_{kind}``
+    (kind scalar, avx2, avx512 or vnni).
+
+``PreparedWeights.prepared_bytes`` counts the arrays preparation made;
+``PreparedWeights.scratch_bytes(M, threads)`` the temporary bytes of one
+call (after a call at the SIMD level in question).
+"""
+
+cimport numpy as cnp
+import numpy as np
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+
+cnp.import_array()
+
+cdef extern from "olc_matmul_nbits.h" nogil:
+    ctypedef struct olc_nb_w:
+        const uint8_t *b
+        const float *scales
+        const float *zp
+        float zp_default
+        int64_t K, N, nb, blob, block
+        int bits
+        int finite
+        int panel_rows
+        const uint8_t *rows
+        const float *rscales
+        const float *roffs
+    ctypedef struct olc_q8_w:
+        const uint8_t *codes
+        const float *scales
+        const uint8_t *zp
+        int64_t K, N, nb, block, tiles
+        int split
+        int packed4
+    int olc_nb_panel_level(int level)
+    int64_t olc_nb_panel_scratch()
+    int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
+                     int level, int nthreads)
+    int olc_nb_float(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
+                     int level, int nthreads, int *route)
+    int64_t olc_nb_scratch(const olc_nb_w *w, int64_t M, int level, int nthreads)
+    int olc_nb_route(const olc_nb_w *w, int64_t M, int level)
+    int64_t olc_nb_rows_bytes(const olc_nb_w *w)
+    int64_t olc_nb_rows_params(const olc_nb_w *w)
+    void olc_nb_prepare_rows(const olc_nb_w *w, uint8_t *rows, float *rscales, float *roffs)
+    int olc_q8_kind(int level)
+    int64_t olc_q8_tiles(int64_t N)
+    int64_t olc_q8_block_bytes(int64_t block, int packed4)
+    void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, float *scales,
+                        uint8_t *zp)
+    int64_t olc_q8_scratch(int64_t M, int64_t nb, int64_t block)
+    int olc_q8_run(int kind, const olc_q8_w *w, const float *a, int64_t M, const float *bias,
+                   float *y, int nthreads)
+
+LEVEL_NAMES = ("scalar", "avx2", "avx512")
+#: Names of the int8 engine kinds.
+KIND_NAMES = ("scalar", "avx2", "avx512", "vnni")
+
+# Rows quantized by one thread before a second one helps (a row of K=4096
+# takes about 3 µs).
+_INT8_LABELS = tuple("int8_prepared_" + name for name in KIND_NAMES)
+# Tests cap the int8 engine's kind (to reach AVX-512 without VNNI here).
+cdef int _kind_cap = 3
+
+
+def set_int8_kind_cap(cap):
+    """Caps the int8 engine kind (an index into KIND_NAMES; None lifts the
+    cap), for tests; returns the previous cap."""
+    global _kind_cap
+    previous = _kind_cap
+    _kind_cap = 3 if cap is None else int(cap)
+    return previous
+
+
+cdef class PreparedWeights:
+    """One weight matrix ready for :func:`matmul` (see the module doc)."""
+
+    cdef olc_nb_w w
+    cdef olc_q8_w q8
+    cdef readonly bint int8
+    cdef readonly int bits
+    cdef readonly int64_t K, N, block_size, nblocks
+    # the int8 engine's blocks: the weight block, at most 256 elements
+    cdef readonly int64_t ablock, anblocks
+    cdef readonly int64_t prepared_bytes
+    # the SIMD level of the last call (scratch depends on the route)
+    cdef int simd_level
+    cdef object _keep
+    cdef bint _want_rows
+    cdef tuple _labels
+
+    def scratch_bytes(self, int64_t M, int threads):
+        """Temporary bytes one call with M rows uses (activations quantized
+        once, shared by the threads; or one float panel a thread)."""
+        if self.int8:
+            return olc_q8_scratch(M, self.anblocks, self.ablock)
+        return olc_nb_scratch(&self.w, M, self.simd_level, max(1, threads))
+
+
+def prepare(b, scales, zero_points, int bits, int64_t block_size, int64_t K, int64_t N,
+            int accuracy_level, bint panel_layout=False):
+    """See the module docstring."""
+    cdef int64_t nb = (K + block_size - 1) // block_size
+    cdef int64_t blob = block_size * bits // 8
+    cdef PreparedWeights p = PreparedWeights()
+    cdef cnp.ndarray ab = np.ascontiguousarray(b, dtype=np.uint8)
+    cdef cnp.ndarray asc = np.ascontiguousarray(scales, dtype=np.float32)
+    cdef cnp.ndarray azp = None
+    if cnp.PyArray_SIZE(ab) != N * nb * blob or cnp.PyArray_SIZE(asc) != N * nb:
+        raise ValueError(f"matmul_nbits core: b must hold {N * nb * blob} bytes and scales "
+                         f"{N * nb} values")
+    integer_zp = zero_points is None or zero_points.dtype == np.uint8
+    if zero_points is not None:
+        azp = np.ascontiguousarray(zero_points, dtype=np.float32)
+        if cnp.PyArray_SIZE(azp) != N * nb:
+            raise ValueError(f"matmul_nbits core: zero_points must hold {N * nb} values")
+    p.bits, p.K, p.N, p.block_size, p.nblocks = bits, K, N, block_size, nb
+    p._labels = tuple(tuple(f"int{bits}_{route}_{name}" for name in LEVEL_NAMES)
+                      for route in ("panel", "direct"))
+    p.w.b = <const uint8_t *>cnp.PyArray_DATA(ab)
+    p.w.scales = <const float *>cnp.PyArray_DATA(asc)
+    p.w.zp = NULL
+    if azp is not None:
+        p.w.zp = <const float *>cnp.PyArray_DATA(azp)
+    p.w.zp_default = float(1 << (bits - 1))
+    p.w.K, p.w.N, p.w.nb, p.w.blob, p.w.block, p.w.bits = K, N, nb, blob, block_size, bits
+    keep = [ab, asc, azp]
+    p.prepared_bytes = 0
+    if asc is not scales:
+        p.prepared_bytes += cnp.PyArray_NBYTES(asc)
+    if azp is not None and azp is not zero_points:
+        p.prepared_bytes += cnp.PyArray_NBYTES(azp)
+    p.w.rows = NULL
+    p.w.rscales = NULL
+    p.w.roffs = NULL
+    # weights that are not finite keep per-element float semantics
+    p.w.finite = bool(np.isfinite(asc).all()) and (azp is None or bool(np.isfinite(azp).all()))
+    p.int8 = (accuracy_level == 4 and integer_zp and int8_format(bits, block_size)
+              and p.w.finite)
+    # made on the first call that takes the GEMM panels
+    p._want_rows = panel_layout and bits in (4, 8) and not p.int8 and p.w.finite
+    p.w.panel_rows = p._want_rows
+    p.ablock = min(block_size, 256)
+    p.anblocks = nb * (block_size // p.ablock)
+    cdef int64_t tiles
+    cdef cnp.ndarray codes, qs, qz
+    if p.int8:
+        tiles = olc_q8_tiles(N)
+        codes = np.empty(tiles * p.anblocks * olc_q8_block_bytes(p.ablock, bits == 4),
+                         dtype=np.uint8)
+        qs = np.empty(tiles * p.anblocks * 16, dtype=np.float32)
+        qz = np.empty(tiles * p.anblocks * 16, dtype=np.uint8)
+        with nogil:
+            olc_q8_prepare(&p.w, p.ablock, <uint8_t *>cnp.PyArray_DATA(codes),
+                           <float *>cnp.PyArray_DATA(qs), <uint8_t *>cnp.PyArray_DATA(qz))
+        p.q8.codes = <const uint8_t *>cnp.PyArray_DATA(codes)
+        p.q8.scales = <const float *>cnp.PyArray_DATA(qs)
+        p.q8.zp = <const uint8_t *>cnp.PyArray_DATA(qz)
+        p.q8.K, p.q8.N, p.q8.nb, p.q8.block, p.q8.tiles = K, N, p.anblocks, p.ablock, tiles
+        p.q8.split = bits == 8
+        p.q8.packed4 = bits == 4
+        keep += [codes, qs, qz]
+        p.prepared_bytes += (cnp.PyArray_NBYTES(codes) + cnp.PyArray_NBYTES(qs)
+                             + cnp.PyArray_NBYTES(qz))
+    p._keep = keep
+    return p
+
+
+cdef _prepare_rows(PreparedWeights p):
+    """The column-interleaved codes of the GEMM panels (see prepare)."""
+    cdef cnp.ndarray rows = np.empty(olc_nb_rows_bytes(&p.w), dtype=np.uint8)
+    cdef cnp.ndarray rscales = np.empty(olc_nb_rows_params(&p.w), dtype=np.float32)
+    cdef cnp.ndarray roffs = np.empty(olc_nb_rows_params(&p.w), dtype=np.float32)
+    with nogil:
+        olc_nb_prepare_rows(&p.w, <uint8_t *>cnp.PyArray_DATA(rows),
+                            <float *>cnp.PyArray_DATA(rscales), <float *>cnp.PyArray_DATA(roffs))
+    p._keep = p._keep + [rows, rscales, roffs]
+    # rows last: a call running meanwhile sees either no copy or all of it
+    p.w.rscales = <const float *>cnp.PyArray_DATA(rscales)
+    p.w.roffs = <const float *>cnp.PyArray_DATA(roffs)
+    p.w.rows = <const uint8_t *>cnp.PyArray_DATA(rows)
+    p.prepared_bytes += (cnp.PyArray_NBYTES(rows) + cnp.PyArray_NBYTES(rscales)
+                         + cnp.PyArray_NBYTES(roffs))
+
+
+def int8_format(int bits, int64_t block_size):
+    """Whether accuracy level 4 takes the int8 engine for these codes (as
+    ONNX Runtime 1.32 does: not for 2-bit blocks of 16 or above 128)."""
+    return bits != 2 or 32 <= block_size <= 128
+
+
+def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, int level):
+    """See the module docstring."""
+    cdef int64_t M = cnp.PyArray_DIM(a, 0) if cnp.PyArray_NDIM(a) == 2 else -1
+    if (M < 0 or cnp.PyArray_DIM(a, 1) != p.K or cnp.PyArray_TYPE(a) != cnp.NPY_FLOAT32
+            or not cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_NDIM(y) != 2
+            or cnp.PyArray_DIM(y, 0) != M or cnp.PyArray_DIM(y, 1) != p.N
+            or cnp.PyArray_TYPE(y) != cnp.NPY_FLOAT32 or not cnp.PyArray_IS_C_CONTIGUOUS(y)):
+        raise ValueError("matmul_nbits core: a must be float32 [M, K] and y float32 [M, N], "
+                         "C-contiguous")
+    cdef const float *pb = NULL
+    if bias is not None:
+        if (bias.dtype != np.float32 or bias.size != p.N
+                or not bias.flags.c_contiguous):
+            raise ValueError("matmul_nbits core: bias must be float32 [N], C-contiguous")
+        pb = <const float *>cnp.PyArray_DATA(<cnp.ndarray>bias)
+    cdef const float *pa = <const float *>cnp.PyArray_DATA(a)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    cdef int status = 0, kind, route = 0
+    p.simd_level = level
+    if M == 0 or p.N == 0:
+        return _panel_label(p, level)
+    if p.int8:
+        kind = min(olc_q8_kind(level), _kind_cap)
+        with nogil:
+            status = olc_q8_run(kind, &p.q8, pa, M, pb, py, threads)
+        if status < 0:
+            raise MemoryError("matmul_nbits core: no memory for the quantized activations")
+        if status == 0:
+            return _INT8_LABELS[kind]
+        # a block that is not finite keeps float semantics: the panel engine
+    if p._want_rows and p.w.rows == NULL and olc_nb_route(&p.w, M, level) == 2:
+        _prepare_rows(p)
+    with nogil:
+        status = olc_nb_float(&p.w, pa, M, pb, py, level, threads, &route)
+    if status != 0:
+        raise MemoryError("matmul_nbits core: no memory for the decode panels")
+    return _panel_label(p, level, route)
+
+
+def _panel_label(PreparedWeights p, int level, int route=0):
+    return p._labels[route == 1][olc_nb_panel_level(level)]
+
+
+def int8_kind_name(int level):
+    """Name of the int8 engine kind at a SIMD level."""
+    return KIND_NAMES[min(olc_q8_kind(level), _kind_cap)]
