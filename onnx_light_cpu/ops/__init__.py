@@ -4,23 +4,29 @@ registrars that put them in the inventory."""
 from __future__ import annotations
 
 from ..naive import bias_gelu as naive_bias_gelu
+from ..naive import causal_conv_with_state as naive_causal_conv_with_state
 from ..naive import cdist as naive_cdist
+from ..naive import linear_attention as naive_linear_attention
 from ..naive import skip_norm as naive_skip_norm
 from ..registry.inventory import MicrosoftKernelImplementation, record_of
 from . import (
     bias_gelu,
     binary,
     cast,
+    causal_conv_with_state,
     cdist,
     gather_block_quantized,
+    linear_attention,
     matmul,
     matmul_integer,
     matmul_nbits,
+    moe,
     normalization,
     reduce,
     skip_norm,
     swiglu,
     tensor,
+    tree_ensemble,
     unary,
 )
 
@@ -40,6 +46,10 @@ FAMILIES = (
     gather_block_quantized,
     matmul_nbits,
     swiglu,
+    causal_conv_with_state,
+    tree_ensemble,
+    linear_attention,
+    moe,
 )
 
 
@@ -57,6 +67,8 @@ MICROSOFT_FAMILIES = (
     (skip_norm, naive_skip_norm),
     (bias_gelu, naive_bias_gelu),
     (cdist, naive_cdist),
+    (causal_conv_with_state.microsoft_family, naive_causal_conv_with_state),
+    (linear_attention.microsoft_family, naive_linear_attention),
 )
 
 

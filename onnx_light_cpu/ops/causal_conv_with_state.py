@@ -1,0 +1,235 @@
+"""CausalConvWithState: ai.onnx (opset 27) and com.microsoft (the OPTIMIZED
+family; the NAIVE one is :mod:`onnx_light_cpu.naive.causal_conv_with_state`).
+
+A depthwise causal convolution over time whose left context is a carried
+state: with K taps, dilation d and SL = (K - 1) d, output t of channel c is
+
+    act(bias[c] + sum_j weight[c, 0, j] * v[t + SL - (K - 1 - j) d])
+
+over v = [past_state (zeros when absent), input] along time, and
+present_state holds v's last SL positions.  act is none or SiLU ("silu",
+"swish").  float16/bfloat16 are computed in float32, rounded once.
+
+- ai.onnx: input (B, C, L), weight (C, 1, K), bias (C), past_state (B, C, K-1).
+- com.microsoft adds ``dilation`` and ``channels_last``: input (B, L, d_1..d_n)
+  with C = d_1 * ... * d_n and states (B, SL, d_1..d_n).  As in ONNX Runtime's
+  CPU kernel, ``ndim`` other than 1, ``state_window`` > 0, the CUDA-only
+  extended attributes (state_length, input_channels, input_channel_offset,
+  state_channels_last, state_update_capacity) and the third output raise
+  NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+from onnx import TensorProto
+
+from .. import simd
+from .._kernels import causal_conv as core
+from ._base import ELEMENT_TYPES, KernelOp
+
+T = TensorProto
+ACTIVATIONS = ("none", "silu", "swish")
+# CUDA-only attributes of the com.microsoft schema and their defaults.
+_EXTENDED = {"state_length": 0, "input_channels": 0, "input_channel_offset": 0,
+             "state_channels_last": -1, "state_update_capacity": 0}
+
+
+class CausalConvBase(KernelOp):
+    """Attribute parsing, input validation and output planning shared by
+    both domains and both families; subclasses implement ``_compute``."""
+
+    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    input_names = ("input", "weight", "bias", "past_state")
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        self._attrs = {a.name: a for a in onnx_node.attribute}
+        act = self._attrs.get("activation")
+        self.activation = act.s.decode() if act is not None else "none"
+        self.silu = self.activation in ("silu", "swish")
+        self.dilation = 1
+        self.channels_last = False
+        self._unsupported: str | None = None
+        if self.activation not in ACTIVATIONS:
+            self._unsupported = (f"activation {self.activation!r} is not one of "
+                                 f"{', '.join(ACTIVATIONS)}")
+
+    def _int(self, name: str, default: int) -> int:
+        att = self._attrs.get(name)
+        return int(att.i) if att is not None else default
+
+    def _input_error(self, index: int, message: str) -> str:
+        name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
+        return (f"{self.onnx_node.op_type}: input {index} {self.input_names[index]} ({name!r}) "
+                f"{message}")
+
+    def _run(self, x, weight, bias=None, past_state=None):
+        if self._unsupported is not None:
+            error = NotImplementedError if "not supported" in self._unsupported else ValueError
+            raise error(f"{self.onnx_node.op_type}: {self._unsupported}")
+        for i, v in enumerate((x, weight, bias, past_state)):
+            if v is not None and not isinstance(v, np.ndarray):
+                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
+        if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
+            raise TypeError(self._input_error(
+                0, f"has element type {x.dtype}, expected one of {', '.join(self.element_types)}"))
+        for i, v in ((1, weight), (2, bias), (3, past_state)):
+            if v is not None and v.dtype != x.dtype:
+                raise TypeError(self._input_error(i, f"has element type {v.dtype}, expected "
+                                                     f"{x.dtype} like the input"))
+        if self.channels_last:
+            if x.ndim < 3:
+                raise ValueError(self._input_error(
+                    0, f"must have rank >= 3 (batch, sequence, channels...) with channels_last=1, "
+                       f"got shape {x.shape}"))
+            channels = math.prod(x.shape[2:])
+        else:
+            if x.ndim != 3:
+                raise ValueError(self._input_error(
+                    0, f"must have rank 3 (batch, channels, length), got shape {x.shape}"))
+            channels = x.shape[1]
+        if weight.ndim != 3 or weight.shape[0] != channels or weight.shape[1] != 1 \
+                or weight.shape[2] < 1:
+            raise ValueError(self._input_error(
+                1, f"must have shape ({channels}, 1, k) with k >= 1, got {weight.shape}"))
+        if bias is not None and bias.shape != (channels,):
+            raise ValueError(self._input_error(
+                2, f"must have shape ({channels},), got {bias.shape}"))
+        state_len = (weight.shape[2] - 1) * self.dilation
+        batch = x.shape[0]
+        if self.channels_last:
+            state_shape = (batch, state_len, *x.shape[2:])
+        else:
+            state_shape = (batch, channels, state_len)
+        if past_state is not None and past_state.shape != state_shape:
+            raise ValueError(self._input_error(
+                3, f"must have shape {state_shape} ((k - 1) * dilation = {state_len} positions), "
+                   f"got {past_state.shape}"))
+        return self._compute(x, weight, bias, past_state, channels, state_shape)
+
+
+class _Optimized:
+    """The core call (mixed into the adapters of the OPTIMIZED family)."""
+
+    # Work units (taps plus state copies, per channel and batch) one thread
+    # must have before a second one helps.  Measured on the core on 2 cores
+    # (AVX-512, float32, C=2048, K=4, SiLU): channels-first, a one-token
+    # decode (14K units) gains little (7.9 -> 6.8 µs) and stays on one
+    # thread, L=2 (22K) gains (9.5 -> 7.5 µs).  Channels-last splits time
+    # into 8-step tasks, so it needs two of them: L=16 (137K) gains (14.9 ->
+    # 9.0 µs); below, one task runs whatever the count.
+    min_work_channels_first = 1 << 13
+    min_work_channels_last = 1 << 14
+
+    @property
+    def min_work_per_thread(self) -> int:
+        return self.min_work_channels_last if self.channels_last else self.min_work_channels_first
+
+    def _prepared(self, index: int, value: np.ndarray, prepare):
+        """``prepare(value)``, computed once when input ``index`` is an
+        initializer (the same array on every run)."""
+        constant = self._constant_input(index)
+        if constant is None or value is not constant:
+            return prepare(value)
+        cache = self.__dict__.setdefault("_prepared_inputs", {})
+        if index not in cache:
+            cache[index] = prepare(value)
+        return cache[index]
+
+    @staticmethod
+    def _tap_major(weight: np.ndarray) -> np.ndarray:
+        """float32 weights [K, C] (tap-major) for the core."""
+        return np.ascontiguousarray(weight.reshape(weight.shape[0], weight.shape[2]).T,
+                                    dtype=np.float32)
+
+    @staticmethod
+    def _float32(bias: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(bias, dtype=np.float32)
+
+    def _compute(self, x, weight, bias, past_state, channels, state_shape):
+        level = simd.state.level
+        if self._usage.enabled:
+            key = (self.channels_last, x.dtype, level)
+            path = self._paths.get(key)
+            if path is None:
+                used = simd.LEVEL_NAMES[core.level_used(level)]
+                layout = "cl" if self.channels_last else "cf"
+                path = self._paths[key] = f"causal_conv_{layout}_{x.dtype.name}_{used}"
+            self._usage.record(self.kernel_name, path)
+        y = self._new_output(x.shape, x.dtype, 0)
+        present = self._new_output(state_shape, x.dtype, 1)
+        if y.size == 0 and present.size == 0:
+            return y, present
+        x = np.ascontiguousarray(x)
+        if past_state is not None:
+            past_state = np.ascontiguousarray(past_state)
+        if bias is not None:
+            bias = self._prepared(2, bias, self._float32)
+        w = self._prepared(1, weight, self._tap_major)
+        batch, k = x.shape[0], weight.shape[2]
+        length = x.shape[1] if self.channels_last else x.shape[2]
+        if self.channels_last:  # (B, L, d...) as (B, L, C)
+            x = x.reshape(batch, length, channels)
+        # Taps and state copies: an empty-sequence state handoff is not free.
+        work = batch * channels * (length * k + (k - 1) * self.dilation)
+        threads = self._num_threads(work, self.min_work_per_thread)
+        core.causal_conv(ELEMENT_TYPES[x.dtype], level, x, past_state, w, bias, y, present,
+                         self.dilation, self.silu, self.channels_last, threads)
+        return y, present
+
+
+class CausalConvWithState(_Optimized, CausalConvBase):
+    """ai.onnx CausalConvWithState (27): channels-first, no dilation."""
+
+    since_version = 27
+
+
+class MicrosoftCausalConvBase(CausalConvBase):
+    """com.microsoft CausalConvWithState: adds dilation and channels_last."""
+
+    op_domain = "com.microsoft"
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        self.dilation = self._int("dilation", 1)
+        self.channels_last = bool(self._int("channels_last", 0))
+        if self._unsupported is not None:
+            return
+        ndim, window = self._int("ndim", 1), self._int("state_window", 0)
+        extended = [name for name, default in _EXTENDED.items()
+                    if self._int(name, default) != default]
+        if self.dilation < 1:
+            self._unsupported = f"dilation must be >= 1, got {self.dilation}"
+        elif ndim != 1:
+            self._unsupported = (f"ndim={ndim} is not supported "
+                                 "(ONNX Runtime's CPU kernel runs ndim=1)")
+        elif window != 0:
+            self._unsupported = (f"state_window={window} is not supported "
+                                 "(CUDA only in ONNX Runtime)")
+        elif extended:
+            self._unsupported = (f"{', '.join(extended)} not supported (CUDA-only extended "
+                                 "channel/state options)")
+        elif len(onnx_node.output) > 2 and onnx_node.output[2]:
+            self._unsupported = "the state_update output is not supported (CUDA only)"
+
+
+# Both domains' operator is "CausalConvWithState" (the class name is the
+# operator type); the Microsoft one is created under that name so that its
+# kernel name, onnx_light_cpu::MicrosoftCausalConvWithState, still differs.
+MicrosoftCausalConvWithState = type("CausalConvWithState", (_Optimized, MicrosoftCausalConvBase), {
+    "__module__": __name__, "__qualname__": "MicrosoftCausalConvWithState",
+    "__doc__": MicrosoftCausalConvBase.__doc__, "kernel_prefix": "Microsoft"})
+
+
+KERNELS = {
+    "RegisterCausalConvWithStateKernel": (CausalConvWithState,),
+}
+
+#: The com.microsoft kernel, the OPTIMIZED half of its policy pair.
+microsoft_family = types.SimpleNamespace(KERNELS={
+    "RegisterMicrosoftKernels": (MicrosoftCausalConvWithState,),
+})
