@@ -6,23 +6,29 @@ from __future__ import annotations
 from ..naive import bias_gelu as naive_bias_gelu
 from ..naive import causal_conv_with_state as naive_causal_conv_with_state
 from ..naive import cdist as naive_cdist
+from ..naive import group_query_attention as naive_group_query_attention
 from ..naive import linear_attention as naive_linear_attention
+from ..naive import multi_head_attention as naive_multi_head_attention
 from ..naive import skip_norm as naive_skip_norm
 from ..registry.inventory import MicrosoftKernelImplementation, record_of
 from . import (
+    attention,
     bias_gelu,
     binary,
     cast,
     causal_conv_with_state,
     cdist,
     gather_block_quantized,
+    group_query_attention,
     linear_attention,
     matmul,
     matmul_integer,
     matmul_nbits,
     moe,
+    multi_head_attention,
     normalization,
     reduce,
+    rotary_embedding,
     skip_norm,
     swiglu,
     tensor,
@@ -46,7 +52,9 @@ FAMILIES = (
     gather_block_quantized,
     matmul_nbits,
     swiglu,
+    rotary_embedding,
     causal_conv_with_state,
+    attention,
     tree_ensemble,
     linear_attention,
     moe,
@@ -69,6 +77,8 @@ MICROSOFT_FAMILIES = (
     (cdist, naive_cdist),
     (causal_conv_with_state.microsoft_family, naive_causal_conv_with_state),
     (linear_attention.microsoft_family, naive_linear_attention),
+    (multi_head_attention, naive_multi_head_attention),
+    (group_query_attention, naive_group_query_attention),
 )
 
 

@@ -1,0 +1,80 @@
+"""NAIVE attention engine: the readable NumPy twin of
+:func:`onnx_light_cpu._kernels.attention.attend` (same signature, same
+semantics), used by the NAIVE com.microsoft attention adapters and as the
+oracle of the C engine's tests.
+
+    score[s, t] = scale * dot(q[s], k[t])                   (float32)
+    softcap_first=False: score = c * tanh((score + bias) / c)   (ai.onnx order)
+    softcap_first=True:  score = c * tanh(score / c) + bias     (GQA order)
+    only keys key_begin[b, s] <= t < key_end[b, s] take part
+    p = softmax over the participating keys plus the optional sink logit
+    out[s] = sum_t p[t] * v[t], rounded once to out's dtype
+
+A row with no participating key, or whose scores are all -inf (and no
+sink), is written as zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None,
+           softcap=0.0, softcap_first=False, sink=None, threads=1, level=None,
+           past=None) -> None:
+    """Write attention of ``q`` [B, Nq, S, Dk] over ``k`` [B, Nkv, T, Dk] /
+    ``v`` [B, Nkv, T, Dv] into ``out`` [B, Nq, S, Dv].
+
+    ``bias``: None or float32 broadcastable (B|1, Nq|1, S, T).  ``key_begin``
+    / ``key_end``: None or int32 (B, S), trusted 0 <= begin <= end <= T.
+    ``sink``: None or float32 [Nq], a virtual logit per query head that
+    joins the normalisation and contributes no value.  ``threads`` and
+    ``level`` are accepted for signature parity and ignored.
+
+    ``past``: None or (past_k [B, Nkv, P, Dk], past_v [B, Nkv, P, Dv], lens
+    int32 [B]): rows t < lens[b] of k and v are first copied from the past
+    cache (GroupQueryAttention fills its present buffers this way; the C
+    engine copies each decode chunk just before it reads it).
+    """
+    if past is not None:
+        for b, n in enumerate(np.asarray(past[2])):
+            k[b, :, :n] = past[0][b, :, :n]
+            v[b, :, :n] = past[1][b, :, :n]
+    B, Nq, S, _ = q.shape
+    Nkv, T = k.shape[1], k.shape[2]
+    group = Nq // Nkv
+    scale = np.float32(scale)
+    c = np.float32(softcap)
+    for b in range(B):
+        for h in range(Nq):
+            kh = k[b, h // group].astype(np.float32)   # grouped heads share K/V
+            vh = v[b, h // group].astype(np.float32)
+            qh = q[b, h].astype(np.float32)
+            scores = (qh @ kh.T) * scale                # [S, T]
+            if bias is not None:
+                bh = np.asarray(bias[min(b, bias.shape[0] - 1), min(h, bias.shape[1] - 1)],
+                                dtype=np.float32)
+            for s in range(S):
+                lo = 0 if key_begin is None else int(key_begin[b, s])
+                hi = T if key_end is None else int(key_end[b, s])
+                row = scores[s, lo:hi].copy()
+                if bias is not None:
+                    if c > 0 and not softcap_first:
+                        row = c * np.tanh((row + bh[s, lo:hi]) / c)
+                    elif c > 0:
+                        row = c * np.tanh(row / c) + bh[s, lo:hi]
+                    else:
+                        row = row + bh[s, lo:hi]
+                elif c > 0:
+                    row = c * np.tanh(row / c)
+                logits = row if sink is None else np.append(row, np.float32(sink[h]))
+                m = logits.max() if logits.size else -np.inf
+                if not np.isfinite(m) and m < 0:
+                    out[b, h, s] = 0
+                    continue
+                e = np.exp(row - m)
+                denom = e.sum(dtype=np.float32)
+                if sink is not None:
+                    denom += np.exp(np.float32(sink[h]) - m)
+                acc = e @ vh[lo:hi] if hi > lo else np.zeros(vh.shape[1], np.float32)
+                out[b, h, s] = (acc / denom).astype(out.dtype)

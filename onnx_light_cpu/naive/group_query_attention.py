@@ -1,0 +1,31 @@
+"""NAIVE com.microsoft GroupQueryAttention: rotary embedding and attention in
+readable NumPy (:func:`onnx_light_cpu.naive.attention_core.attend`).
+
+Validation, positions, key ranges and the present cache are shared with the
+optimized adapter (:class:`onnx_light_cpu.ops.group_query_attention.GroupQueryAttentionBase`),
+so both families accept and reject the same inputs.
+"""
+
+from __future__ import annotations
+
+from ..ops.group_query_attention import GroupQueryAttentionBase, rotate_numpy
+from .attention_core import attend
+
+
+class GroupQueryAttention(GroupQueryAttentionBase):
+    kernel_prefix = "Naive"
+
+    def _rotate(self, x, cos, sin, positions):
+        return rotate_numpy(x, cos, sin, positions, self.interleaved)
+
+    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
+        if self._usage.enabled:
+            self._usage.record(self.kernel_name,
+                               f"naive_group_query_attention_{out.dtype.name}_numpy")
+        attend(q, k, v, out, scale=scale, bias=bias, key_begin=key_begin, key_end=key_end,
+               softcap=self.softcap, softcap_first=True, sink=sink, past=past)
+
+
+KERNELS = {
+    "RegisterMicrosoftKernels": (GroupQueryAttention,),
+}

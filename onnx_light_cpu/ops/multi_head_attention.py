@@ -1,0 +1,309 @@
+"""com.microsoft MultiHeadAttention (the OPTIMIZED family; the NAIVE one is
+in :mod:`onnx_light_cpu.naive.multi_head_attention`).
+
+    out = softmax(scale * Q Kᵀ + attention_bias + padding) V
+
+query is (B, S, N*H); key/value are (B, L, N*H) / (B, L, N*Hv), or already
+split into heads for Whisper-style cross attention, (B, N, L, H) /
+(B, N, L, Hv).  The projection bias (2*N*H + N*Hv) is added to q, k and v
+(only to q for rank-4 cross attention, as ONNX Runtime's CPU kernel does);
+past_key/past_value (B, N, P, H|Hv) precede the new keys, and
+present_key/present_value hold the P + L positions.
+
+Masks, as ONNX Runtime 1.32's CPU kernel applies them (probed):
+- key_padding_mask, int32: lengths (B,) (keys t >= length[b] are masked),
+  or a binary (B, T) / (B, S, T) mask where a value > 0 attends.  A masked
+  key gets ``mask_filter_value`` ADDED to its score (a row masked
+  everywhere is thus an ordinary softmax, shifted);
+- unidirectional (when S > 1): query s < S-1 sees keys t <= P + s, the last
+  query sees every key; its masked scores are -FLT_MAX (replaced);
+- the optional ``qk`` output is the scores before the softmax, with both.
+
+The adapter hands the engine ranges of keys for unidirectional and (when
+``mask_filter_value`` rules a key out for good) key lengths or right-padded
+(B, T) masks, and a float32 bias otherwise.  Packed QKV/KV (rank 5) and
+the buffer-sharing inputs 8/9 (past_sequence_length, cache_indirection)
+raise NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from .. import simd
+from ._base import ELEMENT_TYPES, KernelOp
+from .attention import concat_cache, engine_level_name, engine_ready, heads_view, run_engine
+
+T = TensorProto
+# A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
+# most: the key is as good as absent, so a range can skip it.
+EXCLUDING_FILTER = -100.0
+
+
+class MultiHeadAttentionBase(KernelOp):
+    """Attribute and input validation shared by both families; subclasses
+    implement ``_compute``."""
+
+    op_domain = "com.microsoft"
+    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+
+    def __init__(self, onnx_node, run_params, context=None, initializers=None):
+        super().__init__(onnx_node, run_params, context, initializers)
+        atts = {a.name: onnx.helper.get_attribute_value(a) for a in onnx_node.attribute}
+        self.num_heads = int(atts.get("num_heads", 0))
+        self.scale = float(atts.get("scale", 0.0))
+        self.mask_filter_value = float(atts.get("mask_filter_value", -10000.0))
+        self.unidirectional = bool(atts.get("unidirectional", 0))
+        outputs = list(onnx_node.output)
+        self.n_outputs = len(outputs)
+        self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
+        # Raised at run time: a constructor error would break building the
+        # evaluator or registering kernels on it.
+        self._attribute_error = None
+        if self.num_heads <= 0:
+            self._attribute_error = ("MultiHeadAttention: attribute num_heads is required and must "
+                                     f"be positive, got {self.num_heads}")
+
+    def _tensor(self, index: int, x, dtype) -> None:
+        if not isinstance(x, np.ndarray):
+            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
+        if dtype is None:
+            if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
+                raise TypeError(self._input_error(
+                    index, f"has element type {x.dtype}, expected one of "
+                           f"{', '.join(self.element_types)}"))
+        elif x.dtype != dtype:
+            raise TypeError(self._input_error(
+                index, f"has element type {x.dtype}, expected {dtype} like the query"))
+
+    def _run(self, query, key=None, value=None, bias=None, key_padding_mask=None,
+             attention_bias=None, past_key=None, past_value=None, *rest):
+        if self._attribute_error:
+            raise ValueError(self._attribute_error)
+        for i, x in enumerate(rest, 8):
+            if x is not None:
+                raise NotImplementedError(self._input_error(
+                    i, "(past_sequence_length / cache_indirection, buffer sharing) is not "
+                       "supported"))
+        self._tensor(0, query, None)
+        dtype = query.dtype
+        n = self.num_heads
+        if query.ndim == 5:
+            raise NotImplementedError(self._input_error(0, "packed QKV (rank 5) is not supported"))
+        if query.ndim != 3:
+            raise ValueError(self._input_error(
+                0, f"must have rank 3 (batch, sequence, hidden), got shape {query.shape}"))
+        if isinstance(key, np.ndarray) and key.ndim == 5:
+            raise NotImplementedError(self._input_error(1, "packed KV (rank 5) is not supported"))
+        if key is None or value is None:
+            raise ValueError(self._input_error(1, "key and value are required (packed QKV is not "
+                                                  "supported)"))
+        self._tensor(1, key, dtype)
+        self._tensor(2, value, dtype)
+        b, s, width = query.shape
+        if width % n:
+            raise ValueError(self._input_error(
+                0, f"has hidden size {width}, not a multiple of num_heads {n}"))
+        h = width // n
+        if key.ndim == 3 and value.ndim == 3:
+            if key.shape[0] != b or key.shape[2] != width:
+                raise ValueError(self._input_error(
+                    1, f"has shape {key.shape}, expected (batch, kv_sequence, hidden) = "
+                       f"({b}, L, {width})"))
+            if value.shape[:2] != key.shape[:2] or value.shape[2] % n:
+                raise ValueError(self._input_error(
+                    2, f"has shape {value.shape}, expected ({b}, {key.shape[1]}, num_heads * "
+                       "v_head_size)"))
+            hv = value.shape[2] // n
+        elif key.ndim == 4 and value.ndim == 4:
+            if key.shape[:2] != (b, n) or key.shape[3] != h:
+                raise ValueError(self._input_error(
+                    1, f"has shape {key.shape}, expected (batch, num_heads, kv_sequence, "
+                       f"head_size) = ({b}, {n}, L, {h})"))
+            if value.shape[:3] != key.shape[:3]:
+                raise ValueError(self._input_error(
+                    2, f"has shape {value.shape}, expected ({b}, {n}, {key.shape[2]}, Hv)"))
+            hv = value.shape[3]
+        else:
+            raise ValueError(self._input_error(
+                1, f"key and value must both have rank 3 or both rank 4, got {key.shape} and "
+                   f"{value.shape}"))
+
+        if bias is not None:
+            self._tensor(3, bias, dtype)
+            if bias.shape != (2 * width + n * hv,):
+                raise ValueError(self._input_error(
+                    3, f"has shape {bias.shape}, expected ({2 * width + n * hv},) = 2 * hidden + "
+                       "v_hidden"))
+            query = query + bias[:width]
+            if key.ndim == 3:  # rank-4 cross attention keys are taken as they are
+                key = key + bias[width: 2 * width]
+                value = value + bias[2 * width:]
+        q4 = heads_view(query, n)
+        k4 = heads_view(key, n) if key.ndim == 3 else key
+        v4 = heads_view(value, n) if value.ndim == 3 else value
+
+        if (past_key is None) != (past_value is None):
+            raise ValueError(self._input_error(6, "past_key and past_value must be given together"))
+        p = 0
+        if past_key is not None:
+            for i, (past, d) in enumerate(((past_key, h), (past_value, hv)), 6):
+                self._tensor(i, past, dtype)
+                if past.ndim != 4 or past.shape[:2] != (b, n) or past.shape[3] != d:
+                    raise ValueError(self._input_error(
+                        i, f"has shape {past.shape}, expected (batch, num_heads, past_sequence, "
+                           f"head_size) = ({b}, {n}, P, {d})"))
+            p = past_key.shape[2]
+            if past_value.shape[2] != p:
+                raise ValueError(self._input_error(
+                    7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
+            k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)
+            present_k, present_v = k4, v4
+        else:
+            present_k = self._fresh(k4, key) if self.wants[1] else None
+            present_v = self._fresh(v4, value) if self.wants[2] else None
+        t = k4.shape[2]
+
+        lengths = binary = None
+        if key_padding_mask is not None:
+            mask = key_padding_mask
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.int32:
+                raise TypeError(self._input_error(4, "must be an int32 tensor"))
+            if mask.shape == (b,):
+                if mask.size and (mask.min() < 0 or mask.max() > t):
+                    raise ValueError(self._input_error(
+                        4, f"holds key lengths outside [0, {t}] (total sequence length)"))
+                lengths = mask
+            elif mask.shape in ((b, t), (b, s, t)):
+                binary = mask
+            else:
+                raise ValueError(self._input_error(
+                    4, f"has shape {mask.shape}, expected lengths ({b},) or a mask ({b}, {t}) or "
+                       f"({b}, {s}, {t}) (batch, [sequence,] total_sequence)"))
+        if attention_bias is not None:
+            self._tensor(5, attention_bias, dtype)
+            ab = attention_bias.shape
+            if (attention_bias.ndim != 4 or ab[0] not in (1, b) or ab[1] not in (1, n)
+                    or ab[2:] != (s, t)):
+                raise ValueError(self._input_error(
+                    5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
+                       "sequence, total_sequence)"))
+        scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
+        out = np.empty((b, s, n, hv), dtype=dtype)
+        out4 = out.transpose(0, 2, 1, 3)
+        qk = self._compute(q4, k4, v4, out4, scale, p, lengths, binary, attention_bias)
+        results = [out.reshape(b, s, n * hv), present_k, present_v, qk]
+        return tuple(results[: max(self.n_outputs, 1)])
+
+    @staticmethod
+    def _fresh(x4: np.ndarray, given: np.ndarray) -> np.ndarray:
+        """A contiguous array of ``x4`` that is not the caller's input."""
+        out = np.ascontiguousarray(x4)
+        return out.copy() if out is given or np.shares_memory(out, given) else out
+
+    def _causal_ends(self, s: int, t: int, p: int) -> np.ndarray | None:
+        """End of the keys each query sees under unidirectional (ORT: query
+        s < S-1 sees t <= P + s, the last one every key), or None."""
+        if not self.unidirectional or s <= 1:
+            return None
+        end = np.minimum(p + 1 + np.arange(s, dtype=np.int64), t)
+        end[-1] = t
+        return end
+
+    @staticmethod
+    def narrow(scores: np.ndarray, dtype) -> np.ndarray:
+        """The float32 scores in the output type (-FLT_MAX becomes -inf in
+        float16, as ORT's output shows)."""
+        with np.errstate(over="ignore"):
+            return scores.astype(dtype)
+
+    def padding_bias(self, b, s, t, lengths, binary) -> np.ndarray | None:
+        """0 / mask_filter_value (additive, float32) of the key padding mask as
+        a (B, 1, S|1, T) array, or None."""
+        if lengths is not None:
+            keep = np.arange(t)[None, :] < lengths[:, None]
+            return np.where(keep, np.float32(0), np.float32(self.mask_filter_value))[:, None, None]
+        if binary is not None:
+            bias = np.where(binary > 0, np.float32(0), np.float32(self.mask_filter_value))
+            return bias[:, None, None] if binary.ndim == 2 else bias[:, None]
+        return None
+
+    def dense_scores(self, q4, k4, scale, p, lengths, binary, attention_bias) -> np.ndarray:
+        """The (B, N, S, T) float32 scores before the softmax, as ORT builds
+        them: scale * Q Kᵀ + attention_bias + padding, -FLT_MAX where
+        unidirectional hides a key."""
+        b, n, s, _ = q4.shape
+        t = k4.shape[2]
+        scores = np.matmul(q4.astype(np.float32), np.swapaxes(k4.astype(np.float32), -1, -2))
+        scores *= np.float32(scale)
+        if attention_bias is not None:
+            scores += attention_bias.astype(np.float32)
+        pad = self.padding_bias(b, s, t, lengths, binary)
+        if pad is not None:
+            scores += pad
+        ends = self._causal_ends(s, t, p)
+        if ends is not None:
+            hidden = np.arange(t)[None, :] >= ends[:, None]  # (S, T)
+            scores[:, :, hidden] = np.finfo(np.float32).min
+        return scores
+
+
+class MultiHeadAttention(MultiHeadAttentionBase):
+    # Work is B * N * S * T * (Dk + Dv) multiply-adds.  The engine is
+    # GroupQueryAttention's, whose measurement on 2 cores puts the break-even
+    # of a second thread near 2^18 of B * N * S * T * H: 2^19 here, where
+    # the work counts both products.  (On this shared machine under load a
+    # second thread cost ~0.8 ms whatever the size: not measurable again.)
+    min_work_per_thread = 1 << 19
+
+    def _compute(self, q4, k4, v4, out4, scale, p, lengths, binary, attention_bias):
+        b, n, s, h = q4.shape
+        t = k4.shape[2]
+        level = simd.state.level
+        if self._usage.enabled:
+            key = (q4.dtype, level)
+            path = self._paths.get(key)
+            if path is None:
+                path = self._paths[key] = (f"multi_head_attention_{q4.dtype.name}_"
+                                           f"{engine_level_name(level)}")
+            self._usage.record(self.kernel_name, path)
+        ends = self._causal_ends(s, t, p)
+        given_lengths, given_binary = lengths, binary
+        if binary is not None and binary.ndim == 2 and self.mask_filter_value <= EXCLUDING_FILTER:
+            keep = binary > 0
+            count = keep.sum(axis=1)
+            if (keep == (np.arange(t)[None, :] < count[:, None])).all():
+                lengths, binary = count, None  # right padding: lengths in disguise
+        if (lengths is not None and self.mask_filter_value <= EXCLUDING_FILTER
+                and lengths.min(initial=t) > 0):
+            # padded keys are ruled out: skip them instead of adding the filter
+            cut = np.broadcast_to(lengths.astype(np.int64)[:, None], (b, s))
+            ends = cut if ends is None else np.minimum(ends[None, :], cut)
+            lengths = None
+        begin = end = None
+        if ends is not None:
+            end = np.ascontiguousarray(np.broadcast_to(ends, (b, s)), dtype=np.int32)
+            begin = np.zeros((b, s), np.int32)
+        bias = self.padding_bias(b, s, t, lengths, binary)
+        if attention_bias is not None:
+            ab = attention_bias.astype(np.float32, copy=False)
+            bias = ab if bias is None else ab + bias
+        if bias is not None:
+            bias = np.broadcast_to(engine_ready(bias), bias.shape[:2] + (s, t))
+        work = b * n * s * t * (h + v4.shape[3])
+        run_engine(engine_ready(q4), engine_ready(k4), engine_ready(v4), out4, scale=scale,
+                   bias=bias, begin=begin, end=end, softcap=0.0, softcap_first=False,
+                   threads=self._num_threads(work, self.min_work_per_thread), level=level)
+        if not self.wants[3]:
+            return None
+        scores = self.dense_scores(q4, k4, scale, p, given_lengths, given_binary, attention_bias)
+        return self.narrow(scores, q4.dtype)
+
+
+KERNELS = {
+    "RegisterMicrosoftKernels": (MultiHeadAttention,),
+}

@@ -1,0 +1,260 @@
+"""RotaryEmbedding: ai.onnx (opset 23) and com.microsoft.
+
+Both rotate the first ``rotary_embedding_dim`` channels of every head with
+cos/sin rows chosen by position (the core :mod:`onnx_light_cpu._kernels.rotary`
+takes [B, S, N, H] views, so rank-4 (B, N, S, H) inputs go through a
+transposed view, never a copy).
+
+- ai.onnx: inputs X, cos_cache, sin_cache, position_ids (optional).  With
+  position_ids the caches are [P, rot/2] tables; without, they are
+  [B, S, rot/2] and used as they are.
+- com.microsoft: inputs input, position_ids, cos_cache, sin_cache; the
+  caches are always tables; position_ids of shape [1] (or a scalar) is an
+  offset: token s of every batch takes position offset + s.  Rank-3 input
+  without ``num_heads`` takes the head size from the caches.  ``scale`` and
+  ``is_packed_batching`` have no effect in ONNX Runtime's CPU kernel; values
+  other than their defaults are rejected rather than silently ignored.
+
+Positions outside the caches raise IndexError naming the operator and input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from .. import simd
+from .._kernels import rotary as core
+from ._base import ELEMENT_TYPES, KernelOp
+
+T = TensorProto
+
+
+class _Rotary(KernelOp):
+    """Shared checks, output planning and the call to the core."""
+
+    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    # Rotated elements one thread must have before a second one helps.
+    # Measured through the evaluator on 2 cores (AVX-512, float32, 32 heads
+    # of 128): 32K elements are a wash (10.6 µs both), 64K win (14.5 -> 11.5
+    # µs), 128K more so (25.4 -> 14.9 µs).
+    min_work_per_thread = 1 << 15
+    # x input index and cache input indices: overridden per domain.
+    x_index = 0
+    cos_index = 1
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        attrs = {a.name: a for a in onnx_node.attribute}
+        ints = {name: int(a.i) for name, a in attrs.items()}
+        self.interleaved = bool(ints.get("interleaved", 0))
+        self.rotary_dim = ints.get("rotary_embedding_dim", 0)
+        self.num_heads = ints.get("num_heads", 0)
+        self._arange: dict[tuple[int, int, int], np.ndarray] = {}
+        self._label = "rotary_interleaved" if self.interleaved else "rotary"
+
+    def _input_error(self, index: int, message: str) -> str:
+        """The base message with the schema's name of the input."""
+        name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
+        return (f"{self.onnx_node.op_type}: input {index} {self.input_names[index]} ({name!r}) "
+                f"{message}")
+
+    def _record(self, dtype: np.dtype, level: int) -> None:
+        key = (self._label, dtype, level)
+        path = self._paths.get(key)
+        if path is None:
+            used = simd.LEVEL_NAMES[core.level_used(level)]
+            path = self._paths[key] = f"{self._label}_{dtype.name}_{used}"
+        self._usage.record(self.kernel_name, path)
+
+    def _check_tensor(self, index: int, value, dtype=None) -> np.ndarray:
+        if not isinstance(value, np.ndarray):
+            raise TypeError(self._input_error(
+                index, f"must be a tensor, got {type(value).__name__}"))
+        if dtype is not None and value.dtype != dtype:
+            raise TypeError(self._input_error(
+                index, f"has element type {value.dtype}, expected {dtype} like the input"))
+        return value
+
+    def _check_x(self, x) -> np.ndarray:
+        x = self._check_tensor(self.x_index, x)
+        if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
+            raise TypeError(self._input_error(
+                self.x_index, f"has element type {x.dtype}, expected one of "
+                              f"{', '.join(self.element_types)}"))
+        if x.ndim not in (3, 4):
+            raise ValueError(self._input_error(
+                self.x_index, f"must have rank 3 or 4, got shape {x.shape}"))
+        return x
+
+    def _heads(self, x: np.ndarray, num_heads: int) -> tuple[int, int]:
+        """(N, H) of x: rank 4 is (B, N, S, H), rank 3 (B, S, N*H)."""
+        if x.ndim == 4:
+            return x.shape[1], x.shape[3]
+        if num_heads <= 0:
+            raise ValueError(self._input_error(
+                self.x_index, f"has rank 3 {x.shape}: the num_heads attribute must be given"))
+        if x.shape[2] % num_heads:
+            raise ValueError(self._input_error(
+                self.x_index,
+                f"hidden size {x.shape[2]} is not a multiple of num_heads {num_heads}"))
+        return num_heads, x.shape[2] // num_heads
+
+    def _rot(self, head_size: int) -> int:
+        rot = self.rotary_dim or head_size
+        if rot % 2 or rot > head_size or rot < 0:
+            raise ValueError(f"{self.onnx_node.op_type}: rotary_embedding_dim {rot} must be even "
+                             f"and at most the head size {head_size}")
+        return rot
+
+    def _check_caches(self, cos, sin, dtype, rows: tuple, half: int):
+        """cos and sin of x's dtype and shape (*rows, half); rows=None: a
+        2-D table of any length."""
+        for k, c in ((self.cos_index, cos), (self.cos_index + 1, sin)):
+            self._check_tensor(k, c, dtype)
+            expected = (*(rows or c.shape[:1]), half)
+            if c.shape != expected:
+                what = ("(P, rotary dim / 2)" if rows is None
+                        else "(batch, sequence, rotary dim / 2)")
+                raise ValueError(self._input_error(
+                    k, f"must have shape {what} = {expected}, got {c.shape}"))
+        if cos.shape != sin.shape:
+            raise ValueError(self._input_error(
+                self.cos_index + 1, f"shape {sin.shape} differs from cos_cache's {cos.shape}"))
+
+    def _check_positions(self, index: int, pos, shape: tuple[int, int], cache_len: int):
+        pos = self._check_tensor(index, pos, np.dtype(np.int64))
+        if pos.shape != shape:
+            raise ValueError(self._input_error(index, f"must have shape {shape}, got {pos.shape}"))
+        if pos.size and (pos.min() < 0 or pos.max() >= cache_len):
+            raise IndexError(self._input_error(
+                index, f"has positions in [{pos.min()}, {pos.max()}], outside the cos/sin "
+                       f"caches' [0, {cache_len})"))
+        return np.ascontiguousarray(pos)
+
+    def _rotate(self, x, n_heads, head_size, rot, cos, sin, positions):
+        """The output for x (rank 3 or 4) rotated with table rows ``positions``."""
+        level = simd.state.level
+        if self._usage.enabled:
+            self._record(x.dtype, level)
+        y = self._new_output(x.shape, x.dtype)
+        if y.size == 0:
+            return (y,)
+        if x.strides[-1] != x.itemsize:
+            x = np.ascontiguousarray(x)
+        if x.ndim == 4:
+            xv, yv = x.transpose(0, 2, 1, 3), y.transpose(0, 2, 1, 3)
+        else:
+            b, s = x.shape[:2]
+            if not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            xv, yv = x.reshape(b, s, n_heads, head_size), y.reshape(b, s, n_heads, head_size)
+        cos = np.ascontiguousarray(cos)
+        sin = np.ascontiguousarray(sin)
+        rows = xv.shape[0] * xv.shape[1] * xv.shape[2]
+        threads = self._num_threads(rows * rot, self.min_work_per_thread)
+        core.rotate(xv, yv, cos, sin, positions, self.interleaved, rot, threads, level)
+        return (y,)
+
+    def _arange_positions(self, b: int, s: int, start: int = 0) -> np.ndarray:
+        """[b, s] int64 positions start + j (cached per shape)."""
+        key = (b, s, start)
+        pos = self._arange.get(key)
+        if pos is None:
+            if len(self._arange) > 16:
+                self._arange.clear()
+            row = np.arange(start, start + s, dtype=np.int64)
+            pos = self._arange[key] = np.ascontiguousarray(np.broadcast_to(row, (b, s)))
+        return pos
+
+
+class RotaryEmbedding(_Rotary):
+    """ai.onnx RotaryEmbedding (23): X, cos_cache, sin_cache[, position_ids]."""
+
+    since_version = 23
+    input_names = ("X", "cos_cache", "sin_cache", "position_ids")
+
+    def _run(self, x, cos, sin, position_ids=None):
+        x = self._check_x(x)
+        n_heads, head_size = self._heads(x, self.num_heads)
+        rot = self._rot(head_size)
+        b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
+        half = rot // 2
+        if position_ids is None:
+            # Direct caches [B, S, rot/2]: row b*S + s belongs to token (b, s).
+            self._check_caches(cos, sin, x.dtype, (b, s), half)
+            cos, sin = cos.reshape(b * s, half), sin.reshape(b * s, half)
+            positions = self._arange_positions(1, b * s).reshape(b, s)
+        else:
+            self._check_caches(cos, sin, x.dtype, None, half)
+            positions = self._check_positions(3, position_ids, (b, s), cos.shape[0])
+        return self._rotate(x, n_heads, head_size, rot, cos, sin, positions)
+
+
+class _MicrosoftRotary(_Rotary):
+    """com.microsoft RotaryEmbedding: input, position_ids, cos_cache, sin_cache."""
+
+    op_domain = "com.microsoft"
+    cos_index = 2
+    input_names = ("input", "position_ids", "cos_cache", "sin_cache")
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        attrs = {a.name: a for a in onnx_node.attribute}
+        self.scale = float(attrs["scale"].f) if "scale" in attrs else 1.0
+        self.packed = int(attrs["is_packed_batching"].i) if "is_packed_batching" in attrs else 0
+
+    def _run(self, x, position_ids, cos, sin):
+        op = self.onnx_node.op_type
+        if self.scale != 1.0:
+            raise NotImplementedError(f"{op} (com.microsoft): scale={self.scale} is not supported "
+                                      "(ONNX Runtime's CPU kernel ignores it); only 1.0")
+        if self.packed:
+            raise NotImplementedError(
+                f"{op} (com.microsoft): is_packed_batching=1 is not supported")
+        if self.rotary_dim and self.num_heads <= 0:
+            raise ValueError(
+                f"{op} (com.microsoft): num_heads must be given with rotary_embedding_dim")
+        x = self._check_x(x)
+        cos = self._check_tensor(2, cos, x.dtype)
+        sin = self._check_tensor(3, sin, x.dtype)
+        if cos.ndim != 2:
+            raise ValueError(self._input_error(2, f"must have rank 2, got shape {cos.shape}"))
+        num_heads = self.num_heads
+        if x.ndim == 3 and num_heads <= 0:
+            # The head size comes from the caches (full rotation).
+            head = 2 * cos.shape[1]
+            if head == 0 or x.shape[2] % head:
+                raise ValueError(self._input_error(
+                    0, f"hidden size {x.shape[2]} is not a multiple of the head size {head} "
+                       "(2 * cos_cache.shape[1]); give num_heads"))
+            num_heads = x.shape[2] // head
+        n_heads, head_size = self._heads(x, num_heads)
+        rot = self._rot(head_size)
+        half = rot // 2
+        self._check_caches(cos, sin, x.dtype, None, half)
+        b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
+        pos = self._check_tensor(1, position_ids, np.dtype(np.int64))
+        if pos.size == 1 and pos.ndim <= 1:
+            offset = int(pos.reshape(()))
+            if offset < 0 or offset + s > cos.shape[0]:
+                raise IndexError(self._input_error(
+                    1, f"offset {offset} with sequence length {s} is outside the cos/sin "
+                       f"caches' [0, {cos.shape[0]})"))
+            positions = self._arange_positions(b, s, offset)
+        else:
+            positions = self._check_positions(1, pos, (b, s), cos.shape[0])
+        return self._rotate(x, n_heads, head_size, rot, cos, sin, positions)
+
+
+# Both domains' operator is "RotaryEmbedding" (the class name is the
+# operator type); the Microsoft one is created under that name so that its
+# kernel name, onnx_light_cpu::MicrosoftRotaryEmbedding, still differs.
+MicrosoftRotaryEmbedding = type("RotaryEmbedding", (_MicrosoftRotary,), {
+    "__module__": __name__, "__qualname__": "MicrosoftRotaryEmbedding",
+    "__doc__": _MicrosoftRotary.__doc__, "kernel_prefix": "Microsoft"})
+
+
+KERNELS = {
+    "RegisterRotaryEmbeddingKernels": (RotaryEmbedding, MicrosoftRotaryEmbedding),
+}

@@ -1,0 +1,178 @@
+"""The attention engine (``_kernels.attention.attend``) against its NumPy twin
+(``naive.attention_core.attend``): random shapes and grouped heads, strided
+(transposed) views, float32/float16/bfloat16, bias broadcasting, key ranges
+(empty ones included), sinks, softcap in both orders, the decode split, at
+every SIMD level; 1 and 2 threads give the same bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+from onnx_light_cpu._kernels import attention as core
+from onnx_light_cpu.naive import attention_core as twin
+from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels
+
+from differential import assert_close, same_bits
+
+TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float16): (2e-3, 2e-3),
+       np.dtype(bfloat16): (1.6e-2, 1e-2)}
+LEVELS = [LEVEL_NAMES.index(name) if isinstance(name, str) else name
+          for name in available_simd_levels()]
+
+
+def _bshd(rng, B, S, N, D, dtype, scale=1.0):
+    """A [B, N, S, D] view of a [B, S, N, D] buffer (the callers' layout)."""
+    return (rng.standard_normal((B, S, N, D)) * scale).astype(dtype).transpose(0, 2, 1, 3)
+
+
+def run_case(rng, B, Nq, Nkv, S, T, Dk, Dv, dtype, *, bias=None, ranges=False, sink=False,
+             softcap=0.0, softcap_first=False, scale=None):
+    q = _bshd(rng, B, S, Nq, Dk, dtype)
+    k = _bshd(rng, B, T, Nkv, Dk, dtype)
+    v = (rng.standard_normal((B, Nkv, T, Dv))).astype(dtype)   # BNSH, contiguous
+    kw = dict(scale=scale if scale is not None else 1 / np.sqrt(max(Dk, 1)),
+              softcap=softcap, softcap_first=softcap_first)
+    if bias is not None:
+        full = (rng.standard_normal(bias + (S, T)) * 2).astype(np.float32)
+        if full.size:
+            full.flat[rng.integers(0, full.size, max(1, full.size // 7))] = -np.inf
+        kw["bias"] = np.broadcast_to(full, (B, Nq, S, T)) if rng.random() < 0.5 else full
+    if ranges:
+        b = rng.integers(0, T + 1, (B, S))
+        e = b + rng.integers(0, T + 1, (B, S))
+        kw["key_begin"] = np.ascontiguousarray(np.minimum(b, T), dtype=np.int32)
+        kw["key_end"] = np.ascontiguousarray(np.minimum(e, T), dtype=np.int32)
+    if sink:
+        kw["sink"] = rng.standard_normal(Nq).astype(np.float32)
+    originals = [a.copy() for a in (q, k, v)]
+    want = np.empty((B, Nq, S, Dv), dtype)
+    twin.attend(q, k, v, want, **kw)
+    for level in LEVELS:
+        got = {}
+        for threads in (1, 2):
+            out = np.full((B, S, Nq, Dv), np.nan, dtype).transpose(0, 2, 1, 3)
+            core.attend(q, k, v, out, threads=threads, level=level, **kw)
+            got[threads] = np.ascontiguousarray(out)
+            assert_close(got[threads], want, f"level {level}, {threads} threads",
+                         TOL[np.dtype(dtype)])
+        assert same_bits(got[1], got[2]), f"level {level}: thread count changed the result"
+    for a, o in zip((q, k, v), originals):
+        assert same_bits(a, o)
+
+
+SHAPES = [  # B, Nq, Nkv, S, T, Dk, Dv
+    (1, 1, 1, 1, 1, 1, 1), (2, 4, 2, 3, 5, 8, 6), (1, 8, 2, 17, 70, 13, 19),
+    (1, 4, 4, 1, 700, 64, 64), (2, 6, 3, 5, 33, 16, 17), (1, 32, 8, 1, 300, 128, 128),
+    (1, 20, 1, 9, 40, 80, 80), (1, 4, 2, 70, 70, 96, 96), (2, 2, 1, 0, 5, 8, 8),
+    (2, 2, 1, 3, 0, 8, 8), (1, 3, 3, 2, 65, 33, 1), (1, 2, 1, 1, 600, 300, 300),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+def test_engine_shapes(shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    run_case(rng, *shape, dtype)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_engine_options(seed):
+    """Bias broadcasting, key ranges, sinks and softcap in both orders."""
+    rng = np.random.default_rng(100 + seed)
+    B, Nkv = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    Nq = Nkv * int(rng.integers(1, 5))
+    S = int(rng.choice([1, 2, 7, 20]))
+    T = int(rng.choice([1, 5, 64, 65, 300]))
+    D = int(rng.choice([8, 16, 24, 64]))
+    dtype = [np.float32, np.float16, bfloat16][seed % 3]
+    bias = [None, (B, Nq), (1, Nq), (B, 1), (1, 1)][seed % 5]
+    run_case(rng, B, Nq, Nkv, S, T, D, D, dtype, bias=bias, ranges=seed % 2 == 0,
+             sink=seed % 3 != 1, softcap=[0.0, 1.5, 30.0][seed % 3],
+             softcap_first=seed % 4 < 2, scale=float(rng.uniform(0.05, 0.5)))
+
+
+def test_engine_decode_split_and_empty_rows():
+    """S == 1 over many keys goes through the chunked path; empty ranges and
+    all -inf rows give zeros, a sink alone gives zeros too."""
+    rng = np.random.default_rng(7)
+    B, Nq, Nkv, T, D = 3, 4, 2, 1000, 32
+    q = _bshd(rng, B, 1, Nq, D, np.float32)
+    k = rng.standard_normal((B, Nkv, T, D)).astype(np.float32)
+    v = rng.standard_normal((B, Nkv, T, D)).astype(np.float32)
+    begin = np.array([[0], [10], [500]], np.int32)
+    end = np.array([[1000], [10], [900]], np.int32)          # entry 1: no key
+    bias = np.zeros((B, 1, 1, T), np.float32)
+    bias[2] = -np.inf                                      # entry 2: every score -inf
+    for sink in (None, np.full(Nq, 3.0, np.float32)):
+        want = np.empty((B, Nq, 1, D), np.float32)
+        twin.attend(q, k, v, want, scale=0.2, key_begin=begin, key_end=end, bias=bias, sink=sink)
+        assert not want[1:].any()
+        for level in LEVELS:
+            outs = []
+            for threads in (1, 2):
+                out = np.full((B, Nq, 1, D), np.nan, np.float32)
+                core.attend(q, k, v, out, scale=0.2, key_begin=begin, key_end=end, bias=bias,
+                            sink=sink, threads=threads, level=level)
+                assert_close(out, want, f"decode split level {level}", TOL[np.dtype(np.float32)])
+                outs.append(out)
+            assert same_bits(*outs)
+
+
+def test_engine_rejects_bad_arguments():
+    q = np.zeros((1, 2, 3, 4), np.float32)
+    k = np.zeros((1, 1, 5, 4), np.float32)
+    out = np.zeros((1, 2, 3, 4), np.float32)
+    with pytest.raises(TypeError):
+        core.attend(q, k.astype(np.float16), k, out, scale=1.0)
+    with pytest.raises(ValueError):
+        core.attend(q, np.zeros((1, 3, 5, 4), np.float32), np.zeros((1, 3, 5, 4), np.float32),
+                    out, scale=1.0)
+    with pytest.raises(ValueError):
+        core.attend(q, k, k, out, scale=1.0, bias=np.zeros((1, 2, 3, 4), np.float32))
+    with pytest.raises(ValueError):
+        core.attend(q, k, k, out, scale=1.0, key_end=np.zeros((1, 2), np.int32))
+    with pytest.raises(ValueError):  # last axis not contiguous
+        core.attend(np.zeros((1, 2, 4, 3), np.float32).transpose(0, 1, 3, 2), k, k, out,
+                    scale=1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(60))
+def test_engine_sweep(seed):
+    rng = np.random.default_rng(1000 + seed)
+    Nkv = int(rng.integers(1, 4))
+    run_case(rng, int(rng.integers(1, 3)), Nkv * int(rng.integers(1, 6)), Nkv,
+             int(rng.integers(0, 40)), int(rng.integers(0, 600)), int(rng.integers(1, 140)),
+             int(rng.integers(1, 140)), [np.float32, np.float16, bfloat16][seed % 3],
+             bias=[None, (1, 1)][seed % 2], ranges=bool(seed % 3), sink=bool(seed % 2),
+             softcap=[0.0, 2.0][seed % 2], softcap_first=bool(seed % 4 < 2))
+
+
+@pytest.mark.parametrize("S,T,Nq", [(1, 700, 4), (1, 700, 40), (3, 50, 4), (0, 9, 4)])
+def test_engine_fills_from_past(S, T, Nq):
+    """``past``: the copy fused into the decode chunks (S == 1), or done
+    before (other shapes); rows from lens[b] on keep what k/v held."""
+    rng = np.random.default_rng(S + T)
+    B, Nkv, D, P = 2, 2, 16, T + 3
+    lens = np.array([T - 1, T // 2], np.int32)
+    pk = rng.standard_normal((B, Nkv, P, D)).astype(np.float32)
+    pv = rng.standard_normal((B, Nkv, P, D)).astype(np.float32)
+    q = _bshd(rng, B, S, Nq, D, np.float32)
+    k0 = rng.standard_normal((B, Nkv, T, D)).astype(np.float32)
+    v0 = rng.standard_normal((B, Nkv, T, D)).astype(np.float32)
+    want_k, want_v = k0.copy(), v0.copy()
+    want = np.empty((B, Nq, S, D), np.float32)
+    twin.attend(q, want_k, want_v, want, scale=0.3, past=(pk, pv, lens))
+    for b in range(B):
+        assert same_bits(want_k[b, :, :lens[b]], pk[b, :, :lens[b]])
+        assert same_bits(want_k[b, :, lens[b]:], k0[b, :, lens[b]:])
+    for level in LEVELS:
+        for threads in (1, 2):
+            k, v = k0.copy(), v0.copy()
+            out = np.empty((B, Nq, S, D), np.float32)
+            core.attend(q, k, v, out, scale=0.3, past=(pk, pv, lens), threads=threads, level=level)
+            assert same_bits(k, want_k) and same_bits(v, want_v)
+            assert_close(out, want, f"past level {level}", TOL[np.dtype(np.float32)])

@@ -1,0 +1,453 @@
+"""com.microsoft GroupQueryAttention against ONNX Runtime's CPU kernel:
+prefill, decode, multi-token continuation, padded prompts, packed QKV,
+rotary (interleaved, partial, position_ids), local windows, softcap,
+smooth softmax, head sinks, attention bias, scale, causal=0, qk_output,
+windowed caches (sliding_window_cache) and right-padded chunks
+(query_seqlens); float32 and float16, bfloat16 against a float32 oracle on
+rounded inputs.  NAIVE and OPTIMIZED both, the optimized one at every SIMD
+level and 1/2 threads (same bits).  ONNX Runtime takes head sizes that are
+multiples of 8 (16 with do_rotary): odd head sizes compare NAIVE with
+OPTIMIZED.  Rows ONNX Runtime leaves unspecified (padding query rows,
+cache rows past the valid ones) are not compared."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+from onnx import helper as oh
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+
+from differential import THREAD_COUNTS, assert_close, same_bits
+
+ort = pytest.importorskip("onnxruntime")
+
+MS = "com.microsoft"
+NAMES = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
+         "total_sequence_length", "cos_cache", "sin_cache", "position_ids", "attention_bias",
+         "head_sink", "k_scale", "v_scale", "q_norm_weight", "k_norm_weight", "query_seqlens")
+TOL = {np.dtype(np.float32): (1e-4, 2e-5), np.dtype(np.float16): (4e-3, 4e-3),
+       np.dtype(bfloat16): (3e-2, 3e-2)}
+
+
+def model(feeds, n_out=3, **attrs):
+    last = max(NAMES.index(n) for n in feeds)
+    ins = [n if n in feeds else "" for n in NAMES[: last + 1]]
+    outs = ["output", "present_key", "present_value", "output_qk"][:n_out]
+    node = oh.make_node("GroupQueryAttention", ins, outs, domain=MS, **attrs)
+    inputs = [oh.make_tensor_value_info(n, oh.np_dtype_to_tensor_dtype(feeds[n].dtype), None)
+              for n in ins if n]
+    et = oh.np_dtype_to_tensor_dtype(feeds["query"].dtype)
+    graph = oh.make_graph([node], "gqa", inputs, [oh.make_tensor_value_info(n, et, None)
+                                                  for n in outs])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)])
+
+
+def run_ort(feeds, n_out=3, **attrs):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model(feeds, n_out, **attrs).SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def run_ours(feeds, n_out=3, naive=False, threads=1, **attrs):
+    policy = (olc.MicrosoftKernelImplementation.NAIVE if naive
+              else olc.MicrosoftKernelImplementation.OPTIMIZED)
+    sess = ReferenceEvaluator(model(feeds, n_out, **attrs))
+    olc.register_kernels_for_session(sess, microsoft_implementation=policy)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    outs = sess.run(None, feeds)
+    want = "onnx_light_cpu::" + ("Naive" if naive else "") + "GroupQueryAttention"
+    assert want in olc.used_kernel_names(sess), olc.used_kernel_names(sess)
+    return outs
+
+
+def resident(t, C, W):
+    """Rows a windowed cache of capacity C keeps after t tokens."""
+    G = C - W + 1
+    return t if t <= C else t - G * -(-(t - C) // G)
+
+
+def compare(got, want, valid, what, tol):
+    """Compare the rows ONNX Runtime specifies: valid = (output rows per
+    entry, present rows per entry)."""
+    out_rows, cache_rows = valid
+    assert got[0].shape == want[0].shape and got[1].shape == want[1].shape, what
+    for b, (q, c) in enumerate(zip(out_rows, cache_rows)):
+        assert_close(got[0][b, :q], want[0][b, :q], f"{what}: output entry {b}", tol)
+        for i in (1, 2):
+            assert_close(got[i][b, :, :c], want[i][b, :, :c], f"{what}: present {i} entry {b}", tol)
+    if len(want) > 3:
+        assert_close(got[3], want[3], f"{what}: output_qk", tol)
+
+
+def check(feeds, valid, n_out=3, oracle="ort", **attrs):
+    """ORT (or, for bfloat16, ORT in float32 on the rounded inputs; for
+    oracle='naive' our NAIVE kernel) against NAIVE and every SIMD level and
+    thread count of OPTIMIZED."""
+    dtype = feeds["query"].dtype
+    tol = TOL[dtype]
+    originals = {n: a.copy() for n, a in feeds.items()}
+    naive = run_ours(feeds, n_out, naive=True, **attrs)
+    if oracle == "ort":
+        if dtype == bfloat16:
+            f32 = {n: a.astype(np.float32) if a.dtype == bfloat16 else a for n, a in feeds.items()}
+            want = [w.astype(bfloat16) for w in run_ort(f32, n_out, **attrs)]
+        else:
+            want = run_ort(feeds, n_out, **attrs)
+        compare(naive, want, valid, "naive vs ORT", tol)
+    else:
+        want = naive
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            per_thread = []
+            for threads in THREAD_COUNTS:
+                got = run_ours(feeds, n_out, threads=threads, **attrs)
+                compare(got, want, valid, f"{level} {threads} threads", tol)
+                per_thread.append(got)
+            for a, b in zip(*per_thread):
+                assert same_bits(a, b), f"{level}: thread count changed the result"
+    for n, a in feeds.items():
+        assert same_bits(a, originals[n]), f"input {n} modified"
+
+
+def make(rng, B, S, N, Nkv, H, lens, *, past=None, dtype=np.float32, packed=False,
+         total=None, rotary=None, position_ids=False, bias=None, sink=False):
+    """Feeds for entries of total lengths ``lens``; past buffer length
+    ``past`` (None: no past inputs)."""
+    f = {}
+    if packed:
+        f["query"] = rng.standard_normal((B, S, (N + 2 * Nkv) * H)).astype(dtype)
+    else:
+        f["query"] = rng.standard_normal((B, S, N * H)).astype(dtype)
+        f["key"] = rng.standard_normal((B, S, Nkv * H)).astype(dtype)
+        f["value"] = rng.standard_normal((B, S, Nkv * H)).astype(dtype)
+    if past is not None:
+        f["past_key"] = rng.standard_normal((B, Nkv, past, H)).astype(dtype)
+        f["past_value"] = rng.standard_normal((B, Nkv, past, H)).astype(dtype)
+    lens = np.asarray(lens)
+    f["seqlens_k"] = (lens - 1).astype(np.int32)
+    total = int(lens.max()) if total is None else total
+    f["total_sequence_length"] = np.array(total, np.int32)
+    if rotary is not None:
+        P, R = rotary
+        angle = rng.uniform(0, 6.3, (P, R // 2))
+        f["cos_cache"] = np.cos(angle).astype(dtype)
+        f["sin_cache"] = np.sin(angle).astype(dtype)
+        if position_ids:
+            f["position_ids"] = rng.integers(0, P - S, (B, S)).astype(np.int64)
+    if bias is not None:
+        f["attention_bias"] = (rng.standard_normal(bias + (S, total)) * 2).astype(dtype)
+    if sink:
+        f["head_sink"] = rng.standard_normal(N).astype(dtype)
+    return f
+
+
+def random_case(rng, dtype=None, odd=False):
+    """One randomised configuration: (feeds, valid rows, attributes)."""
+    heads = [(1, 1), (2, 1), (4, 2), (8, 2), (6, 3), (4, 4), (32, 8)]
+    N, Nkv = heads[rng.integers(len(heads))]
+    rotary = rng.random() < 0.4
+    H = int(rng.choice([16, 32, 64, 80, 96, 128] if rotary else [8, 24, 64, 80, 96, 128]))
+    if odd:
+        H = int(rng.choice([1, 5, 13, 33, 67]))
+        rotary = rotary and H >= 2
+    if N == 32:
+        H = min(H, 64)
+    dtype = dtype or [np.float32, np.float16][rng.integers(2)]
+    mode = rng.choice(["prefill", "padded", "decode", "continue"])
+    window = int(rng.choice([-1, -1, 1, 3, 17]))
+    causal = 1
+    if mode in ("prefill", "padded") and window == -1 and rng.random() < 0.2:
+        causal = 0
+    if mode == "prefill":
+        B, S = int(rng.integers(1, 3)), int(rng.choice([1, 2, 7, 33]))
+        lens, past, P = [S] * B, None, 0
+        if rng.random() < 0.3:  # an empty (dynamic) or a max-length (static) cache
+            past = int(rng.choice([0, S, S + 5]))
+    elif mode == "padded":
+        B, S = 2, int(rng.choice([3, 9]))
+        lens, past = [S, int(rng.integers(1, S + 1))], None
+    else:
+        B = int(rng.integers(1, 4)) if mode == "decode" else 1
+        S = 1 if mode == "decode" else int(rng.choice([2, 5]))
+        P = int(rng.choice([0, 1, 7, 31, 300]))
+        lens = [P + S] + [int(rng.integers(S, P + S + 1)) for _ in range(B - 1)]
+        past = max(lens) - S + int(rng.choice([0, 0, S + 3]))   # slack: a static buffer
+        if P == 0 and S == 1:
+            past = max(past, 1)
+    total = max(lens)
+    attrs = dict(num_heads=N, kv_num_heads=Nkv)
+    if causal == 0:
+        attrs["causal"] = 0
+    if window > 0:
+        attrs["local_window_size"] = window
+    if rng.random() < 0.3:
+        attrs["softcap"] = float(rng.choice([0.5, 5.0]))
+    if rng.random() < 0.2:
+        attrs["smooth_softmax"] = 1
+    if rng.random() < 0.2:
+        attrs["scale"] = float(rng.uniform(0.05, 0.3))
+    rot = None
+    if rotary:
+        attrs["do_rotary"] = 1
+        attrs["rotary_interleaved"] = int(rng.integers(2))
+        # ORT: cos_cache width a multiple of 8 (odd head sizes: any even R)
+        R = H if rng.random() < 0.7 else (max(16, H // 2 // 16 * 16) if not odd else 2)
+        rot = (total + S + 8, R)
+    bias = None
+    if rng.random() < 0.3:
+        bias = [(B, N), (1, N), (B, 1), (1, 1)][rng.integers(4)]
+    feeds = make(rng, B, S, N, Nkv, H, lens, past=past, dtype=dtype,
+                 packed=rng.random() < 0.3, rotary=rot,
+                 position_ids=rotary and mode != "padded" and rng.random() < 0.3,
+                 bias=bias, sink=rng.random() < 0.25)
+    first = S == total
+    out_rows = [min(S, n) if first else S for n in lens]   # padding rows: unspecified
+    return feeds, (out_rows, lens), attrs
+
+
+@pytest.mark.parametrize("seed", range(28))
+def test_random_configurations(seed):
+    rng = np.random.default_rng(seed)
+    feeds, valid, attrs = random_case(rng)
+    check(feeds, valid, **attrs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bfloat16_against_float32_oracle(seed):
+    rng = np.random.default_rng(500 + seed)
+    feeds, valid, attrs = random_case(rng, dtype=bfloat16)
+    check(feeds, valid, **attrs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_odd_head_sizes_naive_vs_optimized(seed):
+    rng = np.random.default_rng(700 + seed)
+    feeds, valid, attrs = random_case(rng, odd=True)
+    check(feeds, valid, oracle="naive", **attrs)
+
+
+@pytest.mark.parametrize("B,S,P,Pbuf", [(2, 5, 0, None), (2, 5, 0, 9), (3, 1, 6, 6), (3, 1, 6, 11),
+                                         (1, 4, 6, 6), (1, 1, 0, 1)])
+@pytest.mark.parametrize("packed", [False, True])
+def test_prefill_decode_continuation(B, S, P, Pbuf, packed):
+    rng = np.random.default_rng(B * 100 + S * 10 + P)
+    feeds = make(rng, B, S, 4, 2, 64, [P + S] * B, past=Pbuf, packed=packed)
+    check(feeds, ([S] * B, [P + S] * B), num_heads=4, kv_num_heads=2)
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_qk_output(mode):
+    rng = np.random.default_rng(mode)
+    feeds = make(rng, 1, 5, 4, 2, 16, [8], past=3, bias=(1, 4), sink=True)
+    check(feeds, ([5], [8]), n_out=4, num_heads=4, kv_num_heads=2, qk_output=mode, softcap=0.8,
+          local_window_size=3)
+    feeds = make(rng, 2, 1, 4, 2, 8, [6, 4], past=9)
+    check(feeds, ([1, 1], [6, 4]), n_out=4, num_heads=4, kv_num_heads=2, qk_output=mode)
+
+
+@pytest.mark.parametrize("B,S,T,C,W", [(1, 1, [6], 4, 3), (1, 1, [5], 4, 3), (1, 3, [8], 5, 3),
+                                       (1, 3, [3], 5, 3), (1, 6, [6], 4, 3), (2, 1, [6, 3], 4, 3),
+                                       (1, 9, [20], 5, 3), (2, 1, [30, 2], 6, 6),
+                                       (1, 1, [50], 8, 3)])
+def test_sliding_window_cache(B, S, T, C, W):
+    rng = np.random.default_rng(C * 10 + W + S)
+    feeds = make(rng, B, S, 4, 2, 16, T, past=C, rotary=(64, 16), bias=(1, 4))
+    check(feeds, ([S] * B, [resident(t, C, W) for t in T]), num_heads=4, kv_num_heads=2,
+          local_window_size=W, sliding_window_cache=1, do_rotary=1)
+
+
+@pytest.mark.parametrize("B,S,T,Q,C,W", [(2, 4, [7, 3], [2, 3], 4, 3), (2, 4, [7, 3], [0, 3], 4, 3),
+                                         (1, 4, [12], [4], 4, 2), (1, 4, [6], [2], 8, None),
+                                         (2, 4, [6, 3], [2, 3], 8, None),
+                                         (2, 4, [6, 4], [0, 3], 10, None),
+                                         (2, 1, [6, 3], [1, 0], 8, None)])
+def test_query_seqlens(B, S, T, Q, C, W):
+    rng = np.random.default_rng(sum(T) + C)
+    feeds = make(rng, B, S, 4, 2, 16, T, past=C, rotary=(64, 16))
+    feeds["query_seqlens"] = np.array(Q, np.int32)
+    attrs = dict(num_heads=4, kv_num_heads=2, do_rotary=1)
+    if W:
+        attrs.update(local_window_size=W, sliding_window_cache=1)
+    cache = [resident(t, C, W) for t in T] if W else T
+    check(feeds, (Q, cache), **attrs)
+
+
+def test_empty_batch():
+    rng = np.random.default_rng(3)
+    feeds = make(rng, 1, 3, 2, 1, 8, [3])
+    feeds = {n: (a[:0] if n in ("query", "key", "value", "seqlens_k") else a)
+             for n, a in feeds.items()}
+    for naive in (False, True):
+        out = run_ours(feeds, naive=naive, num_heads=2, kv_num_heads=1)
+        assert out[0].shape == (0, 3, 16) and out[1].shape == (0, 1, 3, 8)
+
+
+BAD = [
+    # (mutation, attrs, error, match)
+    (lambda f: f, dict(num_heads=3, kv_num_heads=2), ValueError, "multiple of kv_num_heads"),
+    (lambda f: f, dict(num_heads=4, kv_num_heads=2, local_window_size=0), ValueError,
+     "local_window_size"),
+    (lambda f: f, dict(num_heads=4, kv_num_heads=2, local_window_size=-2), ValueError,
+     "local_window_size"),
+    (lambda f: f, dict(num_heads=4, kv_num_heads=2, local_window_size=3, causal=0), ValueError,
+     "causal is 0"),
+    (lambda f: f, dict(num_heads=4, kv_num_heads=2, causal=2), ValueError, "causal"),
+    (lambda f: {**f, "query": f["query"][..., :-1]}, {}, ValueError, "not a multiple"),
+    (lambda f: {**f, "key": f["key"][:, :2]}, {}, ValueError, "'key'"),
+    (lambda f: {**f, "seqlens_k": np.array([20], np.int32)}, {}, ValueError, "seqlens_k"),
+    (lambda f: {**f, "seqlens_k": np.array([-1], np.int32)}, {}, ValueError, "seqlens_k"),
+    (lambda f: {**f, "seqlens_k": np.array([1], np.int32)}, {}, ValueError, "seqlens_k"),
+    (lambda f: {**f, "total_sequence_length": np.array(2, np.int32)}, {}, ValueError,
+     "total_sequence_length"),
+    (lambda f: {**f, "past_key": f["past_key"][:, :, :2], "past_value": f["past_value"][:, :, :2]},
+     {}, ValueError, "past_key.*holds 2 positions"),
+    (lambda f: {**f, "past_value": f["past_value"][:, :1]}, {}, ValueError, "past_value"),
+    (lambda f: {**f, "seqlens_k": f["seqlens_k"].astype(np.int64)}, {}, TypeError, "seqlens_k"),
+    (lambda f: {**f, "key": f["key"].astype(np.float16)}, {}, TypeError, "'key'"),
+    (lambda f: {**f, "attention_bias": np.zeros((1, 4, 3, 5), np.float32)}, {}, ValueError,
+     "attention_bias"),
+    (lambda f: {**f, "head_sink": np.zeros(3, np.float32)}, {}, ValueError, "head_sink"),
+    (lambda f: {**f, "cos_cache": np.ones((6, 8), np.float32),
+                "sin_cache": np.ones((6, 8), np.float32)},
+     dict(do_rotary=1), ValueError, "cos/sin caches have 6 positions"),
+    (lambda f: {**f, "cos_cache": np.ones((64, 16), np.float32),
+                "sin_cache": np.ones((64, 16), np.float32)},
+     dict(do_rotary=1), ValueError, "rotary dimension"),
+    (lambda f: f, dict(do_rotary=1), ValueError, "cos_cache"),
+    (lambda f: {**f, "k_scale": np.ones(1, np.float32)}, {}, NotImplementedError, "k_scale"),
+    (lambda f: {**f, "q_norm_weight": np.ones(16, np.float32)}, {}, NotImplementedError,
+     "q_norm_weight"),
+    (lambda f: f, dict(k_quant_type="PER_TENSOR"), NotImplementedError, "quantized"),
+    (lambda f: f, dict(local_window_size=8, sliding_window_cache=1), ValueError, "capacity"),
+    (lambda f: f, dict(sliding_window_cache=1), ValueError, "local_window_size > 0"),
+    (lambda f: {**f, "query_seqlens": np.array([5], np.int32)}, {}, ValueError, "query_seqlens"),
+    (lambda f: {**f, "query": f["query"][0]}, {}, ValueError, "rank 3"),
+    (lambda f: {**f, "total_sequence_length": np.array([7, 7], np.int32)}, {}, ValueError,
+     "scalar"),
+    (lambda f: {**f, "cos_cache": np.ones((64, 8), np.float32),
+                "sin_cache": np.ones((64, 8), np.float32),
+                "position_ids": np.zeros((1, 2), np.int64)}, dict(do_rotary=1), ValueError,
+     "position_ids"),
+    (lambda f: {k: v for k, v in f.items() if k != "past_value"}, {}, ValueError,
+     "past_key and past_value"),
+    (lambda f: f, dict(softcap=float("inf")), ValueError, "softcap"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD)))
+@pytest.mark.parametrize("naive", [False, True])
+def test_bad_input(case, naive):
+    mutate, attrs, error, match = BAD[case]
+    rng = np.random.default_rng(case)
+    feeds = mutate(make(rng, 1, 3, 4, 2, 16, [7], past=4))
+    attrs = {"num_heads": 4, "kv_num_heads": 2, **attrs}
+    with pytest.raises(error, match=match) as info:
+        run_ours(feeds, naive=naive, **attrs)
+    assert "GroupQueryAttention" in str(info.value)
+
+
+def test_batch_rule_and_position_bounds():
+    rng = np.random.default_rng(9)
+    feeds = make(rng, 2, 3, 4, 2, 16, [7, 7], past=6)
+    with pytest.raises(ValueError, match="batch_size must be 1"):
+        run_ours(feeds, num_heads=4, kv_num_heads=2)
+    feeds = make(rng, 1, 1, 4, 2, 16, [7], past=6, rotary=(10, 16), position_ids=True)
+    feeds["position_ids"] = np.array([[10]], np.int64)
+    with pytest.raises(ValueError, match="position"):
+        run_ours(feeds, num_heads=4, kv_num_heads=2, do_rotary=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(200))
+def test_random_sweep(seed):
+    rng = np.random.default_rng(10_000 + seed)
+    dtype = [np.float32, np.float16, bfloat16][seed % 3]
+    feeds, valid, attrs = random_case(rng, dtype=dtype, odd=seed % 11 == 0)
+    check(feeds, valid, oracle="naive" if seed % 11 == 0 else "ort", **attrs)
+
+
+def test_caches_ignored_without_do_rotary():
+    rng = np.random.default_rng(11)
+    feeds = make(rng, 2, 5, 4, 2, 16, [5, 5], rotary=(16, 16))
+    check(feeds, ([5, 5], [5, 5]), num_heads=4, kv_num_heads=2)
+
+
+def random_cache_case(rng):
+    """Windowed caches and right-padded chunks with the other options."""
+    B = int(rng.integers(1, 3))
+    N, Nkv = [(4, 2), (2, 1), (8, 2)][rng.integers(3)]
+    H = 16 * int(rng.integers(1, 4))
+    W = int(rng.integers(1, 6))
+    C = W + int(rng.integers(0, 4))
+    chunks = rng.random() < 0.5
+    S = int(rng.integers(1, 6)) if chunks or B == 1 else 1
+    T = [int(rng.integers(1, 30)) for _ in range(B)]
+    Q = None
+    if chunks:
+        Q = [int(rng.integers(0, min(S, t) + 1)) for t in T]
+    else:
+        T = [max(t, S) for t in T]
+    sliding = rng.random() < 0.6
+    total = max(T) + (int(rng.integers(0, 3)) if chunks else 0)
+    if not sliding:
+        C = max(max(T), total) + int(rng.integers(0, 3))
+        if not chunks and rng.random() < 0.5:
+            C = max(T) - S                     # a growing cache
+    attrs = dict(num_heads=N, kv_num_heads=Nkv, do_rotary=int(rng.random() < 0.5))
+    if sliding:
+        attrs.update(local_window_size=W, sliding_window_cache=1)
+    elif rng.random() < 0.5:
+        attrs["local_window_size"] = W
+    if rng.random() < 0.3:
+        attrs["softcap"] = 2.0
+    if rng.random() < 0.3:
+        attrs["smooth_softmax"] = 1
+    feeds = make(rng, B, S, N, Nkv, H, T, past=C, total=total,
+                 rotary=(64, H) if attrs["do_rotary"] else None,
+                 bias=[None, (1, N), (B, 1)][rng.integers(3)], sink=rng.random() < 0.3,
+                 position_ids=bool(attrs["do_rotary"]) and rng.random() < 0.3)
+    if Q is not None:
+        feeds["query_seqlens"] = np.array(Q, np.int32)
+    out_rows = Q if Q is not None else ([min(S, t) for t in T] if S == total else [S] * B)
+    cache = [resident(t, C, W) for t in T] if sliding else T
+    return feeds, (out_rows, cache), attrs
+
+
+def check_or_both_reject(feeds, valid, **attrs):
+    try:
+        run_ort(feeds, **attrs)
+    except Exception as exc:  # ORT rejects the configuration: so must we
+        with pytest.raises((ValueError, NotImplementedError)):
+            run_ours(feeds, **attrs)
+        return str(exc)
+    check(feeds, valid, **attrs)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_cache_layouts(seed):
+    feeds, valid, attrs = random_cache_case(np.random.default_rng(20_000 + seed))
+    check_or_both_reject(feeds, valid, **attrs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(120))
+def test_random_cache_layouts_sweep(seed):
+    feeds, valid, attrs = random_cache_case(np.random.default_rng(30_000 + seed))
+    check_or_both_reject(feeds, valid, **attrs)
+
+
+def test_qk_output_with_windowed_cache_is_rejected():
+    """ONNX Runtime's CPU kernel rejects this combination too."""
+    rng = np.random.default_rng(12)
+    feeds = make(rng, 1, 1, 4, 2, 16, [7], past=4)
+    for naive in (False, True):
+        with pytest.raises(NotImplementedError, match="GroupQueryAttention.*output_qk"):
+            run_ours(feeds, n_out=4, naive=naive, num_heads=4, kv_num_heads=2, qk_output=1,
+                     local_window_size=3, sliding_window_cache=1)
