@@ -297,12 +297,11 @@ static void olc_pack_a(int dtype, const void *a, int64_t rsa, int64_t csa, int64
 }
 
 #if OLC_X86 && OLC_HAVE_AVX512
-/* dst[k * ldd + v] = src[v * lds + k] for a 16 x 16 block, in registers:
- * pairs of 32-bit lanes, then 64-bit pairs, then 128-bit quarters twice. */
-static OLC_TARGET_AVX512 void olc_transpose16_avx512(const float *src, int64_t lds, float *dst,
-                                                      int64_t ldd) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+/* Transposes the 16 x 16 floats held in r[] in place: pairs of 32-bit
+ * lanes, then 64-bit pairs, then 128-bit quarters twice. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_transpose16_regs_avx512(__m512 r[16]) {
+    __m512 t[16];
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -324,6 +323,14 @@ static OLC_TARGET_AVX512 void olc_transpose16_avx512(const float *src, int64_t l
         r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
         r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
     }
+}
+
+/* dst[k * ldd + v] = src[v * lds + k] for a 16 x 16 block, in registers. */
+static OLC_TARGET_AVX512 void olc_transpose16_avx512(const float *src, int64_t lds, float *dst,
+                                                      int64_t ldd) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+    olc_transpose16_regs_avx512(r);
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 #endif

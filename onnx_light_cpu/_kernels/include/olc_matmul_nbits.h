@@ -815,7 +815,7 @@ static void olc_nb_transpose(int level, const float *src, int64_t lds, int nc, i
 OLC_TARGET_AVX512
 static void olc_nb_decode16x16_avx512(const olc_nb_w *w, int64_t n0, int nc, int64_t k0,
                                       float *dst, int64_t ldd) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     const int64_t b = k0 / w->block, p = k0 - b * w->block;
     for (int c = 0; c < 16; ++c) {
         if (c >= nc) {
@@ -829,27 +829,7 @@ static void olc_nb_decode16x16_avx512(const olc_nb_w *w, int64_t n0, int nc, int
         __m512 q = _mm512_cvtepi32_ps(olc_nb_codes16_512(blob, w->bits, p));
         r[c] = _mm512_fmadd_ps(q, _mm512_set1_ps(s), _mm512_set1_ps(-z * s));
     }
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
-        __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-    }
-    for (int h = 0; h < 16; h += 8)
-        for (int i = 0; i < 4; ++i) {
-            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-        }
-    for (int i = 0; i < 8; ++i) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
+    olc_transpose16_regs_avx512(r);
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 #endif
