@@ -4,8 +4,8 @@ semantics), used by the NAIVE com.microsoft attention adapters and as the
 oracle of the C engine's tests.
 
     score[s, t] = scale * dot(q[s], k[t])                   (float32)
-    softcap_first=False: score = c * tanh((score + bias) / c)   (ai.onnx order)
-    softcap_first=True:  score = c * tanh(score / c) + bias     (GQA order)
+    softcap_first=False: score = c * tanh((score + bias) / c)
+    softcap_first=True:  score = c * tanh(score / c) + bias     (ai.onnx Attention, GQA)
     only keys key_begin[b, s] <= t < key_end[b, s] take part
     p = softmax over the participating keys plus the optional sink logit
     out[s] = sum_t p[t] * v[t], rounded once to out's dtype
