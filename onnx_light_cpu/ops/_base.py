@@ -141,6 +141,18 @@ class KernelOp(OpRun):
         names = self.onnx_node.input
         return self._initializers.get(names[index]) if index < len(names) else None
 
+    def _prepared_input(self, key, index: int, value: np.ndarray, prepare):
+        """``prepare()`` computed once per ``key`` while ``value`` is the
+        initializer of input ``index`` (the same array on every run, so
+        derived layouts can be kept in ``self._prepared_inputs``), else
+        computed afresh on each run."""
+        if self._constant_input(index) is not value:
+            return prepare()
+        cache = self.__dict__.setdefault("_prepared_inputs", {})
+        if key not in cache:
+            cache[key] = prepare()
+        return cache[key]
+
     def _num_threads(self, work: int, min_work_per_thread: int) -> int:
         return decide_num_threads(work, min_work_per_thread, self._context.num_threads)
 

@@ -129,17 +129,6 @@ class _Optimized:
     def min_work_per_thread(self) -> int:
         return self.min_work_channels_last if self.channels_last else self.min_work_channels_first
 
-    def _prepared(self, index: int, value: np.ndarray, prepare):
-        """``prepare(value)``, computed once when input ``index`` is an
-        initializer (the same array on every run)."""
-        constant = self._constant_input(index)
-        if constant is None or value is not constant:
-            return prepare(value)
-        cache = self.__dict__.setdefault("_prepared_inputs", {})
-        if index not in cache:
-            cache[index] = prepare(value)
-        return cache[index]
-
     @staticmethod
     def _tap_major(weight: np.ndarray) -> np.ndarray:
         """float32 weights [K, C] (tap-major) for the core."""
@@ -168,8 +157,8 @@ class _Optimized:
         if past_state is not None:
             past_state = np.ascontiguousarray(past_state)
         if bias is not None:
-            bias = self._prepared(2, bias, self._float32)
-        w = self._prepared(1, weight, self._tap_major)
+            bias = self._prepared_input(2, 2, bias, lambda: self._float32(bias))
+        w = self._prepared_input(1, 1, weight, lambda: self._tap_major(weight))
         batch, k = x.shape[0], weight.shape[2]
         length = x.shape[1] if self.channels_last else x.shape[2]
         if self.channels_last:  # (B, L, d...) as (B, L, C)

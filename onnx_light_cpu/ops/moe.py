@@ -96,7 +96,6 @@ class _MoEBase(KernelOp):
         self.beta = float(np.float32(attrs.get("activation_beta", 0.0)))
         self.fused = self.activation == "swiglu" and self.swiglu_fusion == 1
         self._plans: dict = {}
-        self._prepared: dict = {}
         # Attributes are checked at run time: a constructor error would
         # break building the whole evaluator.
         self._attr_error: Exception | None = self._check_attributes(attrs)
@@ -169,23 +168,11 @@ class _MoEBase(KernelOp):
 
     # -- run ----------------------------------------------------------------
 
-    def _cached(self, key, index: int, value, make):
-        """make() once per key while ``value`` is the initializer of input
-        ``index`` (the same array every run), else every run; a ``make``
-        taking an argument is told which."""
-        with_flag = make.__code__.co_argcount == 1
-        if self._constant_input(index) is not value:
-            return make(False) if with_flag else make()
-        got = self._prepared.get(key)
-        if got is None:
-            got = self._prepared[key] = make(True) if with_flag else make()
-        return got
-
     def _bias(self, index: int, b):
         if b is None:
             return None
-        return self._cached(("bias", index), index, b,
-                            lambda: np.ascontiguousarray(b, dtype=np.float32))
+        return self._prepared_input(("bias", index), index, b,
+                                    lambda: np.ascontiguousarray(b, dtype=np.float32))
 
     def _forward(self, level, x, router, tokens, H, inter, fc1, b1, fc2, b2, fc3, b3, op):
         x32 = np.ascontiguousarray(x.reshape(tokens, H), dtype=np.float32)
@@ -211,7 +198,7 @@ class _MoEBase(KernelOp):
         """Bytes of the constant weights and biases prepared once for this
         node (0 when none)."""
         total = 0
-        for value in self._prepared.values():
+        for value in self.__dict__.get("_prepared_inputs", {}).values():
             if isinstance(value, np.ndarray):
                 total += value.nbytes
             elif isinstance(value, _PreparedExperts):
@@ -249,8 +236,10 @@ class MoE(_MoEBase):
             self._record(f"moe_{x.dtype.name}_{self.activation}_"
                          f"{simd.LEVEL_NAMES[core.level_used(level)]}")
         rows1 = w1.shape[1]
-        fc1 = self._cached(("fc1", level), 2, w1, lambda: self._pack(level, w1, E, rows1, H))
-        fc2 = self._cached(("fc2", level), 4, w2, lambda: self._pack(level, w2, E, H, inter))
+        fc1 = self._prepared_input(("fc1", level), 2, w1,
+                                   lambda: self._pack(level, w1, E, rows1, H))
+        fc2 = self._prepared_input(("fc2", level), 4, w2,
+                                   lambda: self._pack(level, w2, E, H, inter))
         return self._forward(level, x, router, tokens, H, inter, fc1, self._bias(3, b1), fc2,
                              self._bias(5, b2), None, None, ACTIVATIONS[self.activation])
 
@@ -356,8 +345,9 @@ class QMoE(_MoEBase):
                  (5, w2, s2, self.proj_bits[1], H, inter)]
         if w3 is not None:
             specs.append((8, w3, s3, self.proj_bits[2], inter, H))
-        projs = [self._cached(("panels", index, nr), index, w,
-                              lambda: self._prepare_panels(w, s, bits, E, N, K, nr, input_major))
+        projs = [self._prepared_input(
+                     ("panels", index, nr), index, w,
+                     lambda: self._prepare_panels(w, s, bits, E, N, K, nr, input_major))
                  for index, w, s, bits, N, K in specs]
         fc3 = projs[2] if w3 is not None else None
         op = ACTIVATIONS[self.activation]
@@ -370,10 +360,15 @@ class QMoE(_MoEBase):
         on the rows routed to it."""
         f = 2 if self.fused else 1
         rows1 = f * inter
-        p1 = self._cached("nbits1", 2, w1, lambda c: self._prepare_nbits(w1, s1, 0, rows1, H, c))
-        p2 = self._cached("nbits2", 5, w2, lambda c: self._prepare_nbits(w2, s2, 1, H, inter, c))
-        p3 = (self._cached("nbits3", 8, w3, lambda c: self._prepare_nbits(w3, s3, 2, inter, H, c))
-              if w3 is not None else None)
+
+        def prepared(key, index, w, s, proj, N, K):
+            constant = self._constant_input(index) is w  # ORT's int8 path needs it
+            return self._prepared_input(
+                key, index, w, lambda: self._prepare_nbits(w, s, proj, N, K, constant))
+
+        p1 = prepared("nbits1", 2, w1, s1, 0, rows1, H)
+        p2 = prepared("nbits2", 5, w2, s2, 1, H, inter)
+        p3 = prepared("nbits3", 8, w3, s3, 2, inter, H) if w3 is not None else None
         b1, b2, b3 = self._bias(4, b1), self._bias(7, b2), self._bias(10, b3)
         x32 = np.ascontiguousarray(x.reshape(tokens, H), dtype=np.float32)
         logits = np.ascontiguousarray(router, dtype=np.float32)

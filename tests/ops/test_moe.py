@@ -254,11 +254,11 @@ def test_constant_weights_are_prepared_once():
     olc.register_kernels_for_session(sess)
     first = sess.run(None, feeds)[0]
     node = sess.rt_nodes_[0]
-    prepared = dict(node._prepared)
+    prepared = dict(node._prepared_inputs)
     again = sess.run(None, feeds)[0]
     assert same_bits(first, again)
     assert node.prepared_bytes() >= inputs[2].nbytes + inputs[4].nbytes
-    assert all(node._prepared[key] is value for key, value in prepared.items())
+    assert all(node._prepared_inputs[key] is value for key, value in prepared.items())
 
 
 @pytest.mark.parametrize("activation", ["silu", "swiglu"])

@@ -180,11 +180,11 @@ def test_prepared_once_for_constant_weights():
         olc.register_kernels_for_session(sess)
         first = sess.run(None, feeds)[0]
         node = sess.rt_nodes_[0]
-        size, prepared = node.prepared_bytes(), dict(node._prepared)
+        size, prepared = node.prepared_bytes(), dict(node._prepared_inputs)
         assert size > inputs[2].nbytes
         assert same_bits(first, sess.run(None, feeds)[0])
         assert node.prepared_bytes() == size
-        assert all(node._prepared[key] is value for key, value in prepared.items())
+        assert all(node._prepared_inputs[key] is value for key, value in prepared.items())
         model, feeds = moe_model(OP, inputs, **attrs)
         sess = ReferenceEvaluator(model)
         olc.register_kernels_for_session(sess)
