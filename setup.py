@@ -20,7 +20,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = "onnx_light_cpu/_kernels"
+KERNELS = "src/onnx_light_cpu/_kernels"
 # Every .pyx of the kernels folder is one extension module.
 CORES = sorted(os.path.splitext(os.path.basename(p))[0]
                for p in glob.glob(os.path.join(KERNELS, "*.pyx")))
