@@ -103,32 +103,135 @@ def _compare_outputs(name: str, ours: list, theirs: list) -> None:
     print(f"  max abs difference vs {name}: {max(diffs, default=0.0):.3g}")
 
 
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def _expected_inputs(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    initializers = {i.name for i in model.graph.initializer}
+    return {v.name: v for v in model.graph.input if v.name not in initializers}
+
+
+def _describe_input(value: onnx.ValueInfoProto) -> str:
+    tensor = value.type.tensor_type
+    dtype = TensorProto.DataType.Name(tensor.elem_type).lower()
+    dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in tensor.shape.dim]
+    return f"{value.name}[{','.join(dims)}]:{dtype}"
+
+
+def check_feeds(model: onnx.ModelProto, feeds: dict) -> str | None:
+    """None when ``feeds`` has every input of ``model``, nothing else, each
+    of the declared element type; else one line saying what is wrong and
+    listing the inputs the model expects."""
+    expected = _expected_inputs(model)
+    problems = []
+    missing = [name for name in expected if name not in feeds]
+    unknown = [name for name in feeds if name not in expected]
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown {', '.join(unknown)}")
+    for name, value in expected.items():
+        if name not in feeds:
+            continue
+        elem_type = value.type.tensor_type.elem_type
+        if not elem_type:
+            continue
+        want = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+        got = np.asarray(feeds[name]).dtype
+        if got != want:
+            problems.append(f"{name} is {got}, expected {want}")
+    if not problems:
+        return None
+    listing = ", ".join(_describe_input(v) for v in expected.values()) or "none"
+    return f"inputs do not match the model ({'; '.join(problems)}); it expects: {listing}"
+
+
+def _unsupported_by_builtin(model: onnx.ModelProto) -> list[str]:
+    """Operators of domains onnx.reference has no implementation for."""
+    known = {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"}
+    local = {(f.domain, f.name) for f in model.functions}
+    return sorted({f"{n.domain}::{n.op_type}" for n in model.graph.node
+                   if n.domain not in known and (n.domain, n.op_type) not in local})
+
+
+def _run_builtin(model: onnx.ModelProto, feeds, threads, repeat):
+    unsupported = _unsupported_by_builtin(model)
+    if unsupported:
+        print(f"  builtin: skipped: onnx.reference cannot run {', '.join(unsupported)}")
+        return None
+    try:
+        builtin = ReferenceEvaluator(model)
+        outputs = builtin.run(None, feeds)
+    except Exception as e:  # whatever stops a contender is reported, not raised
+        print(f"  builtin: skipped: {_one_line(e)}")
+        return None
+    seconds = _median_seconds(lambda: builtin.run(None, feeds), repeat)
+    print(f"  builtin: median {seconds * 1e3:.3f} ms")
+    return outputs
+
+
 def _run_ort(model: onnx.ModelProto, feeds, threads, repeat):
     try:
         import onnxruntime as ort
     except ImportError:
-        print("  ort: onnxruntime is not installed")
+        print("  ort: skipped: onnxruntime is not installed")
         return None
     options = ort.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])
-    outputs = sess.run(None, feeds)
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
+        outputs = sess.run(None, feeds)
+    except Exception as e:  # whatever stops a contender is reported, not raised
+        print(f"  ort: skipped: {_one_line(e)}")
+        return None
     seconds = _median_seconds(lambda: sess.run(None, feeds), repeat)
     print(f"  ort: median {seconds * 1e3:.3f} ms")
     return outputs
 
 
+CONTENDERS = {"builtin": _run_builtin, "ort": _run_ort}
+
+
+def _load_feeds(args, model) -> dict:
+    if not args.inputs:
+        return random_inputs(model)
+    with np.load(args.inputs) as data:
+        return dict(data)
+
+
 def command_run(args) -> int:
-    model = onnx.load(args.model) if args.model else default_model()
-    feeds = dict(np.load(args.inputs)) if args.inputs else random_inputs(model)
-    sess = ReferenceEvaluator(model)
-    register_kernels_for_session(sess)
-    if args.threads:
-        set_num_threads_for_session(sess, args.threads)
-    set_kernel_usage_recording(sess, True)
-    ours = sess.run(None, feeds)
+    contenders = [c for c in (args.compare or "").split(",") if c]
+    for contender in contenders:
+        if contender not in CONTENDERS:
+            print(f"error: unknown comparison {contender!r}: use builtin and/or ort",
+                  file=sys.stderr)
+            return 2
+    try:
+        model = onnx.load(args.model) if args.model else default_model()
+        feeds = _load_feeds(args, model)
+    except Exception as e:  # an unreadable model or feeds file
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    problem = check_feeds(model, feeds)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+
+    try:
+        sess = ReferenceEvaluator(model)
+        register_kernels_for_session(sess)
+        if args.threads:
+            set_num_threads_for_session(sess, args.threads)
+        set_kernel_usage_recording(sess, True)
+        ours = sess.run(None, feeds)
+    except Exception as e:  # a command-line user gets one line, not a traceback
+        print(f"error: onnx_light_cpu could not run the model: {_one_line(e)}", file=sys.stderr)
+        return 1
     names, paths = used_kernel_names(sess), used_kernel_paths(sess)
     set_kernel_usage_recording(sess, False)
     seconds = _median_seconds(lambda: sess.run(None, feeds), args.repeat)
@@ -142,20 +245,10 @@ def command_run(args) -> int:
         print(f"  {name} [{path}] x{count}")
     if not names:
         print("  none (no node of this model has an onnx_light_cpu kernel)")
-    for contender in filter(None, (args.compare or "").split(",")):
-        if contender == "builtin":
-            builtin = ReferenceEvaluator(model)
-            theirs = builtin.run(None, feeds)
-            b_seconds = _median_seconds(lambda: builtin.run(None, feeds), args.repeat)
-            print(f"  builtin: median {b_seconds * 1e3:.3f} ms")
-        elif contender == "ort":
-            theirs = _run_ort(model, feeds, args.threads, args.repeat)
-            if theirs is None:
-                continue
-        else:
-            print(f"unknown comparison {contender!r}: use builtin and/or ort", file=sys.stderr)
-            return 2
-        _compare_outputs(contender, ours, theirs)
+    for contender in contenders:
+        theirs = CONTENDERS[contender](model, feeds, args.threads, args.repeat)
+        if theirs is not None:
+            _compare_outputs(contender, ours, theirs)
     return 0
 
 

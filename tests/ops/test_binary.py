@@ -239,6 +239,33 @@ def test_variadic_match_builtin(op, dtype):
         check_node(op, [_random(rng, s, dtype, -5, 5) for s in shapes])
 
 
+_NUMPY_VARIADIC = {"Sum": np.add, "Min": np.fmin, "Max": np.fmax}
+
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Min", "Max"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=_ids)
+def test_variadic_later_input_widens_the_output(op, dtype):
+    """Regression: when the first two inputs broadcast to less than the
+    output shape, every output element is still written (it was read from
+    uninitialised memory)."""
+    if op in ("Sum", "Mean") and dtype is np.int32:
+        pytest.skip("Sum and Mean take floats only")
+    rng = np.random.default_rng(21)
+    for shapes in [[(1,), (1,), (4,), (4,)], [(2, 1, 1), (2, 1, 1), (2, 4, 1), (1, 4, 3)],
+                   [(), (3,), (2, 3)], [(1, 5), (1, 1), (6, 1)]]:
+        xs = [_random(rng, s, dtype, -5, 5) for s in shapes]
+
+        def oracle(*xs):
+            total = xs[0]
+            for x in xs[1:]:
+                total = (np.add if op == "Mean" else _NUMPY_VARIADIC[op])(total, x)
+            if op == "Mean":
+                total = total / np.array(len(xs), dtype=dtype)
+            return [np.asarray(total, dtype=dtype)]
+
+        check_node(op, xs, oracle=oracle)
+
+
 @pytest.mark.parametrize("op", ["Min", "Max"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=_ids)
 def test_min_max_propagate_nan(op, dtype):

@@ -54,8 +54,8 @@ def _values(rng, t: int, shape, dst: int | None = None) -> np.ndarray:
     if dst is not None and dst not in FLOATS and _dtype(dst).kind in "iub":
         info = np.iinfo(_dtype(dst)) if dst != T.BOOL else np.iinfo(np.uint8)
         low, high = max(float(info.min), -100.0), min(float(info.max), 100.0)
-        if info.min == 0:
-            low = -100.0  # negative to unsigned wraps as in NumPy
+        if dst == T.BOOL:
+            low = -100.0  # any non-zero value is True
         return rng.uniform(low, high, size=shape).astype(dtype)
     return (rng.standard_normal(size=shape) * 1000).astype(dtype)
 
@@ -198,6 +198,20 @@ def test_float8_from_float_and_double(dst, saturate):
     _check_bytes(x, dst, saturate=saturate)
     with np.errstate(invalid="ignore"):
         _check_bytes(x.astype(np.float64) * (1 + 2.0**-35), dst, saturate=saturate)
+
+
+def test_double_to_float8_rounds_once():
+    """Regression: through float, 464 * (1 + 2^-35) first rounds to the tie
+    464, which then rounds to even (448, 0x7e); rounded once it lies above
+    the tie and overflows (0x7f, NaN, without saturation)."""
+    x = np.array([464 * (1 + 2.0**-35), -464 * (1 + 2.0**-35), 464.0], dtype=np.float64)
+    for saturate, want in [(0, [0x7F, 0xFF, 0x7E]), (1, [0x7E, 0xFE, 0x7E])]:
+        model = node_model("Cast", [x], to=T.FLOAT8E4M3FN, saturate=saturate)
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                (y,), names, _ = run_ours(model, [x])
+            assert "onnx_light_cpu::Cast" in names
+            np.testing.assert_array_equal(y.view(np.uint8), np.array(want, dtype=np.uint8))
 
 
 @pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])

@@ -483,7 +483,7 @@ def test_bad_attributes(changes, words):
 def test_bad_inputs():
     sess = ReferenceEvaluator(ensemble_model(np.float32, **_simple()))
     olc.register_kernels_for_session(sess)
-    with pytest.raises(IndexError, match=r"TreeEnsemble: input 0 \('X'\) has 1 features"):
+    with pytest.raises(ValueError, match=r"TreeEnsemble: input 0 \('X'\) has 1 features"):
         sess.run(None, {"X": np.zeros((3, 1), np.float32)})
     with pytest.raises(ValueError, match=r"TreeEnsemble: input 0 \('X'\) must have rank 2"):
         sess.run(None, {"X": np.zeros(3, np.float32)})

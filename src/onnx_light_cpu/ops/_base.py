@@ -8,6 +8,7 @@ attributes are linked to a calling function's takes the generic route.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 from typing import ClassVar
@@ -19,6 +20,7 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
+from ..memory import check_allocation
 from ..registry.hook import EvaluatorContext
 from ..threads import decide_num_threads
 
@@ -55,6 +57,33 @@ def _attribute(template: onnx.AttributeProto, value) -> onnx.AttributeProto:
     return onnx.helper.make_attribute(template.name, value, attr_type=template.type)
 
 
+# The exception types an adapter rejects input with; anything else escaping
+# ``_run`` is reworded by ``KernelOp.run`` into a ValueError naming the node.
+CLEAR_ERRORS = (ValueError, TypeError, NotImplementedError, MemoryError)
+
+
+def _required_inputs(cls, node: onnx.NodeProto, opset: int) -> frozenset[int]:
+    """Indices of the inputs ``node`` must be given: from the ONNX schema
+    where ``onnx.defs`` has one, else the parameters of ``cls._run`` that
+    have no default."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except onnx.defs.SchemaError:
+        schema = None
+    if schema is not None:
+        single = onnx.defs.OpSchema.FormalParameterOption.Single
+        required = {i for i, p in enumerate(schema.inputs) if p.option == single}
+        required.update(range(len(schema.inputs) - 1, schema.min_input))
+        return frozenset(required)
+    parameters = list(inspect.signature(cls._run).parameters.values())[1:]
+    return frozenset(i for i, p in enumerate(parameters)
+                     if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty)
+
+
+def _describe(args) -> str:
+    return ", ".join("None" if a is None else f"{a.dtype}{list(a.shape)}" for a in args)
+
+
 def type_string(element_type: int) -> str:
     """'tensor(float)' style name of an ONNX element type."""
     name = TensorProto.DataType.Name(element_type).lower()
@@ -73,6 +102,9 @@ class KernelOp(OpRun):
     onnx_types: ClassVar[tuple[int, ...]] = ()
     #: "Naive" for the readable NumPy family of the com.microsoft kernels.
     kernel_prefix: ClassVar[str] = ""
+    #: Inputs the adapter reads through their strides, never as a dense
+    #: copy: exempt from the check that such a copy would fit in memory.
+    strided_inputs: ClassVar[frozenset[int]] = frozenset()
 
     def __init_subclass__(cls, **kwargs):
         """What the inventory says of an adapter, derived from its class: the
@@ -96,11 +128,47 @@ class KernelOp(OpRun):
         self._usage = context.usage
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
         self._kept_outputs: dict[int, np.ndarray] = {}
+        self._required = _required_inputs(type(self), onnx_node, self.opset)
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
+        args = self._checked_inputs(args)
+        adapter = self
         if self.has_linked_attribute:
-            return self._with_linked_attributes(linked_attributes or {})._run(*args)
-        return self._run(*args)
+            adapter = self._with_linked_attributes(linked_attributes or {})
+        try:
+            return adapter._run(*args)
+        except CLEAR_ERRORS as e:
+            if self.onnx_node.op_type in str(e):
+                raise
+            clear = next(t for t in CLEAR_ERRORS if isinstance(e, t))
+            raise clear(f"{self.onnx_node.op_type}: {e}") from e
+        except (ArithmeticError, AttributeError, LookupError, RuntimeError) as e:
+            # A check an adapter lacks: still a clear rejection, never a bare
+            # IndexError from deep inside.
+            if self.onnx_node.op_type in str(e):
+                raise ValueError(str(e)) from e
+            raise ValueError(f"{self.onnx_node.op_type}: cannot run on inputs "
+                             f"({_describe(args)}): {type(e).__name__}: {e}") from e
+
+    def _checked_inputs(self, args: tuple) -> tuple:
+        """``args`` with NumPy scalars made arrays, after checking that every
+        required input is given, that every input is a tensor, and that a
+        non-contiguous one could be copied densely."""
+        for i in self._required:
+            if i >= len(args) or args[i] is None:
+                raise ValueError(self._input_error(i, "is required but missing"))
+        converted = None
+        for i, a in enumerate(args):
+            if type(a) is np.ndarray:
+                if not a.flags.c_contiguous and i not in self.strided_inputs:
+                    self._check_bytes(f"{self._input_label(i)} as a dense copy",
+                                      a.size * a.dtype.itemsize)
+            elif isinstance(a, np.generic):
+                converted = converted or list(args)
+                converted[i] = np.asarray(a)
+            elif a is not None:
+                raise TypeError(self._input_error(i, f"must be a tensor, got {type(a).__name__}"))
+        return args if converted is None else tuple(converted)
 
     def _with_linked_attributes(self, linked: dict) -> KernelOp:
         """This node inside a function body, its attributes that refer to the
@@ -125,8 +193,10 @@ class KernelOp(OpRun):
 
     def _new_output(self, shape: tuple[int, ...], dtype: np.dtype, slot: int = 0) -> np.ndarray:
         """An uninitialised array for output ``slot`` that no one else references."""
-        if math.prod(shape) * dtype.itemsize < REUSE_MIN_BYTES:
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < REUSE_MIN_BYTES:
             return np.empty(shape, dtype=dtype)
+        self._check_bytes(f"output {slot} of shape {shape}", nbytes)
         kept = self._kept_outputs.get(slot)
         # References: the dict, the local name, getrefcount's argument.
         if (kept is not None and sys.getrefcount(kept) == 3
@@ -134,6 +204,11 @@ class KernelOp(OpRun):
             return kept
         self._kept_outputs[slot] = out = np.empty(shape, dtype=dtype)
         return out
+
+    def _check_bytes(self, what: str, nbytes: int) -> None:
+        """MemoryError naming the node when ``nbytes`` (an output, a scratch
+        buffer) cannot fit; call before allocating."""
+        check_allocation(self.onnx_node.op_type, what, nbytes)
 
     def _constant_input(self, index: int) -> np.ndarray | None:
         """Input ``index`` when it is an initializer of the evaluator (the
@@ -176,6 +251,9 @@ class KernelOp(OpRun):
                     i, f"has element type {v.dtype}, expected {first} like input 0"))
         return element_type
 
+    def _input_label(self, index: int) -> str:
+        names = self.onnx_node.input
+        return f"input {index} ({names[index]!r})" if index < len(names) else f"input {index}"
+
     def _input_error(self, index: int, message: str) -> str:
-        name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
-        return f"{self.onnx_node.op_type}: input {index} ({name!r}) {message}"
+        return f"{self.onnx_node.op_type}: {self._input_label(index)} {message}"

@@ -381,8 +381,15 @@ class _Variadic(_ElementWise):
                 self._same_type(i, x, first)
         shape = self._broadcast(xs)
         y = self._new_output(shape, first.dtype)
-        self._apply(self.core_op, et, xs[0], xs[1], y, first.dtype)
-        for x in xs[2:]:
+        # The core writes a op b into an output of exactly their broadcast
+        # shape; when a later input widens it, start from x0 spread over y.
+        rest = xs[2:]
+        if self._broadcast(xs[:2]) == shape:
+            self._apply(self.core_op, et, xs[0], xs[1], y, first.dtype)
+        else:
+            np.copyto(y, xs[0])
+            rest = xs[1:]
+        for x in rest:
             self._apply(self.core_op, et, y, x, y, first.dtype)
         self._finish(y, et, len(xs))
         return (y,)

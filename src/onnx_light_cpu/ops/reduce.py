@@ -154,7 +154,8 @@ class Softmax(_Reduce):
             raise ValueError(self._input_error(
                 0, f"of rank {rank} has no axis {axis} (expected [{-rank}, {rank - 1}])"))
         axis = axis + rank if axis < 0 else axis
-        x = np.ascontiguousarray(x)
+        if not x.flags.c_contiguous:  # (np.ascontiguousarray makes a scalar rank 1)
+            x = np.ascontiguousarray(x)
         level = simd.state.level
         y = self._new_output(x.shape, x.dtype)
         if self.opset < 13:

@@ -142,6 +142,8 @@ class Concat(_Movement):
 class Split(_Movement):
     """The input cut along ``axis`` into consecutive pieces, one per output."""
 
+    strided_inputs = frozenset({1})  # ``split`` is counted before it is read
+
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         names = _attribute_names(onnx_node)
@@ -156,6 +158,9 @@ class Split(_Movement):
     def _sizes(self, dim: int, split) -> list[int]:
         if split is not None:
             self._check_ints(1, split, "tensor(int64)")
+            if split.size != self.n_outputs:  # before converting: it may be huge
+                raise ValueError(self._input_error(
+                    1, f"has {split.size} sizes for {self.n_outputs} outputs"))
             sizes = [int(s) for s in split.reshape(-1)]
         elif self.split_attr is not None:
             sizes = self.split_attr
@@ -208,6 +213,8 @@ class Split(_Movement):
 class Slice(_Movement):
     """data[starts:ends:steps] on the given axes, ONNX clamping rules."""
 
+    strided_inputs = frozenset({0, 1, 2, 3, 4})  # data is read through its strides
+
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         if self.opset < 10:
@@ -216,10 +223,13 @@ class Slice(_Movement):
             self.attr_ends = [int(v) for v in self.ends]
             self.attr_axes = [int(v) for v in self.axes] if "axes" in names else None
 
-    def _list(self, index: int, values) -> list[int]:
+    def _list(self, index: int, values, rank: int) -> list[int]:
         self._check_ints(index, values)
         if values.ndim != 1:
             raise ValueError(self._input_error(index, f"must be 1-D, got shape {values.shape}"))
+        if values.size > rank:  # each axis at most once; checked before converting
+            raise ValueError(self._input_error(
+                index, f"has {values.size} values for data of rank {rank}"))
         return values.tolist()
 
     def _run(self, data, starts=None, ends=None, axes=None, steps=None):
@@ -230,9 +240,10 @@ class Slice(_Movement):
         else:
             if starts is None or ends is None:
                 raise ValueError("Slice: inputs 'starts' and 'ends' are required")
-            starts_l, ends_l = self._list(1, starts), self._list(2, ends)
-            axes_l = self._list(3, axes) if axes is not None else None
-            steps_l = self._list(4, steps) if steps is not None else None
+            rank = data.ndim
+            starts_l, ends_l = self._list(1, starts, rank), self._list(2, ends, rank)
+            axes_l = self._list(3, axes, rank) if axes is not None else None
+            steps_l = self._list(4, steps, rank) if steps is not None else None
         n = len(starts_l)
         if len(ends_l) != n:
             raise ValueError(self._input_error(2, f"has {len(ends_l)} values, starts has {n}"))
@@ -279,6 +290,8 @@ class Slice(_Movement):
 class Gather(_Movement):
     """Rows of ``data`` along ``axis`` picked by ``indices`` (negative count from the end)."""
 
+    strided_inputs = frozenset({0})  # a strided ``data`` is read in place, never densified
+
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         self.gather_axis = int(self.axis) if "axis" in _attribute_names(onnx_node) else 0
@@ -293,16 +306,23 @@ class Gather(_Movement):
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         bad = core.check_indices(idx, dim)
         if bad >= 0:
-            raise IndexError(self._input_error(
+            raise ValueError(self._input_error(
                 1, f"holds index {int(idx.reshape(-1)[bad])} out of range for axis {axis} "
                    f"of size {dim}"))
         shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
         if _is_string(data):
             self._record("gather_string_builtin")
             return (np.take(data, indices.astype(np.int64), axis=axis),)
+        out = self._new_output(shape, data.dtype)
+        if not data.flags.c_contiguous and data.nbytes > out.nbytes:
+            # A dense copy of data (a broadcast view, say) would cost more
+            # than the rows gathered: NumPy's indexing reads them in place
+            # (np.take would copy data first).
+            self._record(f"gather_{data.dtype.name}_strided_builtin")
+            out[...] = data[(slice(None),) * axis + (idx,)]
+            return (out,)
         self._record(f"gather_{data.dtype.name}")
         data = np.ascontiguousarray(data)
-        out = self._new_output(shape, data.dtype)
         outer = math.prod(data.shape[:axis])
         row = math.prod(data.shape[axis + 1:]) * data.dtype.itemsize
         core.gather(data, idx, out, outer, dim, row, self._threads(out.nbytes))
@@ -369,7 +389,7 @@ class ScatterND(_Movement):
         bad = core.scatter_nd(out, idx, np.ascontiguousarray(updates), code,
                               self.reduction_code, m, k)
         if bad >= 0:
-            raise IndexError(self._input_error(
+            raise ValueError(self._input_error(
                 1, f"holds index tuple {idx[bad].tolist()} out of range for data of shape "
                    f"{data.shape}"))
         return (out,)
@@ -380,7 +400,7 @@ class ScatterND(_Movement):
             where = tuple(int(v) for v in indices[i])
             for axis, v in enumerate(where):
                 if not -out.shape[axis] <= v < out.shape[axis]:
-                    raise IndexError(self._input_error(
+                    raise ValueError(self._input_error(
                         1, f"holds index tuple {list(where)} out of range for data of shape "
                            f"{out.shape}"))
             if self.reduction_code == 0:

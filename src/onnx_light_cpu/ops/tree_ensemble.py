@@ -308,7 +308,7 @@ class TreeEnsemble(KernelOp):
         if x.ndim != 2:
             raise ValueError(self._input_error(0, f"must have rank 2 [N, F], got shape {x.shape}"))
         if self._max_feature >= x.shape[1] and x.shape[0]:
-            raise IndexError(self._input_error(
+            raise ValueError(self._input_error(
                 0, f"has {x.shape[1]} features (shape {x.shape}) but the trees read feature "
                    f"{self._max_feature}"))
         if self._usage.enabled:

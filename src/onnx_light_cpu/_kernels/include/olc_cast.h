@@ -323,27 +323,34 @@ static olc_cast_fn olc_cast_select(int src, int dst, int level) {
 
 enum { OLC_F8_FN = 0, OLC_F8_IEEE = 1, OLC_F8_FNUZ = 2 };
 
-/* float -> a float 8 format with M mantissa bits and exponent bias B, round
- * to nearest even.  `maxcode` is the largest finite magnitude code; kind FN
+/* A real value -> a float 8 format with M mantissa bits and exponent bias
+ * B, round to nearest even.  The value comes as a double, so a double input
+ * is rounded once (through float it would round twice: 464*(1+2^-35) gives
+ * 0x7e instead of 0x7f in E4M3FN); float, float16 and bfloat16 widen to
+ * double exactly.  `maxcode` is the largest finite magnitude code; kind FN
  * has no infinity (0x7f is NaN), IEEE has them (E5M2), FNUZ has a single
  * NaN 0x80 and no negative zero.  Saturation clamps overflow (infinities
  * included) to the largest finite value. */
-static inline uint8_t olc_f2f8(float f, const int M, const int B, const uint32_t maxcode,
+static inline uint8_t olc_f2f8(double f, const int M, const int B, const uint32_t maxcode,
                                const int kind, const int saturate) {
-    uint32_t u = olc_fbits_(f), a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u, code;
-    if (a > 0x7f800000u)
+    uint64_t u, a;
+    memcpy(&u, &f, 8);
+    a = u & 0x7fffffffffffffffull;
+    uint32_t sign = (uint32_t)(u >> 56) & 0x80u, code;
+    if (a > 0x7ff0000000000000ull)
         return (uint8_t)(kind == OLC_F8_FNUZ ? 0x80u : sign | (kind == OLC_F8_FN ? 0x7fu : 0x7eu));
-    if (a == 0x7f800000u) {
+    if (a == 0x7ff0000000000000ull) {
         code = 0xffffu;
-    } else if ((int)(a >> 23) - 127 < 1 - B) {
+    } else if ((int)(a >> 52) - 1023 < 1 - B) {
         /* Below the smallest normal: a multiple of 2^(1-B-M); the scaling
-         * is exact and adding 2^23 rounds the integer to nearest even. */
-        float q = olc_bitsf_(a) * (float)(1u << (M + B - 1));
-        code = (uint32_t)((q + 8388608.0f) - 8388608.0f);
+         * is exact and adding 2^52 rounds the integer to nearest even. */
+        double q = fabs(f) * (double)(1u << (M + B - 1));
+        code = (uint32_t)((q + 4503599627370496.0) - 4503599627370496.0);
     } else {
-        const uint32_t shift = 23 - M;
-        uint32_t r = a + ((1u << (shift - 1)) - 1) + ((a >> shift) & 1);
-        code = (r >> shift) - ((uint32_t)(127 - B) << M);
+        const uint64_t shift = 52 - M;
+        uint64_t r = a + ((1ull << (shift - 1)) - 1) + ((a >> shift) & 1);
+        /* at most 2^(11+M): fits */
+        code = (uint32_t)((r >> shift) - ((uint64_t)(1023 - B) << M));
     }
     if (code > maxcode) {
         if (saturate) code = maxcode;
@@ -373,10 +380,10 @@ static inline uint8_t olc_f2e8m0(float f, int flags) {
         const S *x = (const S *)px; uint8_t *y = (uint8_t *)py;                               \
         if (*(const int *)aux & OLC_CAST_SATURATE)                                            \
             for (int64_t i = 0; i < n; ++i)                                                   \
-                y[i] = olc_f2f8((float)OLC_LD_##s(x[i]), M, B, maxcode, kind, 1);              \
+                y[i] = olc_f2f8((double)OLC_LD_##s(x[i]), M, B, maxcode, kind, 1);             \
         else                                                                                  \
             for (int64_t i = 0; i < n; ++i)                                                   \
-                y[i] = olc_f2f8((float)OLC_LD_##s(x[i]), M, B, maxcode, kind, 0);              \
+                y[i] = olc_f2f8((double)OLC_LD_##s(x[i]), M, B, maxcode, kind, 0);             \
     }
 #define OLC_F8_FROM(s, S)                                                                     \
     OLC_F8_LOOP(s, S, e4m3fn, 3, 7, 0x7eu, OLC_F8_FN)                                         \
