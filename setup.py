@@ -10,6 +10,7 @@ vectorise module initialisation with AVX2 and crash older CPUs with SIGILL.
 import glob
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,28 @@ def _build_flags():
     return compile_args, link_args, macros
 
 
+HEADER = re.compile(r'(?:extern from|#include)\s+"([\w./]+\.h)"')
+PXD = re.compile(r"^\s*from\s+onnx_light_cpu\._kernels\.(\w+)\s+cimport", re.M)
+
+
+def _dependencies(pyx: str) -> list[str]:
+    """The headers (transitively) and .pxd files a core's source uses, so
+    that editing a shared header rebuilds every extension that includes it
+    (setuptools compares only the listed files' times)."""
+    include = os.path.join(KERNELS, "include")
+    found, todo = set(), [pyx]
+    while todo:
+        with open(todo.pop()) as f:
+            text = f.read()
+        paths = [os.path.join(include, h) for h in HEADER.findall(text)]
+        paths += [os.path.join(KERNELS, f"{m}.pxd") for m in PXD.findall(text)]
+        for path in paths:
+            if os.path.exists(path) and path not in found:
+                found.add(path)
+                todo.append(path)
+    return sorted(found)
+
+
 def _extensions():
     compile_args, link_args, macros = _build_flags()
     include = [numpy.get_include(), os.path.join(KERNELS, "include")]
@@ -91,6 +114,7 @@ def _extensions():
             define_macros=macros,
             extra_compile_args=compile_args,
             extra_link_args=link_args,
+            depends=_dependencies(f"{KERNELS}/{name}.pyx"),
         )
         for name in CORES
     ]

@@ -35,3 +35,8 @@ def test_readme_commands_are_the_ci_commands():
     ci = (README.parent / ".ci" / "run").read_text()
     assert 'pip install -e ".[test]" && python -m pytest' in README.read_text()
     assert 'pip install -e ".[test]" && python -m pytest' in ci
+    # the main command, run in a fresh virtual environment by a CI step
+    fresh = (README.parent / "tools" / "fresh_venv_check.sh").read_text()
+    assert "pip install . && python -m onnx_light_cpu run" in README.read_text()
+    assert "pip install -q . && python -m onnx_light_cpu run" in fresh
+    assert "tools/fresh_venv_check.sh" in ci

@@ -117,8 +117,8 @@ class _IntegerProduct(KernelOp):
                    what: str) -> np.ndarray:
         """``x`` (a zero point or scale) reshaped to broadcast against
         batch + (M, 1) (row=True, input A) or batch + (1, N) (input B)."""
-        if x.size == 1:
-            return x.reshape(())
+        if x.size == 1 and x.ndim <= max(1, len(operand)):
+            return x.reshape(())  # (a higher rank would broadcast the output's)
         length = operand[-2] if row else operand[-1]
         if x.ndim == 1 and x.shape[0] == length:
             return x.reshape((length, 1) if row else (1, length))

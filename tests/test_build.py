@@ -1,0 +1,30 @@
+"""setup.py lists, for each extension, every header and .pxd it uses, so
+that editing a shared header rebuilds the extensions that include it."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+INCLUDE = re.compile(r'(?:extern from|#include)\s+"(olc_\w+\.h)"')
+
+
+def test_every_header_a_core_includes_is_a_dependency(monkeypatch):
+    monkeypatch.chdir(ROOT)  # setup.py names its paths from the root
+    ns: dict = {}
+    source = (ROOT / "setup.py").read_text().split('if sys.platform == "win32"')[0]
+    exec(compile(source, "setup.py", "exec"), ns)
+    include_dir = ROOT / ns["KERNELS"] / "include"
+    for core in ns["CORES"]:
+        pyx = ROOT / ns["KERNELS"] / f"{core}.pyx"
+        deps = {pathlib.Path(d).name for d in ns["_dependencies"](f"{ns['KERNELS']}/{core}.pyx")}
+        todo, seen = INCLUDE.findall(pyx.read_text()), set()
+        while todo:  # the closure over #include
+            header = todo.pop()
+            assert header in deps, (core, header)
+            seen.add(header)
+            todo += [h for h in INCLUDE.findall((include_dir / header).read_text())
+                     if h not in seen]
+    unary = ns["_dependencies"](f"{ns['KERNELS']}/unary.pyx")
+    assert {"olc_math.h", "olc_cpu.h", "olc_unary.h"} <= {pathlib.Path(d).name for d in unary}
