@@ -14,7 +14,8 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from differential import assert_close, check_node, node_model, run_builtin, run_ours, unaligned
+from differential import (assert_close, check_node, node_model, run_builtin, run_ours, same_bits,
+                          unaligned)
 
 # (rtol, atol) per dtype.  float32: the built-in scales Q and K by
 # sqrt(scale) each and sums in another order (the outputs are O(1) averages
@@ -342,3 +343,137 @@ def test_attention_numeric_mask_types(mask_dtype):
     causal = int(np.dtype(mask_dtype).kind == "f")
     check_attention([q, k, k.copy(), mask], 4, 23, {"qk_matmul_output_mode": 2,
                                                     "is_causal": causal})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("s,t,causal", [(3, 5, 0), (4, 4, 1), (1, 700, 0), (20, 150, 1)])
+def test_attention_nan_query_row_is_nan(dtype, s, t, causal):
+    """Issue 12: a NaN in a query row gave a row of zeros; the built-in gives
+    NaN for that row (NaN keys already propagated)."""
+    rng = np.random.default_rng(s + t)
+    q = rng.standard_normal((2, 4, s, 16)).astype(dtype)
+    k = rng.standard_normal((2, 2, t, 16)).astype(dtype)
+    v = rng.standard_normal((2, 2, t, 16)).astype(dtype)
+    q[0, 1, 0, 3] = np.nan
+    q[1, 3, s - 1, 0] = np.nan
+    model = node_model("Attention", [q, k, v], opset=23, is_causal=causal)
+    want = run_builtin(model, [q, k, v])[0]
+    assert np.isnan(want[0, 1, 0]).all() and not np.isnan(want[0, 0, 0]).any()
+    check_attention([q, k, v], 1, 23, {"is_causal": causal})
+    q3 = np.ascontiguousarray(q.transpose(0, 2, 1, 3)).reshape(2, s, 64)
+    check_attention([q3, k.transpose(0, 2, 1, 3).reshape(2, t, 32),
+                     v.transpose(0, 2, 1, 3).reshape(2, t, 32)], 1, 23,
+                    {"is_causal": causal, "q_num_heads": 4, "kv_num_heads": 2})
+
+
+def layouts(x):
+    """(name, array equal to x) in other memory layouts: Fortran order, a
+    strided last axis, read-only, off the element alignment (byte offset 1),
+    strides that are not whole elements, broadcast (stride 0) over axis 0."""
+    yield "fortran", np.asfortranarray(x)
+    if x.ndim == 0:
+        return
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    yield "strided", wide[..., ::2]
+    ro = x.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
+    odd[...] = x
+    yield "byte offset 1", odd
+    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
+    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
+    odd[...] = x
+    yield "odd byte strides", odd
+    if x.shape[0] and (x == x[:1]).all():
+        yield "stride 0", np.broadcast_to(x[:1], x.shape)
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+def test_attention_any_input_layout(rank):
+    """Issue 12: Fortran-order, strided, read-only, unaligned, odd-stride and
+    broadcast (stride 0) inputs give the bits of C-contiguous ones; inputs
+    are never modified, presents never alias them."""
+    rng = np.random.default_rng(rank)
+    f = lambda *shape: np.ascontiguousarray(np.broadcast_to(  # noqa: E731
+        rng.standard_normal((1,) + shape[1:]).astype(np.float32), shape))
+    if rank == 3:
+        inputs = [f(2, 3, 32), f(2, 5, 16), f(2, 5, 16), f(2, 1, 3, 7), f(2, 2, 2, 8),
+                  f(2, 2, 2, 8)]
+        attrs = {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1}
+    else:
+        inputs = [f(2, 4, 3, 8), f(2, 2, 5, 8), f(2, 2, 5, 8), f(2, 1, 3, 5)]
+        attrs = {"softcap": 2.0}
+    model = node_model("Attention", inputs, n_outputs=4, opset=23, qk_matmul_output_mode=1,
+                       **attrs)
+    want, names, _ = run_ours(model, inputs)
+    assert KERNEL in names
+    for i, a in enumerate(inputs):
+        for what, x in layouts(a):
+            before = x.copy()
+            got, names, _ = run_ours(model, inputs[:i] + [x] + inputs[i + 1:])
+            assert KERNEL in names
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"input {i} {what}"
+                assert not np.shares_memory(g, x), f"input {i} {what}: output aliases it"
+            assert same_bits(x, before), f"input {i} {what}: input modified"
+
+
+def test_engine_ready_keeps_broadcast_axes_compact():
+    """A broadcast input whose last axis the engine cannot read is copied
+    compactly: the stride-0 axes stay stride 0 (never a dense copy)."""
+    from onnx_light_cpu.ops.attention import engine_ready
+    base = np.arange(16, dtype=np.float32)
+    x = np.broadcast_to(base[::2], (1 << 20, 4, 8))     # 128 MiB if densified
+    y = engine_ready(x)
+    assert y.strides[:2] == (0, 0) and y.strides[2] == 4 and same_bits(y[-1, -1], base[::2])
+    z = engine_ready(np.broadcast_to(base[:8], (1 << 20, 8)), np.float16)
+    assert z.dtype == np.float16 and z.strides == (0, 2)
+
+
+def test_attention_presents_never_alias_inputs():
+    """Issue 12 (inputs never modified): with one kv head, a rank-3 K is
+    already the (B, 1, L, D) present: it was handed out as a view of the
+    input, so whoever wrote into present_key wrote into K."""
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((2, 3, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    model = node_model("Attention", [q, k, v], n_outputs=3, opset=23, q_num_heads=2,
+                       kv_num_heads=1)
+    got, names, _ = run_ours(model, [q, k, v])
+    assert KERNEL in names
+    want = run_builtin(model, [q, k, v])
+    for g, w, x in zip(got[1:], want[1:], (k, v)):
+        assert_close(g, w, "present")
+        assert not np.shares_memory(g, x)
+
+
+def test_attention_sizes_checked_before_allocating():
+    """Issue 12: presents and the materialised scores are sized before
+    anything is allocated: a MemoryError naming the operator, the output and
+    the byte count (broadcast keys of 2^30 positions)."""
+    q = np.ones((1, 2, 2, 16), np.float32)
+    k = np.broadcast_to(np.ones((1, 1, 1, 16), np.float32), (1, 1, 1 << 30, 16))
+    model = node_model("Attention", [q, k, k], n_outputs=3, opset=23)
+    with pytest.raises(MemoryError, match=r"Attention: output 1 \(present.*needs 68719476736 "
+                                          r"bytes"):
+        run_ours(model, [q, k, k])
+    model = node_model("Attention", [q, k, k], n_outputs=4, opset=23)
+    with pytest.raises(MemoryError, match=r"Attention: output 1"):
+        run_ours(model, [q, k, k])
+    model = node_model("Attention", [q, k, k], n_outputs=4, opset=23)
+    model.graph.node[0].output[1] = model.graph.node[0].output[2] = ""
+    with pytest.raises(MemoryError, match=r"Attention: .*scores.*needs 137438953472 bytes"):
+        run_ours(model, [q, k, k])
+
+
+def test_attention_missing_value_input():
+    """Issue 12: a node with Q and K only was a TypeError from Python's call
+    (missing argument), naming neither the operator nor the input."""
+    q, k = np.ones((1, 2, 3, 8), np.float32), np.ones((1, 2, 5, 8), np.float32)
+    with pytest.raises(ValueError, match=r"Attention: input 2 .*is required"):
+        run_bad([q, k])

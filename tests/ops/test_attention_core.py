@@ -176,3 +176,55 @@ def test_engine_fills_from_past(S, T, Nq):
             core.attend(q, k, v, out, scale=0.3, past=(pk, pv, lens), threads=threads, level=level)
             assert same_bits(k, want_k) and same_bits(v, want_v)
             assert_close(out, want, f"past level {level}", TOL[np.dtype(np.float32)])
+
+
+@pytest.mark.parametrize("B,Nq,Nkv,S,T,D", [
+    (1, 2, 1, 3, 5, 8),        # one tile
+    (1, 4, 2, 1, 700, 16),     # decode split: chunks combined
+    (1, 8, 1, 20, 200, 16),    # many rows per task (the AVX-512 wide path), two tiles
+    (2, 2, 2, 2, 130, 24),     # several tiles on the dot product path
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+def test_engine_nan_scores_give_nan_rows(B, Nq, Nkv, S, T, D, dtype):
+    """Issue 12: a NaN in a query row made every score of the row NaN, which
+    the running max skipped, so the row came out as zeros (a fully masked
+    row's result); a softmax with a NaN score is NaN (the twin, the
+    references).  Also a NaN key met in one tile or chunk only, a row whose
+    bias is all NaN; a fully masked row stays zeros.  The other rows keep
+    their bits, every level and thread count agree."""
+    rng = np.random.default_rng(B * 1000 + T)
+    q = rng.standard_normal((B, Nq, S, D)).astype(dtype)
+    k = rng.standard_normal((B, Nkv, T, D)).astype(dtype)
+    v = rng.standard_normal((B, Nkv, T, D)).astype(dtype)
+    bias = np.zeros((B, Nq, S, T), np.float32)
+    begin = np.zeros((B, S), np.int32)
+    end = np.full((B, S), T, np.int32)
+    if S > 1:
+        end[B - 1, S - 1] = 0                   # a fully masked position: zeros
+    clean = [a.copy() for a in (q, k, v, bias)]
+    q[0, 0, 0, D // 2] = np.nan                 # row (0, 0, 0): every score NaN
+    k[B - 1, Nkv - 1, T - 1, 0] = np.nan        # one key of the last kv head, last tile
+    bias[0, Nq - 1, 0] = np.nan                 # a row of NaN bias
+    kw = dict(scale=0.3, bias=bias, key_begin=begin, key_end=end)
+    want = np.empty((B, Nq, S, D), dtype)
+    twin.attend(q, k, v, want, **kw)
+    nan_rows = np.isnan(want.astype(np.float32)).all(axis=-1)
+    assert nan_rows[0, 0, 0] and nan_rows[0, Nq - 1, 0]
+    group = Nq // Nkv
+    assert nan_rows[B - 1, Nq - group:, :S - 1 if S > 1 else S].all()   # the NaN key
+    if S > 1:
+        assert not want[B - 1, :, S - 1].astype(np.float32).any()
+    base = np.empty((B, Nq, S, D), dtype)
+    for level in LEVELS:
+        outs = []
+        for threads in (1, 2):
+            out = np.full((B, Nq, S, D), 7, dtype)
+            core.attend(q, k, v, out, threads=threads, level=level, **kw)
+            assert_close(out, want, f"level {level}, {threads} threads", TOL[np.dtype(dtype)])
+            outs.append(out)
+        assert same_bits(*outs), f"level {level}: thread count changed the result"
+        core.attend(*clean[:3], base, scale=0.3, bias=clean[3], key_begin=begin, key_end=end,
+                    level=level)
+        keep = ~np.isnan(want.astype(np.float32)).any(axis=-1)
+        assert same_bits(outs[0][keep], base[keep]), f"level {level}: other rows changed"

@@ -338,6 +338,15 @@ BAD = [
     (lambda f: {k: v for k, v in f.items() if k != "past_value"}, {}, ValueError,
      "past_key and past_value"),
     (lambda f: f, dict(softcap=float("inf")), ValueError, "softcap"),
+    # issue 12
+    (lambda f: f, dict(do_rotary=5), ValueError, "attribute do_rotary must be 0 or 1"),
+    (lambda f: f, dict(rotary_interleaved=-1), ValueError, "rotary_interleaved must be 0 or 1"),
+    (lambda f: f, dict(smooth_softmax=2), ValueError, "smooth_softmax must be 0 or 1"),
+    (lambda f: f, dict(scale=float("nan")), ValueError, "attribute scale must be finite"),
+    (lambda f: {**f, "total_sequence_length": np.array(0, np.int32)}, {}, ValueError,
+     r"input 6 \('total_sequence_length'\) must be positive"),
+    (lambda f: {**f, "total_sequence_length": np.array(2, np.int32)}, {}, ValueError,
+     r"input 6 \('total_sequence_length'\) \(2\) must be at least the sequence length 3"),
 ]
 
 
@@ -451,3 +460,146 @@ def test_qk_output_with_windowed_cache_is_rejected():
         with pytest.raises(NotImplementedError, match="GroupQueryAttention.*output_qk"):
             run_ours(feeds, n_out=4, naive=naive, num_heads=4, kv_num_heads=2, qk_output=1,
                      local_window_size=3, sliding_window_cache=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("B,S,P,Pbuf", [(2, 5, 0, None), (1, 1, 700, 700), (1, 20, 0, None)])
+def test_nan_query_row_is_nan(dtype, B, S, P, Pbuf):
+    """Issue 12: a NaN in a query row gave a row of zeros; ONNX Runtime gives
+    NaN for that row (and the NAIVE family already did).  Measured quirk of
+    ONNX Runtime 1.32: in a causal prefill only the LAST query row gives NaN,
+    earlier NaN rows come out as zeros (causal=0, softcap or a decode give
+    NaN): those rows are compared with the NAIVE family, which gives NaN."""
+    rng = np.random.default_rng(S + P)
+    feeds = make(rng, B, S, 4, 2, 16, [P + S] * B, past=Pbuf, dtype=dtype)
+    feeds["query"][0, S - 1, 3] = np.nan               # head 0 of entry 0's last query
+    feeds["query"][B - 1, S - 1, 16 * 2 + 1] = np.nan  # head 2 of the last entry's last query
+    want = run_ort(feeds, num_heads=4, kv_num_heads=2)[0]
+    assert np.isnan(want[0, S - 1, :16]).all() and not np.isnan(want[0, S - 1, 16:32]).any()
+    check(feeds, ([S] * B, [P + S] * B), num_heads=4, kv_num_heads=2)
+    for attrs in ({}, {"causal": 0}):
+        f = make(rng, B, S, 4, 2, 16, [P + S] * B, past=Pbuf, dtype=dtype)
+        f["query"][B - 1, 0, 16 + 2] = np.nan             # head 1 of the first query
+        got = run_ours(f, num_heads=4, kv_num_heads=2, **attrs)[0]
+        assert np.isnan(got[B - 1, 0, 16:32]).all() and not np.isnan(got[B - 1, 0, :16]).any()
+        check(f, ([S] * B, [P + S] * B), oracle="ort" if attrs else "naive", num_heads=4,
+              kv_num_heads=2, **attrs)
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("past", [None, 3, 8])
+def test_total_sequence_length_follows_ort(naive, past):
+    """Issue 12: without a past, any total_sequence_length was taken (2^24
+    allocated two 1 GiB caches for a 2-token prompt).  ONNX Runtime 1.32
+    (measured): total_sequence_length must be positive and equal past
+    length + sequence length (a growing cache, past length 0 without one) or
+    be at most past_key's length (a static cache); seqlens_k in [0, total)."""
+    rng = np.random.default_rng(11)
+    P = past or 0
+    S = 2
+    feeds = make(rng, 1, S, 4, 2, 16, [P + S], past=past)
+    attrs = dict(num_heads=4, kv_num_heads=2)
+    bad = [0, -1, P + S + 1, 1 << 24, 2**31 - 1]
+    if past is None:
+        bad.append(S - 1)
+    for total in bad:
+        if past is not None and 0 < total <= P:
+            continue
+        f = {**feeds, "total_sequence_length": np.array(total, np.int32)}
+        with pytest.raises(Exception):
+            run_ort(f, **attrs)
+        with pytest.raises(ValueError, match=r"GroupQueryAttention: input 6 "
+                                             r"\('total_sequence_length'\)"):
+            run_ours(f, naive=naive, **attrs)
+    good = [P + S] + ([t for t in range(P - 1, P + 1) if t >= S] if past == 8 else [])
+    for total in good:
+        f = {**feeds, "total_sequence_length": np.array(total, np.int32),
+             "seqlens_k": np.array([min(P + S, total) - 1], np.int32)}
+        want = run_ort(f, **attrs)
+        got = run_ours(f, naive=naive, **attrs)   # checks that our kernel ran
+        assert [g.shape for g in got] == [w.shape for w in want]
+
+
+def layouts(x):
+    """(name, array equal to x) in other memory layouts: Fortran order, a
+    strided last axis, read-only, off the element alignment (byte offset 1),
+    strides that are not whole elements, broadcast (stride 0) over axis 0."""
+    yield "fortran", np.asfortranarray(x)
+    if x.ndim == 0:
+        return
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    yield "strided", wide[..., ::2]
+    ro = x.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
+    odd[...] = x
+    yield "byte offset 1", odd
+    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
+    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
+    odd[...] = x
+    yield "odd byte strides", odd
+    if x.shape[0] and (x == x[:1]).all():
+        yield "stride 0", np.broadcast_to(x[:1], x.shape)
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("B,S,P", [(2, 1, 6), (2, 4, 0)])
+def test_any_input_layout(naive, packed, B, S, P):
+    """Issue 12: a strided or broadcast query was rejected with "attend: q
+    must have a contiguous last axis" (naming neither operator nor input).
+    Every layout gives the bits of the C-contiguous input; inputs untouched."""
+    rng = np.random.default_rng(21)
+    feeds = make(rng, B, S, 4, 2, 16, [P + S] * B, past=P or None, rotary=(16, 16), bias=(B, 1),
+                 sink=True, packed=packed)
+    # equal entries, so that a broadcast (stride 0) batch axis is a valid input
+    feeds = {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape)) if a.ndim else a
+             for n, a in feeds.items()}
+    attrs = dict(num_heads=4, kv_num_heads=2, do_rotary=1)
+    want = run_ours(feeds, naive=naive, **attrs)
+    for name, a in feeds.items():
+        for what, x in layouts(a):
+            before = x.copy()
+            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"{name} {what}"
+            assert same_bits(x, before), f"{name} {what}: input modified"
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_sizes_checked_before_allocating(naive):
+    """Issue 12: the present caches (and output_qk) are sized first: what
+    cannot fit in memory is a MemoryError naming the operator, the output
+    and the byte count, before any allocation (here a broadcast static
+    cache of 2^31 positions: 2 x 128 GiB of present)."""
+    rng = np.random.default_rng(2)
+    feeds = make(rng, 1, 1, 4, 2, 16, [4], past=3)
+    big = (1, 2, 1 << 31, 16)
+    feeds["past_key"] = np.broadcast_to(feeds["past_key"][:, :, :1], big)
+    feeds["past_value"] = np.broadcast_to(feeds["past_value"][:, :, :1], big)
+    with pytest.raises(MemoryError, match=r"GroupQueryAttention: output 1 \(present_key.*"
+                                          r"needs 274877906944 bytes"):
+        run_ours(feeds, naive=naive, num_heads=4, kv_num_heads=2)
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("name,value", [
+    ("past_key", [[1.0]]), ("query", [[1.0]]), ("seqlens_k", [6]),
+    ("total_sequence_length", 7.0), ("cos_cache", [1.0]), ("attention_bias", 0.5)])
+def test_python_values_instead_of_tensors(naive, name, value):
+    """Issue 12: a Python list or float where a tensor is expected is a
+    TypeError naming the operator and the input (a list past_key was an
+    AttributeError)."""
+    rng = np.random.default_rng(4)
+    feeds = make(rng, 1, 3, 4, 2, 16, [7], past=4, rotary=(16, 16), bias=(1, 1))
+    sess = ReferenceEvaluator(model(feeds, 3, num_heads=4, kv_num_heads=2, do_rotary=1))
+    olc.register_kernels_for_session(sess, microsoft_implementation=(
+        olc.MicrosoftKernelImplementation.NAIVE if naive
+        else olc.MicrosoftKernelImplementation.OPTIMIZED))
+    with pytest.raises(TypeError, match=rf"GroupQueryAttention: input \d+ \('{name}'\) must be a "
+                                        rf"tensor"):
+        sess.run(None, {**feeds, name: value})

@@ -279,6 +279,13 @@ def test_mha_bad_input(naive):
         run([q, k, v], num_heads=0)
     with pytest.raises(ValueError, match=r"MultiHeadAttention: input 1 .*key and value are"):
         run([q])
+    # issue 12
+    with pytest.raises(ValueError, match=r"MultiHeadAttention: attribute scale must be finite"):
+        run([q, k, v], scale=float("nan"))
+    with pytest.raises(ValueError, match=r"MultiHeadAttention: attribute mask_filter_value"):
+        run([q, k, v], mask_filter_value=float("nan"))
+    with pytest.raises(ValueError, match=r"MultiHeadAttention: attribute unidirectional"):
+        run([q, k, v], unidirectional=5)
 
 
 
@@ -289,3 +296,106 @@ def test_mha_strided_attention_bias():
     wide = f(1, 2, 4, 12)
     inputs = [f(1, 4, 16), f(1, 6, 16), f(1, 6, 16), None, None, wide[..., ::2]]
     check(inputs, {"num_heads": 2}, (True, False, False, True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("s,t", [(3, 5), (1, 700), (20, 150)])
+def test_mha_nan_query_row_is_nan(dtype, s, t):
+    """Issue 12: a NaN in a query row gave a row of zeros; ONNX Runtime (and
+    the NAIVE family) give NaN for that row (NaN keys already propagated)."""
+    rng = np.random.default_rng(s * t)
+    f = lambda *shape: rng.standard_normal(shape).astype(dtype)  # noqa: E731
+    q = f(2, s, 4 * 16)
+    q[0, s - 1, 5] = np.nan          # head 0 of the last query of entry 0
+    q[1, 0, 16 * 3] = np.nan          # head 3 of the first query of entry 1
+    inputs = [q, f(2, t, 64), f(2, t, 64)]
+    want = run_ort(inputs, {"num_heads": 4}, (True,))[0]
+    assert np.isnan(want[0, s - 1, :16]).all() and not np.isnan(want[0, s - 1, 16:]).any()
+    check(inputs, {"num_heads": 4}, (True, False, False, False))
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_mha_unidirectional_must_be_0_or_1(naive):
+    """Issue 12: unidirectional=5 ran as causal, ONNX Runtime reads it as 0:
+    anything but 0 or 1 is rejected, naming the operator and the attribute."""
+    f = np.float32
+    q, k, v = np.ones((1, 3, 8), f), np.ones((1, 4, 8), f), np.ones((1, 4, 8), f)
+    for value in (5, -1, 2):
+        with pytest.raises(ValueError, match=r"MultiHeadAttention: attribute unidirectional "
+                                             r"must be 0 or 1, got " + str(value)):
+            run_ours([q, k, v], {"num_heads": 2, "unidirectional": value}, naive=naive)
+    for value in (0, 1):
+        _, names = run_ours([q, k, v], {"num_heads": 2, "unidirectional": value}, naive=naive)
+        assert names == ["onnx_light_cpu::" + ("Naive" if naive else "") + "MultiHeadAttention"]
+
+
+def layouts(x):
+    """(name, array equal to x) in other memory layouts: Fortran order, a
+    strided last axis, read-only, off the element alignment (byte offset 1),
+    strides that are not whole elements, broadcast (stride 0) over axis 0."""
+    yield "fortran", np.asfortranarray(x)
+    if x.ndim == 0:
+        return
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    yield "strided", wide[..., ::2]
+    ro = x.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
+    odd[...] = x
+    yield "byte offset 1", odd
+    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
+    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
+    odd[...] = x
+    yield "odd byte strides", odd
+    if x.shape[0] and (x == x[:1]).all():
+        yield "stride 0", np.broadcast_to(x[:1], x.shape)
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("rank", [3, 4])
+def test_mha_any_input_layout(naive, rank):
+    """Issue 12: Fortran-order, strided, read-only, unaligned, odd-stride and
+    broadcast (stride 0) inputs give the bits of C-contiguous ones; inputs
+    are never modified."""
+    rng = np.random.default_rng(rank)
+    f = lambda *shape: np.ascontiguousarray(np.broadcast_to(  # noqa: E731
+        rng.standard_normal((1,) + shape[1:]).astype(np.float32), shape))
+    kv = (2, 2, 5, 8) if rank == 4 else (2, 5, 16)
+    inputs = [f(2, 3, 16), f(*kv), f(*kv), f(48), np.ones((2, 5), np.int32),
+              f(2, 2, 3, 5 + 2 * (rank == 3)), None, None]
+    if rank == 3:
+        inputs[6:] = [f(2, 2, 2, 8), f(2, 2, 2, 8)]
+        inputs[4] = np.ones((2, 7), np.int32)
+    wanted = (True, True, True, True)
+    want, names = run_ours(inputs, {"num_heads": 2, "unidirectional": 1}, wanted, naive=naive)
+    assert names == ["onnx_light_cpu::" + ("Naive" if naive else "") + "MultiHeadAttention"]
+    for i, a in enumerate(inputs):
+        if a is None:
+            continue
+        for what, x in layouts(a):
+            before = x.copy()
+            got, _ = run_ours(inputs[:i] + [x] + inputs[i + 1:],
+                              {"num_heads": 2, "unidirectional": 1}, wanted, naive=naive)
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"input {i} {what}"
+            assert same_bits(x, before), f"input {i} {what}: input modified"
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_mha_sizes_checked_before_allocating(naive):
+    """Issue 12: present and qk outputs are sized before anything is
+    allocated: a MemoryError naming the operator, the output and the byte
+    count (broadcast keys of 2^30 positions)."""
+    f = np.float32
+    q = np.ones((1, 2, 16), f)
+    k = np.broadcast_to(np.ones((1, 1, 16), f), (1, 1 << 30, 16))
+    with pytest.raises(MemoryError, match=r"MultiHeadAttention: output 1 \(present.*needs "
+                                          r"68719476736 bytes"):
+        run_ours([q, k, k], {"num_heads": 2}, (True, True, True, False), naive=naive)
+    with pytest.raises(MemoryError, match=r"MultiHeadAttention: .*scores \(qk\).*needs "
+                                          r"51539607552 bytes"):
+        run_ours([q, k, k], {"num_heads": 2}, (True, False, False, True), naive=naive)

@@ -271,6 +271,9 @@ BAD_ONNX = [
     ("heads do not divide", lambda i: [i[0].transpose(0, 2, 1, 3).reshape(2, 3, 16)] + i[1:],
      {"num_heads": 3}, ValueError, "not a multiple"),
     ("direct caches shape", lambda i: i[:3], {}, ValueError, "cos_cache"),
+    # issue 12: flags out of range, missing inputs, an output that cannot fit
+    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError, "interleaved must be 0 or 1"),
+    ("negative num_heads", lambda i: i, {"num_heads": -2}, ValueError, "num_heads"),
 ]
 
 
@@ -304,6 +307,8 @@ BAD_MS = [
      "multiple"),
     ("cache dtype", lambda i: [i[0], i[1], i[2].astype(np.float16), i[3]], {}, TypeError,
      "cos_cache"),
+    # issue 12
+    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError, "interleaved must be 0 or 1"),
 ]
 
 
@@ -322,3 +327,68 @@ def test_every_level_is_exercised():
     assert available_simd_levels()[0] == "scalar"
     with capped_simd_level("scalar"):
         assert state.level == 0
+
+
+def _layouts(x):
+    """x in other memory layouts (see test_group_query_attention.layouts)."""
+    yield "fortran", np.asfortranarray(x)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    yield "strided", wide[..., ::2]
+    ro = x.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
+    odd[...] = x
+    yield "byte offset 1", odd
+    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
+    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
+    odd[...] = x
+    yield "odd byte strides", odd
+    if (x == x[:1]).all():
+        yield "stride 0", np.broadcast_to(x[:1], x.shape)
+
+
+@pytest.mark.parametrize("domain", ["", MS])
+@pytest.mark.parametrize("rank", [3, 4])
+def test_any_input_layout(domain, rank):
+    """Issue 12: every memory layout of every input gives the bits of the
+    C-contiguous one; inputs are never modified."""
+    rng = np.random.default_rng(rank)
+    if domain:
+        inputs = _ms_inputs(rng, np.float32, 2, 3, 2, 8, 8, rank)
+    else:
+        inputs = _inputs(rng, np.float32, 2, 3, 2, 8, 8, rank, True)
+    inputs = [np.ascontiguousarray(np.broadcast_to(a[:1], a.shape)) for a in inputs]
+    attrs = {"num_heads": 2} if rank == 3 else {}
+    kernel = MS_KERNEL if domain else "onnx_light_cpu::RotaryEmbedding"
+    model = node_model("RotaryEmbedding", inputs, domain=domain, opset=21 if domain else None,
+                       **attrs)
+    want, names, _ = run_ours(model, inputs)
+    assert kernel in names
+    for i, a in enumerate(inputs):
+        if a.ndim < 2:
+            continue
+        for what, x in _layouts(a):
+            before = x.copy()
+            got, names, _ = run_ours(model, inputs[:i] + [x] + inputs[i + 1:])
+            assert kernel in names
+            assert got[0].tobytes() == want[0].tobytes(), f"input {i} {what}"
+            assert x.tobytes() == before.tobytes(), f"input {i} {what}: input modified"
+
+
+@pytest.mark.parametrize("domain", ["", MS])
+def test_output_too_large_is_refused_before_allocating(domain):
+    """Issue 12: a broadcast (stride 0) input of 1 TiB asked numpy for a
+    1 TiB output (or, with overcommit, ran over it); the size is checked
+    first: a MemoryError naming the operator, the output and the bytes."""
+    x = np.broadcast_to(np.ones((1, 1, 1, 8), np.float32), (1 << 24, 1 << 10, 2, 8))
+    cos = np.ones((4, 4), np.float32)
+    pos = np.broadcast_to(np.zeros((1, 1), np.int64), (1 << 24, 2))
+    inputs = [x, cos, cos, pos] if not domain else [x, pos, cos, cos]
+    model = node_model("RotaryEmbedding", inputs, domain=domain, opset=21 if domain else None)
+    with pytest.raises(MemoryError, match=r"RotaryEmbedding: output 0 .*needs 1099511627776 "
+                                          r"bytes"):
+        run_ours(model, inputs)

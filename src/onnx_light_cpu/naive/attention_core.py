@@ -11,7 +11,8 @@ oracle of the C engine's tests.
     out[s] = sum_t p[t] * v[t], rounded once to out's dtype
 
 A row with no participating key, or whose scores are all -inf (and no
-sink), is written as zeros.
+sink), is written as zeros; a row with a NaN score (a NaN in its query, a
+key, the bias) is NaN, as the references' softmax gives it.
 """
 
 from __future__ import annotations

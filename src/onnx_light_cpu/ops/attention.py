@@ -29,6 +29,7 @@ as the operator's text says.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import onnx
@@ -55,19 +56,68 @@ SOFTMAX_PRECISIONS = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
 NUMPY_TYPES = {T.DOUBLE: np.float64, T.BFLOAT16: bfloat16}
 
 
+def available_bytes() -> int:
+    """Memory the system has free now (physical pages available)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 1 << 62
+
+
+def check_bytes(op: str, what: str, shape, itemsize: int) -> int:
+    """The byte count of a (shape, itemsize) buffer ``what`` (an input or
+    output name) needs, computed in Python integers (no overflow); a
+    MemoryError naming the operator, ``what`` and the count when it cannot
+    fit in the memory available, before anything is allocated.  (One
+    function, to be swapped for the base class's check.)"""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    nbytes = count * int(itemsize)
+    if nbytes > (1 << 20):
+        avail = available_bytes()
+        if nbytes > avail:
+            raise MemoryError(f"{op}: {what} of shape {tuple(int(d) for d in shape)} needs "
+                              f"{nbytes} bytes, more than the {avail} bytes available")
+    return nbytes
+
+
+def compact(x: np.ndarray) -> np.ndarray:
+    """``x`` with its broadcast (stride 0) axes but the last cut to length 1:
+    what a computation on a broadcast input needs to read, to broadcast back
+    with ``np.broadcast_to(result, x.shape)``."""
+    last = x.ndim - 1
+    return x[tuple(slice(0, 1) if st == 0 and ax != last else slice(None)
+                   for ax, st in enumerate(x.strides))]
+
+
+def engine_ready(x: np.ndarray, dtype=None) -> np.ndarray:
+    """``x`` (in ``dtype`` when given) itself when the engine can read it
+    (last axis contiguous, strides whole elements), else a copy that is
+    contiguous where it must be: axes of stride 0 (broadcast inputs) stay
+    broadcast, so a huge stride-0 input costs a compact copy, never a dense
+    one."""
+    item = x.itemsize
+    if (dtype is None or x.dtype == dtype) and (
+            x.size == 0 or ((x.ndim == 0 or x.shape[-1] <= 1 or x.strides[-1] == item)
+                            and all(st % item == 0 for st in x.strides))):
+        return x
+    return np.broadcast_to(np.ascontiguousarray(compact(x), dtype=dtype), x.shape)
+
+
 def heads_view(x: np.ndarray, heads: int) -> np.ndarray:
-    """(B, S, heads * D) -> a (B, heads, S, D) view (no copy when ``x`` is
-    contiguous)."""
+    """(B, S, heads * D) -> a (B, heads, S, D) view (no copy when the last
+    axis of ``x`` is contiguous; else a compact copy first)."""
+    x = engine_ready(x)
     b, s, width = x.shape
     return x.reshape(b, s, heads, width // heads).transpose(0, 2, 1, 3)
 
 
-def engine_ready(x: np.ndarray) -> np.ndarray:
-    """``x`` itself when its last axis is contiguous (what the engine reads),
-    else a contiguous copy."""
-    if x.ndim and x.shape[-1] > 1 and x.strides[-1] != x.itemsize:
-        return np.ascontiguousarray(x)
-    return x
+def fresh(x4: np.ndarray, given: np.ndarray) -> np.ndarray:
+    """A contiguous array of ``x4`` that is not (and shares no memory with)
+    the caller's input ``given``: a present output never aliases an input."""
+    out = np.ascontiguousarray(x4)
+    return out.copy() if out is given or np.shares_memory(out, given) else out
 
 
 def concat_cache(past: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -268,12 +318,13 @@ class Attention(KernelOp):
         if shape[3] > t:
             raise ValueError(self._input_error(
                 3, f"has shape {mask.shape}: its last dimension exceeds total_sequence_length {t}"))
+        small = compact(mask)   # a broadcast mask stays broadcast
         if mask.dtype == np.bool_:
-            bias = np.where(mask, np.float32(0), np.float32(-np.inf))
+            bias = np.where(small, np.float32(0), np.float32(-np.inf))
         else:  # float64 keeps its precision for the DOUBLE path
             wide = mask.dtype == np.float64 and double
-            bias = mask.astype(np.float64 if wide else np.float32, copy=False)
-        return bias.reshape(shape), shape[3]
+            bias = small.astype(np.float64 if wide else np.float32, copy=False)
+        return np.broadcast_to(bias, mask.shape).reshape(shape), shape[3]
 
     def _key_ranges(self, b, s, t, past, nonpad):
         """[begin, end) of the keys each query may attend (int32 (B, S)), or
@@ -300,10 +351,14 @@ class Attention(KernelOp):
 
     # -- run --------------------------------------------------------------
 
-    def _run(self, Q, K, V, attn_mask=None, past_key=None, past_value=None,
+    def _run(self, Q=None, K=None, V=None, attn_mask=None, past_key=None, past_value=None,
              nonpad_kv_seqlen=None):
+        op = "Attention"
         if self._attribute_error:
             raise ValueError(self._attribute_error)
+        for i, x in enumerate((Q, K, V)):
+            if x is None:
+                raise ValueError(self._input_error(i, "is required (inputs Q, K and V)"))
         tq = self._float_tensor(0, Q)
         self._float_tensor(1, K)
         self._float_tensor(2, V)
@@ -333,16 +388,19 @@ class Attention(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     5, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
+            for i, x4 in ((4, k4), (5, v4)):
+                check_bytes(op, f"output {i - 3} (present, input {i} + new keys)",
+                            x4.shape[:2] + (p + x4.shape[2], x4.shape[3]), x4.itemsize)
             k4 = concat_cache(past_key, k4)
             v4 = concat_cache(past_value, v4)
             present_k, present_v = k4, v4
         else:
-            present_k = np.ascontiguousarray(k4) if self.wants[1] else None
-            present_v = np.ascontiguousarray(v4) if self.wants[2] else None
-            if present_k is K:
-                present_k = K.copy()
-            if present_v is V:
-                present_v = V.copy()
+            for i, x4 in ((1, k4), (2, v4)):
+                if self.wants[i]:
+                    check_bytes(op, f"output {i} (present, from input {i})", x4.shape,
+                                x4.itemsize)
+            present_k = fresh(k4, K) if self.wants[1] else None
+            present_v = fresh(v4, V) if self.wants[2] else None
         t = k4.shape[2]
         nonpad = None
         if nonpad_kv_seqlen is not None:
@@ -362,6 +420,10 @@ class Attention(KernelOp):
         begin, end = self._key_ranges(b, s, t, p, nonpad)
         scale = self.scale if self.scale is not None else (1.0 / math.sqrt(dk) if dk else 1.0)
 
+        check_bytes(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
+        if tq in NUMPY_TYPES or self.wants[3]:
+            # materialised scores, bias and probabilities: a few (B, Nq, S, T)
+            check_bytes(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         if self._usage.enabled:
             self._usage.record(self.kernel_name, self._path(tq))
         dense = None
@@ -397,7 +459,7 @@ class Attention(KernelOp):
         b, nq, s, dk = q4.shape
         dv = v4.shape[3]
         if v4.dtype != q4.dtype:  # T2 differs from T1: the engine takes one type
-            v4 = v4.astype(q4.dtype)
+            v4 = engine_ready(v4, q4.dtype)
         if width < k4.shape[2]:  # keys past a short mask take no part
             k4, v4 = k4[:, :, :width], v4[:, :, :width]
             if end is not None:

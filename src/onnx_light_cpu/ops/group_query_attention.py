@@ -6,6 +6,9 @@ OPTIMIZED family; the NAIVE one is in
     key, value [B, S, Nkv*H]; past_key/past_value [B, Nkv, P, H] (BNSH)
     seqlens_k[b] = total length T[b] of entry b - 1; total_sequence_length
 
+total_sequence_length must be positive, at least S, and equal P + S (a
+growing cache; P = 0 without past inputs) or be at most P (a static cache),
+as ONNX Runtime 1.32 requires (measured); seqlens_k[b] lies in [0, total).
 The first prompt is a call with S == total_sequence_length: every entry
 starts at position 0 (entries shorter than S are right-padded).  Otherwise
 entry b's S new tokens follow its past_len = T[b] - S cached ones (with
@@ -44,6 +47,7 @@ from .. import simd
 from .._kernels import attention as core
 from .._kernels import rotary as rotary_core
 from ._base import KernelOp
+from .attention import check_bytes, engine_ready
 
 T = TensorProto
 _INT32_MAX = 2**31 - 1
@@ -100,6 +104,9 @@ class GroupQueryAttentionBase(KernelOp):
             errors.append(f"{op}: num_heads ({self.num_heads}) must be a multiple of "
                           f"kv_num_heads ({self.kv_num_heads})")
         self.scale_attr = float(a.get("scale", 0.0))
+        if not math.isfinite(self.scale_attr):
+            errors.append(f"{op}: attribute scale must be finite (0: 1/sqrt(head_size)), "
+                          f"got {self.scale_attr}")
         self.softcap = float(a.get("softcap", 0.0))
         if not math.isfinite(self.softcap):
             errors.append(f"{op}: attribute softcap must be finite, got {self.softcap}")
@@ -114,6 +121,9 @@ class GroupQueryAttentionBase(KernelOp):
         elif self.window > 0 and self.causal == 0:
             errors.append(f"{op}: attribute local_window_size must be -1 when causal is 0, "
                           f"got {self.window}")
+        for name in ("do_rotary", "rotary_interleaved", "smooth_softmax"):
+            if int(a.get(name, 0)) not in (0, 1):
+                errors.append(f"{op}: attribute {name} must be 0 or 1, got {a[name]}")
         self.do_rotary = int(a.get("do_rotary", 0)) == 1
         self.interleaved = int(a.get("rotary_interleaved", 0)) == 1
         self.smooth = int(a.get("smooth_softmax", 0)) == 1
@@ -209,7 +219,7 @@ class GroupQueryAttentionBase(KernelOp):
             raise ValueError(f"{op}: past_key and past_value must be given together")
         P = 0
         if pk is not None:
-            if pk.dtype != dt and isinstance(pk, np.ndarray) and pk.dtype.kind in "iuV":
+            if isinstance(pk, np.ndarray) and pk.dtype != dt and pk.dtype.kind in "iuV":
                 raise NotImplementedError(self._input_error(
                     3, "quantized KV caches are not implemented"))
             self._tensor(3, pk, dt, 4)
@@ -223,6 +233,11 @@ class GroupQueryAttentionBase(KernelOp):
         if tot.size != 1 or tot.ndim > 1:
             raise ValueError(self._input_error(6, f"must be a scalar, got shape {tot.shape}"))
         total = int(tot.reshape(()))
+        if total <= 0 and B:
+            raise ValueError(self._input_error(6, f"must be positive, got {total}"))
+        if x["query_seqlens"] is None and total < S:
+            raise ValueError(self._input_error(
+                6, f"({total}) must be at least the sequence length {S}"))
         lens = seqlens.astype(np.int64) + 1                      # total length per entry
         if B and lens.min() < 1:
             raise ValueError(self._input_error(5, f"values must be >= 0, got {seqlens.tolist()}"))
@@ -247,9 +262,6 @@ class GroupQueryAttentionBase(KernelOp):
                         f"seqlens_k + 1)] per entry (seqlens_k {seqlens.tolist()})"))
             past_len = lens - append
         else:
-            if total < S:
-                raise ValueError(self._input_error(
-                    6, f"({total}) must be at least the sequence length {S}"))
             first = S == total
             append = np.full(B, S, np.int64)
             if first:       # every entry starts at 0 (shorter ones right-padded)
@@ -283,9 +295,12 @@ class GroupQueryAttentionBase(KernelOp):
                 raise ValueError(self._input_error(
                     3, f"holds {P} positions but seqlens_k {seqlens.tolist()} needs "
                        f"{int(past_len.max())} past positions"))
-            if qsl is None and pk is not None and total != P + S and total > P:
+            if qsl is None and total != P + S and total > P:
+                # ONNX Runtime's rule, without a past cache too (P = 0): the
+                # present buffers hold max(P, total) rows, so a larger total
+                # would allocate for nothing
                 raise ValueError(self._input_error(
-                    6, f"({total}) must equal past_key's length + sequence_length "
+                    6, f"({total}) must equal the past length + sequence_length "
                        f"({P} + {S}) for a growing cache, or be at most past_key's length "
                        f"{P} for a static one"))
             if qsl is not None and B and (past_len + S).max() > L:
@@ -337,7 +352,24 @@ class GroupQueryAttentionBase(KernelOp):
             self._tensor(11, sink, dt, 1)
             self._shape(11, sink, (N,))
 
-        # Q, new K/V as [B, S, heads, H] views
+        # Sizes first, nothing allocated yet (a broadcast past or query can
+        # describe more than memory holds)
+        for i, name in ((1, "present_key"), (2, "present_value")):
+            check_bytes(op, f"output {i} ({name}, from past_key / total_sequence_length)",
+                        (B, Nkv, L, H), dt.itemsize)
+        check_bytes(op, "output 0", (B, S, N, H), dt.itemsize)
+        if self.do_rotary:
+            check_bytes(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
+                        dt.itemsize)
+        if self._want_qk:
+            # output_qk (B, N, S, total) and its float32 work
+            check_bytes(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+
+        # Q, new K/V as [B, S, heads, H] views (a strided or broadcast input:
+        # a compact copy whose last axis the engine can read)
+        q = engine_ready(q)
+        if not packed:
+            key, value = engine_ready(key), engine_ready(value)
         if packed:
             q4 = q.reshape(B, S, N + 2 * Nkv, H)
             qv, kv, vv = q4[:, :, :N], q4[:, :, N:N + Nkv], q4[:, :, N + Nkv:]
@@ -352,7 +384,7 @@ class GroupQueryAttentionBase(KernelOp):
         scale = self.scale_attr if self.scale_attr != 0.0 else 1.0 / math.sqrt(H)
         fbias = None
         if bias is not None:
-            fbias = np.broadcast_to(np.ascontiguousarray(bias, dtype=np.float32), (B, N, S, total))
+            fbias = np.broadcast_to(engine_ready(bias, np.float32), (B, N, S, total))
         if sink is not None:
             fsink = sink.astype(np.float32)
         elif self.smooth:
@@ -377,7 +409,8 @@ class GroupQueryAttentionBase(KernelOp):
                     dst[b, :, p0 + a:] = 0
             past = None
             if pk is not None and P:
-                past = (pk, pv, np.ascontiguousarray(past_len, dtype=np.int32))
+                past = (engine_ready(pk), engine_ready(pv),
+                        np.ascontiguousarray(past_len, dtype=np.int32))
             if self.causal:
                 end = np.minimum(pos_q + 1, lens[:, None])
                 begin = np.maximum(end - self.window, 0) if self.window > 0 else 0 * end

@@ -36,7 +36,8 @@ from onnx import TensorProto
 
 from .. import simd
 from ._base import ELEMENT_TYPES, KernelOp
-from .attention import concat_cache, engine_level_name, engine_ready, heads_view, run_engine
+from .attention import (check_bytes, concat_cache, engine_level_name, engine_ready, fresh,
+                        heads_view, run_engine)
 
 T = TensorProto
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
@@ -57,7 +58,8 @@ class MultiHeadAttentionBase(KernelOp):
         self.num_heads = int(atts.get("num_heads", 0))
         self.scale = float(atts.get("scale", 0.0))
         self.mask_filter_value = float(atts.get("mask_filter_value", -10000.0))
-        self.unidirectional = bool(atts.get("unidirectional", 0))
+        unidirectional = atts.get("unidirectional", 0)
+        self.unidirectional = unidirectional == 1
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
@@ -67,6 +69,16 @@ class MultiHeadAttentionBase(KernelOp):
         if self.num_heads <= 0:
             self._attribute_error = ("MultiHeadAttention: attribute num_heads is required and must "
                                      f"be positive, got {self.num_heads}")
+        elif unidirectional not in (0, 1):
+            # ONNX Runtime reads any value but 1 as 0: a typo must not go unnoticed
+            self._attribute_error = ("MultiHeadAttention: attribute unidirectional must be 0 or 1, "
+                                     f"got {unidirectional}")
+        elif not math.isfinite(self.scale):
+            self._attribute_error = ("MultiHeadAttention: attribute scale must be finite "
+                                     f"(0: 1/sqrt(head_size)), got {self.scale}")
+        elif math.isnan(self.mask_filter_value):
+            self._attribute_error = ("MultiHeadAttention: attribute mask_filter_value must not be "
+                                     "NaN")
 
     def _tensor(self, index: int, x, dtype) -> None:
         if not isinstance(x, np.ndarray):
@@ -80,10 +92,13 @@ class MultiHeadAttentionBase(KernelOp):
             raise TypeError(self._input_error(
                 index, f"has element type {x.dtype}, expected {dtype} like the query"))
 
-    def _run(self, query, key=None, value=None, bias=None, key_padding_mask=None,
+    def _run(self, query=None, key=None, value=None, bias=None, key_padding_mask=None,
              attention_bias=None, past_key=None, past_value=None, *rest):
+        op = "MultiHeadAttention"
         if self._attribute_error:
             raise ValueError(self._attribute_error)
+        if query is None:
+            raise ValueError(self._input_error(0, "(query) is required"))
         for i, x in enumerate(rest, 8):
             if x is not None:
                 raise NotImplementedError(self._input_error(
@@ -139,6 +154,8 @@ class MultiHeadAttentionBase(KernelOp):
                 raise ValueError(self._input_error(
                     3, f"has shape {bias.shape}, expected ({2 * width + n * hv},) = 2 * hidden + "
                        "v_hidden"))
+            for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
+                check_bytes(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
             query = query + bias[:width]
             if key.ndim == 3:  # rank-4 cross attention keys are taken as they are
                 key = key + bias[width: 2 * width]
@@ -161,11 +178,18 @@ class MultiHeadAttentionBase(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
+            for i, (past, x4) in enumerate(((past_key, k4), (past_value, v4)), 6):
+                check_bytes(op, f"output {i - 5} (present, input {i} + new keys)",
+                            (b, n, p + x4.shape[2], x4.shape[3]), x4.itemsize)
             k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)
             present_k, present_v = k4, v4
         else:
-            present_k = self._fresh(k4, key) if self.wants[1] else None
-            present_v = self._fresh(v4, value) if self.wants[2] else None
+            for i, x4 in ((1, k4), (2, v4)):
+                if self.wants[i]:
+                    check_bytes(op, f"output {i} (present, from input {i})", x4.shape,
+                                x4.itemsize)
+            present_k = fresh(k4, key) if self.wants[1] else None
+            present_v = fresh(v4, value) if self.wants[2] else None
         t = k4.shape[2]
 
         lengths = binary = None
@@ -193,17 +217,15 @@ class MultiHeadAttentionBase(KernelOp):
                     5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
+        check_bytes(op, "output 0", (b, s, n, hv), query.itemsize)
+        if self.wants[3] or self.kernel_prefix == "Naive":
+            # materialised (B, N, S, T) float32 scores (the qk output, the NAIVE family)
+            check_bytes(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
         out = np.empty((b, s, n, hv), dtype=dtype)
         out4 = out.transpose(0, 2, 1, 3)
         qk = self._compute(q4, k4, v4, out4, scale, p, lengths, binary, attention_bias)
         results = [out.reshape(b, s, n * hv), present_k, present_v, qk]
         return tuple(results[: max(self.n_outputs, 1)])
-
-    @staticmethod
-    def _fresh(x4: np.ndarray, given: np.ndarray) -> np.ndarray:
-        """A contiguous array of ``x4`` that is not the caller's input."""
-        out = np.ascontiguousarray(x4)
-        return out.copy() if out is given or np.shares_memory(out, given) else out
 
     def _causal_ends(self, s: int, t: int, p: int) -> np.ndarray | None:
         """End of the keys each query sees under unidirectional (ORT: query

@@ -26,6 +26,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import rotary as core
 from ._base import ELEMENT_TYPES, KernelOp
+from .attention import check_bytes, engine_ready
 
 T = TensorProto
 
@@ -50,6 +51,16 @@ class _Rotary(KernelOp):
         self.interleaved = bool(ints.get("interleaved", 0))
         self.rotary_dim = ints.get("rotary_embedding_dim", 0)
         self.num_heads = ints.get("num_heads", 0)
+        # Raised at run time: a constructor error would break building the
+        # evaluator or registering kernels on it.
+        self._attribute_error = None
+        op = onnx_node.op_type
+        if ints.get("interleaved", 0) not in (0, 1):
+            self._attribute_error = (f"{op}: attribute interleaved must be 0 or 1, "
+                                     f"got {ints['interleaved']}")
+        elif self.num_heads < 0 or self.rotary_dim < 0:
+            self._attribute_error = (f"{op}: attributes num_heads and rotary_embedding_dim must "
+                                     f"be nonnegative, got {self.num_heads} and {self.rotary_dim}")
         self._arange: dict[tuple[int, int, int], np.ndarray] = {}
         self._label = "rotary_interleaved" if self.interleaved else "rotary"
 
@@ -68,6 +79,8 @@ class _Rotary(KernelOp):
         self._usage.record(self.kernel_name, path)
 
     def _check_tensor(self, index: int, value, dtype=None) -> np.ndarray:
+        if value is None:
+            raise ValueError(self._input_error(index, "is required"))
         if not isinstance(value, np.ndarray):
             raise TypeError(self._input_error(
                 index, f"must be a tensor, got {type(value).__name__}"))
@@ -77,6 +90,8 @@ class _Rotary(KernelOp):
         return value
 
     def _check_x(self, x) -> np.ndarray:
+        if self._attribute_error:
+            raise ValueError(self._attribute_error)
         x = self._check_tensor(self.x_index, x)
         if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
             raise TypeError(self._input_error(
@@ -85,6 +100,9 @@ class _Rotary(KernelOp):
         if x.ndim not in (3, 4):
             raise ValueError(self._input_error(
                 self.x_index, f"must have rank 3 or 4, got shape {x.shape}"))
+        # the output has x's shape: a broadcast (stride-0) input can ask a lot
+        check_bytes(self.onnx_node.op_type, f"output 0 (shaped like input {self.x_index})",
+                    x.shape, x.itemsize)
         return x
 
     def _heads(self, x: np.ndarray, num_heads: int) -> tuple[int, int]:
@@ -140,16 +158,15 @@ class _Rotary(KernelOp):
         y = self._new_output(x.shape, x.dtype)
         if y.size == 0:
             return (y,)
-        if x.strides[-1] != x.itemsize:
-            x = np.ascontiguousarray(x)
+        # any layout: a compact copy (broadcast axes stay broadcast) when the
+        # last axis is not contiguous or a stride is not whole elements
+        x = engine_ready(x)
         if x.ndim == 4:
             xv, yv = x.transpose(0, 2, 1, 3), y.transpose(0, 2, 1, 3)
         else:
             b, s = x.shape[:2]
-            if not x.flags.c_contiguous:
-                x = np.ascontiguousarray(x)
             xv, yv = x.reshape(b, s, n_heads, head_size), y.reshape(b, s, n_heads, head_size)
-        cos = np.ascontiguousarray(cos)
+        cos = np.ascontiguousarray(cos)   # [P, rot / 2] tables (or [B * S, rot / 2])
         sin = np.ascontiguousarray(sin)
         rows = xv.shape[0] * xv.shape[1] * xv.shape[2]
         threads = self._num_threads(rows * rot, self.min_work_per_thread)
@@ -174,7 +191,7 @@ class RotaryEmbedding(_Rotary):
     since_version = 23
     input_names = ("X", "cos_cache", "sin_cache", "position_ids")
 
-    def _run(self, x, cos, sin, position_ids=None):
+    def _run(self, x=None, cos=None, sin=None, position_ids=None):
         x = self._check_x(x)
         n_heads, head_size = self._heads(x, self.num_heads)
         rot = self._rot(head_size)
@@ -204,7 +221,7 @@ class _MicrosoftRotary(_Rotary):
         self.scale = float(attrs["scale"].f) if "scale" in attrs else 1.0
         self.packed = int(attrs["is_packed_batching"].i) if "is_packed_batching" in attrs else 0
 
-    def _run(self, x, position_ids, cos, sin):
+    def _run(self, x=None, position_ids=None, cos=None, sin=None):
         op = self.onnx_node.op_type
         if self.scale != 1.0:
             raise NotImplementedError(f"{op} (com.microsoft): scale={self.scale} is not supported "

@@ -29,6 +29,8 @@
  * scaled once at load: scores are (scale q).k.  With ``pk`` set the past
  * cache is copied into k/v first (inside each decode chunk's task, so the
  * rows are read while still in cache).  Every helper has a scalar twin.
+ * A row with a NaN score is NaN (its running max is set to NaN, which no
+ * later tile replaces); a row with no key, or only -inf scores, is zeros.
  */
 #ifndef OLC_ATTENTION_H
 #define OLC_ATTENTION_H
@@ -95,6 +97,15 @@ typedef void (*olc_attn_combine_fn)(const olc_attn_args *p, int64_t row);
 static inline int64_t olc_attn_scratch_floats(int64_t Dk, int64_t Dv) {
     /* q, acc, max, sum, scores; k and v tiles; the wide path's rescale factors */
     return OLC_ATTN_RMAX * (Dk + Dv + 5 + OLC_ATTN_WTB) + OLC_ATTN_WTB * (Dk + Dv) + 64;
+}
+
+/* Whether any of x[0..n) is NaN: asked only of a row whose maximum is not
+ * above -inf (max ignores NaN), so a NaN score gives a NaN row as the
+ * references' softmax does, not the zeros of a fully masked row. */
+static inline int olc_attn_has_nan_(const float *x, int64_t n) {
+    for (int64_t j = 0; j < n; ++j)
+        if (x[j] != x[j]) return 1;
+    return 0;
 }
 
 /* ---- per-level helpers ---- */
@@ -273,7 +284,8 @@ static inline OLC_TARGET_AVX2 float olc_attn_expsum_avx2(float *x, int64_t n, fl
         float buf[8];
         for (int u = 0; u < 8; ++u) buf[u] = j + u < n ? x[j + u] : -INFINITY;
         __m256 e = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(buf), mv));
-        e = _mm256_and_ps(e, _mm256_cmp_ps(_mm256_loadu_ps(buf), _mm256_set1_ps(-INFINITY), _CMP_NEQ_OQ));
+        /* (unordered: a NaN score stays NaN, only the -inf padding is cleared) */
+        e = _mm256_and_ps(e, _mm256_cmp_ps(_mm256_loadu_ps(buf), _mm256_set1_ps(-INFINITY), _CMP_NEQ_UQ));
         _mm256_storeu_ps(buf, e);
         for (int64_t u = 0; j + u < n; ++u) x[j + u] = buf[u];
         sv = _mm256_add_ps(sv, e);
@@ -743,6 +755,9 @@ static inline OLC_TARGET_AVX512 void olc_attn_wide_tile_avx512(const olc_attn_ar
             if (mt > -INFINITY) {
                 live[r] = 1;
                 if (mt > mrow[r]) mrow[r] = mt;
+            } else if (olc_attn_has_nan_(x, n)) {
+                live[r] = 1;
+                mrow[r] = NAN;                /* a NaN score: the row is NaN, as softmax's */
             }
         }
         if (!live[r])
@@ -898,7 +913,10 @@ attr static void olc_attn_task_##LVL(const olc_attn_args *p, int64_t task, float
                 for (int64_t j = 0; j < n; ++j) x[j] += bias[j];                                  \
             }                                                                                     \
             const float mt = olc_attn_max_##LVL(x, n);                                            \
-            if (!(mt > -INFINITY)) { memset(row, 0, (size_t)nu * 4); continue; }                  \
+            if (!(mt > -INFINITY)) {                                                              \
+                if (!olc_attn_has_nan_(x, n)) { memset(row, 0, (size_t)nu * 4); continue; }       \
+                mrow[r] = NAN;                /* a NaN score: the row is NaN, as softmax's */     \
+            }                                                                                     \
             float *ar = acc + r * Dv;                                                             \
             if (mt > mrow[r]) {                                                                   \
                 if (mrow[r] > -INFINITY) {                                                        \
@@ -944,10 +962,13 @@ attr static void olc_attn_combine_##LVL(const olc_attn_args *p, int64_t row) {  
     const int64_t r = (h % group - hblk * p->hb) * ns + (s - s0);                                 \
     const int64_t base = (((b * p->Nkv + g) * p->nhb + hblk) * p->nsb + sblk) * p->nchunks;       \
     float m = -INFINITY;                                                                          \
+    int nan = 0;                                                                                  \
     for (int64_t c = 0; c < p->nchunks; ++c) {                                                    \
         const float mc = p->partial[((base + c) * p->prow + r) * (Dv + 2)];                         \
         m = mc > m ? mc : m;                                                                      \
+        nan |= mc != mc;                                                                          \
     }                                                                                             \
+    if (nan) m = NAN;                        /* a chunk saw a NaN score */                        \
     float small[256];                        /* head sizes past 256: heap */                     \
     float *acc = Dv <= 256 ? small : (float *)malloc((size_t)Dv * 4);                            \
     if (!acc) return;                                                                             \
@@ -971,6 +992,10 @@ attr static void olc_attn_combine_##LVL(const olc_attn_args *p, int64_t row) {  
  * no key took part. */
 static inline void olc_attn_finish_(const olc_attn_args *p, int64_t h, float m, float l, float *acc) {
     const int64_t Dv = p->Dv;
+    if (m != m) {                      /* a NaN score: every probability is NaN */
+        for (int64_t d = 0; d < Dv; ++d) acc[d] = NAN;
+        return;
+    }
     if (!(m > -INFINITY)) { memset(acc, 0, (size_t)Dv * 4); return; }
     if (p->sink) {
         const float sk = p->sink[h];
