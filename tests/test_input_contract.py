@@ -66,7 +66,7 @@ HUGE = np.broadcast_to(np.float32(1), (1 << 20, 1 << 15))
 @pytest.mark.parametrize("op_type", ["Exp", "Softmax", "Tanh", "Sigmoid"])
 def test_huge_broadcast_input_is_refused_before_allocating(op_type):
     model = node_model(op_type, [HUGE])
-    with pytest.raises(MemoryError, match=rf"^{op_type}: input 0 \('x0'\).*137,438,953,472 bytes"):
+    with pytest.raises(MemoryError, match=rf"^{op_type}: input 0 \('x0'\).*137438953472 bytes"):
         run_ours(model, [HUGE])
 
 

@@ -54,5 +54,15 @@ def check_allocation(op_type: str, what: str, nbytes: int) -> None:
         return
     available = available_bytes()
     if nbytes > available:
-        raise MemoryError(f"{op_type}: {what} needs {nbytes:,} bytes, more than the "
-                          f"{available:,} bytes available")
+        raise MemoryError(f"{op_type}: {what} needs {nbytes} bytes, more than the "
+                          f"{available} bytes available")
+
+
+def check_buffer(op_type: str, what: str, shape, itemsize: int) -> int:
+    """The bytes a buffer of ``shape`` and ``itemsize`` needs (Python
+    integers: no overflow), after :func:`check_allocation` of them."""
+    nbytes = int(itemsize)
+    for d in shape:
+        nbytes *= int(d)
+    check_allocation(op_type, f"{what} of shape {tuple(int(d) for d in shape)}", nbytes)
+    return nbytes

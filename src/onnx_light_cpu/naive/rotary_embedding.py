@@ -36,7 +36,7 @@ def rotary_embedding(x: np.ndarray, position_ids: np.ndarray, cos_cache: np.ndar
     else:
         positions = position_ids
     if positions.size and (positions.min() < 0 or positions.max() >= cos_cache.shape[0]):
-        raise IndexError("RotaryEmbedding: position_ids outside the cos/sin caches")
+        raise ValueError("RotaryEmbedding: position_ids outside the cos/sin caches")
     cos = cos_cache.astype(np.float32)[positions][:, :, None, :]  # (B, S, 1, half)
     sin = sin_cache.astype(np.float32)[positions][:, :, None, :]
 

@@ -57,6 +57,10 @@ def _attribute(template: onnx.AttributeProto, value) -> onnx.AttributeProto:
     return onnx.helper.make_attribute(template.name, value, attr_type=template.type)
 
 
+#: ``strided_inputs`` of an adapter that brings every input to a layout its
+#: core reads itself, copying only what it must (never a broadcast axis).
+EVERY_INPUT = frozenset(range(64))
+
 # The exception types an adapter rejects input with; anything else escaping
 # ``_run`` is reworded by ``KernelOp.run`` into a ValueError naming the node.
 CLEAR_ERRORS = (ValueError, TypeError, NotImplementedError, MemoryError)

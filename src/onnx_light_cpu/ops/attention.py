@@ -29,7 +29,6 @@ as the operator's text says.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import onnx
@@ -37,8 +36,9 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
+from ..memory import check_buffer
 from ..naive import attention_core as naive_engine
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
 
 try:  # the C engine, once built; the NumPy twin has the same call
     from .._kernels import attention as engine
@@ -54,32 +54,6 @@ SOFTMAX_PRECISIONS = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
 # bfloat16 rounding of the scores and probabilities at rtol 1e-3, below
 # bfloat16's own resolution (the engine's float32 result is 1-2 ulps away).
 NUMPY_TYPES = {T.DOUBLE: np.float64, T.BFLOAT16: bfloat16}
-
-
-def available_bytes() -> int:
-    """Memory the system has free now (physical pages available)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 1 << 62
-
-
-def check_bytes(op: str, what: str, shape, itemsize: int) -> int:
-    """The byte count of a (shape, itemsize) buffer ``what`` (an input or
-    output name) needs, computed in Python integers (no overflow); a
-    MemoryError naming the operator, ``what`` and the count when it cannot
-    fit in the memory available, before anything is allocated.  (One
-    function, to be swapped for the base class's check.)"""
-    count = 1
-    for d in shape:
-        count *= int(d)
-    nbytes = count * int(itemsize)
-    if nbytes > (1 << 20):
-        avail = available_bytes()
-        if nbytes > avail:
-            raise MemoryError(f"{op}: {what} of shape {tuple(int(d) for d in shape)} needs "
-                              f"{nbytes} bytes, more than the {avail} bytes available")
-    return nbytes
 
 
 def compact(x: np.ndarray) -> np.ndarray:
@@ -200,6 +174,8 @@ def engine_level_name(level: int) -> str:
 class Attention(KernelOp):
     """ai.onnx Attention, every version from 23 (window attributes from 25,
     ``nonpad_kv_seqlen`` from 24)."""
+
+    strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     since_version = 23
     onnx_types = FLOATS
@@ -389,7 +365,7 @@ class Attention(KernelOp):
                 raise ValueError(self._input_error(
                     5, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
             for i, x4 in ((4, k4), (5, v4)):
-                check_bytes(op, f"output {i - 3} (present, input {i} + new keys)",
+                check_buffer(op, f"output {i - 3} (present, input {i} + new keys)",
                             x4.shape[:2] + (p + x4.shape[2], x4.shape[3]), x4.itemsize)
             k4 = concat_cache(past_key, k4)
             v4 = concat_cache(past_value, v4)
@@ -397,7 +373,7 @@ class Attention(KernelOp):
         else:
             for i, x4 in ((1, k4), (2, v4)):
                 if self.wants[i]:
-                    check_bytes(op, f"output {i} (present, from input {i})", x4.shape,
+                    check_buffer(op, f"output {i} (present, from input {i})", x4.shape,
                                 x4.itemsize)
             present_k = fresh(k4, K) if self.wants[1] else None
             present_v = fresh(v4, V) if self.wants[2] else None
@@ -420,10 +396,10 @@ class Attention(KernelOp):
         begin, end = self._key_ranges(b, s, t, p, nonpad)
         scale = self.scale if self.scale is not None else (1.0 / math.sqrt(dk) if dk else 1.0)
 
-        check_bytes(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
+        check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
         if tq in NUMPY_TYPES or self.wants[3]:
             # materialised scores, bias and probabilities: a few (B, Nq, S, T)
-            check_bytes(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
+            check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         if self._usage.enabled:
             self._usage.record(self.kernel_name, self._path(tq))
         dense = None

@@ -46,8 +46,9 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import attention as core
 from .._kernels import rotary as rotary_core
-from ._base import KernelOp
-from .attention import check_bytes, engine_ready
+from ..memory import check_buffer
+from ._base import EVERY_INPUT, KernelOp
+from .attention import engine_ready
 
 T = TensorProto
 _INT32_MAX = 2**31 - 1
@@ -84,6 +85,8 @@ def rotate_numpy(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, positions: np.
 class GroupQueryAttentionBase(KernelOp):
     """Attributes, validation, positions, key ranges and the present cache,
     shared by both families; subclasses implement ``_rotate`` and ``_attend``."""
+
+    strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     op_domain = "com.microsoft"
     onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -355,15 +358,15 @@ class GroupQueryAttentionBase(KernelOp):
         # Sizes first, nothing allocated yet (a broadcast past or query can
         # describe more than memory holds)
         for i, name in ((1, "present_key"), (2, "present_value")):
-            check_bytes(op, f"output {i} ({name}, from past_key / total_sequence_length)",
+            check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
                         (B, Nkv, L, H), dt.itemsize)
-        check_bytes(op, "output 0", (B, S, N, H), dt.itemsize)
+        check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
         if self.do_rotary:
-            check_bytes(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
+            check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
                         dt.itemsize)
         if self._want_qk:
             # output_qk (B, N, S, total) and its float32 work
-            check_bytes(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+            check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
 
         # Q, new K/V as [B, S, heads, H] views (a strided or broadcast input:
         # a compact copy whose last axis the engine can read)

@@ -35,9 +35,10 @@ import onnx
 from onnx import TensorProto
 
 from .. import simd
-from ._base import ELEMENT_TYPES, KernelOp
-from .attention import (check_bytes, concat_cache, engine_level_name, engine_ready, fresh,
-                        heads_view, run_engine)
+from ..memory import check_buffer
+from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from .attention import (concat_cache, engine_level_name, engine_ready, fresh, heads_view,
+                        run_engine)
 
 T = TensorProto
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
@@ -48,6 +49,8 @@ EXCLUDING_FILTER = -100.0
 class MultiHeadAttentionBase(KernelOp):
     """Attribute and input validation shared by both families; subclasses
     implement ``_compute``."""
+
+    strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     op_domain = "com.microsoft"
     onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -155,7 +158,7 @@ class MultiHeadAttentionBase(KernelOp):
                     3, f"has shape {bias.shape}, expected ({2 * width + n * hv},) = 2 * hidden + "
                        "v_hidden"))
             for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
-                check_bytes(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
+                check_buffer(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
             query = query + bias[:width]
             if key.ndim == 3:  # rank-4 cross attention keys are taken as they are
                 key = key + bias[width: 2 * width]
@@ -179,14 +182,14 @@ class MultiHeadAttentionBase(KernelOp):
                 raise ValueError(self._input_error(
                     7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
             for i, (past, x4) in enumerate(((past_key, k4), (past_value, v4)), 6):
-                check_bytes(op, f"output {i - 5} (present, input {i} + new keys)",
+                check_buffer(op, f"output {i - 5} (present, input {i} + new keys)",
                             (b, n, p + x4.shape[2], x4.shape[3]), x4.itemsize)
             k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)
             present_k, present_v = k4, v4
         else:
             for i, x4 in ((1, k4), (2, v4)):
                 if self.wants[i]:
-                    check_bytes(op, f"output {i} (present, from input {i})", x4.shape,
+                    check_buffer(op, f"output {i} (present, from input {i})", x4.shape,
                                 x4.itemsize)
             present_k = fresh(k4, key) if self.wants[1] else None
             present_v = fresh(v4, value) if self.wants[2] else None
@@ -217,10 +220,10 @@ class MultiHeadAttentionBase(KernelOp):
                     5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
-        check_bytes(op, "output 0", (b, s, n, hv), query.itemsize)
+        check_buffer(op, "output 0", (b, s, n, hv), query.itemsize)
         if self.wants[3] or self.kernel_prefix == "Naive":
             # materialised (B, N, S, T) float32 scores (the qk output, the NAIVE family)
-            check_bytes(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
+            check_buffer(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
         out = np.empty((b, s, n, hv), dtype=dtype)
         out4 = out.transpose(0, 2, 1, 3)
         qk = self._compute(q4, k4, v4, out4, scale, p, lengths, binary, attention_bias)

@@ -15,7 +15,7 @@ transposed view, never a copy).
   ``is_packed_batching`` have no effect in ONNX Runtime's CPU kernel; values
   other than their defaults are rejected rather than silently ignored.
 
-Positions outside the caches raise IndexError naming the operator and input.
+Positions outside the caches raise ValueError naming the operator and input.
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import rotary as core
-from ._base import ELEMENT_TYPES, KernelOp
-from .attention import check_bytes, engine_ready
+from ..memory import check_buffer
+from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from .attention import engine_ready
 
 T = TensorProto
 
 
 class _Rotary(KernelOp):
     """Shared checks, output planning and the call to the core."""
+
+    strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
     # Rotated elements one thread must have before a second one helps.
@@ -101,7 +104,7 @@ class _Rotary(KernelOp):
             raise ValueError(self._input_error(
                 self.x_index, f"must have rank 3 or 4, got shape {x.shape}"))
         # the output has x's shape: a broadcast (stride-0) input can ask a lot
-        check_bytes(self.onnx_node.op_type, f"output 0 (shaped like input {self.x_index})",
+        check_buffer(self.onnx_node.op_type, f"output 0 (shaped like input {self.x_index})",
                     x.shape, x.itemsize)
         return x
 
@@ -145,7 +148,7 @@ class _Rotary(KernelOp):
         if pos.shape != shape:
             raise ValueError(self._input_error(index, f"must have shape {shape}, got {pos.shape}"))
         if pos.size and (pos.min() < 0 or pos.max() >= cache_len):
-            raise IndexError(self._input_error(
+            raise ValueError(self._input_error(
                 index, f"has positions in [{pos.min()}, {pos.max()}], outside the cos/sin "
                        f"caches' [0, {cache_len})"))
         return np.ascontiguousarray(pos)
@@ -255,7 +258,7 @@ class _MicrosoftRotary(_Rotary):
         if pos.size == 1 and pos.ndim <= 1:
             offset = int(pos.reshape(()))
             if offset < 0 or offset + s > cos.shape[0]:
-                raise IndexError(self._input_error(
+                raise ValueError(self._input_error(
                     1, f"offset {offset} with sequence length {s} is outside the cos/sin "
                        f"caches' [0, {cos.shape[0]})"))
             positions = self._arange_positions(b, s, offset)
