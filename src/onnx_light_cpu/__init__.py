@@ -43,12 +43,8 @@ from .registry.api import (  # noqa: E402
     used_kernel_names,
     used_kernel_paths,
 )
-from .registry.inventory import (  # noqa: E402
-    MicrosoftKernelImplementation,
-    RegisteredKernel,
-    registered_kernel_names,
-    registered_kernels,
-)
+from .registry.inventory import registered_kernel_names, registered_kernels  # noqa: E402
+from .registry.records import MicrosoftKernelImplementation, RegisteredKernel  # noqa: E402
 from .simd import available_simd_levels, simd_level  # noqa: E402
 from .threads import get_default_num_threads, set_default_num_threads  # noqa: E402
 from ._kernels._cpu import BUILT_WITH_OPENMP  # noqa: E402

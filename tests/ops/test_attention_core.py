@@ -1,5 +1,5 @@
 """The attention engine (``_kernels.attention.attend``) against its NumPy twin
-(``naive.attention_core.attend``): random shapes and grouped heads, strided
+(``reference.attention_core.attend``): random shapes and grouped heads, strided
 (transposed) views, float32/float16/bfloat16, bias broadcasting, key ranges
 (empty ones included), sinks, softcap in both orders, the decode split, at
 every SIMD level; 1 and 2 threads give the same bits."""
@@ -11,7 +11,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 from onnx_light_cpu._kernels import attention as core
-from onnx_light_cpu.naive import attention_core as twin
+from onnx_light_cpu.reference import attention_core as twin
 from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels
 
 from differential import assert_close, same_bits

@@ -9,7 +9,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.registry.usage import USAGE_LIMIT
+from onnx_light_cpu.usage import USAGE_LIMIT
 
 import models
 from models import X

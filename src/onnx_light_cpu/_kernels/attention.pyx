@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The attention engine (see include/olc_attention.h): the C twin of
-:func:`onnx_light_cpu.naive.attention_core.attend`, same signature and
+:func:`onnx_light_cpu.reference.attention_core.attend`, same signature and
 semantics.
 
 Tasks are (batch, kv head, block of query heads, block of positions[, key

@@ -1,5 +1,5 @@
 """NAIVE com.microsoft GroupQueryAttention: rotary embedding and attention in
-readable NumPy (:func:`onnx_light_cpu.naive.attention_core.attend`).
+readable NumPy (:func:`onnx_light_cpu.reference.attention_core.attend`).
 
 Validation, positions, key ranges and the present cache are shared with the
 optimized adapter (:class:`onnx_light_cpu.ops.group_query_attention.GroupQueryAttentionBase`),
@@ -9,7 +9,7 @@ so both families accept and reject the same inputs.
 from __future__ import annotations
 
 from ..ops.group_query_attention import GroupQueryAttentionBase, rotate_numpy
-from .attention_core import attend
+from ..reference.attention_core import attend
 
 
 class GroupQueryAttention(GroupQueryAttentionBase):

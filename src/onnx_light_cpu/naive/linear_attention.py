@@ -12,6 +12,7 @@ optimized adapter (:class:`onnx_light_cpu.ops.linear_attention.LinearAttentionBa
 from __future__ import annotations
 
 import numpy as np
+from onnx import helper as oh
 from onnx.reference.ops.op_linear_attention import LinearAttention as _Reference
 
 from ..ops.linear_attention import MicrosoftLinearAttentionBase
@@ -31,9 +32,15 @@ class LinearAttention(MicrosoftLinearAttentionBase):
     since_version = 1
 
     def _reference(self, q, k, v, past, decay, beta, heads):
-        return _Reference.__new__(_Reference)._run(
-            q, k, v, past, decay, beta, q_num_heads=heads, kv_num_heads=self.kv_num_heads,
-            scale=self.scale, update_rule=self.update_rule)
+        """The built-in kernel of an ai.onnx LinearAttention node with these
+        heads, run through its public ``OpRun.run``."""
+        inputs = ["q", "k", "v", "past" if past is not None else "",
+                  "decay" if decay is not None else "", "beta" if beta is not None else ""]
+        node = oh.make_node("LinearAttention", inputs, ["y", "state"], q_num_heads=heads,
+                           kv_num_heads=self.kv_num_heads, scale=self.scale,
+                           update_rule=self.update_rule)
+        params = {"opsets": {"": 24}, "new_ops": None, "log": lambda *_: None, "verbose": 0}
+        return _Reference(node, params).run(q, k, v, past, decay, beta)
 
     def _compute(self, q, k, v, past, decay, beta, B, S, Hq, Hk, Hkv, dk, dv,
                  decay_rows, beta_heads, scale):

@@ -20,8 +20,8 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
+from ..context import EvaluatorContext
 from ..memory import check_allocation
-from ..registry.hook import EvaluatorContext
 from ..threads import decide_num_threads
 
 # Outputs from this size on are kept by their node and handed out again

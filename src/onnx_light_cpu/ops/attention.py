@@ -36,14 +36,10 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
+from .._kernels import attention as engine
 from ..memory import check_buffer
-from ..naive import attention_core as naive_engine
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
 
-try:  # the C engine, once built; the NumPy twin has the same call
-    from .._kernels import attention as engine
-except ImportError:  # pragma: no cover - before the engine is built
-    engine = None
 
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16, T.DOUBLE)
@@ -151,24 +147,20 @@ def guarded_softmax(x: np.ndarray, masked_rows: np.ndarray | None) -> np.ndarray
 
 
 def run_engine(q4, k4, v4, out4, *, scale, bias, begin, end, softcap, softcap_first,
-               threads, level, naive=False) -> None:
+               threads, level) -> None:
     """One engine call; empty problems write nothing or zeros."""
     if out4.size == 0:
         return
     if k4.shape[2] == 0:  # no key at all: every row is fully masked
         out4[...] = 0
         return
-    core = naive_engine if (naive or engine is None) else engine
-    core.attend(q4, k4, v4, out4, scale=scale, bias=bias, key_begin=begin, key_end=end,
-                softcap=softcap, softcap_first=softcap_first, threads=threads, level=level)
+    engine.attend(q4, k4, v4, out4, scale=scale, bias=bias, key_begin=begin, key_end=end,
+                  softcap=softcap, softcap_first=softcap_first, threads=threads, level=level)
 
 
 def engine_level_name(level: int) -> str:
     """Name of the SIMD level the engine runs at when asked for ``level``."""
-    if engine is None:
-        return "numpy"
-    used = engine.level_used(level) if hasattr(engine, "level_used") else level
-    return simd.LEVEL_NAMES[used]
+    return simd.LEVEL_NAMES[engine.level_used(level)]
 
 
 class Attention(KernelOp):

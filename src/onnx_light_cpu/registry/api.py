@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from ..threads import _check_count
 from . import hook
-from .inventory import (
-    MicrosoftKernelImplementation,
-    RegisteredKernel,
-    registration_pass,
-    table_domain,
-)
+from .inventory import registration_pass
+from .records import MicrosoftKernelImplementation, RegisteredKernel, table_domain
 
 OPTIMIZED = MicrosoftKernelImplementation.OPTIMIZED
 

@@ -33,8 +33,8 @@ import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from .inventory import RegisteredKernel, table_domain
-from .usage import UsageLog
+from ..context import EvaluatorContext
+from .records import RegisteredKernel, table_domain
 
 # (table domain, op_type) -> tuple of (record, adapter class), one per
 # opset range of the operator.
@@ -46,38 +46,28 @@ GLOBAL_LOCK = threading.Lock()
 _building = threading.local()  # .contexts: contexts of evaluators under construction
 
 
-class EvaluatorContext:
-    """What one evaluator tree shares: kernels, threads, usage log."""
+def resolve(context: EvaluatorContext, node: onnx.NodeProto, opsets: dict, new_ops: dict,
+            initializers: dict | None = None):
+    """A factory ``(node, run_params) -> adapter`` for ``node`` in
+    ``context``, or None.
 
-    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage")
-
-    def __init__(self, global_kernels: Table) -> None:
-        self.global_kernels = global_kernels
-        self.session_kernels: Table = {}
-        self.num_threads: int | None = None
-        self.usage = UsageLog()
-
-    def resolve(self, node: onnx.NodeProto, opsets: dict, new_ops: dict,
-                initializers: dict | None = None):
-        """A factory ``(node, run_params) -> adapter`` for ``node``, or None.
-
-        ``initializers`` are the evaluator's constant tensors: an adapter
-        may prepare (pack, quantize) those it takes as inputs once."""
-        key = (table_domain(node.domain), node.op_type)
-        entries = self.session_kernels.get(key)
-        if entries is None:
-            if (node.domain, node.op_type) in new_ops:
-                return None
-            entries = self.global_kernels.get(key)
-            if entries is None:
-                return None
-        version = opsets.get(node.domain)
-        if version is None:
+    ``initializers`` are the evaluator's constant tensors: an adapter may
+    prepare (pack, quantize) those it takes as inputs once."""
+    key = (table_domain(node.domain), node.op_type)
+    entries = context.session_kernels.get(key)
+    if entries is None:
+        if (node.domain, node.op_type) in new_ops:
             return None
-        for record, adapter in entries:
-            if record.accepts_opset(version):
-                return functools.partial(adapter, context=self, initializers=initializers)
+        entries = context.global_kernels.get(key)
+        if entries is None:
+            return None
+    version = opsets.get(node.domain)
+    if version is None:
         return None
+    for record, adapter in entries:
+        if record.accepts_opset(version):
+            return functools.partial(adapter, context=context, initializers=initializers)
+    return None
 
 
 def _stack() -> list[EvaluatorContext]:
@@ -147,7 +137,7 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
 
 def _patched_load_impl(self, node, input_types=None):
     context = context_of(self)
-    factory = context.resolve(node, self.opsets, self.new_ops_, self.rt_inits_)
+    factory = resolve(context, node, self.opsets, self.new_ops_, self.rt_inits_)
     if factory is not None:
         return factory
     stack = _stack()
@@ -167,7 +157,8 @@ def _patched_load_impl(self, node, input_types=None):
 
 @functools.lru_cache(maxsize=1)
 def _inventory_keys() -> frozenset[tuple[str, str]]:
-    from .inventory import MicrosoftKernelImplementation, registered_kernels
+    from .inventory import registered_kernels  # the inventory imports every adapter
+    from .records import MicrosoftKernelImplementation
 
     return frozenset((table_domain(r.domain), r.op_type)
                      for r in registered_kernels(MicrosoftKernelImplementation.OPTIMIZED))
@@ -246,8 +237,8 @@ def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
             proto = node.onnx_node
             if (table_domain(proto.domain), proto.op_type) not in keys:
                 continue
-            factory = context.resolve(proto, evaluator.opsets, evaluator.new_ops_,
-                                      evaluator.rt_inits_)
+            factory = resolve(context, proto, evaluator.opsets, evaluator.new_ops_,
+                              evaluator.rt_inits_)
             if factory is not None:
                 nodes[i] = factory(proto, node.run_params)
         make_plan(evaluator)

@@ -1,85 +1,116 @@
 """The kernel inventory: what a registration pass installs.
 
-Every family module in :mod:`onnx_light_cpu.ops` contributes a registrar
-``register(policy, install)`` that calls ``install(record, adapter_class)``
-once per kernel.  Installing into a table and listing the inventory run the
-same pass with a different ``install``, so they cannot disagree.
+Each registrar of :data:`REGISTRARS` calls ``install(record, adapter_class)``
+once per kernel of its families.  Installing into a table and listing the
+inventory run the same pass with a different ``install``, so they cannot
+disagree.  This is the one module that knows every adapter: the registry
+imports the adapters (``ops``, ``naive``), never the other way round.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
-from typing import Callable
+from ..naive import bias_gelu as naive_bias_gelu
+from ..naive import causal_conv_with_state as naive_causal_conv_with_state
+from ..naive import cdist as naive_cdist
+from ..naive import group_query_attention as naive_group_query_attention
+from ..naive import linear_attention as naive_linear_attention
+from ..naive import multi_head_attention as naive_multi_head_attention
+from ..naive import skip_norm as naive_skip_norm
+from ..ops import (
+    attention,
+    bias_gelu,
+    binary,
+    cast,
+    causal_conv_with_state,
+    cdist,
+    gather_block_quantized,
+    group_query_attention,
+    linear_attention,
+    matmul,
+    matmul_integer,
+    matmul_nbits,
+    moe,
+    multi_head_attention,
+    normalization,
+    reduce,
+    rotary_embedding,
+    skip_norm,
+    swiglu,
+    tensor,
+    tree_ensemble,
+    unary,
+)
+from .records import (
+    DEFAULT_DOMAIN,
+    Install,
+    MicrosoftKernelImplementation,
+    check_policy,
+    record_of,
+)
 
-DEFAULT_DOMAIN = "ai.onnx"
-MICROSOFT_DOMAIN = "com.microsoft"
-DEVICE = "CPU"
+#: Family modules with one implementation whatever the policy (the ai.onnx
+#: kernels, and com.microsoft ones the policy does not cover, such as
+#: GatherBlockQuantized); each has ``KERNELS``, a dict from registrar name to
+#: the tuple of adapter classes it installs.
+FAMILIES = (
+    unary,
+    tensor,
+    reduce,
+    cast,
+    binary,
+    matmul,
+    matmul_integer,
+    normalization,
+    gather_block_quantized,
+    matmul_nbits,
+    swiglu,
+    rotary_embedding,
+    causal_conv_with_state,
+    attention,
+    tree_ensemble,
+    linear_attention,
+    moe,
+)
 
 
-class MicrosoftKernelImplementation(enum.Enum):
-    """Which family of the com.microsoft kernels a registration installs."""
-
-    OPTIMIZED = "optimized"
-    NAIVE = "naive"
-
-
-@dataclass(frozen=True)
-class RegisteredKernel:
-    """One kernel a registration installs (immutable)."""
-
-    domain: str
-    op_type: str
-    device: str
-    name: str
-    element_types: tuple[str, ...]
-    since_version: int
-    until_version: int | None
-    implementation: str
-    registrar: str
-
-    def accepts_opset(self, version: int) -> bool:
-        return self.since_version <= version and (
-            self.until_version is None or version <= self.until_version
-        )
+def _register_standard(policy, install) -> None:
+    """The kernels with one implementation whatever the policy (which is
+    therefore not read)."""
+    for family in FAMILIES:
+        for registrar, adapters in family.KERNELS.items():
+            for adapter in adapters:
+                install(record_of(adapter, registrar), adapter)
 
 
-def table_domain(domain: str) -> str:
-    """The key a domain has in the tables: '' and 'ai.onnx' are one domain."""
-    return "" if domain == DEFAULT_DOMAIN else domain
+#: com.microsoft families as (optimized module, naive module) pairs, each with
+#: ``KERNELS``; one registration pass installs one of the two (the policy).
+MICROSOFT_FAMILIES = (
+    (skip_norm, naive_skip_norm),
+    (bias_gelu, naive_bias_gelu),
+    (cdist, naive_cdist),
+    (causal_conv_with_state.microsoft_family, naive_causal_conv_with_state),
+    (linear_attention.microsoft_family, naive_linear_attention),
+    (multi_head_attention, naive_multi_head_attention),
+    (group_query_attention, naive_group_query_attention),
+)
 
 
-def record_of(adapter: type, registrar: str, implementation: str = "optimized") -> RegisteredKernel:
-    """The inventory record of an adapter class, from its class attributes."""
-    return RegisteredKernel(
-        domain=adapter.op_domain or DEFAULT_DOMAIN,
-        op_type=adapter.__name__,
-        device=DEVICE,
-        name=adapter.kernel_name,
-        element_types=tuple(adapter.element_types),
-        since_version=adapter.since_version,
-        until_version=adapter.until_version,
-        implementation=implementation,
-        registrar=registrar,
-    )
+def _register_microsoft(policy, install) -> None:
+    """The com.microsoft kernels of the policy's family."""
+    naive = policy is MicrosoftKernelImplementation.NAIVE
+    implementation = "naive" if naive else "optimized"
+    for optimized_family, naive_family in MICROSOFT_FAMILIES:
+        for registrar, adapters in (naive_family if naive else optimized_family).KERNELS.items():
+            for adapter in adapters:
+                install(record_of(adapter, registrar, implementation), adapter)
 
 
-Install = Callable[[RegisteredKernel, type], None]
-
-
-def check_policy(policy) -> MicrosoftKernelImplementation:
-    if not isinstance(policy, MicrosoftKernelImplementation):
-        raise TypeError(
-            "microsoft_implementation must be a MicrosoftKernelImplementation, "
-            f"got {policy!r}"
-        )
-    return policy
+#: Called in order by every registration pass: ``registrar(policy, install)``.
+REGISTRARS = (_register_standard, _register_microsoft)
 
 
 def registration_pass(policy: MicrosoftKernelImplementation, install: Install) -> None:
     """Run every registrar once for one implementation family."""
-    from ..ops import REGISTRARS  # the ops import the registry's base pieces
-
     check_policy(policy)
     for registrar in REGISTRARS:
         registrar(policy, install)

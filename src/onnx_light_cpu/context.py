@@ -1,0 +1,23 @@
+"""What one evaluator tree shares with the adapters it runs: the kernel
+tables the registry resolves its nodes from, the thread count and the
+usage log.  It sits below the adapters (``ops``), which read the thread
+count and the usage log, and below the registry, which fills the tables."""
+
+from __future__ import annotations
+
+from .usage import UsageLog
+
+
+class EvaluatorContext:
+    """What one evaluator tree shares: kernels, threads, usage log.
+
+    ``global_kernels`` and ``session_kernels`` map (table domain, op_type)
+    to the (record, adapter class) entries of ``registry.hook``'s tables."""
+
+    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage")
+
+    def __init__(self, global_kernels: dict) -> None:
+        self.global_kernels = global_kernels
+        self.session_kernels: dict = {}
+        self.num_threads: int | None = None
+        self.usage = UsageLog()

@@ -1,0 +1,2 @@
+"""Plain NumPy oracles: readable implementations that no registration
+installs, used by the NAIVE adapters and the tests."""
