@@ -23,8 +23,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -39,8 +39,9 @@ _OMP_ENV_BEFORE_OLC = (
     None if "onnx_light_cpu" in sys.modules else {k: os.environ.get(k) for k in OMP_ENV_VARS}
 )
 
-import onnx_light_cpu as olc  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import onnx_light_cpu as olc  # noqa: E402
 from onnx_light_cpu.threads import decide_num_threads  # noqa: E402
 
 CONTENDERS = ("ours", "ort", "builtin")

@@ -2,7 +2,8 @@
 (32000, 4096) 4-bit table (LLaMA-sized vocabulary), block 128 and 32,
 float32 and float16 scales, ours vs ORT.
 
-    pytest benchmarks/test_bench_gather_block_quantized.py --benchmark-only --benchmark-group-by=group
+    pytest benchmarks/test_bench_gather_block_quantized.py --benchmark-only \
+        --benchmark-group-by=group
 
 onnx.reference has no kernel for this operator, so there is no builtin
 contender; the reference dequantizes the selected rows in NumPy.

@@ -79,7 +79,7 @@ def matmul_case(op_type, shape_a, shape_b, attrs_items, bias):
     return case
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fma_peak(threads: int) -> float:
     """FMA peak of ``threads`` cores: ``threads`` x the best of 5 short
     one-thread runs of tools.fma_peak's loop.  On a dedicated machine the

@@ -33,12 +33,14 @@ from tools.benchmark_matmul_nbits_parity import (
     MUSE_FAMILIES,
     OP,
     QWEN_PROJECTIONS,
-    Case as Projection,
     make_activation,
     make_model,
     make_weights,
     oracle,
     prepare_ort,
+)
+from tools.benchmark_matmul_nbits_parity import (
+    Case as Projection,
 )
 
 from ._harness import Case, bench_contender

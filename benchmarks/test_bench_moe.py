@@ -5,11 +5,12 @@ and decode (T = 1); ours vs ORT, 1 and 2 threads.
     pytest benchmarks/test_bench_moe.py --benchmark-only --benchmark-group-by=group
 
 Rows: MoE float32; QMoE 4-bit with per-row scales, and with blocks of 32
-and 128 at accuracy levels 0 and 4.  Expert weights are initializers, so both engines prepare them once, before timing (ORT
-prepacks them; at accuracy level 4 both quantize the activations to int8
-per block).  Outputs are checked against a float32 NumPy reference (within
-0.1 at accuracy level 4, 1e-3 otherwise; the outputs are O(1)).  onnx.reference has no kernel
-for these operators: no builtin contender.  Groups read
+and 128 at accuracy levels 0 and 4.  Expert weights are initializers, so
+both engines prepare them once, before timing (ORT prepacks them; at
+accuracy level 4 both quantize the activations to int8 per block).
+Outputs are checked against a float32 NumPy reference (within 0.1 at
+accuracy level 4, 1e-3 otherwise; the outputs are O(1)).  onnx.reference
+has no kernel for these operators: no builtin contender.  Groups read
 ``<op>[<row>]-float32-<T*H>-t<threads>``.
 """
 

@@ -16,8 +16,6 @@ import functools
 import numpy as np
 import pytest
 
-
-
 from ._harness import CONTENDERS, bench_contender, make_case
 
 THREADS = (1, 2)

@@ -12,7 +12,7 @@ identical across thread counts, and the inputs must come back unmodified.
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import onnx

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
-from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx.reference import ReferenceEvaluator
 from onnx_light_cpu.fusion import fuse_matmul_nbits_bias
 
 MS = "com.microsoft"

@@ -74,11 +74,8 @@ def _natural(text: str):
 def format_time(seconds: float | None) -> str:
     if seconds is None:
         return NA
-    for unit, scale in (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3)):
-        if seconds < scale * 1000:
-            break
-    else:
-        unit, scale = "s", 1.0
+    units = (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0))
+    unit, scale = next((u for u in units if seconds < u[1] * 1000), units[-1])
     value = seconds / scale
     digits = 0 if value >= 100 else 1 if value >= 10 else 2
     return f"{value:.{digits}f} {unit}"

@@ -54,9 +54,9 @@ import numpy as np
 import onnx
 from onnx import helper as oh
 from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx.reference import ReferenceEvaluator
 
 MS = "com.microsoft"
 OP = "MatMulNBits"

@@ -27,9 +27,10 @@ def _openmp_wait_defaults() -> None:
 _SPINCOUNT = "10000"
 _openmp_wait_defaults()
 
-from .registry import hook as _hook  # noqa: E402
-from . import schemas as _schemas  # noqa: E402,F401  (registers the onnx.defs schemas)
-from .registry.api import (  # noqa: E402
+from . import schemas as _schemas  # registers the onnx.defs schemas
+from ._kernels._cpu import BUILT_WITH_OPENMP
+from .registry import hook as _hook
+from .registry.api import (
     clear_used_kernel_names,
     get_num_threads_for_session,
     register_kernel_for_session,
@@ -43,11 +44,10 @@ from .registry.api import (  # noqa: E402
     used_kernel_names,
     used_kernel_paths,
 )
-from .registry.inventory import registered_kernel_names, registered_kernels  # noqa: E402
-from .registry.records import MicrosoftKernelImplementation, RegisteredKernel  # noqa: E402
-from .simd import available_simd_levels, simd_level  # noqa: E402
-from .threads import get_default_num_threads, set_default_num_threads  # noqa: E402
-from ._kernels._cpu import BUILT_WITH_OPENMP  # noqa: E402
+from .registry.inventory import registered_kernel_names, registered_kernels
+from .registry.records import MicrosoftKernelImplementation, RegisteredKernel
+from .simd import available_simd_levels, simd_level
+from .threads import get_default_num_threads, set_default_num_threads
 
 __version__ = "0.1.0"
 

@@ -14,8 +14,15 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from differential import (assert_close, check_node, node_model, run_builtin, run_ours, same_bits,
-                          unaligned)
+from differential import (
+    assert_close,
+    check_node,
+    node_model,
+    run_builtin,
+    run_ours,
+    same_bits,
+    unaligned,
+)
 
 # (rtol, atol) per dtype.  float32: the built-in scales Q and K by
 # sqrt(scale) each and sums in another order (the outputs are O(1) averages

@@ -374,9 +374,9 @@ def test_node_with_empty_inputs():
 def test_models_from_helper_run():
     """A two-node graph mixing the families (Mul then Greater)."""
     from onnx import TensorProto
+    from onnx.reference import ReferenceEvaluator
 
     import onnx_light_cpu as olc
-    from onnx.reference import ReferenceEvaluator
 
     graph = oh.make_graph(
         [oh.make_node("Mul", ["x", "y"], ["m"]), oh.make_node("Greater", ["m", "y"], ["z"])],

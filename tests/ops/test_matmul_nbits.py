@@ -342,14 +342,14 @@ def test_int8_kinds_agree():
         K, N, M = 200, 37, 6
         inputs, attrs = make_case(rng, M=M, K=K, N=N, bits=bits, block=32, zp="uint8")
         a, b, scales, zero_points = inputs[:4]
-        from onnx_light_cpu.ops.matmul_nbits import MatMulNBits  # noqa: PLC0415
+        from onnx_light_cpu.ops.matmul_nbits import MatMulNBits
         node = oh.make_node("MatMulNBits", ["A", "B", "S", "Z"], ["Y"],
                             domain="com.microsoft", accuracy_level=4, **attrs)
         op = MatMulNBits(node, {"opsets": {"com.microsoft": 1}, "log": None, "new_ops": None})
         prepared = core.prepare(b, scales, op._zero_points(zero_points), bits, 32, K, N, 4)
         results = {}
         top = len(available_simd_levels()) - 1
-        for kind, name in enumerate(core.KIND_NAMES):
+        for kind in range(len(core.KIND_NAMES)):
             level = min(kind, 2)
             if level > top:
                 continue

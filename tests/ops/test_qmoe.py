@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 from onnx.reference import ReferenceEvaluator
+from test_moe import check, moe_model, run_ort, run_ours
 
 import onnx_light_cpu as olc
 from onnx_light_cpu.naive import moe as naive
 
 from differential import same_bits
-from test_moe import check, moe_model, run_ort, run_ours
 
 OP = "QMoE"
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from differential import (check_node, node_model, random_shapes, run_ours, special_values,
-                          unaligned)
+from differential import check_node, node_model, random_shapes, run_ours, special_values, unaligned
 
 DTYPES = (np.float32, np.float16, bfloat16, np.float64)
 

@@ -55,7 +55,8 @@ def test_transcendental_matches_float64(op, dtype):
 
 
 @pytest.mark.parametrize("op", ["Exp", "Log", "Sigmoid", "Tanh"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64],
+                         ids=lambda d: np.dtype(d).name)
 def test_transcendental_matches_builtin(op, dtype):
     rng = np.random.default_rng(1)
     check_node(op, [_random(rng, (4, 33), dtype, op)], oracle="builtin")

@@ -18,7 +18,8 @@ def chain(*ops: str) -> onnx.ModelProto:
     """x -> ops[0] -> ops[1] ... -> y, float32 1-D."""
     names = ["x"] + [f"t{i}" for i in range(len(ops) - 1)] + ["y"]
     nodes = [oh.make_node(op, [names[i]], [names[i + 1]]) for i, op in enumerate(ops)]
-    return oh.make_model(oh.make_graph(nodes, "chain", [_vi("x")], [_vi("y")]), opset_imports=[OPSET])
+    graph = oh.make_graph(nodes, "chain", [_vi("x")], [_vi("y")])
+    return oh.make_model(graph, opset_imports=[OPSET])
 
 
 def if_model(then_op="Exp", else_op="Abs") -> onnx.ModelProto:

@@ -127,7 +127,8 @@ def test_precedence_session_over_new_ops_over_global_over_builtin():
 
 REACH = [
     ("if", models.if_model, {"cond": np.array(True), "x": X}, ["onnx_light_cpu::Exp"]),
-    ("loop", models.loop_model, {"trips": np.array(2, dtype=np.int64), "cond": np.array(True), "x": X},
+    ("loop", models.loop_model,
+     {"trips": np.array(2, dtype=np.int64), "cond": np.array(True), "x": X},
      ["onnx_light_cpu::Exp"] * 2),
     ("scan", models.scan_model, {"s": X[:2], "x": np.stack([X[:2]] * 3)},
      ["onnx_light_cpu::Tanh"] * 3),

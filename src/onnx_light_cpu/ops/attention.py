@@ -40,7 +40,6 @@ from .._kernels import attention as engine
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
 
-
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16, T.DOUBLE)
 ENGINE_TYPES = frozenset((T.FLOAT, T.FLOAT16, T.BFLOAT16))

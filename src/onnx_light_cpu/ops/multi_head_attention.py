@@ -37,8 +37,7 @@ from onnx import TensorProto
 from .. import simd
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
-from .attention import (concat_cache, engine_level_name, engine_ready, fresh, heads_view,
-                        run_engine)
+from .attention import concat_cache, engine_level_name, engine_ready, fresh, heads_view, run_engine
 
 T = TensorProto
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
@@ -181,7 +180,7 @@ class MultiHeadAttentionBase(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
-            for i, (past, x4) in enumerate(((past_key, k4), (past_value, v4)), 6):
+            for i, x4 in enumerate((k4, v4), 6):
                 check_buffer(op, f"output {i - 5} (present, input {i} + new keys)",
                             (b, n, p + x4.shape[2], x4.shape[3]), x4.itemsize)
             k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import onnx
 from onnx.reference import ReferenceEvaluator

@@ -44,6 +44,7 @@ from .records import (
     DEFAULT_DOMAIN,
     Install,
     MicrosoftKernelImplementation,
+    RegisteredKernel,
     check_policy,
     record_of,
 )
@@ -116,8 +117,11 @@ def registration_pass(policy: MicrosoftKernelImplementation, install: Install) -
         registrar(policy, install)
 
 
+OPTIMIZED = MicrosoftKernelImplementation.OPTIMIZED
+
+
 def registered_kernels(
-    microsoft_implementation: MicrosoftKernelImplementation = MicrosoftKernelImplementation.OPTIMIZED,
+    microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED,
 ) -> tuple[RegisteredKernel, ...]:
     """Every kernel a registration with this policy installs; installs nothing."""
     records: list[RegisteredKernel] = []

@@ -6,8 +6,8 @@ registry module can use it."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 DEFAULT_DOMAIN = "ai.onnx"
 MICROSOFT_DOMAIN = "com.microsoft"
