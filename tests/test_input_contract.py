@@ -113,6 +113,44 @@ def test_slice_counts_a_huge_starts_input_before_reading_it():
         run_ours(model, [x, starts, starts])
 
 
+def test_reduce_sum_counts_a_huge_axes_input_before_reading_it():
+    x = np.ones((2, 3), np.float32)
+    axes = np.broadcast_to(np.int64(0), ((1 << 32) + 1,))
+    with pytest.raises(ValueError, match=r"^ReduceSum: input 1 \('x1'\) has 4294967297 axes"):
+        run_ours(node_model("ReduceSum", [x, axes]), [x, axes])
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("Gemm", [np.ones((2, 3), np.float32)] * 2, {"transB": 1000}),
+    ("Gemm", [np.ones((2, 3), np.float32)] * 2, {"transA": -1}),
+    ("ReduceSum", [np.ones((2, 3), np.float32), np.array([1])], {"keepdims": -1}),
+    ("ReduceSum", [np.ones((2, 3), np.float32)], {"noop_with_empty_axes": 2}),
+    ("Attention", [np.ones((1, 1, 2, 4), np.float32)] * 3, {"is_causal": 5}),
+])
+def test_flag_attributes_must_be_0_or_1(op_type, inputs, attrs):
+    """Regression: other values were taken as 1."""
+    (name, value), = attrs.items()
+    model = node_model(op_type, inputs, opset=23, **attrs)
+    with pytest.raises(ValueError, match=rf"^{op_type}: attribute {name} must be 0 or 1, "
+                                         rf"got {value}"):
+        run_ours(model, inputs)
+
+
+@pytest.mark.parametrize("op_type, attrs", [
+    ("CausalConvWithState", {"channels_last": 1 << 40}),
+    ("MoE", {"normalize_routing_weights": 1000}),
+])
+def test_microsoft_flag_attributes_must_be_0_or_1(op_type, attrs):
+    (name, value), = attrs.items()
+    x = np.ones((1, 4, 3), np.float32)
+    inputs = [x, np.ones((4, 1, 2), np.float32)] if op_type == "CausalConvWithState" else \
+        [x.reshape(4, 3), np.ones((4, 2), np.float32), np.ones((2, 5, 3), np.float32),
+         np.ones((2, 5), np.float32), np.ones((2, 3, 5), np.float32)]
+    model = node_model(op_type, inputs, domain="com.microsoft", **attrs)
+    with pytest.raises(ValueError, match=rf"^{op_type}: attribute {name} must be 0 or 1"):
+        run_ours(model, inputs)
+
+
 @pytest.mark.parametrize("opset", [1, 11, 13])
 def test_softmax_keeps_a_scalar_shape(opset):
     x = np.array(1.5, np.float32)

@@ -243,6 +243,22 @@ def test_nan_router_logits():
     check("MoE", inputs, want, k=2)
 
 
+@pytest.mark.parametrize("limit", [None, 7.0])
+def test_swiglu_nan_weight_gives_nan(limit):
+    """Regression: the SwiGLU clamps turned a NaN gate into the limit (inf
+    without one), so a NaN weight gave +-inf; ONNX Runtime gives NaN."""
+    rng = np.random.default_rng(23)
+    inputs = make_inputs(rng, 6, 32, 16, 4, fused=True)
+    inputs[2][:, 0] = np.nan  # gate row 0 of every expert
+    inputs[2][:, 3] = np.nan  # linear row 1
+    attrs = dict(k=2, activation_type="swiglu", swiglu_fusion=1)
+    if limit is not None:
+        attrs["swiglu_limit"] = limit
+    want = run_ort("MoE", inputs, **attrs)
+    assert np.isnan(want).all()
+    check("MoE", inputs, want, **attrs)
+
+
 def test_constant_weights_are_prepared_once():
     rng = np.random.default_rng(9)
     inputs = make_inputs(rng, 12, 40, 24, 4, fused=True)

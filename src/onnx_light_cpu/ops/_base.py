@@ -109,6 +109,10 @@ class KernelOp(OpRun):
     #: Inputs the adapter reads through their strides, never as a dense
     #: copy: exempt from the check that such a copy would fit in memory.
     strided_inputs: ClassVar[frozenset[int]] = frozenset()
+    #: The first invalid attribute of the node, raised by every run: a
+    #: constructor error would break building the evaluator or a
+    #: registration that re-resolves its nodes.
+    _attribute_error: str | None = None
 
     def __init_subclass__(cls, **kwargs):
         """What the inventory says of an adapter, derived from its class: the
@@ -135,6 +139,8 @@ class KernelOp(OpRun):
         self._required = _required_inputs(type(self), onnx_node, self.opset)
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
+        if self._attribute_error is not None:
+            raise ValueError(self._attribute_error)
         args = self._checked_inputs(args)
         adapter = self
         if self.has_linked_attribute:
@@ -153,6 +159,18 @@ class KernelOp(OpRun):
                 raise ValueError(str(e)) from e
             raise ValueError(f"{self.onnx_node.op_type}: cannot run on inputs "
                              f"({_describe(args)}): {type(e).__name__}: {e}") from e
+
+    def _reject_attribute(self, message: str) -> None:
+        """Keep ``message`` (about an attribute) for the runs to raise."""
+        if self._attribute_error is None:
+            self._attribute_error = f"{self.onnx_node.op_type}: {message}"
+
+    def _flag(self, name: str, default: int = 0) -> bool:
+        """The 0/1 attribute ``name``; another value is rejected."""
+        value = next((a.i for a in self.onnx_node.attribute if a.name == name), default)
+        if value not in (0, 1):
+            self._reject_attribute(f"attribute {name} must be 0 or 1, got {value}")
+        return bool(value)
 
     def _checked_inputs(self, args: tuple) -> tuple:
         """``args`` with NumPy scalars made arrays, after checking that every

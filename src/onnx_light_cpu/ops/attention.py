@@ -184,7 +184,7 @@ class Attention(KernelOp):
         # float32 like the attribute: the built-in takes its square root in
         # float32 (the default scale's in float64), which DOUBLE can see
         self.scale = None if atts.get("scale") is None else np.float32(atts["scale"])
-        self.is_causal = bool(atts.get("is_causal", 0))
+        self.is_causal = self._flag("is_causal")
         self.q_heads = int(atts.get("q_num_heads", 0))
         self.kv_heads = int(atts.get("kv_num_heads", 0))
         self.softcap = float(atts.get("softcap", 0.0))
@@ -197,23 +197,19 @@ class Attention(KernelOp):
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        self._attribute_error = None
         if self.mode not in (0, 1, 2, 3):
-            self._attribute_error = (f"Attention: attribute qk_matmul_output_mode must be 0, 1, 2 "
-                                     f"or 3, got {self.mode}")
-        elif self.left < -1 or self.right < -1:
-            self._attribute_error = ("Attention: attributes left_window_size and "
-                                     "right_window_size must be -1 or nonnegative, got "
-                                     f"{self.left} and {self.right}")
-        elif (self.softmax_precision is not None
-              and self.softmax_precision not in SOFTMAX_PRECISIONS):
-            self._attribute_error = ("Attention: attribute softmax_precision must be 1, 10, 11 or "
-                                     f"16, got {self.softmax_precision}")
-        elif self.q_heads < 0 or self.kv_heads < 0:
-            self._attribute_error = ("Attention: attributes q_num_heads and kv_num_heads must be "
-                                     f"positive, got {self.q_heads} and {self.kv_heads}")
+            self._reject_attribute(f"attribute qk_matmul_output_mode must be 0, 1, 2 or 3, "
+                                   f"got {self.mode}")
+        if self.left < -1 or self.right < -1:
+            self._reject_attribute("attributes left_window_size and right_window_size must be "
+                                   f"-1 or nonnegative, got {self.left} and {self.right}")
+        if (self.softmax_precision is not None
+                and self.softmax_precision not in SOFTMAX_PRECISIONS):
+            self._reject_attribute("attribute softmax_precision must be 1, 10, 11 or 16, got "
+                                   f"{self.softmax_precision}")
+        if self.q_heads < 0 or self.kv_heads < 0:
+            self._reject_attribute("attributes q_num_heads and kv_num_heads must be positive, "
+                                   f"got {self.q_heads} and {self.kv_heads}")
 
     # -- validation -----------------------------------------------------
 
@@ -321,8 +317,6 @@ class Attention(KernelOp):
     def _run(self, Q=None, K=None, V=None, attn_mask=None, past_key=None, past_value=None,
              nonpad_kv_seqlen=None):
         op = "Attention"
-        if self._attribute_error:
-            raise ValueError(self._attribute_error)
         for i, x in enumerate((Q, K, V)):
             if x is None:
                 raise ValueError(self._input_error(i, "is required (inputs Q, K and V)"))

@@ -185,7 +185,7 @@ class MicrosoftCausalConvBase(CausalConvBase):
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         self.dilation = self._int("dilation", 1)
-        self.channels_last = bool(self._int("channels_last", 0))
+        self.channels_last = self._flag("channels_last")
         if self._unsupported is not None:
             return
         ndim, window = self._int("ndim", 1), self._int("state_window", 0)

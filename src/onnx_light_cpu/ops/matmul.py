@@ -212,8 +212,8 @@ class Gemm(_MatMulEngine):
         atts = {att.name: att for att in onnx_node.attribute}
         self.alpha = float(atts["alpha"].f) if "alpha" in atts else 1.0
         self.beta = float(atts["beta"].f) if "beta" in atts else 1.0
-        self.transA = bool(atts["transA"].i) if "transA" in atts else False
-        self.transB = bool(atts["transB"].i) if "transB" in atts else False
+        self.transA = self._flag("transA")
+        self.transB = self._flag("transB")
         # Opset 1-6: C is added with broadcasting only when broadcast=1;
         # otherwise it must have the output's shape exactly.
         self.broadcast = (bool(atts["broadcast"].i) if "broadcast" in atts else False) \

@@ -86,7 +86,7 @@ class _MoEBase(KernelOp):
         attrs = {att.name: onnx.helper.get_attribute_value(att) for att in onnx_node.attribute}
         self._attrs = attrs
         self.k = attrs.get("k", 1)
-        self.normalize = bool(attrs.get("normalize_routing_weights", 0))
+        self.normalize = self._flag("normalize_routing_weights")
         activation = attrs.get("activation_type", b"relu")
         self.activation = activation.decode() if isinstance(activation, bytes) else activation
         self.swiglu_fusion = attrs.get("swiglu_fusion", 0)

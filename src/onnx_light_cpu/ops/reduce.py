@@ -46,6 +46,8 @@ class _Reduce(KernelOp):
 class ReduceSum(_Reduce):
     """Sum over ``axes`` (attribute before opset 13, input since)."""
 
+    strided_inputs = frozenset({1})  # ``axes`` is counted before it is read
+
     onnx_types = (T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS
     # Elements per thread before a second thread is asked, measured with
     # the second core idle (float32, t1 vs t2 in µs): [64, 1024] over the
@@ -56,9 +58,8 @@ class ReduceSum(_Reduce):
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         names = _attribute_names(onnx_node)
-        self.keep = bool(self.keepdims) if "keepdims" in names else True
-        self.noop = bool(getattr(self, "noop_with_empty_axes", 0)) \
-            if "noop_with_empty_axes" in names else False
+        self.keep = self._flag("keepdims", 1)
+        self.noop = self._flag("noop_with_empty_axes", 0)
         self.attr_axes = [int(a) for a in self.axes] \
             if self.opset < 13 and "axes" in names else None
 
@@ -72,6 +73,9 @@ class ReduceSum(_Reduce):
             if not isinstance(axes, np.ndarray) or axes.dtype != np.int64:
                 got = axes.dtype if isinstance(axes, np.ndarray) else type(axes).__name__
                 raise TypeError(self._input_error(1, f"must be tensor(int64), got {got}"))
+            if axes.size > max(x.ndim, 1):  # each axis once; checked before converting
+                raise ValueError(self._input_error(
+                    1, f"has {axes.size} axes for an input of rank {x.ndim}"))
             axes_l = axes.reshape(-1).tolist()
         if not axes_l:
             if self.noop:

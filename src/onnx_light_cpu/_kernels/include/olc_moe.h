@@ -192,10 +192,13 @@ static inline float olc_moe_act1(int op, float v) {
 }
 
 /* SwiGLU of a gate and linear value: the gate clamped from above, the
- * linear value on both sides, by the limit (infinite when not given). */
+ * linear value on both sides, by the limit (infinite when not given).  A
+ * NaN passes the clamps, as through ONNX Runtime's std::min / std::clamp;
+ * the vector twins put the limit first in min/max, which then return the
+ * NaN operand. */
 static inline float olc_moe_swiglu1(float gv, float lv, float alpha, float beta, float limit) {
-    gv = gv < limit ? gv : limit;
-    lv = lv < limit ? (lv > -limit ? lv : -limit) : limit;
+    gv = limit < gv ? limit : gv;
+    lv = lv < -limit ? -limit : (limit < lv ? limit : lv);
     return gv * olc_sigmoidf_(alpha * gv) * (lv + beta);
 }
 
@@ -270,8 +273,8 @@ static OLC_TARGET_AVX2 void olc_moe_act_avx2(const olc_moe_act_args *p, int64_t 
             }
             __m256 y;
             if (p->op == OLC_MOE_SWIGLU) {
-                gv = _mm256_min_ps(gv, hi);
-                lv = _mm256_max_ps(_mm256_min_ps(lv, hi), lo);
+                gv = _mm256_min_ps(hi, gv);
+                lv = _mm256_max_ps(lo, _mm256_min_ps(hi, lv));
                 y = _mm256_mul_ps(_mm256_mul_ps(gv, olc_sigmoid_ps_avx2(_mm256_mul_ps(alpha, gv))),
                                   _mm256_add_ps(lv, beta));
             } else {
@@ -348,8 +351,8 @@ static OLC_TARGET_AVX512 void olc_moe_act_avx512(const olc_moe_act_args *p, int6
             }
             __m512 y;
             if (p->op == OLC_MOE_SWIGLU) {
-                gv = _mm512_min_ps(gv, hi);
-                lv = _mm512_max_ps(_mm512_min_ps(lv, hi), lo);
+                gv = _mm512_min_ps(hi, gv);
+                lv = _mm512_max_ps(lo, _mm512_min_ps(hi, lv));
                 y = _mm512_mul_ps(_mm512_mul_ps(gv, olc_sigmoid_ps_avx512(_mm512_mul_ps(alpha, gv))),
                                   _mm512_add_ps(lv, beta));
             } else {
