@@ -22,9 +22,12 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 KERNELS = "src/onnx_light_cpu/_kernels"
-# Every .pyx of the kernels folder is one extension module.
-CORES = sorted(os.path.splitext(os.path.basename(p))[0]
-               for p in glob.glob(os.path.join(KERNELS, "*.pyx")))
+# Every .pyx of the kernels folder (a family's core) and of its engines/
+# subfolder (cores several families share) is one extension module, named
+# by its path: "unary", "engines/gemm".
+CORES = sorted(os.path.relpath(os.path.splitext(p)[0], KERNELS)
+               for p in glob.glob(os.path.join(KERNELS, "*.pyx"))
+               + glob.glob(os.path.join(KERNELS, "engines", "*.pyx")))
 
 
 def _compiler():
@@ -108,7 +111,7 @@ def _extensions():
     include = [numpy.get_include(), os.path.join(KERNELS, "include")]
     exts = [
         Extension(
-            f"onnx_light_cpu._kernels.{name}",
+            f"onnx_light_cpu._kernels.{name.replace('/', '.')}",
             [f"{KERNELS}/{name}.pyx"],
             include_dirs=include,
             define_macros=macros,

@@ -172,6 +172,23 @@ def _builtin_session(model) -> ReferenceEvaluator:
     return ReferenceEvaluator(model)
 
 
+def named_case(case: Case, label: str) -> Case:
+    """``case`` under its own group label: distinct groups for cases of one
+    operator and dtype with equal sizes."""
+    case.expected_kernel = f"onnx_light_cpu::{case.op_type}"
+    case.op_type = label
+    return case
+
+
+def naive_reference(case: Case):
+    """The NAIVE family's outputs on a case: the untimed check of every
+    contender for the com.microsoft operators."""
+    sess = ReferenceEvaluator(case.model)
+    olc.register_kernels_for_session(
+        sess, microsoft_implementation=olc.MicrosoftKernelImplementation.NAIVE)
+    return lambda feeds: sess.run(None, feeds)
+
+
 def prepare_ours(case: Case, threads: int):
     olc.unregister_kernels_global()  # only the per-session registration acts
     sess = ReferenceEvaluator(case.model)

@@ -1,11 +1,9 @@
-"""ai.onnx Attention (opset 23) and com.microsoft MultiHeadAttention: ours vs
-ORT (vs the onnx.reference built-in for Attention).
+"""ai.onnx Attention (opset 23): ours vs ORT and the onnx.reference built-in.
 
     pytest benchmarks/test_bench_attention.py --benchmark-only --benchmark-group-by=group
 
-Shapes: Attention-23 on Q, K, V (1, 32, 128, 128), causal, float32 and
-float16; MultiHeadAttention B=1, S=128, 12 heads of 64 (BERT-base
-self-attention, q/k/v (1, 128, 768)), float32 and float16; 1 and 2 threads.
+Shapes: Q, K, V (1, 32, 128, 128), causal, float32 and float16; 1 and 2
+threads.
 """
 
 from __future__ import annotations
@@ -14,13 +12,9 @@ import functools
 
 import numpy as np
 import pytest
-from onnx.reference import ReferenceEvaluator
-
-import onnx_light_cpu as olc
 
 from ._harness import bench_contender, make_case
 
-MS = "com.microsoft"
 THREADS = (1, 2)
 DTYPES = ("float32", "float16")
 
@@ -37,34 +31,9 @@ def attention_case(dtype: str):
     return case
 
 
-@functools.lru_cache(maxsize=1)
-def mha_case(dtype: str):
-    rng = np.random.default_rng(12)
-    shape = (1, 128, 768)
-    feeds = {n: rng.standard_normal(shape).astype(np.float32).astype(dtype)
-             for n in ("query", "key", "value")}
-    case = make_case("MultiHeadAttention", feeds, attrs={"num_heads": 12}, domain=MS,
-                     expected_kernel="onnx_light_cpu::MultiHeadAttention")
-    naive = ReferenceEvaluator(case.model)
-    olc.register_kernels_for_session(
-        naive, microsoft_implementation=olc.MicrosoftKernelImplementation.NAIVE)
-    case.reference = lambda f: naive.run(None, f)
-    tol = 3e-3 if dtype == "float16" else 1e-5
-    case.rtol = case.atol = tol
-    return case
-
-
 @pytest.mark.parametrize("contender", ["ours", "ort", "builtin"])
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_attention(benchmark, bench_options, dtype, threads, contender):
     case = attention_case(dtype)
-    bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)
-
-
-@pytest.mark.parametrize("contender", ["ours", "ort"])
-@pytest.mark.parametrize("threads", THREADS)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_multi_head_attention(benchmark, bench_options, dtype, threads, contender):
-    case = mha_case(dtype)
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pytest
 
-from onnx_light_cpu._kernels import gemm as gemm_core
+from onnx_light_cpu._kernels.engines import gemm as gemm_core
 from onnx_light_cpu.simd import state
 
 from ._harness import CONTENDERS, bench_contender, make_case

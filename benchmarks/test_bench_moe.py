@@ -23,7 +23,7 @@ import onnx
 import pytest
 from onnx import helper as oh
 
-from onnx_light_cpu.naive import moe as naive
+from onnx_light_cpu.reference import moe as naive
 
 from ._harness import DEFAULT_IR_VERSION, Case, _onnx_type, bench_contender
 

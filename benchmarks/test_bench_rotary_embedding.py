@@ -17,7 +17,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.naive.rotary_embedding import rotary_embedding as naive_rotary
+from onnx_light_cpu.reference.rotary_embedding import rotary_embedding as naive_rotary
 
 from ._harness import Case, bench_contender, make_single_node_model
 

@@ -1,10 +1,9 @@
-"""Concat, Gather, Slice, Split, ReduceSum, Softmax on transformer shapes.
+"""Concat, Gather, Slice, Split on transformer shapes.
 
     pytest benchmarks/test_bench_tensor.py --benchmark-only --benchmark-group-by=group
 
 Shapes: a KV-cache append (Concat), 128 embedding rows out of a 32000x4096
-table (Gather), a fused QKV projection cut in three (Slice, Split), row and
-column sums of (128, 4096) (ReduceSum) and attention / vocabulary softmaxes.
+table (Gather), a fused QKV projection cut in three (Slice, Split).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import CONTENDERS, bench_contender, make_case
+from ._harness import CONTENDERS, bench_contender, make_case, named_case
 
 THREADS = (1, 2)
 HIDDEN = 4096
@@ -24,47 +23,28 @@ def _rand(rng, shape, dtype="float32"):
     return rng.random(shape, dtype=np.float32).astype(dtype, copy=False)
 
 
-def _named(case, label):
-    """Distinct groups for cases of one operator and dtype with equal sizes."""
-    case.expected_kernel = f"onnx_light_cpu::{case.op_type}"
-    case.op_type = label
-    return case
-
-
 @functools.lru_cache(maxsize=1)
 def bench_case(name: str):
     rng = np.random.default_rng(0)
     i64 = functools.partial(np.array, dtype=np.int64)
     if name == "Concat-kv":
         feeds = {"past": _rand(rng, (1, 8, 512, 128)), "new": _rand(rng, (1, 8, 1, 128))}
-        return _named(make_case("Concat", feeds, attrs={"axis": 2}), "Concat-kv")
+        return named_case(make_case("Concat", feeds, attrs={"axis": 2}), "Concat-kv")
     if name == "Gather-rows":
         feeds = {"table": _rand(rng, (32000, HIDDEN)),
                  "ids": rng.integers(0, 32000, size=(1, 128)).astype(np.int64)}
-        return _named(make_case("Gather", feeds, attrs={"axis": 0}), "Gather-rows")
+        return named_case(make_case("Gather", feeds, attrs={"axis": 0}), "Gather-rows")
     qkv = _rand(rng, (1, 128, 3 * HIDDEN))
     if name == "Slice-qkv":
         feeds = {"qkv": qkv, "starts": i64([HIDDEN]), "ends": i64([2 * HIDDEN]),
                  "axes": i64([-1])}
-        return _named(make_case("Slice", feeds), "Slice-qkv")
-    if name == "Split-qkv":
-        outputs = [(n, np.float32) for n in ("q", "k", "v")]
-        return _named(make_case("Split", {"qkv": qkv}, attrs={"axis": -1, "num_outputs": 3},
-                                outputs=outputs), "Split-qkv")
-    if name.startswith("ReduceSum"):
-        axis = -1 if name.endswith("last") else 0
-        feeds = {"x": _rand(rng, (128, HIDDEN)), "axes": i64([axis])}
-        return _named(make_case("ReduceSum", feeds, rtol=1e-4, atol=1e-3), name)
-    op, shape, dtype = name.split(":")
-    shape = tuple(int(s) for s in shape.split("x"))
-    x = (rng.standard_normal(shape, dtype=np.float32) * 3).astype(dtype)
-    return _named(make_case("Softmax", {"x": x}, attrs={"axis": -1}, rtol=3e-3, atol=1e-5),
-                  f"Softmax-{'x'.join(map(str, shape))}")
+        return named_case(make_case("Slice", feeds), "Slice-qkv")
+    outputs = [(n, np.float32) for n in ("q", "k", "v")]
+    return named_case(make_case("Split", {"qkv": qkv}, attrs={"axis": -1, "num_outputs": 3},
+                            outputs=outputs), "Split-qkv")
 
 
-CASES = ("Concat-kv", "Gather-rows", "Slice-qkv", "Split-qkv", "ReduceSum-last",
-         "ReduceSum-first", "Softmax:128x32000:float32", "Softmax:128x32000:float16",
-         "Softmax:1x32x128x128:float32", "Softmax:1x32x128x128:float16")
+CASES = ("Concat-kv", "Gather-rows", "Slice-qkv", "Split-qkv")
 
 
 def _params():

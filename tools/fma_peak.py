@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from onnx_light_cpu._kernels import gemm
+from onnx_light_cpu._kernels.engines import gemm
 from onnx_light_cpu.simd import LEVEL_NAMES, state
 
 

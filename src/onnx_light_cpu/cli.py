@@ -1,6 +1,7 @@
 """``python -m onnx_light_cpu``: list the kernels, or run a model with them.
 
     python -m onnx_light_cpu kernels
+    python -m onnx_light_cpu where OP_TYPE
     python -m onnx_light_cpu run [MODEL.onnx] [--inputs FILE.npz] [--threads N]
                                  [--compare builtin,ort] [--repeat N]
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import pathlib
 import statistics
 import sys
 import time
@@ -30,6 +32,7 @@ from . import (
     used_kernel_names,
     used_kernel_paths,
 )
+from .registry.records import PACKAGE_ROOT
 
 DEFAULT_SHAPE = (64, 4096)
 
@@ -260,6 +263,38 @@ def command_kernels(args) -> int:
     return 0
 
 
+def family_files(record) -> dict[str, str]:
+    """The test and benchmark files of a kernel's family, named by the stem
+    its adapter module has (relative to the repository root)."""
+    stem = pathlib.Path(record.adapter_path).stem
+    return {"tests": f"tests/ops/test_{stem}.py",
+            "benchmarks": f"benchmarks/test_bench_{stem}.py"}
+
+
+def command_where(args) -> int:
+    from . import MicrosoftKernelImplementation
+
+    records = {r.name: r for policy in MicrosoftKernelImplementation
+               for r in registered_kernels(policy) if r.op_type == args.op_type}
+    if not records:
+        print(f"error: no onnx_light_cpu kernel runs {args.op_type!r} "
+              "(python -m onnx_light_cpu kernels lists them)", file=sys.stderr)
+        return 2
+    source = PACKAGE_ROOT.name  # "src" in a checkout
+    repository = PACKAGE_ROOT.parent
+    for record in records.values():
+        print(f"{record.name} ({record.domain}, {record.implementation})")
+        print(f"  adapter:    {source}/{record.adapter_path}")
+        for path in record.core_paths:
+            print(f"  core:       {source}/{path}")
+        for path in record.header_paths:
+            print(f"  header:     {source}/{path}")
+        for kind, path in family_files(record).items():
+            if (repository / path).exists():
+                print(f"  {kind + ':':11} {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import MicrosoftKernelImplementation
 
@@ -271,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                          const=MicrosoftKernelImplementation.NAIVE,
                          default=MicrosoftKernelImplementation.OPTIMIZED,
                          help="list the NAIVE com.microsoft family")
+    where = sub.add_parser("where", help="the files of an operator's kernels")
+    where.add_argument("op_type", help="operator type, such as MatMulNBits")
     run = sub.add_parser("run", help="run a model through ReferenceEvaluator with the kernels")
     run.add_argument("model", nargs="?", help="ONNX file (default: a model built in code)")
     run.add_argument("--inputs", help=".npz file of feeds (default: random)")
@@ -281,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "kernels":
         return command_kernels(args)
+    if args.command == "where":
+        return command_where(args)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     return command_run(args)

@@ -432,7 +432,7 @@ def test_attention_any_input_layout(rank):
 def test_engine_ready_keeps_broadcast_axes_compact():
     """A broadcast input whose last axis the engine cannot read is copied
     compactly: the stride-0 axes stay stride 0 (never a dense copy)."""
-    from onnx_light_cpu.ops.attention import engine_ready
+    from onnx_light_cpu.ops._layout import engine_ready
     base = np.arange(16, dtype=np.float32)
     x = np.broadcast_to(base[::2], (1 << 20, 4, 8))     # 128 MiB if densified
     y = engine_ready(x)

@@ -1,4 +1,4 @@
-"""The attention engine (``_kernels.attention.attend``) against its NumPy twin
+"""The attention engine (``_kernels.engines.attention.attend``) against its NumPy twin
 (``reference.attention_core.attend``): random shapes and grouped heads, strided
 (transposed) views, float32/float16/bfloat16, bias broadcasting, key ranges
 (empty ones included), sinks, softcap in both orders, the decode split, at
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from onnx_light_cpu._kernels import attention as core
+from onnx_light_cpu._kernels.engines import attention as core
 from onnx_light_cpu.reference import attention_core as twin
 from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels
 

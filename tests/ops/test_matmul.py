@@ -290,7 +290,7 @@ def test_non_constant_b_prepares_nothing():
 
 
 def test_fma_peak_loop_runs():
-    from onnx_light_cpu._kernels import gemm
+    from onnx_light_cpu._kernels.engines import gemm
 
     if available_simd_levels() == ("scalar",):
         pytest.skip("the FMA loop needs AVX2")

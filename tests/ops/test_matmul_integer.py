@@ -16,7 +16,7 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu._kernels import gemm_int8
+from onnx_light_cpu._kernels.engines import gemm_int8
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import check_node, node_model, run_ours, unaligned

@@ -29,7 +29,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 from onnx_light_cpu._kernels import matmul_nbits as core
-from onnx_light_cpu.naive.matmul_nbits import codes_matrix, dequantize, matmul_nbits
+from onnx_light_cpu.reference.matmul_nbits import codes_matrix, dequantize, matmul_nbits
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 from tests.differential import assert_close, same_bits
 

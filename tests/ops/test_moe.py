@@ -1,5 +1,5 @@
 """com.microsoft MoE: differential tests against ONNX Runtime and the NumPy
-reference (onnx_light_cpu/naive/moe.py) over activations, SwiGLU
+reference (onnx_light_cpu/reference/moe.py) over activations, SwiGLU
 parameters, k, renormalisation, biases, input rank, token counts, weights
 as inputs or initializers, float32/float16 (bfloat16 against a float32
 oracle on rounded inputs), at every SIMD level and 1/2 threads; bad input
@@ -21,7 +21,7 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.naive import moe as naive
+from onnx_light_cpu.reference import moe as naive
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import assert_close, same_bits

@@ -24,7 +24,7 @@ from onnx.reference import ReferenceEvaluator
 from test_moe import check, moe_model, run_ort, run_ours
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.naive import moe as naive
+from onnx_light_cpu.reference import moe as naive
 
 from differential import same_bits
 

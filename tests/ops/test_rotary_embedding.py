@@ -12,8 +12,8 @@ import pytest
 from ml_dtypes import bfloat16
 from onnx.reference.ops.op_rotary_embedding import rotary_embedding as builtin_rotary
 
-from onnx_light_cpu._kernels import rotary as core
-from onnx_light_cpu.naive.rotary_embedding import rotary_embedding as naive_rotary
+from onnx_light_cpu._kernels.engines import rotary as core
+from onnx_light_cpu.reference.rotary_embedding import rotary_embedding as naive_rotary
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, state
 
 from differential import check_node, node_model, run_ours

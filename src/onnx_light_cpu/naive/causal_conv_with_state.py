@@ -14,8 +14,9 @@ import numpy as np
 from ..ops.causal_conv_with_state import MicrosoftCausalConvBase
 
 
-class CausalConvWithState(MicrosoftCausalConvBase):
-    kernel_prefix = "NaiveMicrosoft"
+class MicrosoftCausalConvWithState(MicrosoftCausalConvBase):
+    op_type = "CausalConvWithState"
+    kernel_prefix = "Naive"
 
     def _compute(self, x, weight, bias, past_state, channels, state_shape):
         if self._usage.enabled:
@@ -65,5 +66,5 @@ class CausalConvWithState(MicrosoftCausalConvBase):
 
 
 KERNELS = {
-    "RegisterMicrosoftKernels": (CausalConvWithState,),
+    "RegisterMicrosoftKernels": (MicrosoftCausalConvWithState,),
 }

@@ -27,8 +27,9 @@ def _repeat_heads(x: np.ndarray, heads: int, wanted: int) -> np.ndarray:
     return np.repeat(x.reshape(B, T, heads, d), wanted // heads, axis=2).reshape(B, T, wanted * d)
 
 
-class LinearAttention(MicrosoftLinearAttentionBase):
-    kernel_prefix = "NaiveMicrosoft"
+class MicrosoftLinearAttention(MicrosoftLinearAttentionBase):
+    op_type = "LinearAttention"
+    kernel_prefix = "Naive"
     since_version = 1
 
     def _reference(self, q, k, v, past, decay, beta, heads):
@@ -80,5 +81,5 @@ class LinearAttention(MicrosoftLinearAttentionBase):
 
 
 KERNELS = {
-    "RegisterMicrosoftKernels": (LinearAttention,),
+    "RegisterMicrosoftKernels": (MicrosoftLinearAttention,),
 }

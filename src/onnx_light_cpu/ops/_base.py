@@ -95,8 +95,11 @@ def type_string(element_type: int) -> str:
 
 
 class KernelOp(OpRun):
-    """Base of every adapter; the class name is the operator type."""
+    """Base of every adapter; the class name is the operator type unless
+    the class sets ``op_type`` (the com.microsoft twins of ai.onnx
+    operators are named ``Microsoft<op_type>``)."""
 
+    op_type: ClassVar[str]
     op_domain = ""
     kernel_name: ClassVar[str]
     element_types: ClassVar[tuple[str, ...]]
@@ -120,6 +123,8 @@ class KernelOp(OpRun):
         ``onnx_types`` (unless the class lists them); and a per-class cache
         of usage path labels."""
         super().__init_subclass__(**kwargs)
+        if "op_type" not in cls.__dict__:
+            cls.op_type = cls.__name__
         cls.kernel_name = f"onnx_light_cpu::{cls.kernel_prefix}{cls.__name__}"
         if "element_types" not in cls.__dict__ and cls.onnx_types:
             cls.element_types = tuple(type_string(t) for t in cls.onnx_types)

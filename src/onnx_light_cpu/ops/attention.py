@@ -36,9 +36,10 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import attention as engine
+from .._kernels.engines import attention as engine
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from ._layout import compact, engine_ready
 
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16, T.DOUBLE)
@@ -49,29 +50,6 @@ SOFTMAX_PRECISIONS = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
 # bfloat16 rounding of the scores and probabilities at rtol 1e-3, below
 # bfloat16's own resolution (the engine's float32 result is 1-2 ulps away).
 NUMPY_TYPES = {T.DOUBLE: np.float64, T.BFLOAT16: bfloat16}
-
-
-def compact(x: np.ndarray) -> np.ndarray:
-    """``x`` with its broadcast (stride 0) axes but the last cut to length 1:
-    what a computation on a broadcast input needs to read, to broadcast back
-    with ``np.broadcast_to(result, x.shape)``."""
-    last = x.ndim - 1
-    return x[tuple(slice(0, 1) if st == 0 and ax != last else slice(None)
-                   for ax, st in enumerate(x.strides))]
-
-
-def engine_ready(x: np.ndarray, dtype=None) -> np.ndarray:
-    """``x`` (in ``dtype`` when given) itself when the engine can read it
-    (last axis contiguous, strides whole elements), else a copy that is
-    contiguous where it must be: axes of stride 0 (broadcast inputs) stay
-    broadcast, so a huge stride-0 input costs a compact copy, never a dense
-    one."""
-    item = x.itemsize
-    if (dtype is None or x.dtype == dtype) and (
-            x.size == 0 or ((x.ndim == 0 or x.shape[-1] <= 1 or x.strides[-1] == item)
-                            and all(st % item == 0 for st in x.strides))):
-        return x
-    return np.broadcast_to(np.ascontiguousarray(compact(x), dtype=dtype), x.shape)
 
 
 def heads_view(x: np.ndarray, heads: int) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import activation as core
+from .._kernels.engines import activation as core
 from ._base import KernelOp
 
 T = TensorProto

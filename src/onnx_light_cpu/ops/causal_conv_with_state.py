@@ -28,7 +28,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import causal_conv as core
+from .._kernels import causal_conv_with_state as core
 from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto
@@ -206,12 +206,10 @@ class MicrosoftCausalConvBase(CausalConvBase):
             self._unsupported = "the state_update output is not supported (CUDA only)"
 
 
-# Both domains' operator is "CausalConvWithState" (the class name is the
-# operator type); the Microsoft one is created under that name so that its
-# kernel name, onnx_light_cpu::MicrosoftCausalConvWithState, still differs.
-MicrosoftCausalConvWithState = type("CausalConvWithState", (_Optimized, MicrosoftCausalConvBase), {
-    "__module__": __name__, "__qualname__": "MicrosoftCausalConvWithState",
-    "__doc__": MicrosoftCausalConvBase.__doc__, "kernel_prefix": "Microsoft"})
+class MicrosoftCausalConvWithState(_Optimized, MicrosoftCausalConvBase):
+    """com.microsoft CausalConvWithState, the OPTIMIZED family."""
+
+    op_type = "CausalConvWithState"
 
 
 KERNELS = {

@@ -23,7 +23,7 @@ import onnx
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import gather_bq as core
+from .._kernels import gather_block_quantized as core
 from ._base import KernelOp, type_string
 
 T = TensorProto

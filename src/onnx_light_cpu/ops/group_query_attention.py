@@ -23,7 +23,7 @@ position past_len + s and attends keys [begin, min(past_len + s + 1, T[b]))
 Scores: (scale q).k, softcap c*tanh(x/c), + attention_bias (columns by
 absolute key position), softmax with head_sink (or a zero sink for
 smooth_softmax) in the denominator.  The shared engine
-(:func:`onnx_light_cpu._kernels.attention.attend`) runs the softmax without
+(:func:`onnx_light_cpu._kernels.engines.attention.attend`) runs the softmax without
 materialising the scores and fills present from past while it reads it.
 
 sliding_window_cache=1 keeps window-sized buffers (see ``_windowed``);
@@ -44,11 +44,11 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import attention as core
-from .._kernels import rotary as rotary_core
+from .._kernels.engines import attention as core
+from .._kernels.engines import rotary as rotary_core
 from ..memory import check_buffer
 from ._base import EVERY_INPUT, KernelOp
-from .attention import engine_ready
+from ._layout import engine_ready
 
 T = TensorProto
 _INT32_MAX = 2**31 - 1

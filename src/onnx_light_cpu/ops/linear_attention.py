@@ -251,19 +251,21 @@ class LinearAttention(LinearAttentionKernel):
     since_version = 27
 
 
-#: Validation of the com.microsoft contract, for the NAIVE family.
-MicrosoftLinearAttentionBase = type(
-    "LinearAttentionBase", (LinearAttentionBase,),
-    {"op_domain": "com.microsoft", "microsoft": True, "__module__": __name__})
+class MicrosoftLinearAttentionBase(LinearAttentionBase):
+    """Validation of the com.microsoft contract, for the NAIVE family."""
 
-# The com.microsoft operator has the same type name: the class must be
-# named LinearAttention too, and kernel_prefix tells the kernel names apart
-# (onnx_light_cpu::MicrosoftLinearAttention).
-MicrosoftLinearAttention = type(
-    "LinearAttention", (LinearAttentionKernel,),
-    {"op_domain": "com.microsoft", "microsoft": True, "kernel_prefix": "Microsoft",
-     "since_version": 1, "__module__": __name__,
-     "__doc__": "com.microsoft LinearAttention, the OPTIMIZED family."})
+    op_type = "LinearAttention"
+    op_domain = "com.microsoft"
+    microsoft = True
+
+
+class MicrosoftLinearAttention(LinearAttentionKernel):
+    """com.microsoft LinearAttention, the OPTIMIZED family."""
+
+    op_type = "LinearAttention"
+    op_domain = "com.microsoft"
+    microsoft = True
+    since_version = 1
 
 
 KERNELS = {

@@ -15,7 +15,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import gemm as core
+from .._kernels.engines import gemm as core
 from ._base import ELEMENT_TYPES, KernelOp, type_string
 
 T = TensorProto

@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import simd
-from .._kernels import gemm_int8 as core
+from .._kernels.engines import gemm_int8 as core
 from ._base import KernelOp
 
 INT8 = (np.dtype(np.uint8), np.dtype(np.int8))

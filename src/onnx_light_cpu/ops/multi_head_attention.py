@@ -37,7 +37,8 @@ from onnx import TensorProto
 from .. import simd
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
-from .attention import concat_cache, engine_level_name, engine_ready, fresh, heads_view, run_engine
+from ._layout import engine_ready
+from .attention import concat_cache, engine_level_name, fresh, heads_view, run_engine
 
 T = TensorProto
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at

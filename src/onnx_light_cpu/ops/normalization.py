@@ -19,7 +19,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from .. import simd
-from .._kernels import norm as core
+from .._kernels import normalization as core
 from ._base import ELEMENT_TYPES, KernelOp
 
 T = TensorProto

@@ -1,7 +1,7 @@
 """RotaryEmbedding: ai.onnx (opset 23) and com.microsoft.
 
 Both rotate the first ``rotary_embedding_dim`` channels of every head with
-cos/sin rows chosen by position (the core :mod:`onnx_light_cpu._kernels.rotary`
+cos/sin rows chosen by position (the core :mod:`onnx_light_cpu._kernels.engines.rotary`
 takes [B, S, N, H] views, so rank-4 (B, N, S, H) inputs go through a
 transposed view, never a copy).
 
@@ -24,10 +24,10 @@ import numpy as np
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import rotary as core
+from .._kernels.engines import rotary as core
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
-from .attention import engine_ready
+from ._layout import engine_ready
 
 T = TensorProto
 
@@ -267,12 +267,10 @@ class _MicrosoftRotary(_Rotary):
         return self._rotate(x, n_heads, head_size, rot, cos, sin, positions)
 
 
-# Both domains' operator is "RotaryEmbedding" (the class name is the
-# operator type); the Microsoft one is created under that name so that its
-# kernel name, onnx_light_cpu::MicrosoftRotaryEmbedding, still differs.
-MicrosoftRotaryEmbedding = type("RotaryEmbedding", (_MicrosoftRotary,), {
-    "__module__": __name__, "__qualname__": "MicrosoftRotaryEmbedding",
-    "__doc__": _MicrosoftRotary.__doc__, "kernel_prefix": "Microsoft"})
+class MicrosoftRotaryEmbedding(_MicrosoftRotary):
+    """com.microsoft RotaryEmbedding (the ai.onnx one is RotaryEmbedding)."""
+
+    op_type = "RotaryEmbedding"
 
 
 KERNELS = {

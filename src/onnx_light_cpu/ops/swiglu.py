@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import activation as core
+from .._kernels.engines import activation as core
 from ._base import KernelOp
 
 T = TensorProto

@@ -1,5 +1,5 @@
 """NAIVE attention engine: the readable NumPy twin of
-:func:`onnx_light_cpu._kernels.attention.attend` (same signature, same
+:func:`onnx_light_cpu._kernels.engines.attention.attend` (same signature, same
 semantics), used by the NAIVE com.microsoft attention adapters and as the
 oracle of the C engine's tests.
 

@@ -6,8 +6,14 @@ registry module can use it."""
 from __future__ import annotations
 
 import enum
+import functools
+import inspect
+import re
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 DEFAULT_DOMAIN = "ai.onnx"
 MICROSOFT_DOMAIN = "com.microsoft"
@@ -34,6 +40,12 @@ class RegisteredKernel:
     until_version: int | None
     implementation: str
     registrar: str
+    #: Where it is written, relative to the folder holding the package
+    #: (``src/`` in a checkout): the adapter's module, the cores it calls
+    #: (``.pyx``) and the C headers those declare.
+    adapter_path: str = ""
+    core_paths: tuple[str, ...] = ()
+    header_paths: tuple[str, ...] = ()
 
     def accepts_opset(self, version: int) -> bool:
         return self.since_version <= version and (
@@ -46,11 +58,50 @@ def table_domain(domain: str) -> str:
     return "" if domain == DEFAULT_DOMAIN else domain
 
 
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding onnx_light_cpu/
+EXTERN = re.compile(r'^cdef extern from "(\w+\.h)"', re.M)
+
+
+def _relative(path: str | Path) -> str:
+    return Path(path).resolve().relative_to(PACKAGE_ROOT).as_posix()
+
+
+def _cores_of(module: types.ModuleType) -> set[str]:
+    """The extension modules ``module`` imports."""
+    return {value.__name__ for value in vars(module).values()
+            if isinstance(value, types.ModuleType)
+            and value.__name__.startswith("onnx_light_cpu._kernels.")}
+
+
+@functools.cache
+def source_paths(adapter: type) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(adapter module, cores, headers) of an adapter class.  The cores are
+    the extension modules its module imports, and those of the ``ops``
+    modules it takes functions or classes from (MultiHeadAttention calls
+    the attention engine through ``ops.attention``); a NAIVE adapter has
+    none of its own.  The headers are those the cores declare with
+    ``cdef extern from``."""
+    module = sys.modules[adapter.__module__]
+    cores = set()
+    if not module.__name__.startswith("onnx_light_cpu.naive."):
+        cores = _cores_of(module)
+        for value in vars(module).values():
+            source = getattr(value, "__module__", None) or ""
+            if source.startswith("onnx_light_cpu.ops.") and source != module.__name__:
+                cores |= _cores_of(sys.modules[source])
+    core_paths = sorted(name.replace(".", "/") + ".pyx" for name in cores)
+    include = "onnx_light_cpu/_kernels/include"
+    headers = sorted({f"{include}/{h}" for core in core_paths
+                      for h in EXTERN.findall((PACKAGE_ROOT / core).read_text())})
+    return _relative(inspect.getsourcefile(adapter)), tuple(core_paths), tuple(headers)
+
+
 def record_of(adapter: type, registrar: str, implementation: str = "optimized") -> RegisteredKernel:
     """The inventory record of an adapter class, from its class attributes."""
+    adapter_path, core_paths, header_paths = source_paths(adapter)
     return RegisteredKernel(
         domain=adapter.op_domain or DEFAULT_DOMAIN,
-        op_type=adapter.__name__,
+        op_type=adapter.op_type,
         device=DEVICE,
         name=adapter.kernel_name,
         element_types=tuple(adapter.element_types),
@@ -58,6 +109,9 @@ def record_of(adapter: type, registrar: str, implementation: str = "optimized") 
         until_version=adapter.until_version,
         implementation=implementation,
         registrar=registrar,
+        adapter_path=adapter_path,
+        core_paths=core_paths,
+        header_paths=header_paths,
     )
 
 

@@ -17,8 +17,8 @@
  * SIMD paths and the scalar twin give the same bits, and rows are
  * independent, so any split over threads does too.  No scratch memory.
  */
-#ifndef OLC_GATHER_BQ_H
-#define OLC_GATHER_BQ_H
+#ifndef OLC_GATHER_BLOCK_QUANTIZED_H
+#define OLC_GATHER_BLOCK_QUANTIZED_H
 #include <stdint.h>
 #include <string.h>
 #include "olc_cpu.h"

@@ -2,7 +2,8 @@
 Runtime has no kernel for the opset-27 operator) and com.microsoft in both
 layouts (ours vs ORT).
 
-    pytest benchmarks/test_bench_causal_conv.py --benchmark-only --benchmark-group-by=group
+    pytest benchmarks/test_bench_causal_conv_with_state.py --benchmark-only \
+        --benchmark-group-by=group
 
 Shapes (LFM2 / Qwen3.5-style short convolutions): kernel 4, SiLU, weight and
 bias as initializers, past state; decode B=1, C=2048, S=1 and prefill B=1,

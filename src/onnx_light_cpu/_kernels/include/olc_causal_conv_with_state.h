@@ -25,8 +25,8 @@
  * steps) channels-last; olc_cconv_select(dtype, channels_last, level)
  * returns the task-range function.
  */
-#ifndef OLC_CAUSAL_CONV_H
-#define OLC_CAUSAL_CONV_H
+#ifndef OLC_CAUSAL_CONV_WITH_STATE_H
+#define OLC_CAUSAL_CONV_WITH_STATE_H
 
 #include <stdint.h>
 #include <string.h>
@@ -484,4 +484,4 @@ static olc_cconv_fn olc_cconv_select(int dtype, int channels_last, int level) {
     return NULL;
 }
 
-#endif /* OLC_CAUSAL_CONV_H */
+#endif /* OLC_CAUSAL_CONV_WITH_STATE_H */

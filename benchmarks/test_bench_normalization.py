@@ -2,7 +2,7 @@
 (float32, float16 on the LLM shapes), GroupNormalization and
 BatchNormalization: ours vs ONNX Runtime vs the built-in, 1 and 2 threads.
 
-    pytest benchmarks/test_bench_norm.py --benchmark-only --benchmark-group-by=group
+    pytest benchmarks/test_bench_normalization.py --benchmark-only --benchmark-group-by=group
 
 SimplifiedLayerNormalization has no built-in (onnx.reference cannot run
 it) and RMSNormalization none in ORT 1.32's CPU provider for opset 23 is

@@ -34,8 +34,8 @@
  * reduced by one thread in one fixed order: results never depend on the
  * thread count.  No function allocates memory.
  */
-#ifndef OLC_NORM_H
-#define OLC_NORM_H
+#ifndef OLC_NORMALIZATION_H
+#define OLC_NORMALIZATION_H
 
 #include <math.h>
 #include <stdint.h>

@@ -1,0 +1,50 @@
+"""One name, one address: every kernel records its adapter, cores and
+headers, each file exists, and its family has a test and a benchmark file
+named by the same stem."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.cli import family_files, main
+from onnx_light_cpu.registry.records import PACKAGE_ROOT
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("policy", list(olc.MicrosoftKernelImplementation))
+def test_every_recorded_path_exists(policy):
+    for record in olc.registered_kernels(policy):
+        paths = (record.adapter_path, *record.core_paths, *record.header_paths)
+        for path in paths:
+            assert (PACKAGE_ROOT / path).is_file(), (record.name, path)
+        if REPOSITORY.joinpath("tests").is_dir():  # a checkout, not an install
+            for path in family_files(record).values():
+                assert (REPOSITORY / path).is_file(), (record.name, path)
+
+
+def test_optimized_kernels_name_their_cores():
+    """Each optimized kernel runs a core: its family's (same stem) or a
+    shared engine's, possibly with others (MoE also calls MatMulNBits')."""
+    for record in olc.registered_kernels():
+        stem = pathlib.Path(record.adapter_path).stem
+        cores = [pathlib.Path(p) for p in record.core_paths]
+        assert record.header_paths, record.name
+        assert any(p.stem == stem or p.parent.name == "engines" for p in cores), record.name
+
+
+def test_where_prints_the_files(capsys):
+    assert main(["where", "MatMulNBits"]) == 0
+    out = capsys.readouterr().out
+    for part in ("onnx_light_cpu::MatMulNBits", "ops/matmul_nbits.py",
+                 "_kernels/matmul_nbits.pyx", "include/olc_matmul_nbits.h",
+                 "tests/ops/test_matmul_nbits.py", "benchmarks/test_bench_matmul_nbits.py"):
+        assert part in out, part
+
+
+def test_where_unknown_operator(capsys):
+    assert main(["where", "NoSuchOp"]) == 2
+    assert "NoSuchOp" in capsys.readouterr().err
