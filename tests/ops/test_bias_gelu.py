@@ -132,6 +132,21 @@ def test_bias_gelu_special_values():
             assert y[7] == 20.0 and y[8] == 0 and y[9] == np.float32(3.0e38), (level, y)
 
 
+def test_bias_gelu_inf_minus_inf_is_nan():
+    """Regression: at AVX-512, erf of a NaN was finite, and Gelu's guard for
+    Phi == 0 turned inf + (-inf) into -0."""
+    a = np.ones((5, 64), np.float32)
+    a[:, 24] = np.inf
+    bias = np.zeros(64, np.float32)
+    bias[24] = -np.inf
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            y = run_ours(a, bias)[0][0]
+            assert np.isnan(y[:, 24]).all(), level
+            assert np.isfinite(np.delete(y, 24, axis=1)).all(), level
+    assert np.isnan(run_ours(a, bias, naive=True)[0][0][:, 24]).all()
+
+
 def test_bias_gelu_unaligned_and_strided():
     rng = np.random.default_rng(3)
     a, bias = feeds(rng, (9, 37), np.float32)

@@ -398,9 +398,15 @@ def test_nonfinite_activations_keep_float_semantics():
     inputs[0][2, 40] = np.nan
     for level in (0, 4):
         y, paths = run_ours(inputs, accuracy_level=level, **attrs)
-        assert all(p.startswith("int4_panel") for p in paths), paths
+        assert all(p.startswith("int4_panel" if level == 0 else "int8") for p in paths), paths
         assert np.isnan(y[2]).all() and np.isfinite(y[0]).all() and np.isfinite(y[3]).all()
         assert not np.isfinite(y[1]).any()
+        # Regression: at level 4 the finite rows fell back to the float
+        # path when another row was not finite (an int8-sized change).
+        for row in (0, 3):
+            alone, _ = run_ours([inputs[0][row:row + 1]] + inputs[1:], accuracy_level=level,
+                                **attrs)
+            np.testing.assert_allclose(y[row:row + 1], alone, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("M", (1, 20))

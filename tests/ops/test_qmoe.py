@@ -192,6 +192,24 @@ def test_prepared_once_for_constant_weights():
         assert sess.rt_nodes_[0].prepared_bytes() == 0
 
 
+def test_block_larger_than_the_reduction_is_one_block():
+    """Regression: block_size=2^31 padded every prepared row to 2^31 codes
+    (16 GiB); a block past K is one block, like the smallest that covers K."""
+    rng = np.random.default_rng(22)
+    inputs = make_inputs(rng, 6, 32, 32, 4, block=32, fused=True)
+    results = []
+    for block in (32, 1 << 31):
+        attrs = attributes(4, block, "swiglu", accuracy_level=4)
+        model, feeds = moe_model(OP, inputs, constant=(2, 3, 5, 6), **attrs)
+        sess = ReferenceEvaluator(model)
+        olc.register_kernels_for_session(sess)
+        olc.set_kernel_usage_recording(sess, True)
+        results.append(sess.run(None, feeds)[0])
+        assert olc.used_kernel_names(sess) == [f"onnx_light_cpu::{OP}"]
+        assert sess.rt_nodes_[0].prepared_bytes() < 1 << 20
+    assert same_bits(*results)
+
+
 def test_normalize_off_follows_the_attribute():
     rng = np.random.default_rng(4)
     attrs = attributes(4, 32, "silu", k=2, normalize=0)

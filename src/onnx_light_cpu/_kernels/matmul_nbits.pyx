@@ -247,7 +247,19 @@ def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, i
             raise MemoryError("matmul_nbits core: no memory for the quantized activations")
         if status == 0:
             return _INT8_LABELS[kind]
-        # a block that is not finite keeps float semantics: the panel engine
+        # A row holding a value that is not finite keeps float semantics
+        # (the panel engine below); the other rows keep the int8 engine's
+        # result, so that no row depends on the rows batched with it.
+        finite = np.isfinite(a).all(axis=1)
+        if finite.any():
+            rest = ~finite
+            y_finite = np.empty((int(finite.sum()), p.N), np.float32)
+            y_rest = np.empty((M - y_finite.shape[0], p.N), np.float32)
+            matmul(p, np.ascontiguousarray(a[finite]), y_finite, bias, threads, level)
+            matmul(p, np.ascontiguousarray(a[rest]), y_rest, bias, threads, level)
+            y[finite] = y_finite
+            y[rest] = y_rest
+            return _INT8_LABELS[kind]
     if p._want_rows and p.w.rows == NULL and olc_nb_route(&p.w, M, level) == 2:
         _prepare_rows(p)
     with nogil:

@@ -560,6 +560,8 @@ class QMoE(_MoEBase):
         blocks of 128."""
         bits = self.proj_bits[which]
         block = self.block_size or 128
+        if block > K:  # one block either way: the smallest that covers K
+            block = max(16, 1 << (K - 1).bit_length())  # (not 2^31 bytes a row)
         nb = -(-K // block)
         blob = block * bits // 8
         zero = 0x88 if bits == 4 else 0x80

@@ -119,9 +119,10 @@ static inline OLC_TARGET_AVX512 __m512 olc_erf_ps_avx512(__m512 x) {
     ep = _mm512_scalef_ps(_mm512_fmadd_ps(ep, e, _mm512_set1_ps(1.0f)), kf);
     __m512 r = _mm512_sub_ps(_mm512_set1_ps(1.0f), ep);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_ONE), _CMP_GE_OQ), _mm512_set1_ps(1.0f));
-    /* NaN fails both compares and leaves a finite r: the callers multiply
-     * by x, which brings the NaN back. */
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ), small);
+    /* NaN fails both compares and would leave a finite r (Gelu's Phi == 0
+     * guard then made inf - inf a -0): it stays NaN, as in the twins. */
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r),
         _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
 }
