@@ -172,6 +172,20 @@ def _builtin_session(model) -> ReferenceEvaluator:
     return ReferenceEvaluator(model)
 
 
+def dtype_params(op: str, cases, threads=(1, 2)):
+    """pytest parameters (dtype, threads, contender) of one operator's
+    ``cases``, pairs (dtype, contenders)."""
+    return [pytest.param(dtype, t, contender, id=f"{op}-{dtype}-t{t}-{contender}")
+            for dtype, contenders in cases for t in threads for contender in contenders]
+
+
+def named_params(names, threads=(1, 2)):
+    """pytest parameters (name, threads, contender) of named cases, every
+    contender each."""
+    return [pytest.param(name, t, contender, id=f"{name.replace(':', '-')}-t{t}-{contender}")
+            for name in names for t in threads for contender in CONTENDERS]
+
+
 def named_case(case: Case, label: str) -> Case:
     """``case`` under its own group label: distinct groups for cases of one
     operator and dtype with equal sizes."""

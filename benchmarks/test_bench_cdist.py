@@ -11,9 +11,8 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import bench_contender, make_case, naive_reference
+from ._harness import bench_contender, dtype_params, make_case, naive_reference
 
-THREADS = (1, 2)
 OP = "CDist"
 CASES = (("float32", ("ours", "ort")),)
 
@@ -29,15 +28,7 @@ def cdist_case(dtype: str):
     return case
 
 
-def _params():
-    for dtype, contenders in CASES:
-        for threads in THREADS:
-            for contender in contenders:
-                yield pytest.param(dtype, threads, contender,
-                                   id=f"{OP}-{dtype}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("dtype,threads,contender", list(_params()))
+@pytest.mark.parametrize("dtype,threads,contender", dtype_params(OP, CASES))
 def test_cdist(benchmark, bench_options, dtype, threads, contender):
     bench_contender(benchmark, cdist_case(dtype), contender, threads,
                     budget_s=bench_options.budget_s)

@@ -12,9 +12,8 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import CONTENDERS, bench_contender, make_case, named_case
+from ._harness import bench_contender, make_case, named_case, named_params
 
-THREADS = (1, 2)
 HIDDEN = 4096
 
 
@@ -38,15 +37,7 @@ CASES = ("ReduceSum-last", "ReduceSum-first", "Softmax:128x32000:float32",
          "Softmax:1x32x128x128:float16")
 
 
-def _params():
-    for name in CASES:
-        for threads in THREADS:
-            for contender in CONTENDERS:
-                yield pytest.param(name, threads, contender,
-                                   id=f"{name.replace(':', '-')}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("name,threads,contender", list(_params()))
+@pytest.mark.parametrize("name,threads,contender", named_params(CASES))
 def test_reduce(benchmark, bench_options, name, threads, contender):
     case = bench_case(name)
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

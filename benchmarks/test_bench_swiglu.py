@@ -11,9 +11,8 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import bench_contender, make_case
+from ._harness import bench_contender, dtype_params, make_case
 
-THREADS = (1, 2)
 OP = "SwiGLU"
 CASES = (("float32", ("ours", "builtin")),)
 
@@ -26,15 +25,7 @@ def swiglu_case(dtype: str):
     return make_case(OP, feeds, outputs=[("Y", np.dtype(dtype))], opset=28)
 
 
-def _params():
-    for dtype, contenders in CASES:
-        for threads in THREADS:
-            for contender in contenders:
-                yield pytest.param(dtype, threads, contender,
-                                   id=f"{OP}-{dtype}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("dtype,threads,contender", list(_params()))
+@pytest.mark.parametrize("dtype,threads,contender", dtype_params(OP, CASES))
 def test_swiglu(benchmark, bench_options, dtype, threads, contender):
     bench_contender(benchmark, swiglu_case(dtype), contender, threads,
                     budget_s=bench_options.budget_s)

@@ -13,9 +13,8 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import CONTENDERS, bench_contender, make_case, named_case
+from ._harness import bench_contender, make_case, named_case, named_params
 
-THREADS = (1, 2)
 HIDDEN = 4096
 
 
@@ -47,15 +46,7 @@ def bench_case(name: str):
 CASES = ("Concat-kv", "Gather-rows", "Slice-qkv", "Split-qkv")
 
 
-def _params():
-    for name in CASES:
-        for threads in THREADS:
-            for contender in CONTENDERS:
-                yield pytest.param(name, threads, contender,
-                                   id=f"{name.replace(':', '-')}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("name,threads,contender", list(_params()))
+@pytest.mark.parametrize("name,threads,contender", named_params(CASES))
 def test_tensor(benchmark, bench_options, name, threads, contender):
     case = bench_case(name)
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

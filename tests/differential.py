@@ -151,3 +151,29 @@ def special_values(dtype) -> np.ndarray:
         values += [float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
                    float(info.max), -float(info.max), float(info.eps)]
     return np.array(values, dtype=np.float64).astype(dtype)
+
+
+def layouts(x):
+    """(name, array equal to x) in other memory layouts: Fortran order, a
+    strided last axis, read-only, off the element alignment (byte offset 1),
+    strides that are not whole elements, broadcast (stride 0) over axis 0."""
+    yield "fortran", np.asfortranarray(x)
+    if x.ndim == 0:
+        return
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    wide[..., ::2] = x
+    yield "strided", wide[..., ::2]
+    ro = x.copy()
+    ro.flags.writeable = False
+    yield "read-only", ro
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
+    odd[...] = x
+    yield "byte offset 1", odd
+    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
+    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
+    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
+    odd[...] = x
+    yield "odd byte strides", odd
+    if x.shape[0] and (x == x[:1]).all():
+        yield "stride 0", np.broadcast_to(x[:1], x.shape)

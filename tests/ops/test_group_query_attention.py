@@ -22,7 +22,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, R
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, layouts, same_bits
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -519,32 +519,6 @@ def test_total_sequence_length_follows_ort(naive, past):
         want = run_ort(f, **attrs)
         got = run_ours(f, naive=naive, **attrs)   # checks that our kernel ran
         assert [g.shape for g in got] == [w.shape for w in want]
-
-
-def layouts(x):
-    """(name, array equal to x) in other memory layouts: Fortran order, a
-    strided last axis, read-only, off the element alignment (byte offset 1),
-    strides that are not whole elements, broadcast (stride 0) over axis 0."""
-    yield "fortran", np.asfortranarray(x)
-    if x.ndim == 0:
-        return
-    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-    wide[..., ::2] = x
-    yield "strided", wide[..., ::2]
-    ro = x.copy()
-    ro.flags.writeable = False
-    yield "read-only", ro
-    raw = np.zeros(x.nbytes + 1, np.uint8)
-    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
-    odd[...] = x
-    yield "byte offset 1", odd
-    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
-    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
-    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
-    odd[...] = x
-    yield "odd byte strides", odd
-    if x.shape[0] and (x == x[:1]).all():
-        yield "stride 0", np.broadcast_to(x[:1], x.shape)
 
 
 @pytest.mark.parametrize("naive", [False, True])

@@ -16,7 +16,7 @@ from onnx_light_cpu._kernels.engines import rotary as core
 from onnx_light_cpu.reference.rotary_embedding import rotary_embedding as naive_rotary
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, state
 
-from differential import check_node, node_model, run_ours
+from differential import check_node, layouts, node_model, run_ours
 
 MS = "com.microsoft"
 MS_KERNEL = "onnx_light_cpu::MicrosoftRotaryEmbedding"
@@ -329,28 +329,6 @@ def test_every_level_is_exercised():
         assert state.level == 0
 
 
-def _layouts(x):
-    """x in other memory layouts (see test_group_query_attention.layouts)."""
-    yield "fortran", np.asfortranarray(x)
-    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
-    wide[..., ::2] = x
-    yield "strided", wide[..., ::2]
-    ro = x.copy()
-    ro.flags.writeable = False
-    yield "read-only", ro
-    raw = np.zeros(x.nbytes + 1, np.uint8)
-    odd = np.ndarray(x.shape, x.dtype, buffer=raw, offset=1)
-    odd[...] = x
-    yield "byte offset 1", odd
-    raw = np.zeros(x.size * (x.itemsize + 1) + 1, np.uint8)
-    steps = tuple(st // x.itemsize * (x.itemsize + 1) for st in np.ascontiguousarray(x).strides)
-    odd = np.ndarray(x.shape, x.dtype, buffer=raw, strides=steps)
-    odd[...] = x
-    yield "odd byte strides", odd
-    if (x == x[:1]).all():
-        yield "stride 0", np.broadcast_to(x[:1], x.shape)
-
-
 @pytest.mark.parametrize("domain", ["", MS])
 @pytest.mark.parametrize("rank", [3, 4])
 def test_any_input_layout(domain, rank):
@@ -371,7 +349,7 @@ def test_any_input_layout(domain, rank):
     for i, a in enumerate(inputs):
         if a.ndim < 2:
             continue
-        for what, x in _layouts(a):
+        for what, x in layouts(a):
             before = x.copy()
             got, names, _ = run_ours(model, inputs[:i] + [x] + inputs[i + 1:])
             assert kernel in names
