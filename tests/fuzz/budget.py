@@ -4,7 +4,7 @@ tests/fuzz/conftest.py sets these from the command line before the test
 module is imported."""
 
 # Hypothesis examples per operator and test in the normal suite.
-EXAMPLES = 5
+EXAMPLES = 10
 # Shrink failing examples (slow on known findings): only with --fuzz.
 SHRINK = False
 # The long sweep (--fuzz): case count, seed and the JSON summary path.

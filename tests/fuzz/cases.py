@@ -190,10 +190,26 @@ def sprinkle_specials(rng: np.random.Generator, x: np.ndarray, fraction: float =
     return x
 
 
+LARGE_SIZES = (255, 1000, 4099, 65537)
+
+
 def random_shape(d: Draw, rank: int | None = None, max_rank: int = 4,
-                 sizes=(0, 1, 1, 2, 3, 4, 5, 7, 8, 16, 17, 33)) -> tuple[int, ...]:
+                 sizes=(0, 1, 1, 2, 3, 4, 5, 7, 8, 16, 17, 33),
+                 large: float = 0.06) -> tuple[int, ...]:
+    """A shape of small sizes (0, 1, odd, off the vector width); with
+    probability ``large`` one axis long enough for the vector loops and
+    the two-thread split (at most 2**18 elements in all)."""
     rank = d.int(0, max_rank) if rank is None else rank
-    return tuple(d.choice(sizes) for _ in range(rank))
+    shape = [d.choice(sizes) for _ in range(rank)]
+    if rank and d.chance(large):
+        axis = d.int(0, rank - 1)
+        shape[axis] = d.choice(LARGE_SIZES)
+        budget = (1 << 18) // shape[axis]
+        for i in range(rank):
+            if i != axis and shape[i] > 1:
+                shape[i] = max(1, min(shape[i], budget))
+                budget //= max(shape[i], 1)
+    return tuple(shape)
 
 
 def broadcast_operand(d: Draw, out: tuple[int, ...]) -> tuple[int, ...]:

@@ -4,7 +4,7 @@ and more Hypothesis examples; environment variables size them:
 * ``FUZZ_CASES`` (default 50000), ``FUZZ_SEED`` (0): the long sweep;
 * ``FUZZ_JSON``: write the sweep's machine-readable summary there;
 * ``FUZZ_EXAMPLES``: Hypothesis examples per operator and test
-  (default 5, 200 with --fuzz).
+  (default 10, 200 with --fuzz).
 """
 
 from __future__ import annotations

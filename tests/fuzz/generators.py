@@ -146,6 +146,8 @@ def gen_variadic(d: Draw, record) -> Case:
 
 
 def _variadic(op, xs):
+    if not xs or any(x is None for x in xs):
+        raise Invalid(f"{op}: every input of the variadic list is required")
     dtype = xs[0].dtype
     wide = [np.asarray(x, np.float64) if dtype in FLOATS else np.asarray(x) for x in xs]
     wide = np.broadcast_arrays(*wide)
@@ -327,8 +329,8 @@ def gen_scatter_nd(d: Draw, record) -> Case:
     reduction = "none"
     if opset >= 16 and d.chance(0.5):
         reduction = d.choice(["add", "mul"] + (["max", "min"] if opset >= 18 else []))
-    if dtype == BOOL and reduction != "none":
-        reduction = "none"
+    if (dtype == BOOL or dtype.kind == "c") and reduction != "none":
+        reduction = "none"  # no order on bool/complex: not a meaningful reduction
     cells = math.prod(shape[:k])
     m = d.int(0, min(cells, 6))
     flat = rng.choice(cells, size=m, replace=reduction != "none" and d.chance(0.5))
