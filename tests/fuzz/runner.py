@@ -76,7 +76,7 @@ def snapshot(x):
         if x.size * x.dtype.itemsize > (1 << 26):  # a huge stride-0 view
             return ("huge", x.shape, x.strides, x.reshape(-1)[:1].tobytes() if x.size else b"")
         if x.dtype.kind == "O":
-            return ("object", x.shape, x.tolist())
+            return ("object", x.shape, list(x.ravel()))
         return ("array", x.shape, x.dtype.str, x.flags.writeable, x.tobytes())
     return ("value", copy.deepcopy(x))
 
@@ -86,7 +86,7 @@ def same_bits(a, b) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind == "O":
-        return a.tolist() == b.tolist()
+        return list(a.ravel()) == list(b.ravel())
     return a.tobytes() == b.tobytes()
 
 
@@ -235,7 +235,7 @@ def compare(got, want, case: Case, non_finite: tuple[bool, bool] = (False, False
     if got.shape != want.shape:
         return f"shape {got.shape} != oracle {want.shape}"
     if got.dtype.kind in "OUS" or want.dtype.kind in "OUS":
-        same = [str(v) for v in got.ravel().tolist()] == [str(v) for v in want.ravel().tolist()]
+        same = [str(v) for v in got.ravel()] == [str(v) for v in want.ravel()]
         return None if same else "string values differ"
     if got.dtype != want.dtype:
         narrow_oracle = case.oracle in ("builtin", "ort", "numpy") and _is_float(got.dtype) \
@@ -264,10 +264,11 @@ def compare(got, want, case: Case, non_finite: tuple[bool, bool] = (False, False
         either = np.zeros(a.shape, bool)
         if inputs_inf:
             either |= (nan_a & np.isinf(e)) | (nan_e & np.isinf(a))
-        if case.family == "moe":
-            # top-k routing over NaN logits is implementation-defined: a NaN
-            # of ours where the oracle routed around it is accepted (the
-            # reverse, a NaN swallowed, is not)
+        if case.family in ("moe", "quantized") and inputs_nan:
+            # Top-k routing over NaN logits is implementation-defined, and
+            # ONNX Runtime's int8 paths (MatMulNBits accuracy level 4)
+            # quantize NaN to a finite code: a NaN of ours where the oracle
+            # has a number is accepted (the reverse, a NaN swallowed, is not).
             either |= nan_a
         a, e = np.where(either, 0.0, a), np.where(either, 0.0, e)
         nan_a, nan_e = np.isnan(a), np.isnan(e)
@@ -282,6 +283,10 @@ def compare(got, want, case: Case, non_finite: tuple[bool, bool] = (False, False
         return None
     dtype = got.dtype if got.dtype in RTOL["loose"] else np.dtype(np.float32)
     kind = case.tolerance if case.tolerance in RTOL else "elementwise"
+    if case.family == "norm" and dtype == np.dtype(np.float64):
+        # stash_type (default float32) makes a double normalization compute
+        # in float32; the built-in computes in double
+        dtype = np.dtype(np.float32)
     rtol = RTOL[kind][dtype]
     atol = ATOL_FLOOR[dtype]
     if kind != "elementwise":

@@ -180,6 +180,52 @@ FINDING_STATUSES = ("crash", "hang", "unclear_error", "mismatch", "nondeterminis
                     "accepts_invalid", "harness_error")
 
 
+# Outcomes that are not findings but worth a look: the oracle disagrees
+# with a clear rejection of ours, or fails where we succeed, or crashed.
+REVIEW_STATUSES = ("rejects_oracle_accepts", "ok_oracle_rejects", "oracle_crash", "oracle_hang")
+
+# The findings of /work/fuzz_findings.md: (id, target pattern, status
+# pattern, mutation pattern, detail pattern).  A finding of a sweep that
+# matches none is reported as NEW.
+KNOWN_FINDINGS = (
+    ("F1", r"::(Sum|Mean|Min|Max)$", r"mismatch|nondeterministic", r".*", r""),
+    ("F2", r"Attention|MultiHeadAttention|GroupQueryAttention", r"mismatch",
+     r"nan_inf|nan_row|bad_attribute", r"NaN positions"),
+    ("F3", r".*", r"unclear_error", r"missing_input|too_few_inputs",
+     r"_run\(\) missing|has no attribute"),
+    ("F4", r".*", r"unclear_error", r"huge", r"MemoryError: Unable to allocate"),
+    ("F5", r"::(Attention|LayerNormalization|GroupNormalization|MatMul|CDist)(\[naive\])?$",
+     r"hang", r"huge", r""),
+    ("F6", r"::Split$", r"hang", r"huge", r""),
+    ("F7", r".*", r"unclear_error", r".*", r"^IndexError: "),
+    ("F8", r"GroupQueryAttention", r"unclear_error|ok_oracle_rejects", r".*",
+     r"contiguous last axis"),
+    ("F10", r"::Softmax$", r"mismatch", r".*", r"values off"),
+    ("F11", r".*", r"accepts_invalid", r"bad_attribute", r""),
+    ("F12", r"::Q?MoE$", r"mismatch", r"nan_inf|nan_row", r"NaN positions"),
+    ("F9", r"::QLinearMatMul$", r"mismatch", r"wrong_rank|mismatched_shape", r"shape"),
+    ("F14", r"::(Slice|ReduceSum)$", r"unclear_error", r"huge", r"^MemoryError: $"),
+    ("F15", r".*", r"unclear_error", r"python_value", r"has no attribute"),
+    ("F16", r"::(LayerNormalization|RMSNormalization)$", r"mismatch", r"wrong_rank|mismatched_shape",
+     r"shape"),
+    ("F17", r"::Split$", r"rejects_valid", r".*", r"do not cut"),
+    ("F18", r"::MatMulNBits$", r"mismatch", r"nan_row|nan_inf", r""),
+    ("F19", r"::BiasGelu", r"mismatch", r"nan_inf|nan_row", r"NaN positions"),
+    ("F20", r"GroupQueryAttention", r"unclear_error", r"bad_index", r"Unable to allocate"),
+    ("F21", r"::Q?MoE$", r"unclear_error", r"bad_attribute", r"Unable to allocate"),
+    ("F22", r"MultiHeadAttention", r"mismatch", r"bad_attribute", r"values off"),
+)
+
+
+def known_finding(entry: dict) -> str:
+    for fid, target, status, mutation, detail in KNOWN_FINDINGS:
+        if (re.search(target, entry["target"]) and re.fullmatch(status, entry["status"])
+                and re.fullmatch(mutation, entry.get("mutation") or "valid")
+                and re.search(detail, entry.get("detail", ""))):
+            return fid
+    return "NEW"
+
+
 def normalized_detail(detail: str) -> str:
     """A finding's message with the case-specific parts (numbers, names,
     shapes) taken out."""
@@ -205,6 +251,7 @@ def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float
     per_target = {label: collections.Counter() for label in labels}
     totals = collections.Counter()
     findings: dict[tuple, dict] = {}
+    notes: dict[tuple, dict] = {}  # disagreements with the oracles that are not findings
     began = time.monotonic()
     worker_ = Worker(seed, mutation_rate, memory_gib)
     done = 0
@@ -234,9 +281,11 @@ def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float
             done += 1
             totals[record["status"]] += 1
             per_target.setdefault(record["target"], collections.Counter())[record["status"]] += 1
-            if record["status"] in FINDING_STATUSES:
+            table = (findings if record["status"] in FINDING_STATUSES
+                     else notes if record["status"] in REVIEW_STATUSES else None)
+            if table is not None:
                 key = _signature(record)
-                entry = findings.setdefault(key, {**record, "count": 0, "indices": []})
+                entry = table.setdefault(key, {**record, "count": 0, "indices": []})
                 entry["count"] += 1
                 if len(entry["indices"]) < 5:
                     entry["indices"].append(record["index"])
@@ -266,7 +315,11 @@ def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float
         "statuses": dict(totals),
         "per_target": {k: dict(v) for k, v in per_target.items()},
         "findings": sorted(findings.values(), key=lambda f: (f["target"], f["status"])),
+        "oracle_disagreements": sorted(notes.values(),
+                                       key=lambda f: (f["status"], f["target"]))[:400],
     }
+    for entry in summary["findings"]:
+        entry["known"] = known_finding(entry)
     return summary
 
 
@@ -299,10 +352,13 @@ def print_summary(summary: dict, file=sys.stdout) -> None:
     for target, counts in sorted(bad_targets.items()):
         print(f"  {target}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())),
               file=file)
-    print(f"  {len(summary['findings'])} distinct findings:", file=file)
-    for f in summary["findings"]:
-        print(f"   - [{f['status']}] {f['target']} x{f['count']} (e.g. case {f['indices'][0]}, "
-              f"{f['mutation'] or 'valid'}): {f['detail'][:160]}", file=file)
+    print(f"  {len(summary['findings'])} distinct findings "
+          f"({sum(f['known'] == 'NEW' for f in summary['findings'])} not in the known list):",
+          file=file)
+    for f in sorted(summary["findings"], key=lambda f: (f["known"] != "NEW", f["known"],
+                                                        f["target"])):
+        print(f"   - {f['known']} [{f['status']}] {f['target']} x{f['count']} (e.g. case "
+              f"{f['indices'][0]}, {f['mutation'] or 'valid'}): {f['detail'][:160]}", file=file)
 
 
 def replay(seed: int, index: int, mutation_rate: float) -> None:
@@ -326,8 +382,16 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=os.environ.get("FUZZ_JSON"),
                         help="write the summary here (also $FUZZ_JSON)")
     parser.add_argument("--replay", type=int, default=None, help="run one case in-process")
+    parser.add_argument("--summarize", default=None,
+                        help="print the summary of a JSON an earlier sweep wrote")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.summarize:
+        summary = json.loads(Path(args.summarize).read_text())
+        for entry in summary["findings"]:
+            entry["known"] = known_finding(entry)
+        print_summary(summary)
+        return 0
     if args.worker:
         worker(args.seed, args.mutation_rate, args.memory_gib)
         return 0

@@ -189,6 +189,7 @@ def test_short_sweep_in_subprocesses():
     summary = sweep(2 * len(TARGETS), seed=12, timeout=10.0, mutation_rate=0.5,
                     progress=False)
     assert summary["cases"] == 2 * len(TARGETS)
+    assert all(sum(counts.values()) == 2 for counts in summary["per_target"].values())
     bad = {s: n for s, n in summary["statuses"].items() if s in FINDING_STATUSES}
     if bad:
         _report(summary, None)
@@ -201,5 +202,7 @@ def test_long_sweep():
     in worker subprocesses; summary JSON in FUZZ_JSON."""
     summary = sweep(budget.SWEEP_CASES, seed=budget.SWEEP_SEED, timeout=20.0)
     _report(summary, budget.SWEEP_JSON)
+    assert summary["cases"] == budget.SWEEP_CASES
+    assert all(sum(counts.values()) > 0 for counts in summary["per_target"].values())
     bad = {s: n for s, n in summary["statuses"].items() if s in FINDING_STATUSES}
     assert not bad, bad
