@@ -139,8 +139,9 @@ class Case:
             if x is None:
                 parts.append(f"in{i}=None")
             elif isinstance(x, np.ndarray):
+                layout = self.layouts[i] if i < len(self.layouts) else "c"
                 parts.append(f"in{i}={x.dtype}{list(x.shape)}"
-                             f"{'/' + self.layouts[i] if i < len(self.layouts) and self.layouts[i] != 'c' else ''}")
+                             + (f"/{layout}" if layout != "c" else ""))
             else:
                 parts.append(f"in{i}={type(x).__name__}")
         attrs = {k: (v if not isinstance(v, (onnx.TensorProto, np.ndarray)) else "<tensor>")

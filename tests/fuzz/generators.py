@@ -11,16 +11,11 @@ import math
 
 import ml_dtypes
 import numpy as np
-import onnx
 from ml_dtypes import bfloat16
-from onnx import TensorProto
-from onnx import helper as oh
 
-from .cases import (BOOL, FLOATS, INTEGERS, ML, MS, SAFE_SPECIALS, SIGNED, UNSIGNED, Case, Draw,
-                    Invalid,
-                    broadcast_operand, elem_type, randn, random_shape, sprinkle_specials)
-
-from .cases import SPECIALS as SPECIALS_ALL  # noqa: E402
+from .cases import SAFE_SPECIALS, BOOL, FLOATS, INTEGERS, UNSIGNED, Case, Draw, Invalid
+from .cases import SPECIALS as SPECIALS_ALL
+from .cases import broadcast_operand, elem_type, randn, random_shape, sprinkle_specials
 
 GENERATORS: dict = {}
 
@@ -249,7 +244,8 @@ def gen_cast(d: Draw, record) -> Case:
         x = _values(d, rng, shape, src, 3.0, specials=0.0 if dst.kind in "iu" else 0.3)
     if dst.kind in "iu" and src.kind in "iu":
         info = np.iinfo(dst)
-        x = np.clip(x.astype(np.int64), max(int(info.min), -100), min(int(info.max), 100)).astype(src)
+        lo, hi = max(int(info.min), -100), min(int(info.max), 100)
+        x = np.clip(x.astype(np.int64), lo, hi).astype(src)
     attrs = {"to": elem_type(dst)}
     opset = 21 if (src in CAST_EXOTIC or dst in CAST_EXOTIC) else _opset(d, record, (13, 19, 21))
     if opset >= 19 and dst in CAST_EXOTIC[:4] and d.chance(0.5):
@@ -462,7 +458,8 @@ def gen_matmul(d: Draw, record) -> Case:
     b = _values(d, rng, b_shape, dtype, 1.0, 0.05)
     if dtype.kind in "iu":
         a, b = (np.abs(a) % 5).astype(dtype), (np.abs(b) % 5).astype(dtype)
-    return Case("MatMul", "", _opset(d, record, (13, 18, 21, 25) if dtype != BF16 else (13, 21)), [a, b], family="matmul",
+    opset = _opset(d, record, (13, 18, 21, 25) if dtype != BF16 else (13, 21))
+    return Case("MatMul", "", opset, [a, b], family="matmul",
                 tolerance="accumulate" if dtype in FLOATS else "exact", widen=True)
 
 
@@ -580,7 +577,7 @@ def gen_batch_norm(d: Draw, record) -> Case:
     # (errors of 0.2 on O(1) outputs): the formula in float64 instead.
     return Case("BatchNormalization", "", opset, [x] + params, attrs, family="norm",
                 tolerance="accumulate", widen=True, oracle="numpy",
-                numpy_oracle=lambda *a, attrs: [_batch_norm(*a, epsilon=attrs.get("epsilon", 1e-5))])
+                numpy_oracle=lambda *a, attrs: [_batch_norm(*a, attrs.get("epsilon", 1e-5))])
 
 
 def _batch_norm(x, scale, b, mean, var, epsilon):
@@ -656,7 +653,8 @@ def gen_lp_norm(d: Draw, record) -> Case:
     # whatever p is: the formula in float64 instead.
     return Case("LpNormalization", "", _opset(d, record, (1, 13, 21)), [x], attrs,
                 family="norm", tolerance="accumulate", widen=True, oracle="numpy",
-                numpy_oracle=lambda x, attrs: [_lp_norm(x, attrs.get("axis", -1), attrs.get("p", 2))])
+                numpy_oracle=lambda x, attrs: [_lp_norm(x, attrs.get("axis", -1),
+                                                        attrs.get("p", 2))])
 
 
 def _lp_norm(x, axis, p):

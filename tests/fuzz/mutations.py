@@ -244,11 +244,9 @@ def huge(d: Draw, case: Case):
     i = d.choice(idx)
     x = case.inputs[i]
     shape = [max(s, 1) for s in x.shape] or [1]
-    rest = math.prod(shape[1:])
     axis = d.int(0, len(shape) - 1)
     others = math.prod(shape) // shape[axis]
     shape[axis] = -(-HUGE_ELEMENTS // others)
-    del rest
     c = case.clone()
     c.inputs[i] = np.broadcast_to(np.zeros((1,) * len(shape), x.dtype), tuple(shape))
     c.huge = True
