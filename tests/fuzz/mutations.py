@@ -50,7 +50,9 @@ def wrong_rank(d: Draw, case: Case):
     i = d.choice(idx)
     x = case.inputs[i]
     c = case.clone()
-    if x.ndim and d.chance(0.5):
+    if x.ndim and x.size and d.chance(0.2):
+        c.inputs[i] = np.ascontiguousarray(x.reshape(-1)[0])  # a 0-d tensor
+    elif x.ndim and d.chance(0.5):
         c.inputs[i] = np.ascontiguousarray(x.reshape(-1) if x.ndim > 1 else x.reshape(()) if
                                            x.size == 1 else x[None])
     else:

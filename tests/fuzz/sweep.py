@@ -214,6 +214,7 @@ KNOWN_FINDINGS = (
     ("F20", r"GroupQueryAttention", r"unclear_error", r"bad_index", r"Unable to allocate"),
     ("F21", r"::Q?MoE$", r"unclear_error", r"bad_attribute", r"Unable to allocate"),
     ("F22", r"MultiHeadAttention", r"mismatch", r"bad_attribute", r"values off"),
+    ("F24", r"::Softmax$", r"accepts_invalid", r"wrong_rank", r"0-d"),
 )
 
 
