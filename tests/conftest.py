@@ -1,4 +1,4 @@
-"""Shared test configuration: the `slow` marker and a clean global table."""
+"""Shared test configuration: the `slow` and `fuzz` markers and a clean global table."""
 
 from __future__ import annotations
 
@@ -11,15 +11,26 @@ def pytest_addoption(parser):
     parser.addoption(
         "--runslow", action="store_true", default=False, help="run the exhaustive sweeps"
     )
+    parser.addoption(
+        "--fuzz", action="store_true", default=False,
+        help="run the long fuzz sweep (tests/fuzz) and more Hypothesis examples"
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "fuzz: the long fuzz sweep, skipped unless --fuzz is given")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip = pytest.mark.skip(reason="exhaustive sweep: give --runslow")
+    slow = not config.getoption("--runslow")
+    fuzz = not config.getoption("--fuzz")
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        if slow and "slow" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="exhaustive sweep: give --runslow"))
+        # the marker, not the keyword: tests/fuzz/ makes "fuzz" a keyword of its tests
+        if fuzz and item.get_closest_marker("fuzz") is not None:
+            item.add_marker(pytest.mark.skip(reason="long fuzz sweep: give --fuzz"))
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,709 @@
+"""A valid-case generator for every registered operator.
+
+``GENERATORS[(domain, op_type)](d, record)`` returns a :class:`Case` whose
+inputs the operator's specification accepts; mutations then break them.
+``domain`` is the inventory's ("ai.onnx", "com.microsoft", "ai.onnx.ml").
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+from ml_dtypes import bfloat16
+
+from .cases import SAFE_SPECIALS, BOOL, FLOATS, INTEGERS, UNSIGNED, Case, Draw, Invalid
+from .cases import SPECIALS as SPECIALS_ALL
+from .cases import broadcast_operand, elem_type, randn, random_shape, sprinkle_specials
+
+GENERATORS: dict = {}
+
+F32, F16, F64, BF16 = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64),
+                       np.dtype(bfloat16))
+I32, I64, U8, I8 = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8), np.dtype(np.int8)
+NUMERIC = FLOATS + INTEGERS
+STRING = np.dtype(object)
+ANY = NUMERIC + (BOOL, np.dtype(np.complex64), np.dtype(np.complex128), STRING)
+
+
+def generator(domain, *ops):
+    def register(fn):
+        for op in ops:
+            GENERATORS[(domain, op)] = fn
+        return fn
+    return register
+
+
+def _opset(d: Draw, record, choices=(13, 18, 21, 25)) -> int:
+    ok = [o for o in choices if record.accepts_opset(o)]
+    return d.choice(ok) if ok else record.since_version
+
+
+def _record_dtypes(record, among=ANY) -> tuple:
+    names = set(record.element_types)
+    out = []
+    for dt in among:
+        name = "string" if dt == STRING else ("float" if dt == F32 else dt.name)
+        if f"tensor({name})" in names:
+            out.append(dt)
+    return tuple(out)
+
+
+def _values(d: Draw, rng, shape, dtype, scale=1.0, specials=0.15):
+    """Random values; with probability ``specials`` some NaN, infinities,
+    zeros (only the elementwise families, scale != 1, get huge finite ones)."""
+    x = randn(rng, shape, dtype, scale)
+    if dtype in FLOATS and d.chance(specials):
+        x = sprinkle_specials(rng, x, values=SPECIALS_ALL if scale != 1.0 else SAFE_SPECIALS)
+    return x
+
+
+# ------------------------------------------------------------------ unary
+
+@generator("ai.onnx", "Abs", "Exp", "Log", "Sigmoid", "Tanh", "Not")
+def gen_unary(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    x = _values(d, rng, random_shape(d), dtype, scale=3.0, specials=0.3)
+    if record.op_type == "Log" and dtype in FLOATS and d.chance(0.8):
+        x = np.abs(x)
+    return Case(record.op_type, "", _opset(d, record), [x], family="unary",
+                tolerance="elementwise", widen=True)
+
+
+# ------------------------------------------------------------------ binary
+
+BINARY_FLOAT_ONLY_FMOD = ("Mod",)
+
+
+@generator("ai.onnx", "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Equal", "Greater",
+           "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "BitwiseAnd",
+           "BitwiseOr", "BitwiseXor", "BitShift", "PRelu")
+def gen_binary(d: Draw, record) -> Case:
+    op = record.op_type
+    dtypes = _record_dtypes(record)
+    if op == "BitShift":
+        dtypes = UNSIGNED
+    if op == "Equal":
+        dtypes = tuple(t for t in dtypes if t != STRING) + ((STRING,) if d.chance(0.1) else ())
+    dtype = d.choice(dtypes)
+    rng = d.rng()
+    out = random_shape(d)
+    if op == "PRelu":
+        sa, sb = out, broadcast_operand(d, out)
+    else:
+        sa = broadcast_operand(d, out) if d.chance(0.5) else out
+        sb = broadcast_operand(d, out) if d.chance(0.5) else out
+        if d.chance(0.5):
+            sa, sb = sb, sa
+    a = _values(d, rng, sa, dtype, 3.0)
+    b = _values(d, rng, sb, dtype, 3.0)
+    attrs = {}
+    if op in ("Div", "Mod") and dtype in INTEGERS:
+        b = np.where(b == 0, np.ones_like(b), b)
+    if op == "Mod":
+        attrs["fmod"] = 1 if dtype in FLOATS else d.choice([0, 1])
+        if dtype in FLOATS:
+            b = np.where(b == 0, np.ones_like(b), b)
+    if op == "Pow":
+        if dtype in INTEGERS:
+            a = (np.asarray(a) % 7).astype(dtype)
+            b = (np.abs(np.asarray(b)) % 4).astype(dtype)
+        elif d.chance(0.7):
+            a = np.abs(a)
+    if op == "BitShift":
+        bits = dtype.itemsize * 8
+        b = (np.abs(b.astype(np.int64)) % bits).astype(dtype)
+        a = rng.integers(0, 1 << min(bits, 62), size=sa, dtype=np.uint64).astype(dtype)
+        attrs["direction"] = d.choice(["LEFT", "RIGHT"])
+    kind = "exact" if dtype not in FLOATS or op in ("Equal", "Greater", "GreaterOrEqual", "Less",
+                                                     "LessOrEqual") else "elementwise"
+    return Case(op, "", _opset(d, record), [a, b], attrs, family="binary", tolerance=kind,
+                widen=op != "Pow")
+
+
+@generator("ai.onnx", "Sum", "Mean", "Min", "Max")
+def gen_variadic(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    out = random_shape(d)
+    n = d.int(1, 4)
+    inputs = [_values(d, rng, broadcast_operand(d, out) if d.chance(0.5) else out, dtype, 3.0)
+              for _ in range(n)]
+    # Oracle bug: onnx.reference's Sum/Mean/Min/Max accumulate into the first
+    # input's shape (they fail when a later input broadcasts it larger): the
+    # NumPy formula, in float64 for the float types.
+    return Case(record.op_type, "", _opset(d, record), inputs, family="variadic",
+                tolerance="elementwise" if record.op_type in ("Min", "Max") else "accumulate",
+                widen=True, oracle="numpy",
+                numpy_oracle=lambda *xs, attrs: [_variadic(record.op_type, xs)])
+
+
+def _variadic(op, xs):
+    if not xs or any(x is None for x in xs):
+        raise Invalid(f"{op}: every input of the variadic list is required")
+    dtype = xs[0].dtype
+    wide = [np.asarray(x, np.float64) if dtype in FLOATS else np.asarray(x) for x in xs]
+    wide = np.broadcast_arrays(*wide)
+    if op in ("Sum", "Mean"):
+        out = np.sum(wide, axis=0)
+        if op == "Mean":
+            out = out / len(xs)
+    else:
+        out = (np.minimum if op == "Min" else np.maximum).reduce(wide, axis=0)
+    return np.asarray(out).astype(dtype)
+
+
+# ------------------------------------------------------------------ reduce
+
+@generator("ai.onnx", "ReduceSum")
+def gen_reduce_sum(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    shape = random_shape(d, max_rank=4)
+    x = _values(d, rng, shape, dtype, 1.0, specials=0.05)
+    r = len(shape)
+    axes = sorted({d.int(-r, r - 1) % r for _ in range(d.int(0, r))}) if r else []
+    axes = [a - r if d.chance(0.3) else a for a in axes]
+    keepdims = d.choice([0, 1])
+    opset = _opset(d, record, (11, 13, 18, 21))
+    attrs = {"keepdims": keepdims}
+    inputs = [x]
+    if opset < 13:
+        if axes:
+            attrs["axes"] = axes
+    else:
+        if axes or d.chance(0.3):
+            inputs.append(np.array(axes, np.int64))
+        if d.chance(0.3):
+            attrs["noop_with_empty_axes"] = 1
+    return Case("ReduceSum", "", opset, inputs, attrs, family="reduce",
+                tolerance="accumulate" if dtype in FLOATS else "exact", widen=True,
+                structural=frozenset({1}))
+
+
+@generator("ai.onnx", "Softmax")
+def gen_softmax(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4))
+    x = _values(d, rng, shape, dtype, 3.0, specials=0.1)
+    r = len(shape)
+    attrs = {}
+    if d.chance(0.8):
+        attrs["axis"] = d.int(-r, r - 1)
+    opset = _opset(d, record, (11, 13, 21))
+    case = Case("Softmax", "", opset, [x], attrs, family="reduce", tolerance="accumulate",
+                widen=True)
+    if opset < 13:
+        # Oracle bug: onnx.reference's Softmax before opset 13 does not
+        # coerce the input to 2-D at the axis: the formula in float64.
+        case.oracle, case.numpy_oracle = "numpy", _softmax_2d
+    return case
+
+
+def _softmax_2d(x, attrs):
+    x = np.asarray(x, np.float64)
+    axis = attrs.get("axis", 1)
+    if x.ndim == 0:
+        raise Invalid("Softmax-1/11 coerces its input to 2-D: a 0-d input has no axis")
+    axis = axis + x.ndim if axis < 0 else axis
+    if not 0 <= axis < x.ndim:
+        raise Invalid(f"axis {attrs.get('axis', 1)} out of range for rank {x.ndim}")
+    rows = int(np.prod(x.shape[:axis]))
+    flat = x.reshape(rows, int(np.prod(x.shape[axis:])))
+    e = np.exp(flat - flat.max(axis=1, keepdims=True)) if flat.size else flat
+    return [(e / e.sum(axis=1, keepdims=True)).reshape(x.shape) if flat.size else x]
+
+
+# ------------------------------------------------------------------ cast
+
+CAST_PLAIN = (F32, F16, F64, BF16, BOOL) + INTEGERS
+CAST_EXOTIC = tuple(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                                          ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz,
+                                          ml_dtypes.int4, ml_dtypes.uint4))
+
+
+@generator("ai.onnx", "Cast")
+def gen_cast(d: Draw, record) -> Case:
+    src = d.choice(CAST_PLAIN + (CAST_EXOTIC if d.chance(0.15) else ()))
+    dst = d.choice(CAST_PLAIN + (CAST_EXOTIC if d.chance(0.2) else ()))
+    rng = d.rng()
+    shape = random_shape(d)
+    to_int = dst.kind in "iub" or dst in CAST_EXOTIC[4:]
+    if src in FLOATS and to_int:
+        # float -> integer is undefined for NaN and out-of-range values
+        info = (-8, 7) if dst in CAST_EXOTIC[4:] else (0, 200) if dst.kind == "u" else (-100, 100)
+        x = rng.uniform(info[0], info[1], shape).astype(src)
+    elif src in CAST_EXOTIC:
+        x = rng.uniform(-6, 6, shape).astype(np.float32).astype(src)
+        if src in CAST_EXOTIC[4:]:
+            x = rng.integers(0 if src.name == "uint4" else -8, 8, shape).astype(src)
+    else:
+        x = _values(d, rng, shape, src, 3.0, specials=0.0 if dst.kind in "iu" else 0.3)
+    if dst.kind in "iu" and src.kind in "iu":
+        info = np.iinfo(dst)
+        lo, hi = max(int(info.min), -100), min(int(info.max), 100)
+        x = np.clip(x.astype(np.int64), lo, hi).astype(src)
+    attrs = {"to": elem_type(dst)}
+    opset = 21 if (src in CAST_EXOTIC or dst in CAST_EXOTIC) else _opset(d, record, (13, 19, 21))
+    if opset >= 19 and dst in CAST_EXOTIC[:4] and d.chance(0.5):
+        attrs["saturate"] = d.choice([0, 1])
+    return Case("Cast", "", opset, [x], attrs, family="cast", tolerance="exact")
+
+
+# ------------------------------------------------------------------ tensor ops
+
+def _movement_dtype(d: Draw, record):
+    return d.choice(_record_dtypes(record, NUMERIC + (BOOL, np.dtype(np.complex64),
+                                                      np.dtype(np.complex128), STRING)))
+
+
+@generator("ai.onnx", "Concat")
+def gen_concat(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    rng = d.rng()
+    base = random_shape(d, rank=d.int(1, 4))
+    r = len(base)
+    axis = d.int(-r, r - 1)
+    inputs = []
+    for _ in range(d.int(1, 4)):
+        shape = list(base)
+        shape[axis] = d.choice([0, 1, 2, 3, 5])
+        inputs.append(randn(rng, tuple(shape), dtype))
+    return Case("Concat", "", _opset(d, record, (11, 13, 21)), inputs, {"axis": axis},
+                family="tensor", tolerance="exact")
+
+
+@generator("ai.onnx", "Gather")
+def gen_gather(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    n = shape[axis]
+    ishape = random_shape(d, max_rank=3, sizes=(0, 1, 2, 3, 5)) if n else (0,)
+    idx = rng.integers(-n, max(n, 1), size=ishape) if n else np.zeros(ishape, np.int64)
+    idx = idx.astype(d.choice([I32, I64]))
+    return Case("Gather", "", _opset(d, record, (11, 13, 21)), [randn(rng, shape, dtype), idx],
+                {"axis": axis}, family="tensor", tolerance="exact", structural=frozenset({1}))
+
+
+@generator("ai.onnx", "NonZero")
+def gen_nonzero(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record, NUMERIC + (BOOL,)))
+    rng = d.rng()
+    shape = random_shape(d)
+    x = randn(rng, shape, dtype)
+    x = np.where(rng.random(shape) < 0.5, np.zeros_like(x), x)
+    # A 0-d input: ONNX Runtime (and numpy.nonzero) give shape (1, n),
+    # onnx.reference (0, n); the harness follows ONNX Runtime.
+    return Case("NonZero", "", _opset(d, record, (13, 21)), [x], family="tensor",
+                tolerance="exact", oracle="numpy", numpy_oracle=_nonzero)
+
+
+def _nonzero(x, attrs):
+    x = np.asarray(x)
+    if x.dtype.kind == "O":
+        x = x.astype(bool)
+    return [np.array(np.nonzero(x.reshape(1) if x.ndim == 0 else x), dtype=np.int64)
+            .reshape(max(x.ndim, 1), -1)]
+
+
+@generator("ai.onnx", "ScatterND")
+def gen_scatter_nd(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    if dtype == STRING:
+        dtype = F32
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(1, 2, 3, 4, 5))
+    r = len(shape)
+    k = d.int(1, r)
+    opset = _opset(d, record, (13, 16, 18))
+    reduction = "none"
+    if opset >= 16 and d.chance(0.5):
+        reduction = d.choice(["add", "mul"] + (["max", "min"] if opset >= 18 else []))
+    if (dtype == BOOL or dtype.kind == "c") and reduction != "none":
+        reduction = "none"  # no order on bool/complex: not a meaningful reduction
+    cells = math.prod(shape[:k])
+    m = d.int(0, min(cells, 6))
+    flat = rng.choice(cells, size=m, replace=reduction != "none" and d.chance(0.5))
+    idx = np.stack(np.unravel_index(flat, shape[:k]), -1) if m else np.zeros((0, k), np.int64)
+    idx = idx.astype(np.int64)
+    if d.chance(0.3):
+        idx = np.where(rng.random(idx.shape) < 0.5, idx - np.array(shape[:k]), idx)
+    updates = randn(rng, (m,) + shape[k:], dtype)
+    attrs = {"reduction": reduction} if reduction != "none" or d.chance(0.3) and opset >= 16 else {}
+    return Case("ScatterND", "", opset, [randn(rng, shape, dtype), idx, updates], attrs,
+                family="tensor", tolerance="exact" if dtype not in FLOATS else "accumulate",
+                structural=frozenset({1}))
+
+
+@generator("ai.onnx", "Slice")
+def gen_slice(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4))
+    r = len(shape)
+    axes = list(dict.fromkeys(d.int(-r, r - 1) % r for _ in range(d.int(1, r))))
+    big = np.iinfo(np.int64).max
+
+    def bound(n):
+        return d.choice([0, 1, n, n - 1, -1, -n, n + 3, -n - 3, big, -big, d.int(-n - 2, n + 2)])
+
+    starts = [bound(shape[a]) for a in axes]
+    ends = [bound(shape[a]) for a in axes]
+    steps = [d.choice([1, 1, 2, 3, -1, -2]) for _ in axes]
+    axes = [a - r if d.chance(0.3) else a for a in axes]
+    x = randn(rng, shape, dtype)
+    opset = _opset(d, record, (1, 10, 13, 21))
+    if opset < 10:
+        steps = [1] * len(axes)
+        return Case("Slice", "", opset, [x],
+                    {"starts": starts, "ends": ends, "axes": axes}, family="tensor",
+                    tolerance="exact", oracle="numpy", numpy_oracle=_slice)
+    it = d.choice([I32, I64])
+    clip = (lambda v: [int(np.clip(e, -2**31, 2**31 - 1)) for e in v]) if it == I32 else list
+    inputs = [x, np.array(clip(starts), it), np.array(clip(ends), it)]
+    if d.chance(0.8):
+        inputs.append(np.array(axes, it))
+        if d.chance(0.7):
+            inputs.append(np.array(steps, it))
+    # Oracle bug: onnx.reference slices with Python's rules, not the
+    # specification's clamping for negative steps: the spec in NumPy.
+    return Case("Slice", "", opset, inputs, family="tensor", tolerance="exact",
+                structural=frozenset({1, 2, 3, 4}), oracle="numpy", numpy_oracle=_slice)
+
+
+def _slice(data, starts=None, ends=None, axes=None, steps=None, attrs=None):
+    attrs = attrs or {}
+    if starts is None:
+        starts, ends, axes = attrs["starts"], attrs["ends"], attrs.get("axes")
+    starts, ends = [int(v) for v in np.asarray(starts).reshape(-1)], \
+        [int(v) for v in np.asarray(ends).reshape(-1)]
+    r = data.ndim
+    axes = list(range(len(starts))) if axes is None else [int(v) for v in np.asarray(axes)]
+    steps = [1] * len(starts) if steps is None else [int(v) for v in np.asarray(steps)]
+    if not (len(starts) == len(ends) == len(axes) == len(steps)):
+        raise Invalid("starts, ends, axes and steps of different lengths")
+    axes = [a + r if a < 0 else a for a in axes]
+    if len(set(axes)) != len(axes) or any(not 0 <= a < r for a in axes) or 0 in steps:
+        raise Invalid("repeated or out-of-range axes, or a zero step")
+    index = [slice(None)] * r
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        n = data.shape[a]
+        s, e = s + n if s < 0 else s, e + n if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), n), min(max(e, 0), n)
+            index[a] = slice(s, e, st)
+        else:
+            s, e = min(max(s, 0), n - 1), min(max(e, -1), n - 1)
+            index[a] = slice(s, None if e < 0 else e, st) if n else slice(0, 0)
+    return [np.ascontiguousarray(data[tuple(index)])]
+
+
+@generator("ai.onnx", "Split")
+def gen_split(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    n = shape[axis]
+    opset = _opset(d, record, (11, 13, 18, 21))
+    x = randn(rng, shape, dtype)
+    parts = d.int(1, 4)
+    cuts = sorted(d.int(0, n) for _ in range(parts - 1))
+    sizes = [b - a for a, b in zip([0] + cuts, cuts + [n])]
+    attrs, inputs = {"axis": axis}, [x]
+    if opset < 13:
+        if d.chance(0.6):
+            attrs["split"] = sizes
+        else:
+            parts = parts if n % parts == 0 else 1
+    elif opset >= 18 and d.chance(0.4):
+        parts = d.int(1, max(1, min(4, n))) if n else 1
+        attrs["num_outputs"] = parts
+    elif d.chance(0.7):
+        inputs.append(np.array(sizes, np.int64))
+    else:
+        parts = parts if n % parts == 0 else 1
+    return Case("Split", "", opset, inputs, attrs, n_outputs=parts, family="tensor",
+                tolerance="exact", structural=frozenset({1}))
+
+
+# ------------------------------------------------------------------ matmul
+
+def _float_or_int(d: Draw, record, among=FLOATS + (I32, I64, np.dtype(np.uint32),
+                                                   np.dtype(np.uint64))):
+    return d.choice(_record_dtypes(record, among))
+
+
+@generator("ai.onnx", "MatMul")
+def gen_matmul(d: Draw, record) -> Case:
+    dtype = _float_or_int(d, record)
+    rng = d.rng()
+    sizes = (0, 1, 2, 3, 5, 8, 17, 33, 64)
+    M, K, N = d.choice(sizes), d.choice(sizes), d.choice(sizes)
+    batch = random_shape(d, max_rank=2, sizes=(1, 2, 3))
+    a_shape = broadcast_operand(d, batch) + (M, K) if d.chance(0.6) else (K,) if d.chance(0.2) \
+        else (M, K)
+    b_shape = broadcast_operand(d, batch) + (K, N) if d.chance(0.6) else (K,) if d.chance(0.2) \
+        else (K, N)
+    if len(a_shape) == 1 and len(b_shape) == 1:
+        b_shape = (K, N)
+    a = _values(d, rng, a_shape, dtype, 1.0, 0.05)
+    b = _values(d, rng, b_shape, dtype, 1.0, 0.05)
+    if dtype.kind in "iu":
+        a, b = (np.abs(a) % 5).astype(dtype), (np.abs(b) % 5).astype(dtype)
+    opset = _opset(d, record, (13, 18, 21, 25) if dtype != BF16 else (13, 21))
+    return Case("MatMul", "", opset, [a, b], family="matmul",
+                tolerance="accumulate" if dtype in FLOATS else "exact", widen=True)
+
+
+@generator("ai.onnx", "Gemm")
+def gen_gemm(d: Draw, record) -> Case:
+    dtype = _float_or_int(d, record)
+    rng = d.rng()
+    sizes = (0, 1, 2, 3, 5, 8, 17, 33)
+    M, K, N = d.choice(sizes), d.choice(sizes), d.choice(sizes)
+    ta, tb = d.choice([0, 1]), d.choice([0, 1])
+    a = _values(d, rng, (K, M) if ta else (M, K), dtype, 1.0, 0.05)
+    b = _values(d, rng, (N, K) if tb else (K, N), dtype, 1.0, 0.05)
+    if dtype.kind in "iu":
+        a, b = (np.abs(a) % 5).astype(dtype), (np.abs(b) % 5).astype(dtype)
+    attrs = {}
+    if ta:
+        attrs["transA"] = 1
+    if tb:
+        attrs["transB"] = 1
+    if dtype in FLOATS:
+        if d.chance(0.4):
+            attrs["alpha"] = d.choice([0.0, 0.5, 2.0, -1.0])
+        if d.chance(0.4):
+            attrs["beta"] = d.choice([0.0, 0.5, 2.0])
+    opset = _opset(d, record, (9, 11, 13, 21) if dtype != BF16 else (13, 21))
+    inputs = [a, b]
+    if opset < 11 or d.chance(0.7):
+        c_shape = d.choice([(), (N,), (1, N), (M, 1), (M, N), (1, 1)])
+        c = _values(d, rng, c_shape, dtype, 1.0, 0.05)
+        if dtype.kind in "iu":
+            c = (np.abs(c) % 5).astype(dtype)
+        inputs.append(c)
+    return Case("Gemm", "", opset, inputs, attrs, family="matmul",
+                tolerance="accumulate" if dtype in FLOATS else "exact", widen=True)
+
+
+@generator("ai.onnx", "MatMulInteger")
+def gen_matmul_integer(d: Draw, record) -> Case:
+    rng = d.rng()
+    ta, tb = d.choice([U8, I8]), d.choice([U8, I8])
+    sizes = (0, 1, 2, 3, 5, 16, 17, 33)
+    M, K, N = d.choice(sizes), d.choice(sizes), d.choice(sizes)
+    batch = random_shape(d, max_rank=2, sizes=(1, 2, 3)) if d.chance(0.3) else ()
+    a = randn(rng, batch + (M, K), ta)
+    b = randn(rng, (K, N), tb)
+    a = rng.integers(np.iinfo(ta).min, int(np.iinfo(ta).max) + 1, a.shape).astype(ta)
+    b = rng.integers(np.iinfo(tb).min, int(np.iinfo(tb).max) + 1, b.shape).astype(tb)
+    inputs = [a, b]
+    if d.chance(0.6):
+        za = rng.integers(np.iinfo(ta).min, int(np.iinfo(ta).max) + 1,
+                          d.choice([(), (1,), (M,)])).astype(ta)
+        zb = rng.integers(np.iinfo(tb).min, int(np.iinfo(tb).max) + 1,
+                          d.choice([(), (1,), (N,)])).astype(tb)
+        inputs += [za, zb] if d.chance(0.7) else [None, zb]
+    # Oracle bug: onnx.reference subtracts a per-row a_zero_point along the
+    # last axis: the formula in int64 instead.
+    return Case("MatMulInteger", "", _opset(d, record, (10, 13, 21)), inputs, family="matmul",
+                tolerance="exact", oracle="numpy", numpy_oracle=_matmul_integer)
+
+
+def _matmul_integer(a, b, za=None, zb=None, attrs=None):
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if za is not None:
+        za = np.asarray(za, np.int64)
+        a = a - (za.reshape(-1, 1) if za.ndim == 1 and za.size != 1 else za.reshape(()))
+    if zb is not None:
+        zb = np.asarray(zb, np.int64)
+        b = b - (zb.reshape(-1) if zb.ndim == 1 and zb.size != 1 else zb.reshape(()))
+    return [np.matmul(a, b).astype(np.int32)]
+
+
+@generator("ai.onnx", "QLinearMatMul")
+def gen_qlinear_matmul(d: Draw, record) -> Case:
+    rng = d.rng()
+    qt = d.choice([U8, I8])
+    opset = _opset(d, record, (10, 13, 21))
+    st = d.choice([F32, F16]) if opset >= 21 else F32
+    sizes = (0, 1, 2, 3, 5, 16, 17)
+    M, K, N = d.choice(sizes), d.choice(sizes), d.choice(sizes)
+    lo, hi = int(np.iinfo(qt).min), int(np.iinfo(qt).max) + 1
+    a = rng.integers(lo, hi, (M, K)).astype(qt)
+    b = rng.integers(lo, hi, (K, N)).astype(qt)
+
+    def scale():
+        return np.array(rng.uniform(0.01, 0.2), st)
+
+    def zp():
+        return np.array(rng.integers(lo, hi), qt)
+
+    yt = d.choice([U8, I8])
+    y_zp = np.array(rng.integers(int(np.iinfo(yt).min), int(np.iinfo(yt).max) + 1), yt)
+    inputs = [a, scale(), zp(), b, scale(), zp(), np.array(rng.uniform(0.5, 5.0), st), y_zp]
+    return Case("QLinearMatMul", "", opset, inputs, family="matmul", tolerance="exact",
+                structural=frozenset({1, 2, 4, 5, 6, 7}))
+
+
+# ------------------------------------------------------------------ normalization
+
+def _norm_dtype(d: Draw, record):
+    return d.choice(_record_dtypes(record, FLOATS))
+
+
+@generator("ai.onnx", "BatchNormalization")
+def gen_batch_norm(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(2, 4), sizes=(0, 1, 2, 3, 5, 8))
+    C = shape[1]
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    params = [randn(rng, (C,), dtype), randn(rng, (C,), dtype), randn(rng, (C,), dtype),
+              np.abs(randn(rng, (C,), dtype)) + dtype.type(0.1)]
+    attrs = {"epsilon": d.choice([1e-5, 1e-3, 0.5])}
+    opset = _opset(d, record, (9, 14, 15))
+    # Oracle bug: onnx.reference's BatchNormalization before opset 14 is off
+    # (errors of 0.2 on O(1) outputs): the formula in float64 instead.
+    return Case("BatchNormalization", "", opset, [x] + params, attrs, family="norm",
+                tolerance="accumulate", widen=True, oracle="numpy",
+                numpy_oracle=lambda *a, attrs: [_batch_norm(*a, attrs.get("epsilon", 1e-5))])
+
+
+def _batch_norm(x, scale, b, mean, var, epsilon):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    x = x.astype(np.float64)
+    f = [np.asarray(p, np.float64).reshape(shape) for p in (scale, b, mean, var)]
+    return (x - f[2]) / np.sqrt(f[3] + epsilon) * f[0] + f[1]
+
+
+@generator("ai.onnx", "InstanceNormalization")
+def gen_instance_norm(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(3, 4), sizes=(1, 2, 3, 5, 8))
+    C = shape[1]
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    return Case("InstanceNormalization", "", _opset(d, record, (6, 13, 21)),
+                [x, randn(rng, (C,), dtype), randn(rng, (C,), dtype)],
+                {"epsilon": d.choice([1e-5, 1e-2])}, family="norm", tolerance="loose",
+                widen=True)
+
+
+@generator("ai.onnx", "GroupNormalization")
+def gen_group_norm(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    G = d.choice([1, 2, 3])
+    C = G * d.choice([1, 2, 3])
+    shape = (d.choice([1, 2, 3]), C) + random_shape(d, rank=d.int(1, 2), sizes=(1, 2, 3, 5, 8))
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    opset = _opset(d, record, (18, 21))
+    pshape = (G,) if opset < 21 else (C,)
+    return Case("GroupNormalization", "", opset,
+                [x, randn(rng, pshape, dtype), randn(rng, pshape, dtype)],
+                {"num_groups": G, "epsilon": d.choice([1e-5, 1e-2])}, family="norm",
+                tolerance="loose", widen=True)
+
+
+@generator("ai.onnx", "LayerNormalization", "RMSNormalization")
+def gen_layer_norm(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(0, 1, 2, 3, 5, 8, 17, 33))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    tail = shape[axis:]
+    scale = randn(rng, broadcast_operand(d, tail) if d.chance(0.2) else tail, dtype)
+    inputs = [x, scale]
+    attrs = {"axis": axis}
+    if d.chance(0.5):
+        attrs["epsilon"] = d.choice([1e-5, 1e-2, 0.5])
+    if d.chance(0.2):
+        attrs["stash_type"] = 1
+    n_out = 1
+    if record.op_type == "LayerNormalization":
+        if d.chance(0.6):
+            inputs.append(randn(rng, tail, dtype))
+        n_out = d.choice([1, 1, 3])
+    return Case(record.op_type, "", _opset(d, record, (17, 18, 21, 23, 24)), inputs, attrs,
+                n_outputs=n_out, family="norm", tolerance="loose", widen=True)
+
+
+@generator("ai.onnx", "LpNormalization")
+def gen_lp_norm(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(0, 1, 2, 3, 5, 8, 17))
+    r = len(shape)
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    attrs = {"axis": d.int(-r, r - 1), "p": d.choice([1, 2])}
+    # Oracle bug: onnx.reference's LpNormalization divides by the L2 norm
+    # whatever p is: the formula in float64 instead.
+    return Case("LpNormalization", "", _opset(d, record, (1, 13, 21)), [x], attrs,
+                family="norm", tolerance="accumulate", widen=True, oracle="numpy",
+                numpy_oracle=lambda x, attrs: [_lp_norm(x, attrs.get("axis", -1),
+                                                        attrs.get("p", 2))])
+
+
+def _lp_norm(x, axis, p):
+    x = np.asarray(x, np.float64)
+    norm = (np.abs(x).sum(axis, keepdims=True) if p == 1
+            else np.sqrt((x * x).sum(axis, keepdims=True)))
+    with np.errstate(all="ignore"):
+        return np.where(norm == 0, 0.0, x / norm)
+
+
+@generator("ai.onnx", "MeanVarianceNormalization")
+def gen_mvn(d: Draw, record) -> Case:
+    dtype = _norm_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(1, 2, 3, 5, 8))
+    r = len(shape)
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    attrs = {}
+    if r != 4 or d.chance(0.5):
+        attrs["axes"] = sorted({d.int(0, r - 1) for _ in range(d.int(1, r))})
+    # Oracle: onnx.reference computes E[x^2] - E[x]^2 in the input type
+    # (cancellation) and fails on float64; the formula in float64 instead.
+    return Case("MeanVarianceNormalization", "", _opset(d, record, (9, 13, 21)), [x], attrs,
+                family="norm", tolerance="loose", oracle="numpy",
+                numpy_oracle=lambda x, attrs: [_mvn(x, tuple(attrs.get("axes", (0, 2, 3))))])
+
+
+def _mvn(x, axes):
+    x = np.asarray(x, np.float64)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    # the function body of the specification: (X - mean) / (sqrt(var) + 1e-9)
+    return (x - mean) / (np.sqrt(var) + 1e-9)
+
+
+@generator("ai.onnx", "SimplifiedLayerNormalization")
+def gen_simplified_ln(d: Draw, record) -> Case:
+    dtype = d.choice((F32, F16))
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(1, 2, 3, 5, 8, 17, 33))
+    r = len(shape)
+    axis = d.choice([-1, r - 1, d.int(-r, r - 1)])
+    x = _values(d, rng, shape, dtype, 1.0, 0.05)
+    attrs = {"axis": axis}
+    if d.chance(0.5):
+        attrs["epsilon"] = d.choice([1e-5, 1e-2])
+    return Case("SimplifiedLayerNormalization", "", 21, [x, randn(rng, shape[axis:], dtype)],
+                attrs, family="norm", oracle="ort", tolerance="loose",
+                output_types=(elem_type(dtype),))
+
+
+from . import generators_contrib  # noqa: E402,F401  (registers the contrib generators)

@@ -1,0 +1,563 @@
+"""Valid-case generators of the fused and contrib operators: SwiGLU,
+rotary embeddings, attention (ai.onnx, MHA, GQA), linear attention, causal
+convolution, skip normalizations, BiasGelu, CDist, MatMulNBits,
+GatherBlockQuantized, MoE, QMoE, TreeEnsemble."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+from onnx import helper as oh
+
+from .cases import ML, MS, Case, Draw, elem_type, randn
+from .generators import BF16, F16, F32, F64, _record_dtypes, _values, generator
+
+MS_FLOATS = (F32, F16, BF16)
+
+
+def _dt(d: Draw, record, among=MS_FLOATS):
+    return d.choice(_record_dtypes(record, among))
+
+
+def _twin(op, inputs, attrs, dtype, n_outputs=1, ort_ok=True, **kw) -> Case:
+    """A com.microsoft case judged by the other policy's kernel (and by ONNX
+    Runtime when the NAIVE one runs and ORT supports the configuration)."""
+    kw.setdefault("tolerance", "loose")
+    return Case(op, MS, 1, inputs, attrs, n_outputs=n_outputs, family="contrib",
+                oracle="twin", ort_ok=ort_ok and dtype in (F32, F16),
+                output_types=kw.pop("output_types", (elem_type(dtype),) * n_outputs), **kw)
+
+
+# ------------------------------------------------------------------ elementwise-ish
+
+@generator("ai.onnx", "SwiGLU")
+def gen_swiglu(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F16, BF16, F64))
+    rng = d.rng()
+    shape = tuple(d.choice((0, 1, 2, 3, 7, 17, 33)) for _ in range(d.int(0, 3)))
+    a, b = _values(d, rng, shape, dtype, 3.0), _values(d, rng, shape, dtype)
+    attrs = {"alpha": d.choice([1.0, 0.5, 1.702, -2.0])} if d.chance(0.5) else {}
+    return Case("SwiGLU", "", 28, [a, b], attrs, family="elementwise", widen=True,
+                tolerance="elementwise")
+
+
+@generator("com.microsoft", "BiasGelu")
+def gen_bias_gelu(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F16, BF16, F64))
+    rng = d.rng()
+    H = d.choice((1, 3, 16, 17, 64))
+    lead = tuple(d.choice((0, 1, 2, 5)) for _ in range(d.int(0, 2)))
+    a = _values(d, rng, lead + (H,), dtype, 2.0)
+    # Not ONNX Runtime: its float16 kernel overflows to NaN for large |x|.
+    return _twin("BiasGelu", [a, randn(rng, (H,), dtype)], {}, dtype, tolerance="accumulate",
+                 ort_ok=False)
+
+
+@generator("com.microsoft", "CDist")
+def gen_cdist(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F64))
+    rng = d.rng()
+    M, N, K = d.choice((0, 1, 3, 17)), d.choice((0, 1, 5, 33)), d.choice((1, 3, 16, 65))
+    attrs = {"metric": d.choice(["euclidean", "sqeuclidean"])} if d.chance(0.8) else {}
+    case = _twin("CDist", [randn(rng, (M, K), dtype), randn(rng, (N, K), dtype)], attrs, dtype)
+    case.ort_ok = dtype in (F32, F64)
+    return case
+
+
+# ------------------------------------------------------------------ normalization
+
+@generator("com.microsoft", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization")
+def gen_skip_norm(d: Draw, record) -> Case:
+    op = record.op_type
+    dtype = _dt(d, record)
+    rng = d.rng()
+    H = d.choice((1, 4, 16, 17, 64))
+    lead = d.choice([(2, 3), (1, 5), (3,), (0, 2), (2, 0)])
+    x = _values(d, rng, lead + (H,), dtype)
+    skip = randn(rng, d.choice([lead + (H,), lead + (H,), (1,) + lead[1:] + (H,)]
+                               if len(lead) == 2 else [lead + (H,)]), dtype)
+    inputs = [x, skip, randn(rng, (H,), dtype)]
+    if op == "SkipLayerNormalization":
+        inputs.append(randn(rng, (H,), dtype) if d.chance(0.6) else None)
+    inputs.append(randn(rng, (H,), dtype) if d.chance(0.5) else None)
+    while inputs[-1] is None:
+        inputs.pop()
+    n_out = d.choice([1, 1, 4])
+    attrs = {"epsilon": d.choice([1e-5, 1e-3])} if d.chance(0.5) else {}
+    t = elem_type(dtype)
+    types = (t, TensorProto.FLOAT, TensorProto.FLOAT, t)[:n_out]
+    return _twin(op, inputs, attrs, dtype, n_outputs=n_out, output_types=types,
+                 compare=(0, 3) if n_out == 4 else (0,))
+
+
+# ------------------------------------------------------------------ rotary
+
+@generator("ai.onnx", "RotaryEmbedding")
+def gen_rotary(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    b, s, n = d.choice((1, 2)), d.choice((1, 3, 5)), d.choice((1, 2, 3))
+    h = d.choice((2, 8, 16, 34, 64))
+    rot = d.choice([h, h, max(2, (h // 4) * 2)])
+    rank = d.choice([3, 4])
+    positions = d.chance(0.5)
+    table = 11
+    x = randn(rng, (b, n, s, h) if rank == 4 else (b, s, n * h), dtype)
+    angle = rng.uniform(-3, 3, (table, rot // 2) if positions else (b, s, rot // 2))
+    inputs = [x, np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)]
+    if positions:
+        inputs.append(rng.integers(0, table, (b, s)).astype(np.int64))
+    attrs = {"interleaved": d.choice([0, 1])}
+    if rot != h:
+        attrs["rotary_embedding_dim"] = rot
+    if rank == 3:
+        attrs["num_heads"] = n
+    return Case("RotaryEmbedding", "", 23, inputs, attrs, family="rotary", widen=True,
+                tolerance="accumulate", structural=frozenset({3}))
+
+
+@generator("com.microsoft", "RotaryEmbedding")
+def gen_ms_rotary(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    b, s, n = d.choice((1, 2)), d.choice((1, 3, 5)), d.choice((1, 2, 3))
+    h = d.choice((2, 8, 16, 34, 64))
+    rot = d.choice([h, h, max(2, (h // 4) * 2)])
+    rank = d.choice([3, 4])
+    table = 16
+    x = randn(rng, (b, n, s, h) if rank == 4 else (b, s, n * h), dtype)
+    if d.chance(0.7):
+        pos = rng.integers(0, table, (b, s)).astype(np.int64)
+    else:
+        pos = np.array([d.int(0, table - s)], np.int64)
+    angle = rng.uniform(-3, 3, (table, rot // 2))
+    attrs = {"interleaved": d.choice([0, 1])}
+    if rot != h:
+        attrs["rotary_embedding_dim"] = rot
+        attrs["num_heads"] = n
+    elif rank == 3 and d.chance(0.5):
+        attrs["num_heads"] = n
+    inputs = [x, pos, np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)]
+    return Case("RotaryEmbedding", MS, 1, inputs, attrs, family="rotary", oracle="ort",
+                tolerance="accumulate", structural=frozenset({1}),
+                output_types=(elem_type(dtype),))
+
+
+# ------------------------------------------------------------------ causal conv
+
+def _causal_conv_inputs(d: Draw, rng, dtype, channels_last=False):
+    b, c, L, k = d.choice((1, 2)), d.choice((1, 3, 8, 17)), d.choice((0, 1, 4, 9)), \
+        d.choice((1, 2, 4))
+    dilation = d.choice([1, 1, 2])
+    sl = (k - 1) * dilation
+    if channels_last:
+        x, st = randn(rng, (b, L, c), dtype), randn(rng, (b, sl, c), dtype)
+    else:
+        x, st = randn(rng, (b, c, L), dtype), randn(rng, (b, c, sl), dtype)
+    w = (randn(rng, (c, 1, k), np.float32) * 0.5).astype(dtype)
+    bias = randn(rng, (c,), dtype) if d.chance(0.6) else None
+    past = st if d.chance(0.6) else None
+    inputs = [x, w, bias, past]
+    while inputs[-1] is None:
+        inputs.pop()
+    return inputs, dilation
+
+
+@generator("ai.onnx", "CausalConvWithState")
+def gen_causal_conv(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    inputs, dilation = _causal_conv_inputs(d, rng, dtype)
+    attrs = {"activation": d.choice(["none", "silu", "swish"])}
+    if dilation != 1 and len(inputs) > 3:
+        # the ai.onnx operator has no dilation: a (k-1)-long state
+        k = inputs[1].shape[-1]
+        inputs[3] = np.ascontiguousarray(inputs[3][..., : k - 1])
+    return Case("CausalConvWithState", "", 27, inputs, attrs, n_outputs=2, family="conv",
+                widen=True, tolerance="accumulate")
+
+
+@generator("com.microsoft", "CausalConvWithState")
+def gen_ms_causal_conv(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    channels_last = d.chance(0.5)
+    inputs, dilation = _causal_conv_inputs(d, rng, dtype, channels_last)
+    attrs = {"activation": d.choice(["none", "silu"]), "dilation": dilation,
+             "channels_last": int(channels_last)}
+    return _twin("CausalConvWithState", inputs, attrs, dtype, n_outputs=2,
+                 tolerance="accumulate", ort_ok=False)
+
+
+# ------------------------------------------------------------------ attention
+
+@generator("ai.onnx", "Attention")
+def gen_attention(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F16, BF16, F64))
+    rng = d.rng()
+    opset = d.choice([23, 24])
+    b, nkv = d.choice((1, 2)), d.choice((1, 2, 3))
+    nq = nkv * d.choice((1, 2))
+    s, L = d.choice((1, 2, 5)), d.choice((1, 3, 6))
+    dk = d.choice((4, 8, 17))
+    dv = d.choice((dk, 5))
+    rank = d.choice([3, 4])
+    past = d.choice([0, 0, 1, 4])
+    t = past + L
+    attrs = {}
+
+    def tensor(*shape):
+        return randn(rng, shape, dtype)
+
+    if rank == 3:
+        q, k, v = tensor(b, s, nq * dk), tensor(b, L, nkv * dk), tensor(b, L, nkv * dv)
+        attrs.update(q_num_heads=nq, kv_num_heads=nkv)
+    else:
+        q, k, v = tensor(b, nq, s, dk), tensor(b, nkv, L, dk), tensor(b, nkv, L, dv)
+    causal = d.chance(0.4)
+    mask = None
+    kind = d.choice(["none", "bool", "float"])
+    if kind != "none":
+        mrank = d.int(2, 4)
+        full = (b, nq, s, t)[4 - mrank:]
+        shape = [dim if d.chance(0.6) else 1 for dim in full[:-1]]
+        if causal:  # oracle bug: the built-in sizes its causal mask from the mask's rows
+            shape[-1] = s
+        shape.append(t)
+        mask = rng.random(shape) < 0.75 if kind == "bool" else \
+            (rng.standard_normal(shape) * 2).astype(dtype)
+    inputs = [q, k, v, mask]
+    n_out = 1
+    if past:
+        inputs += [tensor(b, nkv, past, dk), tensor(b, nkv, past, dv)]
+        n_out = 3
+    if causal:
+        attrs["is_causal"] = 1
+    if d.chance(0.3):
+        attrs["scale"] = d.float(0.05, 0.5)
+    if d.chance(0.3):
+        attrs["softcap"] = d.choice([1.0, 2.5])
+    while inputs[-1] is None:
+        inputs.pop()
+    return Case("Attention", "", opset, inputs, attrs, n_outputs=n_out, family="attention",
+                widen=True, tolerance="loose")
+
+
+@generator("com.microsoft", "MultiHeadAttention")
+def gen_mha(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    b, n, s = d.choice((1, 2)), d.choice((1, 2, 3)), d.choice((1, 3, 8))
+    h = d.choice((8, 16, 24, 5))
+    L = d.choice((1, 4, 9)) if d.chance(0.3) else s
+    past = d.choice((0, 0, 1, 5))
+    t = past + L
+    q = randn(rng, (b, s, n * h), dtype)
+    k, v = randn(rng, (b, L, n * h), dtype), randn(rng, (b, L, n * h), dtype)
+    bias = randn(rng, (3 * n * h,), dtype) if d.chance(0.4) else None
+    mask = None
+    kind = d.choice(["none", "lengths", "2d"])
+    if kind == "lengths":
+        mask = rng.integers(1, t + 1, size=b).astype(np.int32)
+    elif kind == "2d":
+        mask = (np.arange(t)[None, :] < rng.integers(1, t + 1, size=(b, 1))).astype(np.int32)
+    attention_bias = randn(rng, (d.choice((1, b)), d.choice((1, n)), s, t), dtype) \
+        if d.chance(0.3) else None
+    pk = randn(rng, (b, n, past, h), dtype) if past else None
+    pv = randn(rng, (b, n, past, h), dtype) if past else None
+    attrs = {"num_heads": n}
+    if d.chance(0.3):
+        attrs["unidirectional"] = 1
+    if d.chance(0.3):
+        attrs["scale"] = d.float(0.02, 0.3)
+    inputs = [q, k, v, bias, mask, attention_bias, pk, pv]
+    while inputs[-1] is None:
+        inputs.pop()
+    n_out = 3 if past else 1
+    case = _twin("MultiHeadAttention", inputs, attrs, dtype, n_outputs=n_out,
+                 structural=frozenset({4}), ort_ok=h % 8 == 0)
+    return case
+
+
+@generator("com.microsoft", "GroupQueryAttention")
+def gen_gqa(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    N, Nkv = d.choice([(1, 1), (2, 1), (4, 2), (6, 3)])
+    H = d.choice((8, 16, 32, 5))
+    B = d.choice((1, 2))
+    mode = d.choice(["prefill", "decode"])
+    if mode == "prefill":
+        S, P = d.choice((1, 2, 7)), 0
+    else:
+        S, P = 1, d.choice((1, 3, 8))
+    total = P + S
+    f = {"query": randn(rng, (B, S, N * H), dtype),
+         "key": randn(rng, (B, S, Nkv * H), dtype),
+         "value": randn(rng, (B, S, Nkv * H), dtype)}
+    inputs = [f["query"], f["key"], f["value"]]
+    if P:
+        inputs += [randn(rng, (B, Nkv, P, H), dtype), randn(rng, (B, Nkv, P, H), dtype)]
+    else:
+        inputs += [None, None]
+    inputs += [np.full((B,), total - 1, np.int32), np.array(total, np.int32)]
+    attrs = {"num_heads": N, "kv_num_heads": Nkv}
+    if d.chance(0.3):
+        attrs["local_window_size"] = d.choice([1, 3])
+    if d.chance(0.2):
+        attrs["softcap"] = d.choice([0.5, 5.0])
+    if d.chance(0.2):
+        attrs["scale"] = d.float(0.05, 0.3)
+    return _twin("GroupQueryAttention", inputs, attrs, dtype, n_outputs=3,
+                 structural=frozenset({5, 6}), ort_ok=H % 8 == 0)
+
+
+# ------------------------------------------------------------------ linear attention
+
+def _linear_attention_inputs(d: Draw, rng, dtype):
+    B, T = d.choice((1, 2)), d.choice((1, 3, 6))
+    Hkv = d.choice((1, 2))
+    Hq = Hkv * d.choice((1, 2))
+    dk, dv = d.choice((4, 8, 16)), d.choice((4, 12))
+    rule = d.choice(["linear", "gated", "delta", "gated_delta"])
+    key = rng.standard_normal((B, T, Hkv, dk))
+    key /= np.maximum(np.linalg.norm(key, axis=-1, keepdims=True), 1e-6)
+    inputs = [rng.standard_normal((B, T, Hq * dk)).astype(dtype),
+              key.reshape(B, T, Hkv * dk).astype(dtype),
+              rng.standard_normal((B, T, Hkv * dv)).astype(dtype)]
+    inputs.append((rng.standard_normal((B, Hkv, dk, dv)) * 0.5).astype(dtype)
+                  if d.chance(0.5) else None)
+    inputs.append((-np.abs(rng.standard_normal((B, T, Hkv * dk if d.chance(0.5) else Hkv)))
+                   * 0.2).astype(dtype) if rule in ("gated", "gated_delta") else None)
+    inputs.append(rng.random((B, T, Hkv)).astype(dtype) if rule in ("delta", "gated_delta")
+                  else None)
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"update_rule": rule, "q_num_heads": Hq, "kv_num_heads": Hkv}
+    if d.chance(0.3):
+        attrs["scale"] = d.float(0.1, 1.0)
+    return inputs, attrs
+
+
+@generator("ai.onnx", "LinearAttention")
+def gen_linear_attention(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    inputs, attrs = _linear_attention_inputs(d, rng, dtype)
+    return Case("LinearAttention", "", 27, inputs, attrs, n_outputs=2, family="attention",
+                widen=True, tolerance="loose")
+
+
+@generator("com.microsoft", "LinearAttention")
+def gen_ms_linear_attention(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    inputs, attrs = _linear_attention_inputs(d, rng, dtype)
+    return _twin("LinearAttention", inputs, attrs, dtype, n_outputs=2, ort_ok=False)
+
+
+# ------------------------------------------------------------------ quantized
+
+def _pack(q: np.ndarray, bits: int) -> np.ndarray:
+    """Codes along the last axis, low bits first."""
+    per = 8 // bits
+    q = q.reshape(q.shape[:-1] + (q.shape[-1] // per, per)).astype(np.uint8)
+    out = np.zeros(q.shape[:-1], np.uint8)
+    for i in range(per):
+        out |= (q[..., i] << (bits * i)).astype(np.uint8)
+    return out
+
+
+@generator("com.microsoft", "MatMulNBits")
+def gen_matmul_nbits(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    bits = d.choice([4, 4, 8, 2])
+    block = d.choice([16, 32, 64, 128])
+    K, N, M = d.choice((16, 32, 100, 256)), d.choice((1, 7, 16, 33)), d.choice((1, 2, 5))
+    nb = -(-K // block)
+    q = rng.integers(0, 1 << bits, (N, nb * block))
+    B = _pack(q, bits).reshape(N, nb, block * bits // 8)
+    scales = (rng.random((N, nb)) * 0.1 + 0.01).astype(dtype)
+    a = randn(rng, (M, K) if d.chance(0.7) else (2, M, K), dtype)
+    inputs = [a, B, scales.reshape(-1) if d.chance(0.3) else scales]
+    if d.chance(0.4):
+        zp = rng.integers(0, 1 << bits, (N, -(-nb * bits // 8) * 8 // bits))
+        inputs.append(_pack(zp, bits))
+    attrs = {"K": K, "N": N, "bits": bits, "block_size": block}
+    if d.chance(0.3):
+        attrs["accuracy_level"] = d.choice([0, 4])
+    constant = frozenset({1, 2, 3}) if d.chance(0.5) else frozenset()
+    return Case("MatMulNBits", MS, 1, inputs, attrs, family="quantized", oracle="ort",
+                tolerance="loose", structural=frozenset({1, 3}), constant=constant,
+                output_types=(elem_type(dtype),))
+
+
+@generator("com.microsoft", "GatherBlockQuantized")
+def gen_gather_block_quantized(d: Draw, record) -> Case:
+    rng = d.rng()
+    bits = d.choice([4, 8])
+    block = d.choice([16, 32, 64, 128])
+    V = d.choice((1, 3, 8))
+    D = d.choice((16, 32, 64, 130)) // (8 // bits) * (8 // bits)
+    lead = (V,) + ((d.choice((1, 2)),) if d.chance(0.2) else ())
+    P = D * bits // 8
+    data = rng.integers(0, 256, lead + (P,), dtype=np.uint8)
+    G = -(-D // block)
+    sdt = d.choice([F32, F16])
+    scales = (rng.standard_normal(lead + (G,)) * 0.1).astype(sdt)
+    idx = rng.integers(-V, V, d.choice([(), (1,), (3,), (2, 2)])).astype(d.choice([np.int32,
+                                                                                  np.int64]))
+    inputs = [data, idx, scales]
+    if d.chance(0.4):
+        per = 8 // bits
+        inputs.append(rng.integers(0, 256, lead + (-(-G // per),), dtype=np.uint8))
+    attrs = {"bits": bits, "block_size": block}
+    return Case("GatherBlockQuantized", MS, 1, inputs, attrs, family="quantized", oracle="ort",
+                tolerance="accumulate", structural=frozenset({0, 1, 3}),
+                output_types=(elem_type(sdt),))
+
+
+@generator("com.microsoft", "MoE")
+def gen_moe(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    T, H, inter, E = d.choice((1, 3, 7)), d.choice((8, 16, 33)), d.choice((8, 17)), \
+        d.choice((2, 4))
+    activation = d.choice(["relu", "gelu", "silu", "swiglu"])
+    f = 2 if activation == "swiglu" else 1
+    x = randn(rng, (T, H), dtype)
+    router = randn(rng, (T, E), dtype)
+    w1 = (rng.standard_normal((E, f * inter, H)) / np.sqrt(H)).astype(dtype)
+    w2 = (rng.standard_normal((E, H, inter)) / np.sqrt(inter)).astype(dtype)
+    b1 = (rng.standard_normal((E, f * inter)) * 0.5).astype(dtype) if d.chance(0.5) else None
+    b2 = (rng.standard_normal((E, H)) * 0.5).astype(dtype) if d.chance(0.5) else None
+    inputs = [x, router, w1, b1, w2, b2]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"k": d.int(1, E), "activation_type": activation,
+             "normalize_routing_weights": d.choice([0, 1])}
+    if activation == "swiglu":
+        attrs["swiglu_fusion"] = 1
+    return Case("MoE", MS, 1, inputs, attrs, family="moe", oracle="ort", tolerance="loose",
+                output_types=(elem_type(dtype),))
+
+
+@generator("com.microsoft", "QMoE")
+def gen_qmoe(d: Draw, record) -> Case:
+    from onnx_light_cpu.naive import moe as naive
+
+    dtype = _dt(d, record)
+    rng = d.rng()
+    T, H, inter, E = d.choice((1, 3, 7)), d.choice((16, 32)), d.choice((16, 32)), d.choice((2, 4))
+    bits = d.choice([4, 8])
+    block = d.choice([0, 16, 32])
+    activation = d.choice(["relu", "gelu", "silu", "swiglu"])
+    f = 2 if activation == "swiglu" else 1
+
+    def quantized(rows, columns):
+        packed = columns // 2 if bits == 4 else columns
+        w = rng.integers(0, 256, (E, rows, packed), dtype=np.uint8)
+        shape = (E, rows) if block == 0 else (E, rows, -(-columns // block))
+        unit = 1.0 / (np.sqrt(columns) * (4 if bits == 4 else 64))
+        return w, (rng.uniform(0.5, 1.5, shape) * unit).astype(dtype)
+
+    w1, s1 = quantized(f * inter, H)
+    w2, s2 = quantized(H, inter)
+    inputs = [randn(rng, (T, H), dtype), randn(rng, (T, E), dtype), w1, s1, None, w2, s2]
+    k = d.int(1, E)
+    attrs = {"expert_weight_bits": bits, "block_size": block, "activation_type": activation,
+             "k": k, "normalize_routing_weights": 1}
+    if activation == "swiglu":
+        attrs["swiglu_fusion"] = 1
+
+    def oracle(*a, attrs):
+        padded = list(a) + [None] * (11 - len(a))
+        wide = [x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype != np.uint8
+                else x for x in padded]
+        return [naive.qmoe(*wide, bits=bits, block_size=block, input_major=False, k=k,
+                           normalize=True, activation=activation, alpha=1.0, beta=0.0,
+                           limit=None)]
+
+    return Case("QMoE", MS, 1, inputs, attrs, family="moe", oracle="numpy", tolerance="loose",
+                numpy_oracle=oracle, structural=frozenset({2, 5}),
+                output_types=(elem_type(dtype),))
+
+
+# ------------------------------------------------------------------ trees
+
+@generator("ai.onnx.ml", "TreeEnsemble")
+def gen_tree_ensemble(d: Draw, record) -> Case:
+    dtype = d.choice([F32, F64, F16])
+    rng = d.rng()
+    n_features, n_targets = d.choice((1, 3, 4)), d.choice((1, 2, 3))
+    grid = np.arange(-4, 5) / 2.0
+    fields = {k: [] for k in ("modes", "featureids", "splits", "truenodeids", "trueleafs",
+                              "falsenodeids", "falseleafs")}
+    leaf_w, leaf_t, roots = [], [], []
+
+    def leaf():
+        leaf_w.append(float(rng.normal()) * 4)
+        leaf_t.append(int(rng.integers(n_targets)))
+        return len(leaf_w) - 1
+
+    def build(depth):
+        i = len(fields["modes"])
+        for key, value in (("modes", int(rng.integers(0, 6))),
+                           ("featureids", int(rng.integers(n_features))),
+                           ("splits", float(rng.choice(grid))), ("truenodeids", -1),
+                           ("trueleafs", 0), ("falsenodeids", -1), ("falseleafs", 0)):
+            fields[key].append(value)
+        for side in ("true", "false"):
+            if depth + 1 >= 3 or rng.random() < 0.3:
+                fields[f"{side}nodeids"][i], fields[f"{side}leafs"][i] = leaf(), 1
+            else:
+                fields[f"{side}nodeids"][i] = build(depth + 1)
+        return i
+
+    for _ in range(d.int(1, 4)):
+        roots.append(build(0))
+    adt = dtype  # the thresholds and weights have X's type
+
+    def tensor(name, values, dt):
+        return onnx.numpy_helper.from_array(np.asarray(values, dtype=dt), name)
+
+    attrs = dict(
+        n_targets=n_targets, tree_roots=roots,
+        nodes_modes=oh.make_tensor("nodes_modes", TensorProto.UINT8, (len(fields["modes"]),),
+                                   fields["modes"]),
+        nodes_featureids=fields["featureids"],
+        nodes_splits=tensor("nodes_splits", fields["splits"], adt),
+        nodes_truenodeids=fields["truenodeids"], nodes_trueleafs=fields["trueleafs"],
+        nodes_falsenodeids=fields["falsenodeids"], nodes_falseleafs=fields["falseleafs"],
+        leaf_targetids=leaf_t, leaf_weights=tensor("leaf_weights", leaf_w, adt),
+        aggregate_function=d.int(0, 3), post_transform=d.choice([0, 0, 1, 2]))
+    x = rng.choice(grid, size=(d.choice((0, 1, 5, 17)), n_features))
+    x += np.where(rng.random(x.shape) < 0.3, rng.normal(size=x.shape) * 2, 0)
+    case = Case("TreeEnsemble", ML, 5, [x.astype(dtype)], attrs, family="tree",
+                tolerance="accumulate" if dtype != F16 else "loose", oracle="numpy")
+    case.numpy_oracle = lambda x, attrs: [_tree_oracle(case, x, attrs)]
+    return case
+
+
+def _tree_oracle(case: Case, x, attrs):
+    """Oracle bug: onnx.reference applies TreeEnsemble's post transforms
+    wrongly; its raw scores with the transform applied here, in float64."""
+    from onnx.reference import ReferenceEvaluator
+
+    from .cases import build_model
+
+    raw = case.clone()
+    raw.attrs = dict(attrs, post_transform=0)
+    raw.oracle = "builtin"
+    v = ReferenceEvaluator(build_model(raw)).run(None, {"in0": x})[0]
+    post = attrs.get("post_transform", 0)
+    w = v.astype(np.float64)
+    if post == 1:  # SOFTMAX
+        e = np.exp(w - w.max(axis=1, keepdims=True))
+        w = e / e.sum(axis=1, keepdims=True)
+    elif post == 2:  # LOGISTIC
+        e = 1.0 / (1.0 + np.exp(-np.abs(w)))
+        w = np.where(w < 0, 1.0 - e, e)
+    return w.astype(v.dtype)
