@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -126,7 +127,7 @@ class Case:
         # NumPy reductions hand back scalars for 0-d arrays: feed arrays
         self.inputs = [np.asarray(x) if isinstance(x, np.generic) else x for x in self.inputs]
 
-    def clone(self) -> "Case":
+    def clone(self) -> Case:
         other = copy.copy(self)
         other.inputs = list(self.inputs)
         other.attrs = dict(self.attrs)

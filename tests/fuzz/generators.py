@@ -13,9 +13,22 @@ import ml_dtypes
 import numpy as np
 from ml_dtypes import bfloat16
 
-from .cases import SAFE_SPECIALS, BOOL, FLOATS, INTEGERS, UNSIGNED, Case, Draw, Invalid
+from .cases import (
+    BOOL,
+    FLOATS,
+    INTEGERS,
+    SAFE_SPECIALS,
+    UNSIGNED,
+    Case,
+    Draw,
+    Invalid,
+    broadcast_operand,
+    elem_type,
+    randn,
+    random_shape,
+    sprinkle_specials,
+)
 from .cases import SPECIALS as SPECIALS_ALL
-from .cases import broadcast_operand, elem_type, randn, random_shape, sprinkle_specials
 
 GENERATORS: dict = {}
 
@@ -436,8 +449,10 @@ def gen_split(d: Draw, record) -> Case:
 
 # ------------------------------------------------------------------ matmul
 
-def _float_or_int(d: Draw, record, among=FLOATS + (I32, I64, np.dtype(np.uint32),
-                                                   np.dtype(np.uint64))):
+MATMUL_TYPES = FLOATS + (I32, I64, np.dtype(np.uint32), np.dtype(np.uint64))
+
+
+def _float_or_int(d: Draw, record, among=MATMUL_TYPES):
     return d.choice(_record_dtypes(record, among))
 
 

@@ -446,7 +446,7 @@ def gen_moe(d: Draw, record) -> Case:
 
 @generator("com.microsoft", "QMoE")
 def gen_qmoe(d: Draw, record) -> Case:
-    from onnx_light_cpu.naive import moe as naive
+    from onnx_light_cpu.reference import moe as naive
 
     dtype = _dt(d, record)
     rng = d.rng()

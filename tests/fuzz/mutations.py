@@ -12,8 +12,7 @@ import math
 import numpy as np
 import onnx
 
-from .cases import (ATTRIBUTE_DOMAINS, BOOL, FLOATS, SAFE_SPECIALS, Case, Draw,
-                    sprinkle_specials)
+from .cases import ATTRIBUTE_DOMAINS, BOOL, FLOATS, SAFE_SPECIALS, Case, Draw, sprinkle_specials
 
 HUGE_ELEMENTS = (1 << 33) + 1
 
