@@ -194,7 +194,8 @@ KNOWN_FINDINGS = (
     ("F3", r".*", r"unclear_error", r"missing_input|too_few_inputs",
      r"_run\(\) missing|has no attribute"),
     ("F4", r".*", r"unclear_error", r"huge", r"MemoryError: Unable to allocate"),
-    ("F5", r"::(Attention|LayerNormalization|GroupNormalization|MatMul|CDist)(\[naive\])?$",
+    ("F5", r"::(Attention|LayerNormalization|SimplifiedLayerNormalization|GroupNormalization"
+           r"|MatMul|CDist)(\[naive\])?$",
      r"hang", r"huge", r""),
     ("F6", r"::Split$", r"hang", r"huge", r""),
     ("F7", r".*", r"unclear_error", r".*", r"^IndexError: "),
@@ -215,6 +216,7 @@ KNOWN_FINDINGS = (
     ("F21", r"::Q?MoE$", r"unclear_error", r"bad_attribute", r"Unable to allocate"),
     ("F22", r"MultiHeadAttention", r"mismatch", r"bad_attribute", r"values off"),
     ("F24", r"::Softmax$", r"accepts_invalid", r"wrong_rank", r"0-d"),
+    ("F25", r"::PRelu$", r"mismatch", r"wrong_rank|mismatched_shape", r"shape"),
 )
 
 

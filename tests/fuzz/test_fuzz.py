@@ -53,6 +53,7 @@ F12 = "F12 MoE/QMoE: a NaN weight or scale gives inf"
 F15 = "F15 Python list inputs give AttributeError"
 F16 = "F16 LayerNorm/RMSNorm accept a scale/bias of higher rank than X"
 F17 = "F17 Split num_outputs leaving an empty last chunk is rejected"
+F25 = "F25 PRelu applies a (C,) slope per channel instead of broadcasting"
 MS_ = "com.microsoft::"
 KNOWN_VALID = {
     **{f"ai.onnx::{op}": F1 for op in ("Sum", "Mean", "Min", "Max")},
@@ -72,6 +73,7 @@ KNOWN_INVALID = {
     "ai.onnx.ml::TreeEnsemble": F7,
     "ai.onnx::Attention": f"{F2}; {F11}",
     "ai.onnx::Gemm": F11,
+    "ai.onnx::PRelu": f"{F3}; {F25}",
     "ai.onnx::ReduceSum": F11,
     "ai.onnx::LayerNormalization": F16,
     "ai.onnx::Softmax": F10,
