@@ -97,6 +97,14 @@ def test_gather_reads_a_broadcast_input_in_place():
     np.testing.assert_array_equal(y, data[[0, 5]])
 
 
+def test_gather_scalar_index_of_a_broadcast_input():
+    data = np.broadcast_to(np.arange(8, dtype=np.float32)[:, None], (8, 1 << 20))
+    idx = np.array(3, np.int64)
+    (y,), names, paths = run_ours(node_model("Gather", [data, idx], axis=1), [data, idx])
+    assert paths == ["gather_float32_strided_builtin"] and y.shape == (8,)
+    np.testing.assert_array_equal(y, np.arange(8, dtype=np.float32))
+
+
 def test_split_counts_a_huge_split_input_before_reading_it():
     x = np.arange(4, dtype=np.float32)
     split = np.broadcast_to(np.int64(0), ((1 << 32) + 1,))

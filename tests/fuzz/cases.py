@@ -47,8 +47,10 @@ ATTRIBUTE_DOMAINS = {
     "fmod": {0, 1}, "channels_last": {0, 1}, "normalize_routing_weights": {0, 1},
     "swiglu_fusion": {0, 1, 2}, "saturate": {0, 1}, "training_mode": {0, 1},
     "is_packed_batching": {0, 1}, "causal": {0, 1}, "p": {1, 2},
-    "expert_weight_bits": {4, 8}, "bits": {2, 3, 4, 8}, "accuracy_level": {0, 1, 2, 3, 4},
+    "expert_weight_bits": {4, 8}, "bits": {2, 3, 4, 8},
 }
+# Not here: MatMulNBits accuracy_level, which ONNX Runtime takes whatever its
+# value (only 4 selects the int8 engine; tests/ops/test_matmul_nbits.py).
 
 
 # ------------------------------------------------------------------ draws

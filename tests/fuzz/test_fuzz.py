@@ -12,9 +12,9 @@
   stride-0 inputs under an address-space limit).
 * ``--fuzz``: the long sweep (``FUZZ_CASES``, default 50,000 cases).
 
-Known findings (see /work/fuzz_findings.md, ids F1...) are marked
-``xfail(strict=False)`` per operator; remove a mark once its finding is
-fixed.
+Findings are named in ``tests/fuzz/FINDINGS.md`` (ids F1...): what the
+first sweeps found, how each was fixed, and the harness's decisions where
+an oracle is wrong.
 """
 
 from __future__ import annotations
@@ -40,62 +40,9 @@ from .sweep import FINDING_STATUSES, make_case, print_summary, sweep, target_lab
 
 TARGETS = targets()
 
-# Known findings (ids of /work/fuzz_findings.md) per sweep target, for the
-# valid-input and the invalid-input tests: xfail(strict=False) until fixed.
-F1 = "F1 Sum/Mean/Min/Max: 3+ inputs broadcasting against each other give garbage"
-F2 = "F2 NaN in a query row gives zeros (Attention, MHA, GQA)"
-F3 = "F3 missing input / too few inputs: TypeError/AttributeError from _run()"
-F7 = "F7 bare IndexError for out-of-range indices"
-F8 = "F8 GQA rejects strided/stride-0 inputs with an unclear message"
-F10 = "F10 Softmax bfloat16 loses accuracy on long rows"
-F11 = "F11 out-of-range boolean-like attributes accepted"
-F12 = "F12 MoE/QMoE: a NaN weight or scale gives inf"
-F15 = "F15 Python list inputs give AttributeError"
-F16 = "F16 LayerNorm/RMSNorm accept a scale/bias of higher rank than X"
-F17 = "F17 Split num_outputs leaving an empty last chunk is rejected"
-F25 = "F25 PRelu applies a (C,) slope per channel instead of broadcasting"
-MS_ = "com.microsoft::"
-KNOWN_VALID = {
-    **{f"ai.onnx::{op}": F1 for op in ("Sum", "Mean", "Min", "Max")},
-    MS_ + "GroupQueryAttention": F8,
-    "ai.onnx::Softmax": F10,
-    "ai.onnx::Split": F17,
-}
-KNOWN_INVALID = {
-    **{f"ai.onnx::{op}": F3 for op in (
-        "Abs", "Exp", "Log", "Sigmoid", "Tanh", "Not", "Add", "Sub", "Mul", "Div", "Mod", "Pow",
-        "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor",
-        "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift", "PRelu", "RMSNormalization",
-        "SimplifiedLayerNormalization", "CausalConvWithState")},
-    **{f"ai.onnx::{op}": F1 for op in ("Sum", "Mean", "Min", "Max")},
-    **{f"ai.onnx::{op}": F7 for op in ("Gather", "ScatterND")},
-    "ai.onnx::RotaryEmbedding": f"{F7}; {F11}",
-    "ai.onnx.ml::TreeEnsemble": F7,
-    "ai.onnx::Attention": f"{F2}; {F11}",
-    "ai.onnx::Gemm": F11,
-    "ai.onnx::PRelu": f"{F3}; {F25}",
-    "ai.onnx::ReduceSum": F11,
-    "ai.onnx::LayerNormalization": F16,
-    "ai.onnx::Softmax": F10,
-    MS_ + "RotaryEmbedding": f"{F3}; {F7}; {F11}",
-    MS_ + "CausalConvWithState": f"{F3}; {F11}",
-    MS_ + "CausalConvWithState[naive]": f"{F3}; {F11}",
-    MS_ + "MoE": f"{F3}; {F11}; {F12}; {F15}",
-    MS_ + "QMoE": f"{F11}; {F12}",
-    MS_ + "MultiHeadAttention": f"{F2}; {F11}",
-    MS_ + "MultiHeadAttention[naive]": f"{F2}; {F11}",
-    MS_ + "GroupQueryAttention": f"{F2}; {F8}; {F15}",
-    MS_ + "GroupQueryAttention[naive]": f"{F2}; {F15}",
-}
-
-
-def _params(known: dict):
-    out = []
-    for record, policy in TARGETS:
-        label = target_label(record, policy)
-        marks = [pytest.mark.xfail(reason=known[label], strict=False)] if label in known else []
-        out.append(pytest.param((record, policy), id=label, marks=marks))
-    return out
+def _params():
+    return [pytest.param((record, policy), id=target_label(record, policy))
+            for record, policy in TARGETS]
 
 
 def _settings():
@@ -151,7 +98,7 @@ def test_sweep_targets_are_the_registered_kernels():
 
 # ------------------------------------------------------------------ properties
 
-@pytest.mark.parametrize("target", _params(KNOWN_VALID))
+@pytest.mark.parametrize("target", _params())
 @_settings()
 @given(data=st.data())
 def test_valid_inputs(target, data):
@@ -162,7 +109,7 @@ def test_valid_inputs(target, data):
     _check(make_case(HypothesisDraw(data), record, policy, mutation_rate=0.0))
 
 
-@pytest.mark.parametrize("target", _params(KNOWN_INVALID))
+@pytest.mark.parametrize("target", _params())
 @_settings()
 @given(data=st.data())
 def test_invalid_inputs(target, data):
@@ -182,8 +129,6 @@ def _report(summary: dict, path: str | None) -> None:
     print_summary(summary, file=sys.stderr)
 
 
-@pytest.mark.xfail(reason="F3/F4/F6... known findings show in a sweep over every kernel",
-                   strict=False)
 def test_short_sweep_in_subprocesses():
     """Two cases a kernel through the worker subprocess, huge stride-0
     inputs included: no crash, hang, mismatch, modified input or unclear

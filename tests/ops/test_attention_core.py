@@ -228,3 +228,25 @@ def test_engine_nan_scores_give_nan_rows(B, Nq, Nkv, S, T, D, dtype):
                     level=level)
         keep = ~np.isnan(want.astype(np.float32)).any(axis=-1)
         assert same_bits(outs[0][keep], base[keep]), f"level {level}: other rows changed"
+
+
+@pytest.mark.parametrize("T", [5, 700])
+def test_engine_row_masked_whole_by_the_bias_is_zeros_even_with_nan(T):
+    """A row whose bias masks every key (-inf) is zeros whatever its scores,
+    a NaN query included (NaN + -inf is NaN): onnx.reference decides on the
+    mask.  A NaN query row with one key left unmasked stays NaN."""
+    rng = np.random.default_rng(T)
+    q = rng.standard_normal((1, 2, 2, 8)).astype(np.float32)
+    k = rng.standard_normal((1, 1, T, 8)).astype(np.float32)
+    v = rng.standard_normal((1, 1, T, 8)).astype(np.float32)
+    q[0, :, :, 3] = np.nan
+    bias = np.full((1, 2, 2, T), -np.inf, np.float32)
+    bias[0, 1, :, T - 1] = 0.0                  # head 1 attends its last key
+    want = np.empty(q.shape, np.float32)
+    twin.attend(q, k, v, want, scale=0.5, bias=bias)
+    assert not want[0, 0].any() and np.isnan(want[0, 1]).all()
+    for level in LEVELS:
+        for threads in (1, 2):
+            out = np.full(q.shape, 7, np.float32)
+            core.attend(q, k, v, out, scale=0.5, bias=bias, threads=threads, level=level)
+            assert same_bits(out, want), (level, threads)

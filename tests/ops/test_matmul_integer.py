@@ -281,7 +281,8 @@ def test_qlinear_matmul_bad_input():
     bad(4, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 4.*but input 1", 21)
     bad(2, np.array(1, S8), TypeError, "QLinearMatMul: input 2.*int8 but input 0 has uint8")
     bad(1, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 1.*scale must have")
-    bad(6, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 6.*one element")
+    bad(6, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 6.*one-element")
+    bad(6, np.ones((1, 1, 1), np.float32), ValueError, "QLinearMatMul: input 6.*scalars")
     # regression: one element of a higher rank than A would broadcast the output's rank
     bad(1, np.ones((1, 1, 1), np.float32), ValueError, "QLinearMatMul: input 1.*scale must have")
     bad(3, np.zeros((3, 5), S8), ValueError, "QLinearMatMul: input 3.*inner dimension")

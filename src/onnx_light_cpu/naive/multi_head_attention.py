@@ -16,6 +16,7 @@ from ..ops.multi_head_attention import MultiHeadAttentionBase
 
 class MultiHeadAttention(MultiHeadAttentionBase):
     kernel_prefix = "Naive"
+    computes_in_numpy = True
 
     def _compute(self, q4, k4, v4, out4, scale, p, lengths, binary, attention_bias):
         if self._usage.enabled:

@@ -353,16 +353,16 @@ class Attention(KernelOp):
                 raise ValueError(self._input_error(
                     6, f"has values outside [0, {t}] (the key sequence length): {nonpad}"))
 
+        # sizes first: the mask bias and the key ranges are (B, S)-sized too
+        check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
+        if tq in NUMPY_TYPES or self.wants[3]:
+            # materialised scores, bias and probabilities: a few (B, Nq, S, T)
+            check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         bias, width = None, t
         if attn_mask is not None:
             bias, width = self._mask_bias(attn_mask, b, nq, s, t, tq == T.DOUBLE)
         begin, end = self._key_ranges(b, s, t, p, nonpad)
         scale = self.scale if self.scale is not None else (1.0 / math.sqrt(dk) if dk else 1.0)
-
-        check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
-        if tq in NUMPY_TYPES or self.wants[3]:
-            # materialised scores, bias and probabilities: a few (B, Nq, S, T)
-            check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         if self._usage.enabled:
             self._usage.record(self.kernel_name, self._path(tq))
         dense = None

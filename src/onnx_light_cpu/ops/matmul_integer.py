@@ -277,10 +277,10 @@ class QLinearMatMul(_IntegerProduct):
             self._int8(7, y_zero_point)
         out_dtype = y_zero_point.dtype if y_zero_point is not None else a.dtype
         for index, x in ((6, y_scale), (7, y_zero_point)):
-            if x is not None and x.size != 1:
+            if x is not None and (x.size != 1 or x.ndim > 1):
                 raise ValueError(self._input_error(
                     index, f"has shape {x.shape}: the output's scale and zero point must "
-                    "have one element (per tensor)"))
+                    "be scalars or one-element vectors (per tensor)"))
         plan = self._plan(a.shape, b.shape)
         out_shape, batch, a2, b2, M, N, K = plan[:7]
         a_s = self._axis_form(1, a_scale, a2, True, "scale")

@@ -29,6 +29,7 @@ raise NotImplementedError.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import onnx
@@ -51,6 +52,8 @@ class MultiHeadAttentionBase(KernelOp):
     implement ``_compute``."""
 
     strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
+    #: The NAIVE family materialises the scores and a float32 copy of V.
+    computes_in_numpy: ClassVar[bool] = False
 
     op_domain = "com.microsoft"
     onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -221,9 +224,11 @@ class MultiHeadAttentionBase(KernelOp):
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
         check_buffer(op, "output 0", (b, s, n, hv), query.itemsize)
-        if self.wants[3] or self.kernel_prefix == "Naive":
+        if self.wants[3] or self.computes_in_numpy:
             # materialised (B, N, S, T) float32 scores (the qk output, the NAIVE family)
             check_buffer(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
+        if self.computes_in_numpy:
+            check_buffer(op, "the float32 values", (b, n, t, hv), 4)
         out = np.empty((b, s, n, hv), dtype=dtype)
         out4 = out.transpose(0, 2, 1, 3)
         qk = self._compute(q4, k4, v4, out4, scale, p, lengths, binary, attention_bias)

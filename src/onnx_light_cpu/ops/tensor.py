@@ -319,7 +319,7 @@ class Gather(_Movement):
             # than the rows gathered: NumPy's indexing reads them in place
             # (np.take would copy data first).
             self._record(f"gather_{data.dtype.name}_strided_builtin")
-            out[...] = data[(slice(None),) * axis + (idx,)]
+            out[...] = data[(slice(None),) * axis + (idx.reshape(indices.shape),)]
             return (out,)
         self._record(f"gather_{data.dtype.name}")
         data = np.ascontiguousarray(data)

@@ -11,8 +11,9 @@ oracle of the C engine's tests.
     out[s] = sum_t p[t] * v[t], rounded once to out's dtype
 
 A row with no participating key, or whose scores are all -inf (and no
-sink), is written as zeros; a row with a NaN score (a NaN in its query, a
-key, the bias) is NaN, as the references' softmax gives it.
+sink), or whose keys the bias masks whole (-inf), is written as zeros; a
+row with a NaN score among the keys it attends (a NaN in its query, a key,
+the bias) is NaN, as the references' softmax gives it.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None,
                         row = row + bh[s, lo:hi]
                 elif c > 0:
                     row = c * np.tanh(row / c)
+                if bias is not None and hi > lo and np.all(bh[s, lo:hi] == -np.inf):
+                    out[b, h, s] = 0  # masked whole by the bias: zeros, NaN scores or not
+                    continue
                 logits = row if sink is None else np.append(row, np.float32(sink[h]))
                 m = logits.max() if logits.size else -np.inf
                 if not np.isfinite(m) and m < 0:

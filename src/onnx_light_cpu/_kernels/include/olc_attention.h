@@ -99,12 +99,14 @@ static inline int64_t olc_attn_scratch_floats(int64_t Dk, int64_t Dv) {
     return OLC_ATTN_RMAX * (Dk + Dv + 5 + OLC_ATTN_WTB) + OLC_ATTN_WTB * (Dk + Dv) + 64;
 }
 
-/* Whether any of x[0..n) is NaN: asked only of a row whose maximum is not
- * above -inf (max ignores NaN), so a NaN score gives a NaN row as the
- * references' softmax does, not the zeros of a fully masked row. */
-static inline int olc_attn_has_nan_(const float *x, int64_t n) {
+/* Whether a key the bias does not mask (bias -inf) has a NaN score: asked
+ * only of a row whose maximum is not above -inf (max ignores NaN), so a NaN
+ * score gives a NaN row as the references' softmax does, while a row the
+ * bias masks whole stays zeros whatever its scores (NaN + -inf included),
+ * as onnx.reference decides on the mask. */
+static inline int olc_attn_has_nan_(const float *x, const float *bias, int64_t n) {
     for (int64_t j = 0; j < n; ++j)
-        if (x[j] != x[j]) return 1;
+        if (x[j] != x[j] && !(bias && bias[j] == -INFINITY)) return 1;
     return 0;
 }
 
@@ -755,7 +757,7 @@ static inline OLC_TARGET_AVX512 void olc_attn_wide_tile_avx512(const olc_attn_ar
             if (mt > -INFINITY) {
                 live[r] = 1;
                 if (mt > mrow[r]) mrow[r] = mt;
-            } else if (olc_attn_has_nan_(x, n)) {
+            } else if (olc_attn_has_nan_(x, bias, n)) {
                 live[r] = 1;
                 mrow[r] = NAN;                /* a NaN score: the row is NaN, as softmax's */
             }
@@ -914,7 +916,7 @@ attr static void olc_attn_task_##LVL(const olc_attn_args *p, int64_t task, float
             }                                                                                     \
             const float mt = olc_attn_max_##LVL(x, n);                                            \
             if (!(mt > -INFINITY)) {                                                              \
-                if (!olc_attn_has_nan_(x, n)) { memset(row, 0, (size_t)nu * 4); continue; }       \
+                if (!olc_attn_has_nan_(x, bias, n)) { memset(row, 0, (size_t)nu * 4); continue; } \
                 mrow[r] = NAN;                /* a NaN score: the row is NaN, as softmax's */     \
             }                                                                                     \
             float *ar = acc + r * Dv;                                                             \
