@@ -184,7 +184,7 @@ FINDING_STATUSES = ("crash", "hang", "unclear_error", "mismatch", "nondeterminis
 # with a clear rejection of ours, or fails where we succeed, or crashed.
 REVIEW_STATUSES = ("rejects_oracle_accepts", "ok_oracle_rejects", "oracle_crash", "oracle_hang")
 
-# The findings of /work/fuzz_findings.md: (id, target pattern, status
+# The findings of tests/fuzz/FINDINGS.md: (id, target pattern, status
 # pattern, mutation pattern, detail pattern).  A finding of a sweep that
 # matches none is reported as NEW.
 KNOWN_FINDINGS = (

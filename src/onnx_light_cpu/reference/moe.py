@@ -36,7 +36,7 @@ def sigmoid(v):
 
 
 ACTIVATIONS = {
-    "relu": lambda v: np.maximum(v, 0.0),
+    "relu": lambda v: np.where(v > 0.0, v, 0.0),  # NaN -> 0, as ONNX Runtime's max(0, v)
     "gelu": gelu_tanh,
     "silu": lambda v: v * sigmoid(v),
     "identity": lambda v: v,

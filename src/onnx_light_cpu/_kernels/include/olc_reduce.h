@@ -19,11 +19,9 @@
  * uses libm's exp.  float16/bfloat16 are computed in float32 but rounded to
  * the narrow type where onnx.reference's NumPy arithmetic rounds (x - max,
  * exp, the sum, the quotient): the ONNX backend cases expect those bits to
- * within one unit (the float16 sum runs in float32, as NumPy's).
- * bfloat16 rows are computed in float32 and rounded once: onnx.reference
- * rounds each step to bfloat16, its sum after every addition as ml_dtypes
- * does, and is 20-30% off on rows of thousands; there the kernel is the
- * accurate one and differs from the built-in.
+ * within one unit.  The float16 sum runs in float32 (as NumPy's); the
+ * bfloat16 sum is rounded after every addition as ml_dtypes does, which
+ * loses accuracy on long rows but is what the reference computes.
  */
 #ifndef OLC_REDUCE_H
 #define OLC_REDUCE_H
@@ -603,11 +601,9 @@ static int olc_softmax_rows(int dtype, int level, const void *px, void *py, int6
         return 0;
     }
 #endif
-    /* float16: computed in float32 in a row buffer, rounded to float16
-     * where the reference rounds (x - max, exp, the sum, the quotient), so
-     * that both agree to the last bit but for exp's ulp.  bfloat16: all in
-     * float32, rounded once (the reference's bfloat16 steps, its sum
-     * rounded after every addition, are up to 20-30% off on long rows). */
+    /* float16 / bfloat16: computed in float32 in a row buffer, rounded to
+     * the narrow type where the reference rounds (x - max, exp, the sum,
+     * the quotient), so that both agree to the last bit but for exp's ulp. */
     int half = dtype == OLC_R_FLOAT16;
     olc_narrow_fns nf = olc_narrow_select(half, level);
     float *buf = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
@@ -618,17 +614,18 @@ static int olc_softmax_rows(int dtype, int level, const void *px, void *py, int6
         nf.widen(x, buf, n);
         float m = olc_max_lanes(buf, n);
         for (int64_t i = 0; i < n; ++i) buf[i] -= m;
-        if (half) {
-            nf.narrow(buf, y, n);
-            nf.widen(y, buf, n);
-        }
+        nf.narrow(buf, y, n);
+        nf.widen(y, buf, n);
         nf.exp(buf, buf, n);
+        nf.narrow(buf, y, n);
+        nf.widen(y, buf, n);
+        float s;
         if (half) {
-            nf.narrow(buf, y, n);
-            nf.widen(y, buf, n);
+            s = nf.round(olc_sum_lanes(buf, n));
+        } else { /* ml_dtypes sums bfloat16 one element at a time, rounding each step */
+            s = 0.0f;
+            for (int64_t i = 0; i < n; ++i) s = olc_round_bf16(s + buf[i]);
         }
-        float s = olc_sum_lanes(buf, n);
-        if (half) s = nf.round(s);
         for (int64_t i = 0; i < n; ++i) buf[i] /= s;
         nf.narrow(buf, y, n);
     }
