@@ -63,8 +63,8 @@ def moe(x, logits, w1, b1, w2, b2, w3=None, b3=None, *, k=1, normalize=False,
     experts, weights = routing(np.asarray(logits, np.float32), k, normalize)
     out = np.zeros_like(x)
     for t in range(x.shape[0]):
-        if np.isnan(logits[t]).any():  # ONNX Runtime routes such a token nowhere
-            continue
+        if not np.isfinite(weights[t]).all():  # NaN or +inf logits: ONNX Runtime
+            continue                              # routes such a token nowhere
         for e, w in zip(experts[t], weights[t]):
             h = w1[e].astype(np.float64) @ x[t]
             if b1 is not None:
