@@ -59,6 +59,14 @@ def test_numpy_scalar_is_a_tensor():
     assert olc.used_kernel_names(sess) == ["onnx_light_cpu::Add"]
 
 
+def test_ndarray_subclass_is_a_tensor():
+    sess = _session("Add", ["a", "b"])
+    (y,) = sess.run(None, {"a": np.ma.masked_array(np.ones(2, np.float32)),
+                           "b": np.ones(2, np.float32)})
+    assert type(y) is np.ndarray
+    np.testing.assert_array_equal(y, [2, 2])
+
+
 # A read-only view of 2^35 float32 elements (128 GiB dense) that costs nothing.
 HUGE = np.broadcast_to(np.float32(1), (1 << 20, 1 << 15))
 

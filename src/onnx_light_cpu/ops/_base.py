@@ -144,12 +144,12 @@ class KernelOp(OpRun):
         self._required = _required_inputs(type(self), onnx_node, self.opset)
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
-        if self._attribute_error is not None:
-            raise ValueError(self._attribute_error)
-        args = self._checked_inputs(args)
         adapter = self
         if self.has_linked_attribute:
             adapter = self._with_linked_attributes(linked_attributes or {})
+        if adapter._attribute_error is not None:
+            raise ValueError(adapter._attribute_error)
+        args = self._checked_inputs(args)
         try:
             return adapter._run(*args)
         except CLEAR_ERRORS as e:
@@ -186,15 +186,18 @@ class KernelOp(OpRun):
                 raise ValueError(self._input_error(i, "is required but missing"))
         converted = None
         for i, a in enumerate(args):
-            if type(a) is np.ndarray:
-                if not a.flags.c_contiguous and i not in self.strided_inputs:
-                    self._check_bytes(f"{self._input_label(i)} as a dense copy",
-                                      a.size * a.dtype.itemsize)
-            elif isinstance(a, np.generic):
+            if a is None:
+                continue
+            if type(a) is not np.ndarray:
+                if not isinstance(a, (np.ndarray, np.generic)):
+                    raise TypeError(self._input_error(
+                        i, f"must be a tensor, got {type(a).__name__}"))
+                # a NumPy scalar, an ndarray subclass: the plain array
                 converted = converted or list(args)
-                converted[i] = np.asarray(a)
-            elif a is not None:
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(a).__name__}"))
+                converted[i] = a = np.asarray(a)
+            if not a.flags.c_contiguous and i not in self.strided_inputs:
+                self._check_bytes(f"{self._input_label(i)} as a dense copy",
+                                  a.size * a.dtype.itemsize)
         return args if converted is None else tuple(converted)
 
     def _with_linked_attributes(self, linked: dict) -> KernelOp:
