@@ -91,8 +91,9 @@ def source_paths(adapter: type) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
                 cores |= _cores_of(sys.modules[source])
     core_paths = sorted(name.replace(".", "/") + ".pyx" for name in cores)
     include = "onnx_light_cpu/_kernels/include"
-    headers = sorted({f"{include}/{h}" for core in core_paths
-                      for h in EXTERN.findall((PACKAGE_ROOT / core).read_text())})
+    sources = [PACKAGE_ROOT / core for core in core_paths]
+    headers = sorted({f"{include}/{h}" for source in sources if source.is_file()
+                      for h in EXTERN.findall(source.read_text())})  # (a build without .pyx)
     return _relative(inspect.getsourcefile(adapter)), tuple(core_paths), tuple(headers)
 
 
