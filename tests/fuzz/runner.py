@@ -193,6 +193,11 @@ def run_oracle(case: Case):
     if case.oracle == "ort":
         import onnxruntime as ort
 
+        if any(isinstance(x, np.ndarray) and 0 in x.shape for x in case.inputs):
+            # ONNX Runtime 1.32 dies of SIGFPE on some zero-size inputs
+            # (MultiHeadAttention, RotaryEmbedding heads of size 0), which
+            # would take the in-process Hypothesis tests down with it.
+            raise OracleUnavailable("ONNX Runtime is not asked about zero-size inputs")
         inputs = []
         for x in case.inputs:
             if isinstance(x, np.ndarray):
