@@ -113,9 +113,14 @@ def worker(seed: int, mutation_rate: float, memory_gib: float) -> None:
 
 class Worker:
     def __init__(self, seed, mutation_rate, memory_gib):
+        import onnx_light_cpu
+
         env = dict(os.environ)
+        # the package this process imported (a checkout's src/ or an
+        # installed one), and the tests' helpers
+        package_root = Path(onnx_light_cpu.__file__).resolve().parents[1]
         env["PYTHONPATH"] = os.pathsep.join(
-            [str(REPO / "src"), str(TESTS)] + env.get("PYTHONPATH", "").split(os.pathsep))
+            [str(package_root), str(TESTS)] + env.get("PYTHONPATH", "").split(os.pathsep))
         env.setdefault("OMP_NUM_THREADS", "2")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fuzz.sweep", "--worker", "--seed", str(seed),
