@@ -112,8 +112,6 @@ class LinearAttentionBase(KernelOp):
         return x
 
     def _run(self, *args):
-        if self._attribute_error:
-            raise ValueError(self._attribute_error)
         op = "LinearAttention"
         if not 3 <= len(args) <= 6 or any(a is None for a in args[:3]):
             raise ValueError(f"{op}: expects query, key, value and optional past_state, decay, "

@@ -69,22 +69,19 @@ class MultiHeadAttentionBase(KernelOp):
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        self._attribute_error = None
+        # Raised by every run (KernelOp.run): a constructor error would break
+        # building the evaluator or registering kernels on it.
         if self.num_heads <= 0:
-            self._attribute_error = ("MultiHeadAttention: attribute num_heads is required and must "
-                                     f"be positive, got {self.num_heads}")
+            self._reject_attribute("attribute num_heads is required and must be positive, "
+                                   f"got {self.num_heads}")
         elif unidirectional not in (0, 1):
             # ONNX Runtime reads any value but 1 as 0: a typo must not go unnoticed
-            self._attribute_error = ("MultiHeadAttention: attribute unidirectional must be 0 or 1, "
-                                     f"got {unidirectional}")
+            self._reject_attribute(f"attribute unidirectional must be 0 or 1, got {unidirectional}")
         elif not math.isfinite(self.scale):
-            self._attribute_error = ("MultiHeadAttention: attribute scale must be finite "
-                                     f"(0: 1/sqrt(head_size)), got {self.scale}")
+            self._reject_attribute("attribute scale must be finite (0: 1/sqrt(head_size)), "
+                                   f"got {self.scale}")
         elif math.isnan(self.mask_filter_value):
-            self._attribute_error = ("MultiHeadAttention: attribute mask_filter_value must not be "
-                                     "NaN")
+            self._reject_attribute("attribute mask_filter_value must not be NaN")
 
     def _tensor(self, index: int, x, dtype) -> None:
         if not isinstance(x, np.ndarray):
@@ -101,8 +98,6 @@ class MultiHeadAttentionBase(KernelOp):
     def _run(self, query=None, key=None, value=None, bias=None, key_padding_mask=None,
              attention_bias=None, past_key=None, past_value=None, *rest):
         op = "MultiHeadAttention"
-        if self._attribute_error:
-            raise ValueError(self._attribute_error)
         if query is None:
             raise ValueError(self._input_error(0, "(query) is required"))
         for i, x in enumerate(rest, 8):

@@ -54,16 +54,14 @@ class _Rotary(KernelOp):
         self.interleaved = bool(ints.get("interleaved", 0))
         self.rotary_dim = ints.get("rotary_embedding_dim", 0)
         self.num_heads = ints.get("num_heads", 0)
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        self._attribute_error = None
-        op = onnx_node.op_type
+        # Raised by every run (KernelOp.run): a constructor error would break
+        # building the evaluator or registering kernels on it.
         if ints.get("interleaved", 0) not in (0, 1):
-            self._attribute_error = (f"{op}: attribute interleaved must be 0 or 1, "
-                                     f"got {ints['interleaved']}")
+            self._reject_attribute(f"attribute interleaved must be 0 or 1, "
+                                   f"got {ints['interleaved']}")
         elif self.num_heads < 0 or self.rotary_dim < 0:
-            self._attribute_error = (f"{op}: attributes num_heads and rotary_embedding_dim must "
-                                     f"be nonnegative, got {self.num_heads} and {self.rotary_dim}")
+            self._reject_attribute("attributes num_heads and rotary_embedding_dim must be "
+                                   f"nonnegative, got {self.num_heads} and {self.rotary_dim}")
         self._arange: dict[tuple[int, int, int], np.ndarray] = {}
         self._label = "rotary_interleaved" if self.interleaved else "rotary"
 
@@ -93,8 +91,6 @@ class _Rotary(KernelOp):
         return value
 
     def _check_x(self, x) -> np.ndarray:
-        if self._attribute_error:
-            raise ValueError(self._attribute_error)
         x = self._check_tensor(self.x_index, x)
         if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
             raise TypeError(self._input_error(
