@@ -85,20 +85,26 @@ def _build_flags():
 
 
 HEADER = re.compile(r'(?:extern from|#include)\s+"([\w./]+\.h)"')
-PXD = re.compile(r"^\s*from\s+onnx_light_cpu\._kernels\.(\w+)\s+cimport", re.M)
+PXD = re.compile(r"^\s*(?:from\s+(\w+)\s+cimport|cimport\s+(\w+))", re.M)
+INCLUDE = os.path.join(KERNELS, "include")
+# Every folder of include/: the .pxd beside each header is found by its
+# stem (``from olc_unary cimport ...``).
+PXD_DIRS = sorted(root for root, _, files in os.walk(INCLUDE)
+                  if any(f.endswith(".pxd") for f in files))
 
 
 def _dependencies(pyx: str) -> list[str]:
     """The headers (transitively) and .pxd files a core's source uses, so
     that editing a shared header rebuilds every extension that includes it
-    (setuptools compares only the listed files' times)."""
-    include = os.path.join(KERNELS, "include")
+    (setuptools compares only the listed files' times).  Header names are
+    relative to include/ (``"common/olc_cpu.h"``)."""
     found, todo = set(), [pyx]
     while todo:
         with open(todo.pop()) as f:
             text = f.read()
-        paths = [os.path.join(include, h) for h in HEADER.findall(text)]
-        paths += [os.path.join(KERNELS, f"{m}.pxd") for m in PXD.findall(text)]
+        paths = [os.path.join(INCLUDE, h) for h in HEADER.findall(text)]
+        for names in PXD.findall(text):
+            paths += [os.path.join(d, f"{n}.pxd") for n in names if n for d in PXD_DIRS]
         for path in paths:
             if os.path.exists(path) and path not in found:
                 found.add(path)
@@ -108,7 +114,7 @@ def _dependencies(pyx: str) -> list[str]:
 
 def _extensions():
     compile_args, link_args, macros = _build_flags()
-    include = [numpy.get_include(), os.path.join(KERNELS, "include")]
+    include = [numpy.get_include(), INCLUDE]
     exts = [
         Extension(
             f"onnx_light_cpu._kernels.{name.replace('/', '.')}",
@@ -130,6 +136,7 @@ def _extensions():
             "cdivision": True,
             "initializedcheck": False,
         },
+        include_path=PXD_DIRS,
         quiet=True,
     )
 

@@ -4,7 +4,7 @@ This is the subset ``.ci/run`` also runs under ``qemu-x86_64-static`` on a
 CPU model without AVX2, so it must stay fast and must not import
 onnxruntime (whose wheel may need a newer instruction set than qemu offers).
 
-``ONNX_LIGHT_CPU_EXPECT_SIMD=scalar|avx2|avx512``, when set, is the level
+``ONNX_LIGHT_CPU_EXPECT_SIMD=scalar|avx2|avx512|avx512vnni``, when set, is the level
 :func:`onnx_light_cpu.simd_level` must report (the qemu run sets ``scalar``).
 """
 
@@ -92,7 +92,7 @@ def test_import_and_simd_level():
     available = olc.available_simd_levels()
     print(f"onnx_light_cpu {olc.__version__}: simd_level={level}, available={available}, "
           f"openmp={olc.BUILT_WITH_OPENMP}")
-    assert level in ("scalar", "avx2", "avx512")
+    assert level in ("scalar", "avx2", "avx512", "avx512vnni")
     assert available[0] == "scalar" and available[-1] == level
     expected = os.environ.get(EXPECT_ENV)
     if expected:
@@ -101,7 +101,7 @@ def test_import_and_simd_level():
         )
 
 
-LEVEL_ORDER = ("scalar", "avx2", "avx512")
+LEVEL_ORDER = ("scalar", "avx2", "avx512", "avx512vnni")
 
 
 @pytest.mark.parametrize("level", olc.available_simd_levels())

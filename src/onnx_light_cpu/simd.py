@@ -1,7 +1,10 @@
 """The instruction-set level the kernels use.
 
 The level is the highest one both the CPU and the build support, capped by
-``ONNX_LIGHT_CPU_MAX_SIMD=scalar|avx2|avx512`` (read once, at import).
+``ONNX_LIGHT_CPU_MAX_SIMD=scalar|avx2|avx512|avx512vnni`` (read once, at
+import).  ``avx512vnni`` is AVX-512 with the int8 dot product vpdpbusd:
+only the int8 engines (MatMulInteger, MatMulNBits and QMoE at accuracy
+level 4) have code for it; every other kernel runs its AVX-512 code there.
 Adapters read :data:`state.level` on every call and pass it to the cores,
 which pick their function once, outside any parallel loop.
 """
@@ -13,7 +16,7 @@ import os
 
 from ._kernels import _cpu
 
-LEVEL_NAMES = ("scalar", "avx2", "avx512")
+LEVEL_NAMES = ("scalar", "avx2", "avx512", "avx512vnni")
 ENV_CAP = "ONNX_LIGHT_CPU_MAX_SIMD"
 
 
@@ -44,8 +47,16 @@ state = _State()
 
 
 def simd_level() -> str:
-    """Name of the instruction-set level in use: 'scalar', 'avx2' or 'avx512'."""
+    """Name of the instruction-set level in use: 'scalar', 'avx2', 'avx512'
+    or 'avx512vnni'."""
     return LEVEL_NAMES[state.level]
+
+
+def code_level_name(name: str) -> str:
+    """The level whose code a kernel without int8 dot products runs at
+    level ``name``: 'avx512vnni' runs the AVX-512 code (and names it so in
+    its usage path)."""
+    return "avx512" if name == "avx512vnni" else name
 
 
 def available_simd_levels() -> tuple[str, ...]:

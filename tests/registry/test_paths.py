@@ -40,7 +40,7 @@ def test_where_prints_the_files(capsys):
     assert main(["where", "MatMulNBits"]) == 0
     out = capsys.readouterr().out
     parts = ["onnx_light_cpu::MatMulNBits", "ops/matmul_nbits.py", "_kernels/matmul_nbits.pyx",
-             "include/olc_matmul_nbits.h"]
+             "include/matmul_nbits/olc_matmul_nbits.h"]
     if PACKAGE_ROOT.parent.joinpath("tests").is_dir():  # a checkout: tests and benchmarks
         parts += ["tests/ops/test_matmul_nbits.py", "benchmarks/test_bench_matmul_nbits.py"]
     for part in parts:

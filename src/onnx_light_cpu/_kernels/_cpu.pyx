@@ -1,9 +1,9 @@
 # cython: language_level=3
 """What this build and this CPU offer: instruction-set level and OpenMP."""
 
-from onnx_light_cpu._kernels._openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
+from olc_openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
 
-cdef extern from "olc_cpu.h" nogil:
+cdef extern from "common/olc_cpu.h" nogil:
     int olc_detect_simd_level()
     int OLC_HAVE_AVX512
 

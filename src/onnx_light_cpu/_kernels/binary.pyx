@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_binary.h" nogil:
+cdef extern from "binary/olc_binary.h" nogil:
     ctypedef struct olc_bcast:
         int ndim
         int64_t size

@@ -14,7 +14,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_cast.h" nogil:
+cdef extern from "cast/olc_cast.h" nogil:
     ctypedef void (*olc_cast_fn)(const void *x, void *y, int64_t n, const void *aux)
     olc_cast_fn olc_cast_select(int src, int dst, int level)
     olc_cast_fn olc_cast_f8_select(int src, int dst)

@@ -27,7 +27,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_causal_conv_with_state.h" nogil:
+cdef extern from "causal_conv_with_state/olc_causal_conv_with_state.h" nogil:
     ctypedef struct olc_cconv_args:
         const void *x
         const void *state

@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_cdist.h" nogil:
+cdef extern from "cdist/olc_cdist.h" nogil:
     ctypedef struct olc_cdist_args:
         const void *a
         const void *bt

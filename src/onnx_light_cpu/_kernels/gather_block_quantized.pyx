@@ -14,7 +14,7 @@ from libc.stdint cimport int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "olc_gather_block_quantized.h" nogil:
+cdef extern from "gather_block_quantized/olc_gather_block_quantized.h" nogil:
     ctypedef struct olc_gbq_args:
         const uint8_t *data
         const void *idx

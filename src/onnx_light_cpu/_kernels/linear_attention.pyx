@@ -13,11 +13,11 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uintptr_t
 
-from onnx_light_cpu._kernels._openmp cimport omp_get_thread_num
+from olc_openmp cimport omp_get_thread_num
 
 cnp.import_array()
 
-cdef extern from "olc_linear_attention.h" nogil:
+cdef extern from "linear_attention/olc_linear_attention.h" nogil:
     ctypedef struct olc_la_args:
         const void *q
         const void *k

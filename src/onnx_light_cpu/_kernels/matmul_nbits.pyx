@@ -41,7 +41,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "olc_matmul_nbits.h" nogil:
+cdef extern from "matmul_nbits/olc_matmul_nbits.h" nogil:
     ctypedef struct olc_nb_w:
         const uint8_t *b
         const float *scales

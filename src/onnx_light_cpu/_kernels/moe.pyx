@@ -16,7 +16,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_moe.h" nogil:
+cdef extern from "moe/olc_moe.h" nogil:
     int olc_gemm_level(int level)
     int olc_sgemm_nr(int level)
     int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N)

@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_normalization.h" nogil:
+cdef extern from "normalization/olc_normalization.h" nogil:
     ctypedef void (*olc_norm_stats_fn)(const void *x, int64_t n, int mode, double *mean,
                                        double *var)
     ctypedef void (*olc_norm_apply_fn)(const void *x, int64_t n, double mean, double inv,

@@ -14,7 +14,7 @@ from libc.stdlib cimport malloc, free
 
 cnp.import_array()
 
-cdef extern from "olc_reduce.h" nogil:
+cdef extern from "reduce/olc_reduce.h" nogil:
     ctypedef double (*olc_bsum_fn)(const void *x, int64_t n)
     ctypedef uint64_t (*olc_isum_fn)(const void *x, int64_t n)
     ctypedef void (*olc_csum_fn)(const void *x, void *out, int64_t R, int64_t B, int64_t b0, int64_t b1)

@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_skip_norm.h" nogil:
+cdef extern from "skip_norm/olc_skip_norm.h" nogil:
     ctypedef struct olc_sn_args:
         const void *x
         const void *skip

@@ -14,7 +14,7 @@ from libc.stdlib cimport malloc, free
 
 cnp.import_array()
 
-cdef extern from "olc_tensor.h" nogil:
+cdef extern from "tensor/olc_tensor.h" nogil:
     void olc_copy_rows_range(char *dst, int64_t dst_stride, const char *src, int64_t src_stride,
                              int64_t row_bytes, int64_t b0, int64_t b1)
     void olc_strided_rows(char *dst, const char *src, int nd, const int64_t *dims,

@@ -14,7 +14,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "olc_tree_ensemble.h" nogil:
+cdef extern from "tree_ensemble/olc_tree_ensemble.h" nogil:
     ctypedef struct olc_te_forest:
         const void *nodes
         const uint8_t *modes

@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_unary.h" nogil:
+cdef extern from "unary/olc_unary.h" nogil:
     ctypedef void (*olc_unary_fn)(const void *x, void *y, int64_t n)
     olc_unary_fn olc_unary_select(int op, int dtype, int level)
     int olc_unary_level(int op, int dtype, int level)

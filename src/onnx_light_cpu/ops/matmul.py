@@ -87,7 +87,9 @@ class _MatMulEngine(KernelOp):
         self._usage.record(self.kernel_name, label)
 
     def _packed_b(self, level, element_type, b, rsb, csb, K, N, threads):
-        """The constant B packed for the float engine, once per level."""
+        """The constant B packed for the float engine, once per level of code
+        (AVX-512 VNNI runs the AVX-512 code: one packing for both)."""
+        level = core.level_used(level)
         packed = self._prepacked.get(level)
         if packed is None:
             # On a 64-byte boundary, as the cores' own scratch buffers.

@@ -59,7 +59,11 @@ def table_domain(domain: str) -> str:
 
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding onnx_light_cpu/
-EXTERN = re.compile(r'^cdef extern from "(\w+\.h)"', re.M)
+EXTERN = re.compile(r'^cdef extern from "([\w/]+\.h)"', re.M)
+# A core's declarations of a header: ``from olc_unary cimport ...`` reads
+# include/<folder>/olc_unary.pxd.
+CIMPORT = re.compile(r"^from (olc_\w+) cimport", re.M)
+INCLUDE = "onnx_light_cpu/_kernels/include"
 
 
 def _relative(path: str | Path) -> str:
@@ -90,11 +94,20 @@ def source_paths(adapter: type) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
             if source.startswith("onnx_light_cpu.ops.") and source != module.__name__:
                 cores |= _cores_of(sys.modules[source])
     core_paths = sorted(name.replace(".", "/") + ".pyx" for name in cores)
-    include = "onnx_light_cpu/_kernels/include"
-    sources = [PACKAGE_ROOT / core for core in core_paths]
-    headers = sorted({f"{include}/{h}" for source in sources if source.is_file()
-                      for h in EXTERN.findall(source.read_text())})  # (a build without .pyx)
+    headers = sorted({f"{INCLUDE}/{h}" for core in core_paths for h in _headers_of(core)})
     return _relative(inspect.getsourcefile(adapter)), tuple(core_paths), tuple(headers)
+
+
+def _headers_of(core: str) -> set[str]:
+    """The headers (relative to include/) a core declares, in its .pyx or
+    in the .pxd files it cimports; none in a build without sources."""
+    source = PACKAGE_ROOT / core
+    if not source.is_file():
+        return set()
+    text = source.read_text()
+    for name in CIMPORT.findall(text):
+        text += "".join(p.read_text() for p in (PACKAGE_ROOT / INCLUDE).rglob(f"{name}.pxd"))
+    return set(EXTERN.findall(text))
 
 
 def record_of(adapter: type, registrar: str, implementation: str = "optimized") -> RegisteredKernel:

@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_activation.h" nogil:
+cdef extern from "engines/activation/olc_activation.h" nogil:
     ctypedef struct olc_act_args:
         const void *a
         const void *b

@@ -16,7 +16,7 @@ from libc.stdint cimport int64_t, int32_t
 
 cnp.import_array()
 
-cdef extern from "olc_attention.h" nogil:
+cdef extern from "engines/attention/olc_attention.h" nogil:
     int OLC_ATTN_F32, OLC_ATTN_F16, OLC_ATTN_BF16
     int OLC_ATTN_TB, OLC_ATTN_KC, OLC_ATTN_RMAX
     ctypedef struct olc_attn_args:

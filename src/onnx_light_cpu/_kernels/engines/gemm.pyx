@@ -14,7 +14,7 @@ from cython.parallel cimport prange
 
 cnp.import_array()
 
-cdef extern from "olc_gemm.h" nogil:
+cdef extern from "engines/gemm/olc_gemm.h" nogil:
     int olc_gemm_level(int level)
     int olc_sgemm_nr(int level)
     int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N)

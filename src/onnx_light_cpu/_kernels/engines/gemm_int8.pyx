@@ -12,7 +12,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 cnp.import_array()
 
-cdef extern from "olc_gemm_int8.h" nogil:
+cdef extern from "engines/gemm_int8/olc_gemm_int8.h" nogil:
     int olc_i8_kind(int level)
     int64_t olc_i8_packed_size(int64_t K, int64_t N)
     int64_t olc_i8_panels(int64_t N)

@@ -33,7 +33,7 @@ from libc.stdint cimport int64_t
 
 cnp.import_array()
 
-cdef extern from "olc_rotary.h" nogil:
+cdef extern from "engines/rotary/olc_rotary.h" nogil:
     ctypedef struct olc_rope_args:
         const void *x
         void *y

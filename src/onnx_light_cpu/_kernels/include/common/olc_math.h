@@ -1,0 +1,473 @@
+/* Element-wise exp, log, sigmoid and tanh.
+ *
+ * API: olc_<op>_<type>_<level>(const T *x, T *y, int64_t n)
+ *   op    exp, log, sigmoid, tanh
+ *   type  f32 (float), f16 (uint16_t IEEE half bits), bf16 (uint16_t bfloat16 bits)
+ *   level scalar, avx2 (only #if OLC_X86), avx512 (only #if OLC_X86 && OLC_HAVE_AVX512)
+ * plus olc_<op>_f64_scalar(const double *x, double *y, int64_t n) (libm).
+ *
+ * float32 is computed by one algorithm per op, written three times: a scalar
+ * twin in portable C and one vector function per instruction set.  The twins
+ * perform the same IEEE operations in the same order (fused multiply-adds
+ * included), so every level returns the same bits, within 2 ulp (in practice
+ * about 1) of the correctly rounded result over the whole float range,
+ * subnormals, infinities and NaN included.  f16 and bf16 are widened to
+ * float32, computed by the same function and rounded back to nearest-even.
+ *
+ * Notes for editing:
+ *  - The vector code is built with GCC's default -ffp-contract=fast, so a
+ *    plain multiply whose every use is an add may be fused into an FMA there
+ *    but not in the scalar twin (baseline x86-64 has no FMA).  Keep each
+ *    multiply feeding an add an explicit FMA in both versions, unless the
+ *    product is exact.
+ *  - x86 min/max return their second operand when either is NaN; clamps are
+ *    written min(limit, x) so that a NaN x passes through (olc_minf_ and
+ *    olc_maxf_ reproduce this in C).
+ */
+#ifndef OLC_MATH_H
+#define OLC_MATH_H
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "common/olc_cpu.h"
+#include "common/olc_vec.h"
+
+/* ---- constants shared by the scalar and vector code ---- */
+
+/* exp: n = round(x log2(e)) by adding 1.5*2^23 (the sum's low mantissa bits
+ * are then n); r = x - n ln2 in two FMAs with ln2 = HI + LO, HI = float(ln2).
+ * The input is clamped to [-104, 89]: beyond, the result is 0 or inf anyway
+ * and 2^n stays within two float factors. */
+#define OLC_EXP_LO (-104.0f)
+#define OLC_EXP_HI 89.0f
+#define OLC_LOG2E 0x1.715476p+0f
+#define OLC_SHIFTER 0x1.8p23f          /* bits 0x4b400000 */
+#define OLC_LN2_HI 0x1.62e430p-1f
+#define OLC_LN2_LO (-0x1.05c610p-29f)
+/* e^r = 1 + r q(r) on |r| <= ln2/2, q(r) = 1 + r (E1 + r (E2 + ... + r E5)):
+ * minimax for the relative error of e^r (Lawson/IRLS fit, coefficients
+ * rounded to float one at a time with refits), error 2^-28.2. */
+#define OLC_EXP_E1 0x1.fffffcp-2f
+#define OLC_EXP_E2 0x1.555494p-3f
+#define OLC_EXP_E3 0x1.5558bep-5f
+#define OLC_EXP_E4 0x1.123856p-7f
+#define OLC_EXP_E5 0x1.6a3d10p-10f
+
+/* log: x = 2^k m with m in [sqrt(1/2), sqrt(2)) (0x3f3504f3 = float just
+ * below sqrt(1/2)), f = m - 1 exact; log x = k ln2 + log1p(f).
+ * ln2 = HI + LO with HI = 0x1.62e4p-1 (15 significant bits), so k*HI is
+ * exact for |k| <= 256 and k*HI + f is summed exactly (Fast2Sum). */
+#define OLC_SQRTH_BITS 0x3f3504f3
+#define OLC_LOG_LN2_HI 0x1.62e4p-1f
+#define OLC_LOG_LN2_LO 0x1.7f7d1cp-20f
+/* log1p(f) = f + f^2 P(f), P(f) = -1/2 + f (L1 + f (L2 + ... + f L8)) on
+ * f in [sqrt(1/2)-1, sqrt(2)-1]: minimax for the error relative to log1p(f),
+ * 2^-27.4. */
+#define OLC_LOG_L1 0x1.555554p-2f
+#define OLC_LOG_L2 (-0x1.000226p-2f)
+#define OLC_LOG_L3 0x1.99a01cp-3f
+#define OLC_LOG_L4 (-0x1.54728ap-3f)
+#define OLC_LOG_L5 0x1.22d92ep-3f
+#define OLC_LOG_L6 (-0x1.0d8242p-3f)
+#define OLC_LOG_L7 0x1.055ec6p-3f
+#define OLC_LOG_L8 (-0x1.38c9dep-4f)
+
+/* tanh: for |x| < 0.55 (tanh < 0.5) tanh(x) = x + x^3 P(x^2), minimax
+ * relative to tanh on [0, 0.55], 2^-29.7; above, 1 - 2/(e^(2|x|) + 1)
+ * where the subtraction loses at most one bit.  tanh(9.1) rounds to 1, so
+ * |x| is clamped there (keeps e^(2|x|) finite). */
+#define OLC_TANH_SMALL 0.55f
+#define OLC_TANH_CLAMP 9.1f
+#define OLC_TANH_T0 (-0x1.55554ap-2f)
+#define OLC_TANH_T1 0x1.110ceep-3f
+#define OLC_TANH_T2 (-0x1.b91e7ep-5f)
+#define OLC_TANH_T3 0x1.58e518p-6f
+#define OLC_TANH_T4 (-0x1.9921a2p-8f)
+
+/* sigmoid(x) = num / (1 + e) with e = exp(-|x|), num = 1 (x >= 0) or e
+ * (x < 0, so large negative x gives correctly rounded subnormals).  tanh's
+ * 2/(e + 1) is done the same way.  The quotient is refined with the exact
+ * rounding error of the denominator (Fast2Sum) and the FMA residual of the
+ * division, so only exp's error and one final rounding remain. */
+
+/* ---- scalar twins ---- */
+
+static inline uint32_t olc_fbits_(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float olc_bitsf_(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+#if defined(__GNUC__) || defined(__clang__)
+#define OLC_UNLIKELY_(c) __builtin_expect(!!(c), 0)
+#else
+#define OLC_UNLIKELY_(c) (c)
+#endif
+/* x86 maxps/minps semantics: the second operand when either is NaN. */
+static inline float olc_maxf_(float a, float b) { return a > b ? a : b; }
+static inline float olc_minf_(float a, float b) { return a < b ? a : b; }
+
+/* Fused multiply-add, correctly rounded, for the scalar twins.  Where the
+ * compiler has a hardware FMA it is used.  On baseline x86-64 (no FMA, and a
+ * call to libm's fmaf costs more than the rest) it is emulated: a*b is exact
+ * in double, and s = a*b + c rounded to double and then to float is right
+ * unless s is exactly halfway between two floats.  That (or a result below
+ * the normal range, where the halfway bit is higher) is checked for, and
+ * then s is moved one double ulp toward the exact sum (TwoSum error) if its
+ * last bit is even: round-to-odd, which makes the float rounding exact. */
+#if defined(__FP_FAST_FMAF) || !(defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0)
+#define olc_fmaf_ fmaf
+#else
+static inline float olc_fmaf_(float a, float b, float c) {
+    double p = (double)a * b, s = p + c;
+    uint64_t u;
+    memcpy(&u, &s, 8);
+    /* halfway between two normal floats, or 0 < |s| < 2^-126 (rare) */
+    if (OLC_UNLIKELY_((u & 0x1fffffff) == 0x10000000 || ((u >> 52) & 0x7ff) - 1u < 896u)) {
+        double bp = s - p, err = (p - (s - bp)) + (c - bp);
+        if (err != 0 && !(u & 1)) u += ((err > 0) == (s > 0)) ? 1 : (uint64_t)-1;
+        memcpy(&s, &u, 8);
+    }
+    return (float)s;
+}
+#endif
+
+static inline float olc_expf_(float x) {
+    x = olc_minf_(OLC_EXP_HI, olc_maxf_(OLC_EXP_LO, x));
+    float kf = olc_fmaf_(x, OLC_LOG2E, OLC_SHIFTER);
+    uint32_t n = olc_fbits_(kf) - 0x4b400000u;
+    kf -= OLC_SHIFTER;
+    float r = olc_fmaf_(kf, -OLC_LN2_HI, x);
+    r = olc_fmaf_(kf, -OLC_LN2_LO, r);
+    float q = olc_fmaf_(OLC_EXP_E5, r, OLC_EXP_E4);
+    q = olc_fmaf_(q, r, OLC_EXP_E3);
+    q = olc_fmaf_(q, r, OLC_EXP_E2);
+    q = olc_fmaf_(q, r, OLC_EXP_E1);
+    q = olc_fmaf_(q, r, 1.0f);
+    float p = olc_fmaf_(q, r, 1.0f);
+    /* p * 2^n with n in [-150, 128] as two factors 2^n1 2^n2 (n1 = floor(n/2)),
+     * both normal: p 2^n1 is exact, the second product rounds once (also
+     * into the subnormal range or to inf).  The last product is an FMA with
+     * +0 (same rounding) so that it is never fused into a caller's add. */
+    uint32_t n1 = (uint32_t)((int32_t)n >> 1), n2 = n - n1;
+    return olc_fmaf_(p * olc_bitsf_((n1 + 127u) << 23), olc_bitsf_((n2 + 127u) << 23), 0.0f);
+}
+
+static inline float olc_logf_(float x) {
+    if (!(x > 0.0f && x < INFINITY)) /* negative, 0, inf, NaN */
+        return x < 0.0f ? NAN : x == 0.0f ? -INFINITY : x;
+    int32_t kadj = 0;
+    if (x < 0x1p-126f) { x *= 0x1p23f; kadj = -23; } /* subnormal: normalise */
+    uint32_t ix = olc_fbits_(x) - OLC_SQRTH_BITS;
+    float kf = (float)(((int32_t)ix >> 23) + kadj);
+    float f = olc_bitsf_((ix & 0x7fffff) + OLC_SQRTH_BITS) - 1.0f;
+    float P = olc_fmaf_(OLC_LOG_L8, f, OLC_LOG_L7);
+    P = olc_fmaf_(P, f, OLC_LOG_L6);
+    P = olc_fmaf_(P, f, OLC_LOG_L5);
+    P = olc_fmaf_(P, f, OLC_LOG_L4);
+    P = olc_fmaf_(P, f, OLC_LOG_L3);
+    P = olc_fmaf_(P, f, OLC_LOG_L2);
+    P = olc_fmaf_(P, f, OLC_LOG_L1);
+    P = olc_fmaf_(P, f, -0.5f);
+    float lo = olc_fmaf_(kf, OLC_LOG_LN2_LO, (f * f) * P);
+    float hi = kf * OLC_LOG_LN2_HI; /* exact, so contracting it is harmless */
+    float s = hi + f, e = (hi - s) + f; /* Fast2Sum: |hi| >= |f| or hi = 0 */
+    return s + (e + lo);
+}
+
+/* num / (d + derr) for d >= 1, derr tiny: rounded division, then one
+ * correction by the exact residual num - q d (FMA) less q derr. */
+static inline float olc_divf_(float num, float d, float derr) {
+    float r = 1.0f / d, q = num * r;
+    float t = olc_fmaf_(-q, d, num);
+    t = olc_fmaf_(-q, derr, t);
+    return olc_fmaf_(t, r, q);
+}
+
+static inline float olc_sigmoidf_(float x) {
+    float e = olc_expf_(-fabsf(x));
+    float d = 1.0f + e, derr = (1.0f - d) + e; /* Fast2Sum, e <= 1 */
+    return olc_divf_(x < 0.0f ? e : 1.0f, d, derr);
+}
+
+static inline float olc_tanhf_(float x) {
+    float a = fabsf(x), y;
+    if (a < OLC_TANH_SMALL) {
+        float u = a * a;
+        float P = olc_fmaf_(OLC_TANH_T4, u, OLC_TANH_T3);
+        P = olc_fmaf_(P, u, OLC_TANH_T2);
+        P = olc_fmaf_(P, u, OLC_TANH_T1);
+        P = olc_fmaf_(P, u, OLC_TANH_T0);
+        y = olc_fmaf_(a * u, P, a);
+    } else {
+        float e = olc_expf_(2.0f * olc_minf_(OLC_TANH_CLAMP, a));
+        float d = e + 1.0f, derr = (e - d) + 1.0f; /* Fast2Sum, e >= 1 */
+        y = 1.0f - 2.0f * olc_divf_(1.0f, d, derr); /* 2q exact: fusing is harmless */
+    }
+    return copysignf(y, x);
+}
+
+/* ---- AVX2 ---- */
+#if OLC_X86
+
+static inline OLC_TARGET_AVX2 __m256 olc_exp_ps_avx2(__m256 x) {
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    x = _mm256_min_ps(_mm256_set1_ps(OLC_EXP_HI), _mm256_max_ps(_mm256_set1_ps(OLC_EXP_LO), x));
+    __m256 kf = _mm256_fmadd_ps(x, _mm256_set1_ps(OLC_LOG2E), shifter);
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4b400000));
+    kf = _mm256_sub_ps(kf, shifter);
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), x);
+    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_LO), r);
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
+    q = _mm256_fmadd_ps(q, r, one);
+    __m256 p = _mm256_fmadd_ps(q, r, one);
+    /* p * 2^n1 * 2^n2 as in olc_expf_ */
+    __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    /* the last product as an FMA with +0, as in olc_expf_ */
+    return _mm256_fmadd_ps(_mm256_mul_ps(p, s1), s2, _mm256_setzero_ps());
+}
+
+static inline OLC_TARGET_AVX2 __m256 olc_log_ps_avx2(__m256 x) {
+    const __m256i sqrth = _mm256_set1_epi32(OLC_SQRTH_BITS);
+    /* subnormal (and 0, negative) inputs: scale by 2^23, k -= 23 */
+    __m256 sub = _mm256_cmp_ps(x, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);
+    __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(0x1p23f)), sub);
+    __m256i kadj = _mm256_and_si256(_mm256_castps_si256(sub), _mm256_set1_epi32(-23));
+    __m256i ix = _mm256_sub_epi32(_mm256_castps_si256(xs), sqrth);
+    __m256 kf = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_srai_epi32(ix, 23), kadj));
+    __m256i mb = _mm256_add_epi32(_mm256_and_si256(ix, _mm256_set1_epi32(0x7fffff)), sqrth);
+    __m256 f = _mm256_sub_ps(_mm256_castsi256_ps(mb), _mm256_set1_ps(1.0f));
+    __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(OLC_LOG_L8), f, _mm256_set1_ps(OLC_LOG_L7));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L6));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L5));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L4));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L3));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L2));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(OLC_LOG_L1));
+    P = _mm256_fmadd_ps(P, f, _mm256_set1_ps(-0.5f));
+    __m256 lo = _mm256_fmadd_ps(kf, _mm256_set1_ps(OLC_LOG_LN2_LO), _mm256_mul_ps(_mm256_mul_ps(f, f), P));
+    __m256 hi = _mm256_mul_ps(kf, _mm256_set1_ps(OLC_LOG_LN2_HI));
+    __m256 s = _mm256_add_ps(hi, f);
+    __m256 e = _mm256_add_ps(_mm256_sub_ps(hi, s), f);
+    __m256 y = _mm256_add_ps(s, _mm256_add_ps(e, lo));
+    /* x <= 0, inf, NaN (rare): fix up as in olc_logf_ */
+    __m256 ok = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ),
+                              _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_LT_OQ));
+    if (OLC_UNLIKELY_(_mm256_movemask_ps(ok) != 0xff)) {
+        __m256 nonfinite = _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ); /* inf, NaN */
+        y = _mm256_blendv_ps(y, x, nonfinite);
+        y = _mm256_blendv_ps(y, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ));
+        y = _mm256_blendv_ps(y, _mm256_set1_ps(NAN), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+    }
+    return y;
+}
+
+static inline OLC_TARGET_AVX2 __m256 olc_div_ps_avx2(__m256 num, __m256 d, __m256 derr) {
+    __m256 r = _mm256_div_ps(_mm256_set1_ps(1.0f), d), q = _mm256_mul_ps(num, r);
+    __m256 t = _mm256_fnmadd_ps(q, d, num);
+    t = _mm256_fnmadd_ps(q, derr, t);
+    return _mm256_fmadd_ps(t, r, q);
+}
+
+static inline OLC_TARGET_AVX2 __m256 olc_sigmoid_ps_avx2(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = olc_exp_ps_avx2(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));
+    __m256 d = _mm256_add_ps(one, e), derr = _mm256_add_ps(_mm256_sub_ps(one, d), e);
+    __m256 num = _mm256_blendv_ps(one, e, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+    return olc_div_ps_avx2(num, d, derr);
+}
+
+static inline OLC_TARGET_AVX2 __m256 olc_tanh_ps_avx2(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    __m256 a = _mm256_andnot_ps(sign, x);
+    /* small |x|: odd polynomial */
+    __m256 u = _mm256_mul_ps(a, a);
+    __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(OLC_TANH_T4), u, _mm256_set1_ps(OLC_TANH_T3));
+    P = _mm256_fmadd_ps(P, u, _mm256_set1_ps(OLC_TANH_T2));
+    P = _mm256_fmadd_ps(P, u, _mm256_set1_ps(OLC_TANH_T1));
+    P = _mm256_fmadd_ps(P, u, _mm256_set1_ps(OLC_TANH_T0));
+    __m256 ys = _mm256_fmadd_ps(_mm256_mul_ps(a, u), P, a);
+    /* larger |x|: 1 - 2/(e + 1) */
+    __m256 ac = _mm256_min_ps(_mm256_set1_ps(OLC_TANH_CLAMP), a);
+    __m256 e = olc_exp_ps_avx2(_mm256_add_ps(ac, ac));
+    __m256 d = _mm256_add_ps(e, one), derr = _mm256_add_ps(_mm256_sub_ps(e, d), one);
+    __m256 q = olc_div_ps_avx2(one, d, derr);
+    __m256 yb = _mm256_fnmadd_ps(_mm256_set1_ps(2.0f), q, one);
+    __m256 y = _mm256_blendv_ps(yb, ys, _mm256_cmp_ps(a, _mm256_set1_ps(OLC_TANH_SMALL), _CMP_LT_OQ));
+    return _mm256_or_ps(y, _mm256_and_ps(x, sign));
+}
+
+#endif /* OLC_X86 */
+
+/* ---- AVX-512 ---- */
+#if OLC_X86 && OLC_HAVE_AVX512
+
+static inline OLC_TARGET_AVX512 __m512 olc_exp_ps_avx512(__m512 x) {
+    const __m512 shifter = _mm512_set1_ps(OLC_SHIFTER), one = _mm512_set1_ps(1.0f);
+    x = _mm512_min_ps(_mm512_set1_ps(OLC_EXP_HI), _mm512_max_ps(_mm512_set1_ps(OLC_EXP_LO), x));
+    __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(OLC_LOG2E), shifter), shifter);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), x);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), r);
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
+    q = _mm512_fmadd_ps(q, r, one);
+    __m512 p = _mm512_fmadd_ps(q, r, one);
+    /* vscalefps rounds p * 2^n once, like the two-factor product */
+    return _mm512_scalef_ps(p, kf);
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_log_ps_avx512(__m512 x) {
+    const __m512i sqrth = _mm512_set1_epi32(OLC_SQRTH_BITS);
+    __mmask16 sub = _mm512_cmp_ps_mask(x, _mm512_set1_ps(0x1p-126f), _CMP_LT_OQ);
+    __m512 xs = _mm512_mask_mul_ps(x, sub, x, _mm512_set1_ps(0x1p23f));
+    __m512i kadj = _mm512_maskz_mov_epi32(sub, _mm512_set1_epi32(-23));
+    __m512i ix = _mm512_sub_epi32(_mm512_castps_si512(xs), sqrth);
+    __m512 kf = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_srai_epi32(ix, 23), kadj));
+    __m512i mb = _mm512_add_epi32(_mm512_and_si512(ix, _mm512_set1_epi32(0x7fffff)), sqrth);
+    __m512 f = _mm512_sub_ps(_mm512_castsi512_ps(mb), _mm512_set1_ps(1.0f));
+    __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(OLC_LOG_L8), f, _mm512_set1_ps(OLC_LOG_L7));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L6));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L5));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L4));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L3));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L2));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(OLC_LOG_L1));
+    P = _mm512_fmadd_ps(P, f, _mm512_set1_ps(-0.5f));
+    __m512 lo = _mm512_fmadd_ps(kf, _mm512_set1_ps(OLC_LOG_LN2_LO), _mm512_mul_ps(_mm512_mul_ps(f, f), P));
+    __m512 hi = _mm512_mul_ps(kf, _mm512_set1_ps(OLC_LOG_LN2_HI));
+    __m512 s = _mm512_add_ps(hi, f);
+    __m512 e = _mm512_add_ps(_mm512_sub_ps(hi, s), f);
+    __m512 y = _mm512_add_ps(s, _mm512_add_ps(e, lo));
+    __mmask16 ok = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                   _mm512_cmp_ps_mask(x, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+    if (OLC_UNLIKELY_(ok != 0xffff)) {
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(INFINITY), _CMP_NLT_UQ), x);
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), _mm512_set1_ps(-INFINITY));
+        y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_set1_ps(NAN));
+    }
+    return y;
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_div_ps_avx512(__m512 num, __m512 d, __m512 derr) {
+    __m512 r = _mm512_div_ps(_mm512_set1_ps(1.0f), d), q = _mm512_mul_ps(num, r);
+    __m512 t = _mm512_fnmadd_ps(q, d, num);
+    t = _mm512_fnmadd_ps(q, derr, t);
+    return _mm512_fmadd_ps(t, r, q);
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_sigmoid_ps_avx512(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = olc_exp_ps_avx512(_mm512_or_ps(x, _mm512_set1_ps(-0.0f)));
+    __m512 d = _mm512_add_ps(one, e), derr = _mm512_add_ps(_mm512_sub_ps(one, d), e);
+    __m512 num = _mm512_mask_mov_ps(one, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), e);
+    return olc_div_ps_avx512(num, d, derr);
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_tanh_ps_avx512(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
+    __m512 a = _mm512_andnot_ps(sign, x);
+    __m512 u = _mm512_mul_ps(a, a);
+    __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(OLC_TANH_T4), u, _mm512_set1_ps(OLC_TANH_T3));
+    P = _mm512_fmadd_ps(P, u, _mm512_set1_ps(OLC_TANH_T2));
+    P = _mm512_fmadd_ps(P, u, _mm512_set1_ps(OLC_TANH_T1));
+    P = _mm512_fmadd_ps(P, u, _mm512_set1_ps(OLC_TANH_T0));
+    __m512 ys = _mm512_fmadd_ps(_mm512_mul_ps(a, u), P, a);
+    __m512 ac = _mm512_min_ps(_mm512_set1_ps(OLC_TANH_CLAMP), a);
+    __m512 e = olc_exp_ps_avx512(_mm512_add_ps(ac, ac));
+    __m512 d = _mm512_add_ps(e, one), derr = _mm512_add_ps(_mm512_sub_ps(e, d), one);
+    __m512 q = olc_div_ps_avx512(one, d, derr);
+    __m512 yb = _mm512_fnmadd_ps(_mm512_set1_ps(2.0f), q, one);
+    __m512 y = _mm512_mask_mov_ps(yb, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_TANH_SMALL), _CMP_LT_OQ), ys);
+    return _mm512_or_ps(y, _mm512_and_ps(x, sign));
+}
+
+#endif /* OLC_X86 && OLC_HAVE_AVX512 */
+
+/* ---- array loops ---- */
+
+/* One function per op, type and level.  Tails go through the same vector
+ * code (AVX2: via a stack buffer, AVX-512: masked), so an element's result
+ * does not depend on its position. */
+#define OLC_MATH_SCALAR_LOOP(op, T, tname, load, store)                       \
+    static void olc_##op##_##tname##_scalar(const T *x, T *y, int64_t n) {    \
+        for (int64_t i = 0; i < n; ++i) y[i] = store(olc_##op##f_(load(x[i]))); \
+    }
+#define OLC_IDENTITY_(v) (v)
+
+#define OLC_MATH_AVX2_LOOP(op, T, tname)                                      \
+    static OLC_TARGET_AVX2 void olc_##op##_##tname##_avx2(const T *x, T *y, int64_t n) { \
+        int64_t i = 0;                                                         \
+        for (; i + 8 <= n; i += 8)                                             \
+            olc_st_##tname##_avx2(y + i, olc_##op##_ps_avx2(olc_ld_##tname##_avx2(x + i))); \
+        if (i < n) {                                                           \
+            T buf[8] = {0};                                                    \
+            memcpy(buf, x + i, (size_t)(n - i) * sizeof(T));                   \
+            olc_st_##tname##_avx2(buf, olc_##op##_ps_avx2(olc_ld_##tname##_avx2(buf))); \
+            memcpy(y + i, buf, (size_t)(n - i) * sizeof(T));                   \
+        }                                                                      \
+    }
+
+#define OLC_MATH_AVX512_LOOP(op, T, tname)                                    \
+    static OLC_TARGET_AVX512 void olc_##op##_##tname##_avx512(const T *x, T *y, int64_t n) { \
+        int64_t i = 0;                                                         \
+        for (; i + 16 <= n; i += 16)                                           \
+            olc_st_##tname##_avx512(y + i, 0xffff,                             \
+                olc_##op##_ps_avx512(olc_ld_##tname##_avx512(x + i, 0xffff))); \
+        if (i < n) {                                                           \
+            __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                    \
+            olc_st_##tname##_avx512(y + i, m, olc_##op##_ps_avx512(olc_ld_##tname##_avx512(x + i, m))); \
+        }                                                                      \
+    }
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_MATH_AVX512_LOOPS(op)                                             \
+    OLC_MATH_AVX512_LOOP(op, float, f32)                                      \
+    OLC_MATH_AVX512_LOOP(op, uint16_t, f16)                                   \
+    OLC_MATH_AVX512_LOOP(op, uint16_t, bf16)
+#else
+#define OLC_MATH_AVX512_LOOPS(op)
+#endif
+#if OLC_X86
+#define OLC_MATH_AVX2_LOOPS(op)                                               \
+    OLC_MATH_AVX2_LOOP(op, float, f32)                                        \
+    OLC_MATH_AVX2_LOOP(op, uint16_t, f16)                                     \
+    OLC_MATH_AVX2_LOOP(op, uint16_t, bf16)
+#else
+#define OLC_MATH_AVX2_LOOPS(op)
+#endif
+
+#define OLC_MATH_OP(op)                                                       \
+    OLC_MATH_SCALAR_LOOP(op, float, f32, OLC_IDENTITY_, OLC_IDENTITY_)       \
+    OLC_MATH_SCALAR_LOOP(op, uint16_t, f16, olc_h2f, olc_f2h)                \
+    OLC_MATH_SCALAR_LOOP(op, uint16_t, bf16, olc_bf2f, olc_f2bf)             \
+    OLC_MATH_AVX2_LOOPS(op)                                                   \
+    OLC_MATH_AVX512_LOOPS(op)
+
+OLC_MATH_OP(exp)
+OLC_MATH_OP(log)
+OLC_MATH_OP(sigmoid)
+OLC_MATH_OP(tanh)
+
+/* ---- float64: libm ---- */
+
+/* e = exp(-|x|) never overflows; x < 0 uses e/(1+e) so that the result
+ * keeps its precision (and subnormals) for large negative x. */
+static inline double olc_sigmoid_d_(double x) {
+    double e = exp(-fabs(x));
+    return x < 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+}
+#define OLC_MATH_F64(op, fn)                                                  \
+    static void olc_##op##_f64_scalar(const double *x, double *y, int64_t n) { \
+        for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);                      \
+    }
+OLC_MATH_F64(exp, exp)
+OLC_MATH_F64(log, log)
+OLC_MATH_F64(sigmoid, olc_sigmoid_d_)
+OLC_MATH_F64(tanh, tanh)
+
+#endif

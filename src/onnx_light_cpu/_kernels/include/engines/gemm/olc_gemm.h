@@ -1,0 +1,879 @@
+/* Matrix multiplication engine: C = alpha * op(A) op(B) (+ C).
+ *
+ * float32 (and float16/bfloat16, widened to float32 while packing, summed
+ * in float32 and rounded once by the adapter) follows the usual scheme:
+ *   - B goes into panels of NR columns, block by block of KC rows: panel
+ *     (pc, j) holds kc x NR floats, row after row, zero-padded past N.  A
+ *     constant B is packed once by its adapter (olc_sgemm_pack_b); any
+ *     other B is packed tile by tile, each block used while still in cache.
+ *   - A is read in place when it is float32 with unit column stride (the
+ *     "direct" micro-kernels broadcast from its rows); otherwise it is
+ *     packed once into micro-panels of MR rows.
+ *   - the output is cut into tiles (rows m0..m1, columns n0..n1) shared by
+ *     the OpenMP team; each runs the register-blocked micro-kernel over its
+ *     (MR rows, NR columns) blocks, the B micro-panel (kc x NR, 32 KB at
+ *     most) staying in L1 while the row blocks pass by.  K is never split:
+ *     an output element is summed in the same order whatever the tiling and
+ *     the thread count, so results do not depend on either.
+ * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
+ * read once, never packed.
+ *
+ * double and the integer types use a plain blocked loop stamped per level
+ * (olc_gemm_generic): the compiler vectorises its inner loop; integers wrap
+ * around as in NumPy (computed in unsigned arithmetic).
+ *
+ * An int8 path (u8 x s8 -> int32) can join as its own packing + micro-kernel
+ * pair behind the same tiling (olc_sgemm_tiling, olc_split).
+ */
+#ifndef OLC_GEMM_H
+#define OLC_GEMM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/olc_cpu.h"
+#include "common/olc_types.h"
+#include "common/olc_math.h"
+#include "common/olc_openmp.h"
+
+
+/* Rows of B per packed block: a micro-panel of B (KC x 32 floats = 32 KB)
+ * fits Zen 5's 48 KB L1 beside the A micro-panel it meets. */
+#define OLC_GEMM_KC 256
+/* Rows and columns of an output tile, at most. */
+#ifndef OLC_GEMM_MC
+#define OLC_GEMM_MC 512
+#endif
+#ifndef OLC_GEMM_NC
+#define OLC_GEMM_NC 512
+#endif
+
+/* Micro-kernel: c[r][0:ncols] = alpha * sum_k a[k][r] b[k][:] (+ c if acc)
+ * for r < rows; a is a packed micro-panel (kc x MR; lda unused), b one
+ * (kc x NR).  The "direct" AVX2/AVX-512 kernels read A where it lies instead,
+ * row r at a + r * lda (float32 A with unit column stride: no A packing). */
+typedef void (*olc_ukr_fn)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                           int64_t ldc, float alpha, int acc, int64_t ncols);
+
+typedef struct {
+    int mr, nr, level;
+    olc_ukr_fn ukr[17];    /* by number of rows, 1..mr */
+    olc_ukr_fn direct[17]; /* A read in place; NULL where the level has none */
+} olc_sgemm_cfg;
+
+/* ---- portable micro-kernel (level 0): MR=4, NR=16 ---- */
+
+#define OLC_S_MR 4
+#define OLC_S_NR 16
+
+#define OLC_UKR_SCALAR(R)                                                                  \
+    static void olc_ukr_scalar_##R(int64_t kc, const float *a, int64_t lda, const float *b, \
+                                   float *c, int64_t ldc, float alpha, int acc,            \
+                                   int64_t ncols) {                                        \
+        (void)lda;                                                                         \
+        float t[R][OLC_S_NR];                                                              \
+        for (int r = 0; r < R; ++r)                                                        \
+            for (int v = 0; v < OLC_S_NR; ++v) t[r][v] = 0.0f;                             \
+        for (int64_t k = 0; k < kc; ++k) {                                                 \
+            const float *bk = b + k * OLC_S_NR;                                            \
+            for (int r = 0; r < R; ++r) {                                                  \
+                float ar = a[k * OLC_S_MR + r];                                            \
+                for (int v = 0; v < OLC_S_NR; ++v) t[r][v] += ar * bk[v];                  \
+            }                                                                              \
+        }                                                                                  \
+        for (int r = 0; r < R; ++r) {                                                      \
+            float *cr = c + r * ldc;                                                       \
+            for (int64_t v = 0; v < ncols; ++v)                                            \
+                cr[v] = acc ? cr[v] + alpha * t[r][v] : alpha * t[r][v];                   \
+        }                                                                                  \
+    }
+OLC_UKR_SCALAR(1)
+OLC_UKR_SCALAR(2)
+OLC_UKR_SCALAR(3)
+OLC_UKR_SCALAR(4)
+
+/* ---- AVX2 + FMA micro-kernel: MR=6, NR=16 (12 ymm accumulators) ---- */
+
+#if OLC_X86
+#define OLC_A2_MR 6
+#define OLC_A2_NR 16
+
+#define OLC_UKR_AVX2_GEN(R, tag, AK)                                                       \
+    static OLC_TARGET_AVX2 void olc_ukr_##tag##_##R(int64_t kc, const float *a, int64_t lda, \
+                                                 const float *b, float *c, int64_t ldc,    \
+                                                 float alpha, int acc, int64_t ncols) {    \
+        (void)lda;                                                                         \
+        __m256 t0[R], t1[R];                                                               \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                              \
+            t0[r] = _mm256_setzero_ps(); t1[r] = _mm256_setzero_ps();                      \
+        }                                                                                  \
+        for (int64_t k = 0; k < kc; ++k) {                                                 \
+            __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);                                \
+            __m256 b1 = _mm256_loadu_ps(b + k * OLC_A2_NR + 8);                            \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                          \
+                __m256 ar = _mm256_broadcast_ss(&(AK));                                    \
+                t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);                                    \
+                t1[r] = _mm256_fmadd_ps(ar, b1, t1[r]);                                    \
+            }                                                                              \
+        }                                                                                  \
+        __m256 va = _mm256_set1_ps(alpha);                                                 \
+        if (ncols == OLC_A2_NR) {                                                          \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                          \
+                float *cr = c + r * ldc;                                                   \
+                if (acc) {                                                                 \
+                    _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, t0[r], _mm256_loadu_ps(cr))); \
+                    _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, t1[r], _mm256_loadu_ps(cr + 8))); \
+                } else {                                                                   \
+                    _mm256_storeu_ps(cr, _mm256_mul_ps(va, t0[r]));                        \
+                    _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, t1[r]));                    \
+                }                                                                          \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
+        /* Column edge: the same arithmetic through a buffer (unrolled, so the       \
+         * accumulators stay in registers in the main loop). */                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                              \
+            float buf[OLC_A2_NR];                                                          \
+            float *cr = c + r * ldc;                                                       \
+            memset(buf, 0, sizeof buf);                                                    \
+            if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));                       \
+            __m256 x0 = _mm256_loadu_ps(buf), x1 = _mm256_loadu_ps(buf + 8);               \
+            if (acc) { x0 = _mm256_fmadd_ps(va, t0[r], x0); x1 = _mm256_fmadd_ps(va, t1[r], x1); } \
+            else { x0 = _mm256_mul_ps(va, t0[r]); x1 = _mm256_mul_ps(va, t1[r]); }         \
+            _mm256_storeu_ps(buf, x0); _mm256_storeu_ps(buf + 8, x1);                      \
+            memcpy(cr, buf, (size_t)ncols * sizeof(float));                               \
+        }                                                                                  \
+    }
+#define OLC_UKR_AVX2(R)                                            \
+    OLC_UKR_AVX2_GEN(R, avx2, a[k * OLC_A2_MR + r])                \
+    OLC_UKR_AVX2_GEN(R, avx2_direct, a[r * lda + k])
+OLC_UKR_AVX2(1)
+OLC_UKR_AVX2(2)
+OLC_UKR_AVX2(3)
+OLC_UKR_AVX2(4)
+OLC_UKR_AVX2(5)
+OLC_UKR_AVX2(6)
+#endif
+
+/* ---- AVX-512 micro-kernel: MR=12, NR=32 (24 zmm accumulators) ---- */
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_A5_MR 12
+#define OLC_A5_NR 32
+
+#define OLC_UKR_AVX512_GEN(R, tag, AK)                                                     \
+    static OLC_TARGET_AVX512 void olc_ukr_##tag##_##R(int64_t kc, const float *a,          \
+                                                      int64_t lda, const float *b, float *c, \
+                                                      int64_t ldc, float alpha, int acc,    \
+                                                      int64_t ncols) {                      \
+        (void)lda;                                                                         \
+        __m512 t0[R], t1[R];                                                               \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                             \
+            t0[r] = _mm512_setzero_ps(); t1[r] = _mm512_setzero_ps();                      \
+        }                                                                                  \
+        for (int64_t k = 0; k < kc; ++k) {                                                 \
+            __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);                                \
+            __m512 b1 = _mm512_loadu_ps(b + k * OLC_A5_NR + 16);                           \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                         \
+                __m512 ar = _mm512_set1_ps(AK);                                            \
+                t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);                                    \
+                t1[r] = _mm512_fmadd_ps(ar, b1, t1[r]);                                    \
+            }                                                                              \
+        }                                                                                  \
+        __m512 va = _mm512_set1_ps(alpha);                                                 \
+        __mmask16 m0 = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1);   \
+        __mmask16 m1 = ncols >= 32 ? (__mmask16)0xffff                                     \
+                       : ncols <= 16 ? (__mmask16)0 : (__mmask16)((1u << (ncols - 16)) - 1); \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                             \
+            float *cr = c + r * ldc;                                                       \
+            if (acc) {                                                                     \
+                __m512 x0 = _mm512_maskz_loadu_ps(m0, cr);                                 \
+                __m512 x1 = _mm512_maskz_loadu_ps(m1, cr + 16);                            \
+                _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], x0));             \
+                _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, t1[r], x1));        \
+            } else {                                                                       \
+                _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));                   \
+                _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, t1[r]));              \
+            }                                                                              \
+        }                                                                                  \
+    }
+#define OLC_UKR_AVX512(R)                                          \
+    OLC_UKR_AVX512_GEN(R, avx512, a[k * OLC_A5_MR + r])            \
+    OLC_UKR_AVX512_GEN(R, avx512_direct, a[r * lda + k])
+OLC_UKR_AVX512(1)
+OLC_UKR_AVX512(2)
+OLC_UKR_AVX512(3)
+OLC_UKR_AVX512(4)
+OLC_UKR_AVX512(5)
+OLC_UKR_AVX512(6)
+OLC_UKR_AVX512(7)
+OLC_UKR_AVX512(8)
+OLC_UKR_AVX512(9)
+OLC_UKR_AVX512(10)
+OLC_UKR_AVX512(11)
+OLC_UKR_AVX512(12)
+#endif
+
+/* The configuration of a level (capped to what the build has). */
+static int olc_gemm_level(int level) { return olc_build_level(level); }
+
+static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    level = olc_gemm_level(level);
+    cfg->level = level;
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) {
+        olc_ukr_fn f[] = {olc_ukr_avx512_1, olc_ukr_avx512_2, olc_ukr_avx512_3, olc_ukr_avx512_4,
+                          olc_ukr_avx512_5, olc_ukr_avx512_6, olc_ukr_avx512_7, olc_ukr_avx512_8,
+                          olc_ukr_avx512_9, olc_ukr_avx512_10, olc_ukr_avx512_11,
+                          olc_ukr_avx512_12};
+        olc_ukr_fn d[] = {olc_ukr_avx512_direct_1, olc_ukr_avx512_direct_2,
+                          olc_ukr_avx512_direct_3, olc_ukr_avx512_direct_4,
+                          olc_ukr_avx512_direct_5, olc_ukr_avx512_direct_6,
+                          olc_ukr_avx512_direct_7, olc_ukr_avx512_direct_8,
+                          olc_ukr_avx512_direct_9, olc_ukr_avx512_direct_10,
+                          olc_ukr_avx512_direct_11, olc_ukr_avx512_direct_12};
+        cfg->mr = OLC_A5_MR; cfg->nr = OLC_A5_NR;
+        for (int i = 0; i < OLC_A5_MR; ++i) { cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; }
+        return;
+    }
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) {
+        olc_ukr_fn f[] = {olc_ukr_avx2_1, olc_ukr_avx2_2, olc_ukr_avx2_3,
+                          olc_ukr_avx2_4, olc_ukr_avx2_5, olc_ukr_avx2_6};
+        olc_ukr_fn d[] = {olc_ukr_avx2_direct_1, olc_ukr_avx2_direct_2, olc_ukr_avx2_direct_3,
+                          olc_ukr_avx2_direct_4, olc_ukr_avx2_direct_5, olc_ukr_avx2_direct_6};
+        cfg->mr = OLC_A2_MR; cfg->nr = OLC_A2_NR;
+        for (int i = 0; i < OLC_A2_MR; ++i) { cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; }
+        return;
+    }
+#endif
+    {
+        olc_ukr_fn f[] = {olc_ukr_scalar_1, olc_ukr_scalar_2, olc_ukr_scalar_3, olc_ukr_scalar_4};
+        cfg->mr = OLC_S_MR; cfg->nr = OLC_S_NR;
+        for (int i = 0; i < OLC_S_MR; ++i) cfg->ukr[i + 1] = f[i];
+    }
+}
+
+static int olc_sgemm_nr(int level) { olc_sgemm_cfg c; olc_sgemm_config(level, &c); return c.nr; }
+
+/* ---- packing (portable: it moves data, the micro-kernel does the work) ---- */
+
+/* Element i of a float32, float16 or bfloat16 array, as float. */
+#define OLC_LOAD_F(dtype, p, i)                                                       \
+    ((dtype) == OLC_FLOAT ? ((const float *)(p))[i]                              \
+     : (dtype) == OLC_FLOAT16 ? olc_h2f(((const uint16_t *)(p))[i])              \
+                                   : olc_bf2f(((const uint16_t *)(p))[i]))
+
+/* Rows m0..m1 and columns pc..pc+kc of A (strides rsa, csa in elements)
+ * into micro-panels of mr rows: dst[(i / mr) * mr * kc + k * mr + i % mr]. */
+static void olc_pack_a(int dtype, const void *a, int64_t rsa, int64_t csa, int64_t m0,
+                       int64_t m1, int64_t pc, int64_t kc, int mr, float *dst) {
+    for (int64_t i = m0; i < m1; i += mr) {
+        int64_t rows = m1 - i < mr ? m1 - i : mr;
+        float *d = dst + (i - m0) * kc;
+        if (rsa == 1 && csa != 1) { /* transposed A: its stored rows are our columns */
+            for (int64_t k = 0; k < kc; ++k)
+                for (int64_t r = 0; r < rows; ++r)
+                    d[k * mr + r] = OLC_LOAD_F(dtype, a, (pc + k) * csa + i + r);
+            continue;
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+            int64_t base = (i + r) * rsa + pc * csa;
+            if (dtype == OLC_FLOAT && csa == 1) {
+                const float *s = (const float *)a + base;
+                for (int64_t k = 0; k < kc; ++k) d[k * mr + r] = s[k];
+            } else {
+                for (int64_t k = 0; k < kc; ++k)
+                    d[k * mr + r] = OLC_LOAD_F(dtype, a, base + k * csa);
+            }
+        }
+    }
+}
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* Transposes the 16 x 16 floats held in r[] in place: pairs of 32-bit
+ * lanes, then 64-bit pairs, then 128-bit quarters twice. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_transpose16_regs_avx512(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+        __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int h = 0; h < 16; h += 8)
+        for (int i = 0; i < 4; ++i) {
+            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+        }
+    for (int i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+
+/* dst[k * ldd + v] = src[v * lds + k] for a 16 x 16 block, in registers. */
+static OLC_TARGET_AVX512 void olc_transpose16_avx512(const float *src, int64_t lds, float *dst,
+                                                      int64_t ldd) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+    olc_transpose16_regs_avx512(r);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
+}
+#endif
+
+/* One packed panel: rows pc..pc+kc, columns j..j+nr of B, zero-padded.
+ * A transposed B (rsb == 1) is read along its stored rows. */
+static void olc_pack_b_panel(int level, int dtype, const void *b, int64_t rsb, int64_t csb,
+                             int64_t N, int64_t pc, int64_t kc, int64_t j, int nr, float *dst) {
+    int64_t cols = N - j < nr ? N - j : nr;
+    if (rsb == 1 && csb != 1) {
+        int64_t v0 = 0;
+#if OLC_X86 && OLC_HAVE_AVX512
+        if (level >= OLC_AVX512 && dtype == OLC_FLOAT) {
+            /* Whole 16 x 16 blocks transposed in registers, the rest below. */
+            int64_t kf = kc & ~(int64_t)15;
+            for (; v0 + 16 <= cols; v0 += 16)
+                for (int64_t k = 0; k < kf; k += 16)
+                    olc_transpose16_avx512((const float *)b + (j + v0) * csb + pc + k, csb,
+                                           dst + k * nr + v0, nr);
+            for (int64_t v = 0; v < v0; ++v) {
+                const float *s = (const float *)b + (j + v) * csb + pc;
+                for (int64_t k = kf; k < kc; ++k) dst[k * nr + v] = s[k];
+            }
+        }
+#endif
+        for (int64_t v = v0; v < cols; ++v) {
+            int64_t base = (j + v) * csb + pc;
+            if (dtype == OLC_FLOAT) {
+                const float *s = (const float *)b + base;
+                for (int64_t k = 0; k < kc; ++k) dst[k * nr + v] = s[k];
+            } else {
+                for (int64_t k = 0; k < kc; ++k) dst[k * nr + v] = OLC_LOAD_F(dtype, b, base + k);
+            }
+        }
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t v = cols; v < nr; ++v) dst[k * nr + v] = 0.0f;
+        return;
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+        float *d = dst + k * nr;
+        int64_t base = (pc + k) * rsb + j * csb;
+        if (dtype == OLC_FLOAT && csb == 1) {
+            memcpy(d, (const float *)b + base, (size_t)cols * sizeof(float));
+        } else {
+            for (int64_t v = 0; v < cols; ++v) d[v] = OLC_LOAD_F(dtype, b, base + v * csb);
+        }
+        for (int64_t v = cols; v < nr; ++v) d[v] = 0.0f;
+    }
+}
+
+/* Rows pc..pc+kc, columns n0..n1 of B as consecutive panels (panel j at
+ * dst + (j - n0) * kc).  A row-major float32 B is copied row by row, so
+ * each stored row is read in one sequential sweep. */
+static void olc_pack_b_block(int level, int dtype, const void *b, int64_t rsb, int64_t csb,
+                             int64_t N, int64_t pc, int64_t kc, int64_t n0, int64_t n1, int nr,
+                             float *dst) {
+    if (dtype != OLC_FLOAT || csb != 1) {
+        for (int64_t j = n0; j < n1; j += nr)
+            olc_pack_b_panel(level, dtype, b, rsb, csb, N, pc, kc, j, nr, dst + (j - n0) * kc);
+        return;
+    }
+    /* Whole panels first, with copies of constant size the compiler turns
+     * into a few vector moves (a memcpy call per 128 bytes costs ~10%). */
+    int64_t nfull = n1 < N ? n1 : N - (N - n0) % nr;
+    for (int64_t k = 0; k < kc; ++k) {
+        const float *s = (const float *)b + (pc + k) * rsb;
+        float *d = dst + k * nr;
+        int64_t j = n0;
+        /* Rows of a large B come from memory in short runs (one tile's
+         * columns) the hardware prefetcher picks up late: ask 8 rows ahead. */
+        if (k + 8 < kc)
+            for (int64_t x = n0; x < n1; x += 16) __builtin_prefetch(s + 8 * rsb + x, 0, 0);
+        if (nr == 32)
+            for (; j < nfull; j += 32) memcpy(d + (j - n0) * kc, s + j, 32 * sizeof(float));
+        else if (nr == 16)
+            for (; j < nfull; j += 16) memcpy(d + (j - n0) * kc, s + j, 16 * sizeof(float));
+        for (; j < n1; j += nr) {
+            int64_t cols = N - j < nr ? N - j : nr;
+            float *dj = d + (j - n0) * kc;
+            memcpy(dj, s + j, (size_t)cols * sizeof(float));
+            for (int64_t v = cols; v < nr; ++v) dj[v] = 0.0f;
+        }
+    }
+}
+
+/* Floats of one packed B (K x N) at a level. */
+static int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N) {
+    int64_t nr = olc_sgemm_nr(level);
+    return K * ((N + nr - 1) / nr) * nr;
+}
+
+/* Packs nb matrices B (matrix q starts at element b_offsets[q]) one after
+ * the other, olc_sgemm_packed_size floats each.  Block pc of a matrix
+ * starts at pc * Npad, its panel j at pc * Npad + j * kc. */
+static void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
+                             const int64_t *b_offsets, int64_t rsb, int64_t csb, int64_t K,
+                             int64_t N, float *dst, int nthreads) {
+    level = olc_gemm_level(level);
+    int nr = olc_sgemm_nr(level);
+    int64_t npan = (N + nr - 1) / nr, npad = npan * nr;
+    int64_t nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
+    int64_t total = nb * nkb * npan;
+    size_t es = dtype == OLC_FLOAT ? 4 : 2;
+    int64_t t;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (t = 0; t < total; ++t) {
+        int64_t q = t / (nkb * npan), rest = t % (nkb * npan);
+        int64_t pc = (rest / npan) * OLC_GEMM_KC, j = (rest % npan) * nr;
+        int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+        const char *bq = (const char *)b + (size_t)b_offsets[q] * es;
+        olc_pack_b_panel(level, dtype, bq, rsb, csb, N, pc, kc, j, nr,
+                         dst + q * K * npad + pc * npad + j * kc);
+    }
+}
+
+/* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
+ * micro-tile).  ap is this matrix's packed A (block pc at pc * mpad, its
+ * micro-panel i at + i * kc).  With bp NULL the tile packs its own block
+ * of B (rows pc..pc+kc, its columns) into bbuf, used at once while still
+ * in cache; else it reads the pre-packed B. */
+static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap, int64_t mpad,
+                           const float *adirect, int64_t lda, const float *bp, const void *b,
+                           int64_t rsb, int64_t csb, int64_t K,
+                           int64_t M, int64_t N, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                           float *c, int64_t ldc, float alpha, int accumulate, float *bbuf) {
+    int mr = cfg->mr, nr = cfg->nr;
+    int64_t npad = (N + nr - 1) / nr * nr;
+    for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
+        int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+        if (bp == NULL)
+            olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, n0, n1, nr, bbuf);
+        int acc = accumulate || pc > 0;
+        const float *ablock = ap != NULL ? ap + pc * mpad : NULL;
+        for (int64_t j = n0; j < n1; j += nr) {
+            int64_t ncols = N - j < nr ? N - j : nr;
+            const float *panel = bp != NULL ? bp + pc * npad + j * kc : bbuf + (j - n0) * kc;
+            if (adirect != NULL) {
+                for (int64_t i = m0; i < m1; i += mr) {
+                    int64_t rows = M - i < mr ? M - i : mr;
+                    cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j,
+                                      ldc, alpha, acc, ncols);
+                }
+                continue;
+            }
+            for (int64_t i = m0; i < m1; i += mr) {
+                int64_t rows = M - i < mr ? M - i : mr;
+                cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha, acc,
+                               ncols);
+            }
+        }
+    }
+}
+
+/* Scratch floats on a cache-line boundary: a 64-byte vector load from a
+ * packed panel then never straddles two lines. */
+static float *olc_gemm_alloc(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return (float *)aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* Splits [0, n) into parts pieces of units of size unit: piece p is
+ * [lo, hi).  Piece bounds only move work between tiles, never change
+ * how an element is summed. */
+static inline void olc_split(int64_t n, int64_t unit, int64_t parts, int64_t p, int64_t *lo,
+                             int64_t *hi) {
+    int64_t units = (n + unit - 1) / unit;
+    int64_t u0 = units * p / parts, u1 = units * (p + 1) / parts;
+    *lo = u0 * unit;
+    *hi = u1 * unit < n ? u1 * unit : n;
+}
+
+/* Tile counts for a (batch, M, N) problem: up to OLC_GEMM_MC rows (a
+ * block of packed A, 512 KB at most, stays in L2) by OLC_GEMM_NC columns.
+ * With several threads, tiles get narrower until there are 8 per thread
+ * (down to one micro-panel of B), so a thread that the OS delays on a
+ * shared machine holds at most one narrow tile while the others take the
+ * rest (the team's join still waits for it to run at all). */
+static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M, int64_t N,
+                             int nthreads, int64_t *mt, int64_t *nt) {
+    int64_t mu = (M + cfg->mr - 1) / cfg->mr, nu = (N + cfg->nr - 1) / cfg->nr;
+    /* in micro-tiles; rows rounded up so that M = 512 makes one tile */
+    int64_t mc = (OLC_GEMM_MC + cfg->mr - 1) / cfg->mr, nc = OLC_GEMM_NC / cfg->nr;
+    *mt = (mu + mc - 1) / mc;
+    *nt = (nu + nc - 1) / nc;
+    if (nthreads > 1)
+        while (batch * *mt * *nt < 8 * nthreads && *nt < nu) ++*nt;
+}
+
+/* C[q] = alpha * A[q] B[q] (+ C[q] when accumulate) for q < batch.  A[q]
+ * starts at element a_offsets[q]; C[q] at q * c_stride.  B is either
+ * pre-packed (bp not NULL: matrix q is packed B number b_index[q]) or raw
+ * (B[q] starts at element b_offsets[q] of b, strides rsb, csb), packed
+ * tile by tile.  A is packed once, first, by the whole team; then the
+ * team shares the tiles.  Returns -1 when scratch memory is missing. */
+static int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
+                     const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
+                     const int64_t *b_index, const void *b, const int64_t *b_offsets,
+                     int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
+                     int64_t ldc, int64_t c_stride, float alpha, int accumulate, int nthreads) {
+    olc_sgemm_cfg cfg;
+    olc_sgemm_config(level, &cfg);
+    if (M == 0 || N == 0 || batch == 0) return 0;
+    int64_t mt, nt;
+    olc_sgemm_tiling(&cfg, batch, M, N, nthreads, &mt, &nt);
+    int64_t mu = (M + cfg.mr - 1) / cfg.mr, nu = (N + cfg.nr - 1) / cfg.nr;
+    int64_t mpad = mu * cfg.mr, nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
+    int64_t tiles = batch * mt * nt, bsize = olc_sgemm_packed_size(level, K, N);
+    int64_t ncmax = ((nu + nt - 1) / nt) * cfg.nr, apanels = batch * nkb * mu;
+    size_t es = dtype == OLC_FLOAT ? 4 : 2;
+    /* float32 A with unit column stride is read in place where the level
+     * has such kernels; else it is packed once, first, by the whole team. */
+    int direct = dtype == OLC_FLOAT && csa == 1 && cfg.direct[1] != NULL;
+    float *apack = NULL;
+    if (direct) apanels = 0;
+    else if ((apack = olc_gemm_alloc((size_t)(batch * K * mpad))) == NULL) return -1;
+    int failed = 0;
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+        int64_t t;
+        /* Dynamic: a thread the OS runs late leaves its share to the others. */
+#pragma omp for schedule(dynamic, 4)
+        for (t = 0; t < apanels; ++t) {
+            int64_t q = t / (nkb * mu), rest = t % (nkb * mu);
+            int64_t pc = (rest / mu) * OLC_GEMM_KC, i = (rest % mu) * cfg.mr;
+            int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+            int64_t i1 = i + cfg.mr < M ? i + cfg.mr : M;
+            olc_pack_a(dtype, (const char *)a + (size_t)a_offsets[q] * es, rsa, csa, i, i1, pc, kc,
+                       cfg.mr, apack + q * K * mpad + pc * mpad + i * kc);
+        }
+        float *bbuf = bp != NULL ? NULL : olc_gemm_alloc((size_t)ncmax * OLC_GEMM_KC);
+        int ok = bp != NULL || bbuf != NULL;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (t = 0; t < tiles; ++t) {
+            if (!ok) continue;
+            int64_t q = t / (mt * nt), rest = t % (mt * nt);
+            int64_t m0, m1, n0, n1;
+            olc_split(M, cfg.mr, mt, rest / nt, &m0, &m1);
+            olc_split(N, cfg.nr, nt, rest % nt, &n0, &n1);
+            if (m0 >= m1 || n0 >= n1) continue;
+            const float *bq = bp != NULL ? bp + b_index[q] * bsize : NULL;
+            const char *rq = bp != NULL ? NULL : (const char *)b + (size_t)b_offsets[q] * es;
+            const float *aq = direct ? (const float *)a + a_offsets[q] : NULL;
+            olc_sgemm_tile(&cfg, dtype, direct ? NULL : apack + q * K * mpad, mpad, aq, rsa, bq,
+                           rq, rsb, csb, K, M, N, m0, m1, n0, n1, c + q * c_stride, ldc, alpha,
+                           accumulate, bbuf);
+        }
+        free(bbuf);
+    }
+    free(apack);
+    return failed ? -1 : 0;
+}
+
+/* ---- M = 1, B row-major float32: stream B once ---- */
+
+/* c[n0..n1) = alpha * a B[:, n0..n1) (+ c); B rows are rsb floats apart.
+ * Columns go in blocks of OLC_GEMV_NB whose sums stay in L1; each pass
+ * over a block reads 8 rows of B, 8 sequential streams the prefetcher
+ * follows.  Every column is summed by fused multiply-adds in k order, so
+ * its value does not depend on the block or thread it falls in. */
+#define OLC_GEMV_NB 2048
+
+typedef void (*olc_sgemv_fn)(int64_t K, const float *a, const float *b, int64_t rsb, int64_t n0,
+                             int64_t n1, float *c, float alpha, int acc);
+
+static void olc_sgemv_scalar(int64_t K, const float *a, const float *b, int64_t rsb, int64_t n0,
+                             int64_t n1, float *c, float alpha, int acc) {
+    float t[OLC_GEMV_NB];
+    for (int64_t jb = n0; jb < n1; jb += OLC_GEMV_NB) {
+        int64_t w = n1 - jb < OLC_GEMV_NB ? n1 - jb : OLC_GEMV_NB;
+        for (int64_t j = 0; j < w; ++j) t[j] = 0.0f;
+        for (int64_t k = 0; k < K; ++k) {
+            const float *bk = b + k * rsb + jb;
+            float ak = a[k];
+            for (int64_t j = 0; j < w; ++j) t[j] += ak * bk[j];
+        }
+        for (int64_t j = 0; j < w; ++j) c[jb + j] = acc ? c[jb + j] + alpha * t[j] : alpha * t[j];
+    }
+}
+
+#if OLC_X86
+static OLC_TARGET_AVX2 void olc_sgemv_avx2(int64_t K, const float *a, const float *b, int64_t rsb,
+                                           int64_t n0, int64_t n1, float *c, float alpha, int acc) {
+    float t[OLC_GEMV_NB];
+    for (int64_t jb = n0; jb < n1; jb += OLC_GEMV_NB) {
+        int64_t w = n1 - jb < OLC_GEMV_NB ? n1 - jb : OLC_GEMV_NB, wv = w & ~(int64_t)7;
+        memset(t, 0, (size_t)w * sizeof(float));
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            const float *r = b + k * rsb + jb;
+            __m256 a0 = _mm256_set1_ps(a[k]), a1 = _mm256_set1_ps(a[k + 1]);
+            __m256 a2 = _mm256_set1_ps(a[k + 2]), a3 = _mm256_set1_ps(a[k + 3]);
+            __m256 a4 = _mm256_set1_ps(a[k + 4]), a5 = _mm256_set1_ps(a[k + 5]);
+            __m256 a6 = _mm256_set1_ps(a[k + 6]), a7 = _mm256_set1_ps(a[k + 7]);
+            for (int64_t j = 0; j < wv; j += 8) {
+                __m256 x = _mm256_loadu_ps(t + j);
+                x = _mm256_fmadd_ps(a0, _mm256_loadu_ps(r + j), x);
+                x = _mm256_fmadd_ps(a1, _mm256_loadu_ps(r + rsb + j), x);
+                x = _mm256_fmadd_ps(a2, _mm256_loadu_ps(r + 2 * rsb + j), x);
+                x = _mm256_fmadd_ps(a3, _mm256_loadu_ps(r + 3 * rsb + j), x);
+                x = _mm256_fmadd_ps(a4, _mm256_loadu_ps(r + 4 * rsb + j), x);
+                x = _mm256_fmadd_ps(a5, _mm256_loadu_ps(r + 5 * rsb + j), x);
+                x = _mm256_fmadd_ps(a6, _mm256_loadu_ps(r + 6 * rsb + j), x);
+                x = _mm256_fmadd_ps(a7, _mm256_loadu_ps(r + 7 * rsb + j), x);
+                _mm256_storeu_ps(t + j, x);
+            }
+            for (int64_t j = wv; j < w; ++j)
+                for (int q = 0; q < 8; ++q) t[j] = fmaf(a[k + q], r[q * rsb + j], t[j]);
+        }
+        for (; k < K; ++k) {
+            const float *r = b + k * rsb + jb;
+            __m256 a0 = _mm256_set1_ps(a[k]);
+            for (int64_t j = 0; j < wv; j += 8)
+                _mm256_storeu_ps(t + j, _mm256_fmadd_ps(a0, _mm256_loadu_ps(r + j),
+                                                        _mm256_loadu_ps(t + j)));
+            for (int64_t j = wv; j < w; ++j) t[j] = fmaf(a[k], r[j], t[j]);
+        }
+        for (int64_t j = 0; j < w; ++j)
+            c[jb + j] = acc ? fmaf(alpha, t[j], c[jb + j]) : alpha * t[j];
+    }
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+static OLC_TARGET_AVX512 void olc_sgemv_avx512(int64_t K, const float *a, const float *b,
+                                               int64_t rsb, int64_t n0, int64_t n1, float *c,
+                                               float alpha, int acc) {
+    float t[OLC_GEMV_NB];
+    for (int64_t jb = n0; jb < n1; jb += OLC_GEMV_NB) {
+        int64_t w = n1 - jb < OLC_GEMV_NB ? n1 - jb : OLC_GEMV_NB;
+        memset(t, 0, (size_t)w * sizeof(float));
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            const float *r = b + k * rsb + jb;
+            __m512 a0 = _mm512_set1_ps(a[k]), a1 = _mm512_set1_ps(a[k + 1]);
+            __m512 a2 = _mm512_set1_ps(a[k + 2]), a3 = _mm512_set1_ps(a[k + 3]);
+            __m512 a4 = _mm512_set1_ps(a[k + 4]), a5 = _mm512_set1_ps(a[k + 5]);
+            __m512 a6 = _mm512_set1_ps(a[k + 6]), a7 = _mm512_set1_ps(a[k + 7]);
+            for (int64_t j = 0; j < w; j += 16) {
+                __mmask16 m = w - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w - j)) - 1);
+                __m512 x = _mm512_maskz_loadu_ps(m, t + j);
+                x = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, r + j), x);
+                x = _mm512_fmadd_ps(a1, _mm512_maskz_loadu_ps(m, r + rsb + j), x);
+                x = _mm512_fmadd_ps(a2, _mm512_maskz_loadu_ps(m, r + 2 * rsb + j), x);
+                x = _mm512_fmadd_ps(a3, _mm512_maskz_loadu_ps(m, r + 3 * rsb + j), x);
+                x = _mm512_fmadd_ps(a4, _mm512_maskz_loadu_ps(m, r + 4 * rsb + j), x);
+                x = _mm512_fmadd_ps(a5, _mm512_maskz_loadu_ps(m, r + 5 * rsb + j), x);
+                x = _mm512_fmadd_ps(a6, _mm512_maskz_loadu_ps(m, r + 6 * rsb + j), x);
+                x = _mm512_fmadd_ps(a7, _mm512_maskz_loadu_ps(m, r + 7 * rsb + j), x);
+                _mm512_mask_storeu_ps(t + j, m, x);
+            }
+        }
+        for (; k < K; ++k) {
+            const float *r = b + k * rsb + jb;
+            __m512 a0 = _mm512_set1_ps(a[k]);
+            for (int64_t j = 0; j < w; j += 16) {
+                __mmask16 m = w - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w - j)) - 1);
+                _mm512_mask_storeu_ps(t + j, m, _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, r + j),
+                                                                _mm512_maskz_loadu_ps(m, t + j)));
+            }
+        }
+        for (int64_t j = 0; j < w; ++j)
+            c[jb + j] = acc ? fmaf(alpha, t[j], c[jb + j]) : alpha * t[j];
+    }
+}
+#endif
+
+static olc_sgemv_fn olc_sgemv_select(int level) {
+    level = olc_gemm_level(level);
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) return olc_sgemv_avx512;
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) return olc_sgemv_avx2;
+#endif
+    return olc_sgemv_scalar;
+}
+
+/* One column range per thread, as wide as possible (long sequential runs
+ * in each row of B), taken dynamically: a thread the OS runs late leaves
+ * its range to the others. */
+static void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const float *b,
+                      int64_t rsb, float *c, float alpha, int acc, int nthreads) {
+    olc_sgemv_fn fn = olc_sgemv_select(level);
+    int64_t parts = nthreads > 1 ? nthreads : 1, p;
+    if (parts > (N + 15) / 16) parts = (N + 15) / 16;
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1) if (nthreads > 1)
+    for (p = 0; p < parts; ++p) {
+        int64_t lo, hi;
+        olc_split(N, 16, parts, p, &lo, &hi);
+        if (lo < hi) fn(K, a, b, rsb, lo, hi, c, alpha, acc);
+    }
+}
+
+/* ---- double and integers: a blocked loop the compiler vectorises ---- */
+
+/* Rows i0..i1 of C (row-major, N columns) = A B; A strided, B row-major
+ * contiguous (N columns).  Blocks of 4 rows x 16 columns are summed over
+ * all of K in a fixed-size array the compiler keeps in vector registers;
+ * the last columns (fewer than 16) go through a plain loop.  Each element
+ * is summed in k order either way. */
+#define OLC_GENERIC_LOOP(T, U, name, suffix, attr)                                        \
+    attr static void olc_gemm_##name##_##suffix(const T *a, int64_t rsa, int64_t csa,     \
+                                                const T *b, T *c, int64_t N, int64_t K,   \
+                                                int64_t i0, int64_t i1) {                 \
+        int64_t nfull = N - N % 16;                                                       \
+        for (int64_t i = i0; i < i1; i += 4) {                                            \
+            int64_t rows = i1 - i < 4 ? i1 - i : 4;                                       \
+            for (int64_t j0 = 0; j0 < nfull; j0 += 16) {                                  \
+                U acc[4][16];                                                             \
+                for (int r = 0; r < 4; ++r)                                               \
+                    for (int j = 0; j < 16; ++j) acc[r][j] = 0;                           \
+                for (int64_t k = 0; k < K; ++k) {                                         \
+                    const U *bk = (const U *)(b + k * N + j0);                            \
+                    for (int r = 0; r < 4; ++r) {                                         \
+                        U ar = r < rows ? (U)a[(i + r) * rsa + k * csa] : 0;              \
+                        for (int j = 0; j < 16; ++j) acc[r][j] += ar * bk[j];             \
+                    }                                                                     \
+                }                                                                         \
+                for (int64_t r = 0; r < rows; ++r)                                        \
+                    memcpy(c + (i + r) * N + j0, acc[r], 16 * sizeof(U));                 \
+            }                                                                             \
+            for (int64_t r = 0; r < rows; ++r) {                                          \
+                U *cr = (U *)(c + (i + r) * N);                                           \
+                for (int64_t j = nfull; j < N; ++j) {                                     \
+                    U s = 0;                                                              \
+                    for (int64_t k = 0; k < K; ++k)                                       \
+                        s += (U)a[(i + r) * rsa + k * csa] * ((const U *)b)[k * N + j];   \
+                    cr[j] = s;                                                            \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    }
+
+#define OLC_GENERIC_LOOPS(suffix, attr)                                 \
+    OLC_GENERIC_LOOP(double, double, f64, suffix, attr)                \
+    OLC_GENERIC_LOOP(int32_t, uint32_t, i32, suffix, attr)             \
+    OLC_GENERIC_LOOP(int64_t, uint64_t, i64, suffix, attr)             \
+    OLC_GENERIC_LOOP(uint32_t, uint32_t, u32, suffix, attr)            \
+    OLC_GENERIC_LOOP(uint64_t, uint64_t, u64, suffix, attr)
+
+OLC_GENERIC_LOOPS(scalar, )
+#if OLC_X86
+OLC_GENERIC_LOOPS(avx2, OLC_TARGET_AVX2)
+#if OLC_HAVE_AVX512
+OLC_GENERIC_LOOPS(avx512, OLC_TARGET_AVX512)
+#endif
+#endif
+
+typedef void (*olc_gemm_generic_fn)(const void *a, int64_t rsa, int64_t csa, const void *b,
+                                    void *c, int64_t N, int64_t K, int64_t i0, int64_t i1);
+#define OLC_AS_GENERIC(fn) ((olc_gemm_generic_fn)(void (*)(void))(fn))
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_GPICK(level, name)                                                  \
+    ((level) >= OLC_AVX512 ? OLC_AS_GENERIC(olc_gemm_##name##_avx512)           \
+     : (level) == OLC_AVX2 ? OLC_AS_GENERIC(olc_gemm_##name##_avx2)             \
+                           : OLC_AS_GENERIC(olc_gemm_##name##_scalar))
+#elif OLC_X86
+#define OLC_GPICK(level, name)                                                  \
+    ((level) >= OLC_AVX2 ? OLC_AS_GENERIC(olc_gemm_##name##_avx2)               \
+                         : OLC_AS_GENERIC(olc_gemm_##name##_scalar))
+#else
+#define OLC_GPICK(level, name) OLC_AS_GENERIC(olc_gemm_##name##_scalar)
+#endif
+
+static olc_gemm_generic_fn olc_gemm_generic_select(int dtype, int level) {
+    level = olc_gemm_level(level);
+    switch (dtype) {
+    case OLC_DOUBLE: return OLC_GPICK(level, f64);
+    case OLC_INT32: return OLC_GPICK(level, i32);
+    case OLC_INT64: return OLC_GPICK(level, i64);
+    case OLC_UINT32: return OLC_GPICK(level, u32);
+    case OLC_UINT64: return OLC_GPICK(level, u64);
+    default: return NULL;
+    }
+}
+
+/* C[q] = A[q] B[q] for q < batch (B[q] row-major at b_offsets[q]); work is
+ * split over blocks of 16 rows, each summed in one fixed order. */
+static int olc_gemm_generic(int level, int dtype, int64_t batch, const void *a,
+                            const int64_t *a_offsets, int64_t rsa, int64_t csa, const void *b,
+                            const int64_t *b_offsets, int64_t M, int64_t N, int64_t K, void *c,
+                            int nthreads) {
+    olc_gemm_generic_fn fn = olc_gemm_generic_select(dtype, level);
+    if (fn == NULL) return -1;
+    size_t es = (dtype == OLC_INT32 || dtype == OLC_UINT32) ? 4 : 8;
+    int64_t mb = (M + 15) / 16, total = batch * mb, t;
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1) if (nthreads > 1)
+    for (t = 0; t < total; ++t) {
+        int64_t q = t / mb, i0 = (t % mb) * 16, i1 = i0 + 16 < M ? i0 + 16 : M;
+        fn((const char *)a + (size_t)a_offsets[q] * es, rsa, csa,
+           (const char *)b + (size_t)b_offsets[q] * es, (char *)c + (size_t)(q * M * N) * es, N,
+           K, i0, i1);
+    }
+    return 0;
+}
+
+/* ---- FMA peak: independent register-only FMA chains, no memory ---- */
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* 24 chains of 16-lane FMAs: more than latency x ports (4 x 2) chains, so
+ * the loop is limited only by FMA throughput.  Returns a value derived
+ * from the chains so the compiler keeps them. */
+static OLC_TARGET_AVX512 float olc_fma_peak_avx512(int64_t iters) {
+    __m512 x[24];
+    __m512 m = _mm512_set1_ps(0.999999f), d = _mm512_set1_ps(1e-7f);
+    for (int v = 0; v < 24; ++v) x[v] = _mm512_set1_ps((float)v);
+    for (int64_t i = 0; i < iters; ++i) {
+        _Pragma("GCC unroll 24") for (int v = 0; v < 24; ++v) x[v] = _mm512_fmadd_ps(x[v], m, d);
+    }
+    __m512 s = x[0];
+    for (int v = 1; v < 24; ++v) s = _mm512_add_ps(s, x[v]);
+    return _mm512_reduce_add_ps(s);
+}
+#endif
+#if OLC_X86
+static OLC_TARGET_AVX2 float olc_fma_peak_avx2(int64_t iters) {
+    __m256 x[12];
+    __m256 m = _mm256_set1_ps(0.999999f), d = _mm256_set1_ps(1e-7f);
+    for (int v = 0; v < 12; ++v) x[v] = _mm256_set1_ps((float)v);
+    for (int64_t i = 0; i < iters; ++i) {
+        _Pragma("GCC unroll 12") for (int v = 0; v < 12; ++v) x[v] = _mm256_fmadd_ps(x[v], m, d);
+    }
+    __m256 s = x[0];
+    for (int v = 1; v < 12; ++v) s = _mm256_add_ps(s, x[v]);
+    float o[8];
+    _mm256_storeu_ps(o, s);
+    return o[0] + o[7];
+}
+#endif
+
+/* Runs the FMA loop of a level; returns its lanes x chains (the FMAs per
+ * iteration, each 2 flops), or 0 when this build or level has none. */
+static int olc_fma_peak(int level, int64_t iters, float *sink) {
+    level = olc_gemm_level(level);
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) { *sink += olc_fma_peak_avx512(iters); return 16 * 24; }
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) { *sink += olc_fma_peak_avx2(iters); return 8 * 12; }
+#endif
+    (void)iters; (void)sink;
+    return 0;
+}
+
+#endif

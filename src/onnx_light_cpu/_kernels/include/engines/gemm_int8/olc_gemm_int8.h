@@ -1,0 +1,494 @@
+/* 8-bit integer matrix products with int32 results (MatMulInteger and the
+ * product inside QLinearMatMul).
+ *
+ * Every type pair is brought to unsigned A times signed B, the one form
+ * the dot-product instructions take: a signed A is shifted by +128
+ * (a' = a + 128), an unsigned B by -128 (b' = b - 128).  With the zero
+ * points shifted the same way (za' = za + 128, zb' = zb - 128 where
+ * applied),
+ *
+ *   sum_k (a - za)(b - zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb'
+ *
+ * so the hot loop computes the raw sum a'b' and the epilogue folds in the
+ * row sums of A (taken while packing A) and the column sums of B (taken
+ * while packing B).  Everything is modulo 2^32, as int32 accumulation is.
+ *
+ * Packing: B in panels of 16 columns, K padded to a multiple of 4 with
+ * zeros.  AVX-512 VNNI reads 4 k of one column as a group (vpdpbusd sums
+ * four u8 x s8 products into an int32, no intermediate saturation); the
+ * other levels read pairs (k, k+1) sign-extended to int16 and use vpmaddwd,
+ * exact as well (vpmaddubsw would saturate at 2 x 255 x 128).  A rows are
+ * copied with K padded the same way (u8 for VNNI, int16 otherwise) and M
+ * padded to the micro-kernel's row count.  Micro-kernels: 8 rows x 32
+ * columns (two panels) for VNNI, 8 x 16 for AVX-512, 6 x 16 for AVX2, 4 x 16
+ * for the portable C loop.  Packing B interleaves rows with SSE2, the x86-64
+ * baseline, and has a plain C twin elsewhere.
+ *
+ * Threads take (batch, column panel, row block) tiles, each writing its own
+ * output elements: results do not depend on the thread count.
+ */
+#ifndef OLC_GEMM_INT8_H
+#define OLC_GEMM_INT8_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/olc_cpu.h"
+#include "common/olc_openmp.h"
+
+#define OLC_I8_SCALAR 0
+#define OLC_I8_AVX2 1
+#define OLC_I8_AVX512 2
+#define OLC_I8_VNNI 3
+#define OLC_I8_NR 16
+#define OLC_I8_MR_MAX 8
+#define OLC_I8_LDACC (2 * OLC_I8_NR) /* row stride of a micro-kernel's results */
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_TARGET_VNNI \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#endif
+
+/* The engine's kind at a SIMD level: the kinds are numbered as the levels
+ * (VNNI where the CPU has it and the level allows it). */
+static int olc_i8_kind(int level) { return olc_int8_level(level); }
+
+static int olc_i8_mr(int kind) {
+    return kind == OLC_I8_AVX2 ? 6 : kind == OLC_I8_SCALAR ? 4 : 8;
+}
+
+static inline int64_t olc_i8_kpad(int64_t K) { return (K + 3) & ~(int64_t)3; }
+static inline int64_t olc_i8_panels(int64_t N) { return (N + OLC_I8_NR - 1) / OLC_I8_NR; }
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* c += a (u8) . b (s8) per 4-byte group.  Inline assembly: GCC 12 copies
+ * every accumulator around the intrinsic's read-modify-write (16 extra
+ * moves a step, measured 1.5x slower). */
+OLC_TARGET_VNNI
+static inline __attribute__((always_inline)) __m512i olc_i8_dpbusd(__m512i c, __m512i a,
+                                                                    __m512i b) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(a), "v"(b));
+    return c;
+}
+
+/* Column sums of a packed VNNI panel: a dot product with ones. */
+OLC_TARGET_VNNI
+static void olc_i8_colsum_vnni(const int8_t *panel, int64_t Kp, int32_t *s) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t j = 0; j < Kp; j += 4)
+        acc = olc_i8_dpbusd(acc, ones, _mm512_loadu_si512((const void *)(panel + j * OLC_I8_NR)));
+    _mm512_storeu_si512((void *)s, acc);
+}
+#endif
+
+/* Bytes of one packed K x N matrix B (the same at every level). */
+static int64_t olc_i8_packed_size(int64_t K, int64_t N) {
+    return olc_i8_panels(N) * OLC_I8_NR * olc_i8_kpad(K);
+}
+
+/* Packs nb matrices of B (row-major K x N, element offsets b_offsets) into
+ * dst (nb * olc_i8_packed_size bytes) and their column sums of b' into
+ * colsum (nb * panels * 16 int32). */
+static void olc_i8_pack_b(int kind, int b_signed, int64_t nb, const uint8_t *b,
+                          const int64_t *b_offsets, int64_t K, int64_t N, int8_t *dst,
+                          int32_t *colsum, int nthreads) {
+    const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
+    const int group = kind == OLC_I8_VNNI ? 4 : 2;
+    const uint8_t flip = b_signed ? 0 : 0x80; /* u8 -> s8: b - 128 */
+    /* Four panels a task: each row's 64-byte cache line is read once. */
+    const int64_t nquads = (np_ + 3) / 4, total = nb * nquads;
+    int64_t t;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (t = 0; t < total; t++) {
+        const int64_t q = t / nquads, p0 = t % nquads * 4;
+        const int64_t p1 = p0 + 4 < np_ ? p0 + 4 : np_;
+        const uint8_t *src = b + b_offsets[q];
+        int8_t *matrix = dst + q * np_ * OLC_I8_NR * Kp;
+        int64_t whole = p1; /* panels with 16 real columns */
+        if (p1 * OLC_I8_NR > N) whole = p1 - 1;
+        int64_t k = 0;
+#if OLC_X86
+        /* Whole groups of whole panels: interleave rows with SSE2 (the
+         * x86-64 baseline), 16 columns at a time. */
+        const __m128i f = _mm_set1_epi8((char)flip);
+        for (; k + group <= K; k += group) {
+            for (int64_t p = p0; p < whole; p++) {
+                const uint8_t *row = src + k * N + p * OLC_I8_NR;
+                int8_t *g = matrix + p * OLC_I8_NR * Kp + k * OLC_I8_NR;
+                const __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)row), f);
+                const __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + N)), f);
+                const __m128i p01l = _mm_unpacklo_epi8(r0, r1), p01h = _mm_unpackhi_epi8(r0, r1);
+                if (group == 2) {
+                    _mm_storeu_si128((__m128i *)g, p01l);
+                    _mm_storeu_si128((__m128i *)(g + 16), p01h);
+                    continue;
+                }
+                const __m128i r2 =
+                    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 2 * N)), f);
+                const __m128i r3 =
+                    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 3 * N)), f);
+                const __m128i p23l = _mm_unpacklo_epi8(r2, r3), p23h = _mm_unpackhi_epi8(r2, r3);
+                _mm_storeu_si128((__m128i *)g, _mm_unpacklo_epi16(p01l, p23l));
+                _mm_storeu_si128((__m128i *)(g + 16), _mm_unpackhi_epi16(p01l, p23l));
+                _mm_storeu_si128((__m128i *)(g + 32), _mm_unpacklo_epi16(p01h, p23h));
+                _mm_storeu_si128((__m128i *)(g + 48), _mm_unpackhi_epi16(p01h, p23h));
+            }
+        }
+#endif
+        for (int64_t p = p0; p < p1; p++) {
+            const int64_t n0 = p * OLC_I8_NR;
+            const int64_t nc = N - n0 < OLC_I8_NR ? N - n0 : OLC_I8_NR;
+            int8_t *panel = matrix + p * OLC_I8_NR * Kp;
+            /* The rest (all of it without SSE2, or a partial panel), zero
+             * padding, and the column sums of b'. */
+            int64_t from = p < whole ? k : 0;
+            memset(panel + from * OLC_I8_NR, 0, (size_t)((Kp - from) * OLC_I8_NR));
+            for (int64_t j = from; j < K; j++) {
+                const uint8_t *row = src + j * N + n0;
+                int8_t *g = panel + (j / group) * OLC_I8_NR * group + (j % group);
+                for (int64_t c = 0; c < nc; c++) g[c * group] = (int8_t)(row[c] ^ flip);
+            }
+            /* Column sums from the packed panel: sequential and in cache. */
+            int32_t s[OLC_I8_NR] = {0};
+#if OLC_X86 && OLC_HAVE_AVX512
+            if (kind == OLC_I8_VNNI)
+                olc_i8_colsum_vnni(panel, Kp, s);
+            else
+#endif
+            if (group == 4)
+                for (int64_t j = 0; j < Kp; j += 4)
+                    for (int c = 0; c < OLC_I8_NR; c++)
+                        s[c] += panel[j * OLC_I8_NR + 4 * c] + panel[j * OLC_I8_NR + 4 * c + 1] +
+                                panel[j * OLC_I8_NR + 4 * c + 2] + panel[j * OLC_I8_NR + 4 * c + 3];
+            else
+                for (int64_t j = 0; j < Kp; j += 2)
+                    for (int c = 0; c < OLC_I8_NR; c++)
+                        s[c] += panel[j * OLC_I8_NR + 2 * c] + panel[j * OLC_I8_NR + 2 * c + 1];
+            memcpy(colsum + q * np_ * OLC_I8_NR + n0, s, sizeof(s));
+        }
+    }
+}
+
+/* Copies A (batch matrices of M x K at a_offsets) to dst with a' = a (+128
+ * when signed), rows padded to Mp and K to Kp with zeros, as u8 (VNNI) or
+ * int16; rowsum gets sum_k a' per (batch, row). */
+static void olc_i8_pack_a(int kind, int a_signed, int64_t batch, const uint8_t *a,
+                          const int64_t *a_offsets, int64_t M, int64_t K, int64_t Mp,
+                          void *dst, int32_t *rowsum, int nthreads) {
+    const int64_t Kp = olc_i8_kpad(K);
+    const uint8_t flip = a_signed ? 0x80 : 0; /* s8 -> u8: a + 128 */
+    const int64_t total = batch * Mp;
+    const int wide = kind != OLC_I8_VNNI;
+    int64_t t;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (t = 0; t < total; t++) {
+        const int64_t q = t / Mp, m = t % Mp;
+        int32_t s = 0;
+        if (wide) {
+            int16_t *row = (int16_t *)dst + t * Kp;
+            int64_t k = 0;
+            if (m < M) {
+                const uint8_t *src = a + a_offsets[q] + m * K;
+                for (; k < K; k++) {
+                    row[k] = (int16_t)(uint8_t)(src[k] ^ flip);
+                    s += row[k];
+                }
+            }
+            for (; k < Kp; k++) row[k] = 0;
+        } else {
+            uint8_t *row = (uint8_t *)dst + t * Kp;
+            int64_t k = 0;
+            if (m < M) {
+                const uint8_t *src = a + a_offsets[q] + m * K;
+                for (; k < K; k++) {
+                    row[k] = (uint8_t)(src[k] ^ flip);
+                    s += row[k];
+                }
+            }
+            for (; k < Kp; k++) row[k] = 0;
+        }
+        if (m < M) rowsum[q * M + m] = s;
+    }
+}
+
+/* ---- micro-kernels: acc[MR][16] = A rows (packed) x one B panel ---- */
+
+static void olc_i8_kernel_scalar(const int16_t *a, int64_t Kp, const int8_t *b,
+                                 int32_t *acc) {
+    enum { MR = 4 };
+    for (int r = 0; r < MR; r++)
+        for (int c = 0; c < OLC_I8_NR; c++) acc[r * OLC_I8_LDACC + c] = 0;
+    for (int64_t kp = 0; kp < Kp / 2; kp++) {
+        const int8_t *g = b + kp * 2 * OLC_I8_NR;
+        for (int r = 0; r < MR; r++) {
+            const int32_t a0 = a[r * Kp + 2 * kp], a1 = a[r * Kp + 2 * kp + 1];
+            for (int c = 0; c < OLC_I8_NR; c++)
+                acc[r * OLC_I8_LDACC + c] += a0 * g[2 * c] + a1 * g[2 * c + 1];
+        }
+    }
+}
+
+#if OLC_X86
+OLC_TARGET_AVX2
+static void olc_i8_kernel_avx2(const int16_t *a, int64_t Kp, const int8_t *b, int32_t *acc) {
+    enum { MR = 6 };
+    __m256i c0[MR], c1[MR];
+    for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_si256();
+    for (int64_t kp = 0; kp < Kp / 2; kp++) {
+        const int8_t *g = b + kp * 2 * OLC_I8_NR;
+        /* 16 columns x (k, k+1), sign-extended: columns 0-7 and 8-15. */
+        const __m256i lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)g));
+        const __m256i hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + 16)));
+        for (int r = 0; r < MR; r++) {
+            int32_t pair;
+            memcpy(&pair, a + r * Kp + 2 * kp, 4);
+            const __m256i av = _mm256_set1_epi32(pair);
+            c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(lo, av));
+            c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(hi, av));
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        _mm256_storeu_si256((__m256i *)(acc + r * OLC_I8_LDACC), c0[r]);
+        _mm256_storeu_si256((__m256i *)(acc + r * OLC_I8_LDACC + 8), c1[r]);
+    }
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+OLC_TARGET_AVX512
+static void olc_i8_kernel_avx512(const int16_t *a, int64_t Kp, const int8_t *b,
+                                 int32_t *acc) {
+    enum { MR = 8 };
+    __m512i c[MR];
+    for (int r = 0; r < MR; r++) c[r] = _mm512_setzero_si512();
+    for (int64_t kp = 0; kp < Kp / 2; kp++) {
+        const __m512i bv =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(b + kp * 2 * OLC_I8_NR)));
+        for (int r = 0; r < MR; r++) {
+            int32_t pair;
+            memcpy(&pair, a + r * Kp + 2 * kp, 4);
+            c[r] = _mm512_add_epi32(c[r], _mm512_madd_epi16(bv, _mm512_set1_epi32(pair)));
+        }
+    }
+    for (int r = 0; r < MR; r++) _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC), c[r]);
+}
+
+/* Two adjacent panels (32 columns) at once: 16 accumulators, and each
+ * broadcast of A feeds two vpdpbusd. */
+OLC_TARGET_VNNI
+static void olc_i8_kernel_vnni(const uint8_t *a, int64_t Kp, const int8_t *b, int two,
+                               int32_t *acc) {
+    enum { MR = 8 };
+    __m512i c0[MR], c1[MR];
+    for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_si512();
+    const int8_t *b1 = b + OLC_I8_NR * Kp;
+    if (two) {
+        for (int64_t kg = 0; kg < Kp / 4; kg++) {
+            const __m512i bv0 = _mm512_loadu_si512((const void *)(b + kg * 4 * OLC_I8_NR));
+            const __m512i bv1 = _mm512_loadu_si512((const void *)(b1 + kg * 4 * OLC_I8_NR));
+            for (int r = 0; r < MR; r++) {
+                int32_t quad;
+                memcpy(&quad, a + r * Kp + 4 * kg, 4);
+                const __m512i av = _mm512_set1_epi32(quad);
+                c0[r] = olc_i8_dpbusd(c0[r], av, bv0);
+                c1[r] = olc_i8_dpbusd(c1[r], av, bv1);
+            }
+        }
+    } else {
+        for (int64_t kg = 0; kg < Kp / 4; kg++) {
+            const __m512i bv0 = _mm512_loadu_si512((const void *)(b + kg * 4 * OLC_I8_NR));
+            for (int r = 0; r < MR; r++) {
+                int32_t quad;
+                memcpy(&quad, a + r * Kp + 4 * kg, 4);
+                c0[r] = olc_i8_dpbusd(c0[r], _mm512_set1_epi32(quad), bv0);
+            }
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC), c0[r]);
+        _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC + OLC_I8_NR), c1[r]);
+    }
+}
+#endif
+
+/* Runs the level's micro-kernel on MR packed rows starting at row m. */
+static void olc_i8_tile(int kind, const void *ap, int64_t m, int64_t Kp, const int8_t *bp,
+                        int two, int32_t *acc) {
+    switch (kind) {
+#if OLC_X86
+    case OLC_I8_AVX2:
+        olc_i8_kernel_avx2((const int16_t *)ap + m * Kp, Kp, bp, acc);
+        return;
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+    case OLC_I8_AVX512:
+        olc_i8_kernel_avx512((const int16_t *)ap + m * Kp, Kp, bp, acc);
+        return;
+    case OLC_I8_VNNI:
+        olc_i8_kernel_vnni((const uint8_t *)ap + m * Kp, Kp, bp, two, acc);
+        return;
+#endif
+    default:
+        olc_i8_kernel_scalar((const int16_t *)ap + m * Kp, Kp, bp, acc);
+    }
+}
+
+/* One tile's results with the zero-point terms folded in (unsigned:
+ * wraps like int32 sums), stamped per level for the compiler to vectorise. */
+#define OLC_I8_EPILOGUE(SUFFIX, ATTR)                                                          \
+    ATTR static void olc_i8_epilogue_##SUFFIX(const int32_t *acc, int64_t rows, int64_t cols, \
+                                              const uint32_t *u, const uint32_t *w,          \
+                                              const uint32_t *zb, const uint32_t *cs,        \
+                                              int32_t *y, int64_t ldy) {                     \
+        for (int64_t r = 0; r < rows; r++) {                                                 \
+            const uint32_t *a = (const uint32_t *)acc + r * OLC_I8_LDACC;                    \
+            uint32_t *out = (uint32_t *)y + r * ldy;                                         \
+            for (int64_t c = 0; c < cols; c++) out[c] = a[c] - zb[c] * u[r] - w[r] * cs[c];  \
+        }                                                                                    \
+    }
+
+OLC_I8_EPILOGUE(scalar, )
+#if OLC_X86
+OLC_I8_EPILOGUE(avx2, OLC_TARGET_AVX2)
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+OLC_I8_EPILOGUE(avx512, OLC_TARGET_AVX512)
+#endif
+
+typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
+                                   const uint32_t *, const uint32_t *, const uint32_t *,
+                                   int32_t *, int64_t);
+
+/* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
+ * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this kind).  za
+ * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
+ * q * zb_bs + n * zb_cs.  Returns -1 when out of memory. */
+static int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
+                       const int64_t *a_offsets, const int8_t *bp, const int32_t *colsum,
+                       const int64_t *b_index, const int32_t *za, int64_t za_bs, int64_t za_rs,
+                       const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N,
+                       int64_t K, int32_t *y, int nthreads) {
+    const int mr = olc_i8_mr(kind);
+    const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
+    const int64_t nmb = (M + mr - 1) / mr, Mp = nmb * mr;
+    const size_t elem = kind == OLC_I8_VNNI ? 1 : 2;
+    size_t abytes = (size_t)(batch * Mp * Kp) * elem;
+    void *ap = aligned_alloc(64, (abytes + 63) & ~(size_t)63);
+    int32_t *rowsum = (int32_t *)malloc((size_t)(batch * M + 1) * sizeof(int32_t));
+    if (!ap || !rowsum) {
+        free(ap);
+        free(rowsum);
+        return -1;
+    }
+    olc_i8_pack_a(kind, a_signed, batch, a, a_offsets, M, K, Mp, ap, rowsum, nthreads);
+    olc_i8_epilogue_fn epilogue = olc_i8_epilogue_scalar;
+#if OLC_X86
+    if (kind == OLC_I8_AVX2) epilogue = olc_i8_epilogue_avx2;
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (kind >= OLC_I8_AVX512) epilogue = olc_i8_epilogue_avx512;
+#endif
+    /* VNNI takes two panels a tile. */
+    const int width = kind == OLC_I8_VNNI ? 2 : 1;
+    const int64_t ntiles = (np_ + width - 1) / width;
+    const int64_t total = batch * ntiles * nmb;
+    const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
+    int64_t t;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (t = 0; t < total; t++) {
+        /* Row blocks innermost: the same B panels serve consecutive tiles. */
+        const int64_t q = t / (ntiles * nmb), p = (t / nmb) % ntiles * width, mb = t % nmb;
+        const int64_t bq = b_index[q], m0 = mb * mr, n0 = p * OLC_I8_NR;
+        const int two = width == 2 && p + 1 < np_;
+        int32_t acc[OLC_I8_MR_MAX * OLC_I8_LDACC];
+        olc_i8_tile(kind, (const char *)ap + (size_t)(q * Mp * Kp) * elem, m0, Kp,
+                    bp + bq * matrix_bytes + p * panel_bytes, two, acc);
+        const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
+        const int64_t rows = M - m0 < mr ? M - m0 : mr;
+        const int64_t cols = N - n0 < span ? N - n0 : span;
+        const int32_t *cs = colsum + bq * np_ * OLC_I8_NR + n0;
+        /* The zero-point terms, modulo 2^32 as the int32 sums:
+         * y = acc - zb' (rowsum - K za') - za' colsum. */
+        uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX], zbv[OLC_I8_LDACC];
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t zar = za[q * za_bs + (m0 + r) * za_rs];
+            u[r] = (uint32_t)(rowsum[q * M + m0 + r] - K * zar);
+            w[r] = (uint32_t)zar;
+        }
+        for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)zb[q * zb_bs + (n0 + c) * zb_cs];
+        epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, y + (q * M + m0) * N + n0, N);
+    }
+    free(ap);
+    free(rowsum);
+    return 0;
+}
+
+/* y = saturate(round_half_even(c * mult + zp)) as int8/uint8, in double as
+ * the reference does it.  One plain loop, stamped per level so the compiler
+ * vectorises it with that level's registers; mult is one value (mcs 0) or
+ * one per column (mcs 1).  Adding and subtracting 1.5 * 2^52 rounds to the
+ * nearest integer, ties to even, for |x| < 2^51 (the value is clamped
+ * first); NaN gives 0 as NumPy's cast does on x86. */
+#define OLC_I8_REQUANT_ROW(SUFFIX, ATTR)                                                       \
+    ATTR static void olc_i8_requant_row_##SUFFIX(const int32_t *c, int64_t n,               \
+                                                  const double *m, int64_t mcs, double zp,  \
+                                                  int out_signed, void *y) {                \
+        const double lo = out_signed ? -128.0 : 0.0, hi = out_signed ? 127.0 : 255.0;      \
+        const double magic = 6755399441055744.0, m0 = m[0];                                \
+        int8_t *ys = (int8_t *)y;                                                          \
+        uint8_t *yu = (uint8_t *)y;                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double d = (double)c[i] * (mcs ? m[i] : m0) + zp;                              \
+            d = d == d ? d : 0.0;                                                          \
+            d = d < lo - 1.0 ? lo - 1.0 : d;                                               \
+            d = d > hi + 1.0 ? hi + 1.0 : d;                                               \
+            d = (d + magic) - magic;                                                       \
+            d = d < lo ? lo : d;                                                           \
+            d = d > hi ? hi : d;                                                           \
+            const int32_t v = (int32_t)d;                                                  \
+            if (out_signed)                                                                \
+                ys[i] = (int8_t)v;                                                         \
+            else                                                                           \
+                yu[i] = (uint8_t)v;                                                        \
+        }                                                                                  \
+    }
+
+/* No fused multiply-add: the reference rounds c * mult, then adds zp. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+OLC_I8_REQUANT_ROW(scalar, )
+#if OLC_X86
+OLC_I8_REQUANT_ROW(avx2, OLC_TARGET_AVX2)
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+OLC_I8_REQUANT_ROW(avx512, OLC_TARGET_AVX512)
+#endif
+#pragma GCC pop_options
+
+typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,
+                                  int, void *);
+
+/* mult read at q * m_bs + m * m_rs + n * m_cs (m_cs 0 or 1). */
+static void olc_i8_requantize(int level, int64_t batch, int64_t M, int64_t N, const int32_t *c,
+                              const double *mult, int64_t m_bs, int64_t m_rs, int64_t m_cs,
+                              double zp, int out_signed, void *y, int nthreads) {
+    olc_i8_requant_fn row = olc_i8_requant_row_scalar;
+#if OLC_X86
+    if (level == OLC_AVX2) row = olc_i8_requant_row_avx2;
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) row = olc_i8_requant_row_avx512;
+#endif
+    const int64_t rows = batch * M;
+    int64_t t;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (t = 0; t < rows; t++) {
+        const int64_t q = t / M, m = t % M;
+        row(c + t * N, N, mult + q * m_bs + m * m_rs, m_cs, zp, out_signed,
+            (char *)y + t * N);
+    }
+}
+
+#endif

@@ -1,0 +1,1607 @@
+/* Block-quantized matrix product (com.microsoft MatMulNBits):
+ *
+ *   y[m, n] = bias[n] + sum_k a[m, k] * (q[n, k] - z[n, k / block]) * s[n, k / block]
+ *
+ * q are 2, 3, 4 or 8-bit codes packed along K, column after column (B is
+ * [N, nb, blob] bytes, nb = ceil(K / block)); the dequantized matrix is
+ * never materialised.  Two engines:
+ *
+ * Float (accuracy level 0 and every format), three routes:
+ *   - direct (SIMD levels, M <= 8, or 3 with the copy below; 4-bit codes
+ *     in blocks of 32 and more or 8-bit codes; finite scales and zero
+ *     points): each column's codes are converted in registers and
+ *     multiplied with up to 4 (AVX2) or 8 rows at a time (one row: two
+ *     columns at a time), nothing stored; the zero point is folded in with
+ *     the activations' block sums;
+ *   - GEMM panels (SIMD levels, larger M): a thread owns a tile of up to
+ *     OLC_NB_GEMM_MB rows and two GEMM panel widths of columns; each chunk
+ *     of OLC_NB_GEMM_KC reduction elements is decoded to float32 in the
+ *     packed layout of the float GEMM's micro-kernels (olc_gemm.h; from a
+ *     column-interleaved copy of constant codes, else transposed) and
+ *     multiplied with the rows of A where they lie;
+ *   - dot panels (the portable level, and small M on formats the direct
+ *     route lacks): a tile of OLC_NB_NC columns decoded OLC_NB_KC elements
+ *     at a time, a dot-product micro-kernel of up to 4 x 4 vectorised
+ *     along K.
+ * Scratch is a few panels a thread (or the reordered rows on the direct
+ * route, M x K floats), whatever N; the copy of constant codes is made once.
+ *
+ * Int8 (accuracy level 4): each block of an activation row (the weight
+ * block, or 256 elements of it when larger) is quantized to int8 with the
+ * full signed range, qa = rint(a * 127 / max|a|) (scale max|a| / 127), as
+ * ONNX Runtime does (decode-sized M once, shared by the threads); weights
+ * are prepared once in tiles of 16 columns, four consecutive k of a column
+ * side by side (the operand order of vpdpbusd: unsigned codes times signed
+ * activations), 4-bit codes kept two a byte.  A block's int32 dot
+ * product is corrected for the zero point with the block sum of qa,
+ * converted to float and accumulated with the product of the two scales.
+ * AVX2 and AVX-512 without VNNI use vpmaddubsw, whose int16 pair sums
+ * saturate for 8-bit codes (2 x 255 x 127): those split the codes' high bit
+ * off and multiply the two halves separately.
+ *
+ * Activations or weight parameters that are not finite keep the float
+ * semantics of dequantizing element by element (the panels): the int8
+ * engine and the direct route's folded zero point would not.
+ *
+ * Threads take disjoint (row block, column tile) tiles and never split K,
+ * so every output is computed the same way whatever the thread count.
+ */
+#ifndef OLC_MATMUL_NBITS_H
+#define OLC_MATMUL_NBITS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/olc_cpu.h"
+#include "engines/gemm/olc_gemm.h"
+#include "common/olc_openmp.h"
+
+#define OLC_NB_NC 4      /* columns of a decoded panel */
+#define OLC_NB_KC 1024   /* reduction elements of a decoded panel */
+#define OLC_NB_MB 64     /* rows of a panel-engine tile */
+#define OLC_NB_MR 4      /* rows of a micro-kernel */
+#define OLC_Q8_NR 16     /* columns of a prepared int8 tile */
+#define OLC_Q8_MB 32     /* rows of an int8-engine tile (past decode) */
+
+#define OLC_Q8_SCALAR 0
+#define OLC_Q8_AVX2 1
+#define OLC_Q8_AVX512 2
+#define OLC_Q8_VNNI 3
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_TARGET_NB_VNNI \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#endif
+
+/* The quantized weights as the panel engine reads them. */
+typedef struct {
+    const uint8_t *b;     /* codes [N][nb][blob] */
+    const float *scales;  /* [N][nb] */
+    const float *zp;      /* [N][nb], or NULL for zp_default everywhere */
+    float zp_default;
+    int64_t K, N, nb, blob, block;
+    int bits;
+    int finite; /* scales and zero points all finite: the direct route may
+                   fold z s into one term (else per-element semantics) */
+    int panel_rows; /* the caller makes `rows` before any call on panels */
+    /* Optional layout prepared for the GEMM panels (4 and 8 bits, see
+     * olc_nb_prepare_rows), or NULL. */
+    const uint8_t *rows;  /* [ceil(N / 16)][nb * block][8 or 16 bytes] */
+    const float *rscales; /* [ceil(N / 16)][nb][16]: s */
+    const float *roffs;   /* [ceil(N / 16)][nb][16]: -z * s */
+} olc_nb_w;
+
+/* ---- decoding codes ---- */
+
+/* Code p (0 <= p < block) of one block's blob. */
+static inline unsigned olc_nb_code(const uint8_t *blob, int bits, int64_t p) {
+    switch (bits) {
+    case 8: return blob[p];
+    case 4: return (blob[p >> 1] >> ((p & 1) << 2)) & 15u;
+    case 2: return (blob[p >> 2] >> ((p & 3) << 1)) & 3u;
+    default: { /* 3 bits: code p in bits [3p, 3p + 3), least significant first */
+        int64_t bit = 3 * p;
+        unsigned v = blob[bit >> 3];
+        if ((bit & 7) > 5) v |= (unsigned)blob[(bit >> 3) + 1] << 8;
+        return (v >> (bit & 7)) & 7u;
+    }
+    }
+}
+
+/* dst[k - k0] = (q[n, k] - z) * s for k in [k0, k1), portable. */
+static void olc_nb_decode_scalar(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
+                                 float *dst) {
+    int64_t k = k0;
+    while (k < k1) {
+        int64_t b = k / w->block, end = (b + 1) * w->block;
+        if (end > k1) end = k1;
+        const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+        float s = w->scales[n * w->nb + b];
+        float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
+        for (int64_t p = k - b * w->block; k < end; ++k, ++p)
+            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+    }
+}
+
+#if OLC_X86
+/* 16 codes of 4 or 8 bits starting at code p (a multiple of 16) as bytes. */
+static inline __m128i olc_nb_codes16(const uint8_t *blob, int bits, int64_t p) {
+    if (bits == 8) return _mm_loadu_si128((const __m128i *)(blob + p));
+    __m128i x = _mm_loadl_epi64((const __m128i *)(blob + (p >> 1)));
+    __m128i m = _mm_set1_epi8(15);
+    return _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+}
+
+/* 2-bit codes p..p+7 and p+8..p+15 (p a multiple of 16) as int32: the
+ * 32 bits of the 16 codes shifted per lane. */
+static inline OLC_TARGET_AVX2 void olc_nb_codes2x8(const uint8_t *blob, int64_t p, __m256i *lo,
+                                                   __m256i *hi) {
+    uint32_t u;
+    memcpy(&u, blob + (p >> 2), 4);
+    __m256i v = _mm256_set1_epi32((int)u), m3 = _mm256_set1_epi32(3);
+    *lo = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), m3);
+    *hi = _mm256_and_si256(
+        _mm256_srlv_epi32(v, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)), m3);
+}
+
+/* The same decode, 16 codes at a time for 2, 4 and 8 bits. */
+OLC_TARGET_AVX2
+static void olc_nb_decode_avx2(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
+                               float *dst) {
+    if (w->bits == 3) {
+        olc_nb_decode_scalar(w, n, k0, k1, dst);
+        return;
+    }
+    int64_t k = k0;
+    while (k < k1) {
+        int64_t b = k / w->block, end = (b + 1) * w->block;
+        if (end > k1) end = k1;
+        const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+        float s = w->scales[n * w->nb + b];
+        float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
+        __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z);
+        int64_t p = k - b * w->block;
+        for (; k + 16 <= end; k += 16, p += 16) {
+            __m256i c0, c1;
+            if (w->bits == 2) {
+                olc_nb_codes2x8(blob, p, &c0, &c1);
+            } else {
+                __m128i c = olc_nb_codes16(blob, w->bits, p);
+                c0 = _mm256_cvtepu8_epi32(c);
+                c1 = _mm256_cvtepu8_epi32(_mm_srli_si128(c, 8));
+            }
+            __m256 lo = _mm256_cvtepi32_ps(c0), hi = _mm256_cvtepi32_ps(c1);
+            _mm256_storeu_ps(dst + (k - k0), _mm256_mul_ps(_mm256_sub_ps(lo, vz), vs));
+            _mm256_storeu_ps(dst + (k - k0) + 8, _mm256_mul_ps(_mm256_sub_ps(hi, vz), vs));
+        }
+        for (; k < end; ++k, ++p)
+            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+    }
+}
+
+#if OLC_HAVE_AVX512
+/* 16 codes of 2, 4 or 8 bits starting at code p (a multiple of 16). */
+static inline OLC_TARGET_AVX512 __m512i olc_nb_codes16_512(const uint8_t *blob, int bits,
+                                                          int64_t p) {
+    if (bits == 2) {
+        uint32_t u;
+        memcpy(&u, blob + (p >> 2), 4);
+        const __m512i sh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                             28, 30);
+        return _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)u), sh),
+                                _mm512_set1_epi32(3));
+    }
+    return _mm512_cvtepu8_epi32(olc_nb_codes16(blob, bits, p));
+}
+
+OLC_TARGET_AVX512
+static void olc_nb_decode_avx512(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
+                                 float *dst) {
+    if (w->bits == 3) {
+        olc_nb_decode_scalar(w, n, k0, k1, dst);
+        return;
+    }
+    int64_t k = k0;
+    while (k < k1) {
+        int64_t b = k / w->block, end = (b + 1) * w->block;
+        if (end > k1) end = k1;
+        const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+        float s = w->scales[n * w->nb + b];
+        float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
+        __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z);
+        int64_t p = k - b * w->block;
+        for (; k + 16 <= end; k += 16, p += 16) {
+            __m512 q = _mm512_cvtepi32_ps(olc_nb_codes16_512(blob, w->bits, p));
+            _mm512_storeu_ps(dst + (k - k0), _mm512_mul_ps(_mm512_sub_ps(q, vz), vs));
+        }
+        for (; k < end; ++k, ++p)
+            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+    }
+}
+#endif
+#endif
+
+/* ---- the dot-panel micro-kernels: y[r, c] += sum_k a[r, k] w[c, k] ----
+ * Up to MR rows (one kernel per row count, the loops fully unrolled) and
+ * up to 4 panel columns (missing ones read column 0 and are not stored). */
+
+#define OLC_NB_DOT_SCALAR(MR)                                                              \
+    static void olc_nb_dot##MR##_scalar(const float *a, int64_t lda, const float *w,        \
+                                        int64_t ldw, int nr, int64_t kc, float *y,          \
+                                        int64_t ldy) {                                      \
+        for (int r = 0; r < MR; ++r)                                                        \
+            for (int c = 0; c < nr; ++c) {                                                  \
+                const float *ar = a + r * lda, *wc = w + c * ldw;                           \
+                float acc[4] = {0.f, 0.f, 0.f, 0.f};                                        \
+                int64_t k = 0;                                                              \
+                for (; k + 4 <= kc; k += 4)                                                 \
+                    for (int l = 0; l < 4; ++l) acc[l] += ar[k + l] * wc[k + l];            \
+                for (; k < kc; ++k) acc[0] += ar[k] * wc[k];                                \
+                y[r * ldy + c] += (acc[0] + acc[1]) + (acc[2] + acc[3]);                    \
+            }                                                                               \
+    }
+OLC_NB_DOT_SCALAR(1)
+OLC_NB_DOT_SCALAR(2)
+OLC_NB_DOT_SCALAR(3)
+OLC_NB_DOT_SCALAR(4)
+
+#if OLC_X86
+
+/* AVX2 has 16 registers: 4 rows x 2 columns of accumulators a pass. */
+#define OLC_NB_DOT_AVX2(MR)                                                                 \
+    OLC_TARGET_AVX2 static void olc_nb_dot##MR##_avx2(const float *a, int64_t lda,          \
+                                                      const float *w, int64_t ldw, int nr,  \
+                                                      int64_t kc, float *y, int64_t ldy) {  \
+        int64_t tail = kc & 7;                                                              \
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)tail),                     \
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));       \
+        for (int c0 = 0; c0 < nr; c0 += 2) {                                                \
+            const float *w0 = w + c0 * ldw, *w1 = c0 + 1 < nr ? w0 + ldw : w0;              \
+            __m256 acc[MR][2];                                                              \
+            for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();       \
+            int64_t k = 0;                                                                  \
+            for (; k + 8 <= kc; k += 8) {                                                   \
+                __m256 x0 = _mm256_loadu_ps(w0 + k), x1 = _mm256_loadu_ps(w1 + k);         \
+                for (int r = 0; r < MR; ++r) {                                              \
+                    __m256 v = _mm256_loadu_ps(a + r * lda + k);                            \
+                    acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);                          \
+                    acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);                          \
+                }                                                                           \
+            }                                                                               \
+            if (tail) {                                                                     \
+                __m256 x0 = _mm256_maskload_ps(w0 + k, mask);                               \
+                __m256 x1 = _mm256_maskload_ps(w1 + k, mask);                               \
+                for (int r = 0; r < MR; ++r) {                                              \
+                    __m256 v = _mm256_maskload_ps(a + r * lda + k, mask);                   \
+                    acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);                          \
+                    acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);                          \
+                }                                                                           \
+            }                                                                               \
+            for (int r = 0; r < MR; ++r) {                                                  \
+                y[r * ldy + c0] += olc_hsum_ps_avx2(acc[r][0]);                             \
+                if (c0 + 1 < nr) y[r * ldy + c0 + 1] += olc_hsum_ps_avx2(acc[r][1]);        \
+            }                                                                               \
+        }                                                                                   \
+    }
+OLC_NB_DOT_AVX2(1)
+OLC_NB_DOT_AVX2(2)
+OLC_NB_DOT_AVX2(3)
+OLC_NB_DOT_AVX2(4)
+
+#if OLC_HAVE_AVX512
+#define OLC_NB_DOT_AVX512(MR)                                                               \
+    OLC_TARGET_AVX512 static void olc_nb_dot##MR##_avx512(const float *a, int64_t lda,      \
+                                                          const float *w, int64_t ldw,      \
+                                                          int nr, int64_t kc, float *y,     \
+                                                          int64_t ldy) {                    \
+        const float *wc[4];                                                                 \
+        for (int c = 0; c < 4; ++c) wc[c] = w + (c < nr ? c : 0) * ldw;                     \
+        __m512 acc[MR][4];                                                                  \
+        for (int r = 0; r < MR; ++r)                                                        \
+            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();                    \
+        int64_t k = 0;                                                                      \
+        for (; k + 16 <= kc; k += 16) {                                                     \
+            __m512 x[4];                                                                    \
+            for (int c = 0; c < 4; ++c) x[c] = _mm512_loadu_ps(wc[c] + k);                  \
+            for (int r = 0; r < MR; ++r) {                                                  \
+                __m512 v = _mm512_loadu_ps(a + r * lda + k);                                \
+                for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]); \
+            }                                                                               \
+        }                                                                                   \
+        if (k < kc) {                                                                       \
+            __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);                                \
+            __m512 x[4];                                                                    \
+            for (int c = 0; c < 4; ++c) x[c] = _mm512_maskz_loadu_ps(m, wc[c] + k);         \
+            for (int r = 0; r < MR; ++r) {                                                  \
+                __m512 v = _mm512_maskz_loadu_ps(m, a + r * lda + k);                       \
+                for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]); \
+            }                                                                               \
+        }                                                                                   \
+        for (int r = 0; r < MR; ++r)                                                        \
+            for (int c = 0; c < nr; ++c) y[r * ldy + c] += _mm512_reduce_add_ps(acc[r][c]); \
+    }
+OLC_NB_DOT_AVX512(1)
+OLC_NB_DOT_AVX512(2)
+OLC_NB_DOT_AVX512(3)
+OLC_NB_DOT_AVX512(4)
+#endif
+#endif
+
+typedef void (*olc_nb_dot_fn)(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                              int64_t kc, float *y, int64_t ldy);
+typedef void (*olc_nb_decode_fn)(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
+                                 float *dst);
+
+/* The level the panel engine runs at for these codes. */
+static int olc_nb_panel_level(int level) { return olc_build_level(level); }
+
+/* Scratch bytes of one dot-panel thread. */
+static int64_t olc_nb_panel_scratch(void) { return (int64_t)OLC_NB_NC * OLC_NB_KC * 4; }
+
+/* y[M, N] = a[M, K] x dequantized(w) (+ bias); returns 0, or -1 when out of
+ * memory.  Threads take (row block, column tile) tiles. */
+static int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
+                        int level, int nthreads) {
+    olc_nb_dot_fn dots[OLC_NB_MR];
+    olc_nb_decode_fn decode = olc_nb_decode_scalar;
+    dots[0] = olc_nb_dot1_scalar; dots[1] = olc_nb_dot2_scalar;
+    dots[2] = olc_nb_dot3_scalar; dots[3] = olc_nb_dot4_scalar;
+    level = olc_nb_panel_level(level);
+#if OLC_X86
+    if (level == OLC_AVX2) {
+        decode = olc_nb_decode_avx2;
+        dots[0] = olc_nb_dot1_avx2; dots[1] = olc_nb_dot2_avx2;
+        dots[2] = olc_nb_dot3_avx2; dots[3] = olc_nb_dot4_avx2;
+    }
+#if OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) {
+        decode = olc_nb_decode_avx512;
+        dots[0] = olc_nb_dot1_avx512; dots[1] = olc_nb_dot2_avx512;
+        dots[2] = olc_nb_dot3_avx512; dots[3] = olc_nb_dot4_avx512;
+    }
+#endif
+#endif
+    const int64_t K = w->K, N = w->N;
+    const int64_t ct = (N + OLC_NB_NC - 1) / OLC_NB_NC, mt = (M + OLC_NB_MB - 1) / OLC_NB_MB;
+    const int64_t tiles = ct * mt;
+    int failed = 0;
+    if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+        float *panel = (float *)aligned_alloc(64, (size_t)olc_nb_panel_scratch());
+        if (!panel) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tiles; ++t) {
+            if (!panel) continue;
+            /* column tiles outermost within a row block: neighbours share A rows */
+            int64_t m0 = (t / ct) * OLC_NB_MB, n0 = (t % ct) * OLC_NB_NC;
+            int64_t m1 = m0 + OLC_NB_MB < M ? m0 + OLC_NB_MB : M;
+            int nc = (int)(N - n0 < OLC_NB_NC ? N - n0 : OLC_NB_NC);
+            for (int64_t m = m0; m < m1; ++m)
+                for (int c = 0; c < nc; ++c) y[m * N + n0 + c] = bias ? bias[n0 + c] : 0.f;
+            for (int64_t k0 = 0; k0 < K; k0 += OLC_NB_KC) {
+                int64_t kc = K - k0 < OLC_NB_KC ? K - k0 : OLC_NB_KC;
+                for (int c = 0; c < nc; ++c) decode(w, n0 + c, k0, k0 + kc, panel + c * OLC_NB_KC);
+                for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
+                    int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
+                    dots[mr - 1](a + m * K + k0, K, panel, OLC_NB_KC, nc, kc, y + m * N + n0, N);
+                }
+            }
+        }
+        free(panel);
+    }
+    return failed ? -1 : 0;
+}
+
+/* ---- decode-sized rows: codes multiplied where they lie ----
+ * For small M (groups of up to 4 or 8 rows) with 4-bit (blocks of 32 and
+ * more) or 8-bit codes, nothing is stored:
+ *   sum_k a[k] (q[k] - z) s = s (sum_k a[k] q[k]) - z s sum_k a[k],
+ * the block sums of a taken once a call.  The 16 bytes of 32 4-bit codes
+ * give the even k in their low nibbles and the odd k in their high ones, in
+ * the order the kernel's lanes read the bytes, so the activations are
+ * copied once with each group of 32 reordered that way, padded with zeros
+ * to whole blocks (the padded codes then add nothing). */
+
+#define OLC_NB_ROUTE_DOT 0     /* panels, dot-product micro-kernel */
+#define OLC_NB_ROUTE_DIRECT 1  /* decode-sized rows, no panel */
+#define OLC_NB_ROUTE_GEMM 2    /* panels, the float GEMM's micro-kernels */
+/* Rows up to which the direct route wins (CPU time at 1 thread, 4-bit,
+ * K=512, N=1376): on panels decoded from B, to 8 rows (0.155 ms direct vs
+ * 0.157 on panels; 16 rows 0.243 vs 0.215: past a register-full of rows
+ * the codes are decoded again); on panels from the column-interleaved copy,
+ * to 3 rows (3: 41 vs 49 µs, 4: 63 vs 47 µs, 8: 136 vs 71 µs). */
+#define OLC_NB_DIRECT_MAX 8
+#define OLC_NB_DIRECT_MAX_ROWS 3
+
+/* The route the float engine takes for M rows at a level. */
+static int olc_nb_route(const olc_nb_w *w, int64_t M, int level) {
+    level = olc_build_level(level);
+    if (level == OLC_SCALAR) return OLC_NB_ROUTE_DOT;
+    if (M <= (w->panel_rows ? OLC_NB_DIRECT_MAX_ROWS : OLC_NB_DIRECT_MAX) && w->finite &&
+        ((w->bits == 4 && w->block >= 32) || w->bits == 8))
+        return OLC_NB_ROUTE_DIRECT;
+    return M <= OLC_NB_MR && !w->panel_rows ? OLC_NB_ROUTE_DOT : OLC_NB_ROUTE_GEMM;
+}
+
+#if OLC_X86
+#define OLC_NB_DIRECT_AVX2(MR)                                                              \
+    OLC_TARGET_AVX2 static void olc_nb_direct##MR##_avx2(                                   \
+        const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,      \
+        int64_t n1, const float *bias, float *y, int64_t ldy) {                            \
+        const int64_t nb = w->nb, block = w->block;                                         \
+        const __m128i m15 = _mm_set1_epi8(15);                                              \
+        for (int64_t n = n0; n < n1; ++n) {                                                 \
+            __m256 acc[MR];                                                                 \
+            float corr[MR];                                                                 \
+            for (int r = 0; r < MR; ++r) { acc[r] = _mm256_setzero_ps(); corr[r] = 0.f; }  \
+            for (int64_t b = 0; b < nb; ++b) {                                              \
+                const uint8_t *blob = w->b + (n * nb + b) * w->blob;                        \
+                const float *x = ap + b * block;                                            \
+                float s = w->scales[n * nb + b];                                            \
+                float zs = (w->zp ? w->zp[n * nb + b] : w->zp_default) * s;                 \
+                __m256 ba[MR];                                                              \
+                for (int r = 0; r < MR; ++r) ba[r] = _mm256_setzero_ps();                   \
+                if (w->bits == 4) {                                                         \
+                    for (int64_t g = 0; g < block; g += 32) {                               \
+                        __m128i v = _mm_loadu_si128((const __m128i *)(blob + g / 2));       \
+                        __m128i lo = _mm_and_si128(v, m15);                                 \
+                        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m15);              \
+                        __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));           \
+                        __m256 q1 =                                                         \
+                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))); \
+                        __m256 q2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));           \
+                        __m256 q3 =                                                         \
+                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))); \
+                        for (int r = 0; r < MR; ++r) {                                      \
+                            const float *xr = x + r * kp + g;                               \
+                            ba[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xr), ba[r]);        \
+                            ba[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(xr + 8), ba[r]);    \
+                            ba[r] = _mm256_fmadd_ps(q2, _mm256_loadu_ps(xr + 16), ba[r]);   \
+                            ba[r] = _mm256_fmadd_ps(q3, _mm256_loadu_ps(xr + 24), ba[r]);   \
+                        }                                                                   \
+                    }                                                                       \
+                } else {                                                                    \
+                    for (int64_t g = 0; g < block; g += 8) {                                \
+                        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(                 \
+                            _mm_loadl_epi64((const __m128i *)(blob + g))));                 \
+                        for (int r = 0; r < MR; ++r)                                        \
+                            ba[r] = _mm256_fmadd_ps(q, _mm256_loadu_ps(x + r * kp + g), ba[r]); \
+                    }                                                                       \
+                }                                                                           \
+                __m256 vs = _mm256_set1_ps(s);                                              \
+                for (int r = 0; r < MR; ++r) {                                              \
+                    acc[r] = _mm256_fmadd_ps(ba[r], vs, acc[r]);                            \
+                    corr[r] += zs * asum[r * nb + b];                                       \
+                }                                                                           \
+            }                                                                               \
+            for (int r = 0; r < MR; ++r)                                                    \
+                y[r * ldy + n] = (olc_hsum_ps_avx2(acc[r]) - corr[r]) + (bias ? bias[n] : 0.f); \
+        }                                                                                   \
+    }
+OLC_NB_DIRECT_AVX2(1)
+OLC_NB_DIRECT_AVX2(2)
+OLC_NB_DIRECT_AVX2(3)
+OLC_NB_DIRECT_AVX2(4)
+
+#if OLC_HAVE_AVX512
+/* Bytes ahead of the codes in use the direct route asks for: the codes of
+ * large matrices stream from memory. */
+#define OLC_NB_PREFETCH 1024
+
+/* The zero-point term z s sum(a) is summed after the blocks, 16 blocks a
+ * vector (the scales of a column are contiguous). */
+#define OLC_NB_DIRECT_AVX512(MR)                                                            \
+    OLC_TARGET_AVX512 static void olc_nb_direct##MR##_avx512(                               \
+        const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,      \
+        int64_t n1, const float *bias, float *y, int64_t ldy) {                            \
+        const int64_t nb = w->nb, block = w->block;                                         \
+        /* 4-bit: lane j takes byte 4 (j % 4) + j / 4 of the 16 bytes broadcast to     \
+         * each quarter, its low nibble then its high one (a shift, no shuffle;     \
+         * olc_nb_direct orders the activations to match) */                          \
+        const __m512i sh0 = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16,      \
+                                              24, 24, 24, 24);                              \
+        const __m512i sh1 = _mm512_add_epi32(sh0, _mm512_set1_epi32(4));                    \
+        const __m512i m15d = _mm512_set1_epi32(15);                                          \
+        for (int64_t n = n0; n < n1; ++n) {                                                 \
+            const uint8_t *blob = w->b + n * nb * w->blob;                                  \
+            const float *sc = w->scales + n * nb;                                           \
+            __m512 acc[MR];                                                                 \
+            for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();                      \
+            for (int64_t b = 0; b < nb; ++b, blob += w->blob) {                             \
+                const float *x = ap + b * block;                                            \
+                _mm_prefetch((const char *)(blob + OLC_NB_PREFETCH), _MM_HINT_T0);          \
+                __m512 ba[MR];                                                              \
+                for (int r = 0; r < MR; ++r) ba[r] = _mm512_setzero_ps();                   \
+                if (w->bits == 4) {                                                         \
+                    for (int64_t g = 0; g < block; g += 32) {                               \
+                        __m512i v = _mm512_broadcast_i32x4(                                 \
+                            _mm_loadu_si128((const __m128i *)(blob + g / 2)));              \
+                        __m512i c0 = _mm512_and_si512(_mm512_srlv_epi32(v, sh0), m15d);     \
+                        __m512i c1 = _mm512_and_si512(_mm512_srlv_epi32(v, sh1), m15d);     \
+                        __m512 q0 = _mm512_cvtepi32_ps(c0), q1 = _mm512_cvtepi32_ps(c1);    \
+                        for (int r = 0; r < MR; ++r) {                                      \
+                            const float *xr = x + r * kp + g;                               \
+                            ba[r] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(xr), ba[r]);        \
+                            ba[r] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(xr + 16), ba[r]);   \
+                        }                                                                   \
+                    }                                                                       \
+                } else {                                                                    \
+                    for (int64_t g = 0; g < block; g += 16) {                               \
+                        __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(                 \
+                            _mm_loadu_si128((const __m128i *)(blob + g))));                 \
+                        for (int r = 0; r < MR; ++r)                                        \
+                            ba[r] = _mm512_fmadd_ps(q, _mm512_loadu_ps(x + r * kp + g), ba[r]); \
+                    }                                                                       \
+                }                                                                           \
+                __m512 vs = _mm512_set1_ps(sc[b]);                                          \
+                for (int r = 0; r < MR; ++r) acc[r] = _mm512_fmadd_ps(ba[r], vs, acc[r]);   \
+            }                                                                               \
+            __m512 corr[MR];                                                                \
+            for (int r = 0; r < MR; ++r) corr[r] = _mm512_setzero_ps();                     \
+            for (int64_t b = 0; b < nb; b += 16) {                                          \
+                __mmask16 m = nb - b >= 16 ? (__mmask16)0xffff                              \
+                                           : (__mmask16)((1u << (nb - b)) - 1);             \
+                __m512 zs = _mm512_maskz_loadu_ps(m, sc + b);                               \
+                zs = w->zp ? _mm512_mul_ps(zs, _mm512_maskz_loadu_ps(m, w->zp + n * nb + b)) \
+                           : _mm512_mul_ps(zs, _mm512_set1_ps(w->zp_default));              \
+                for (int r = 0; r < MR; ++r)                                                \
+                    corr[r] = _mm512_fmadd_ps(zs, _mm512_maskz_loadu_ps(m, asum + r * nb + b), \
+                                              corr[r]);                                     \
+            }                                                                               \
+            for (int r = 0; r < MR; ++r)                                                    \
+                y[r * ldy + n] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[r], corr[r]))       \
+                                 + (bias ? bias[n] : 0.f);                                  \
+        }                                                                                   \
+    }
+OLC_NB_DIRECT_AVX512(1)
+
+/* One row, 4-bit codes: two columns at a time, so that two independent
+ * chains of block accumulations are in flight and the activations are
+ * loaded once for both (a lone last column takes the generic kernel). */
+OLC_TARGET_AVX512
+static void olc_nb_direct1x2_avx512(const olc_nb_w *w, const float *ap, int64_t kp,
+                                    const float *asum, int64_t n0, int64_t n1, const float *bias,
+                                    float *y, int64_t ldy) {
+    if (w->bits != 4) {
+        olc_nb_direct1_avx512(w, ap, kp, asum, n0, n1, bias, y, ldy);
+        return;
+    }
+    const int64_t nb = w->nb, block = w->block;
+    const __m512i sh0 = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24,
+                                          24);
+    const __m512i sh1 = _mm512_add_epi32(sh0, _mm512_set1_epi32(4));
+    const __m512i m15d = _mm512_set1_epi32(15);
+    int64_t n = n0;
+    for (; n + 2 <= n1; n += 2) {
+        const uint8_t *b0 = w->b + n * nb * w->blob, *b1 = b0 + nb * w->blob;
+        const float *s0 = w->scales + n * nb, *s1 = s0 + nb;
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b, b0 += w->blob, b1 += w->blob) {
+            const float *x = ap + b * block;
+            _mm_prefetch((const char *)(b0 + OLC_NB_PREFETCH), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b1 + OLC_NB_PREFETCH), _MM_HINT_T0);
+            __m512 ba0 = _mm512_setzero_ps(), ba1 = _mm512_setzero_ps();
+            for (int64_t g = 0; g < block; g += 32) {
+                __m512 x0 = _mm512_loadu_ps(x + g), x1 = _mm512_loadu_ps(x + g + 16);
+                __m512i v0 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b0 + g / 2)));
+                __m512i v1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(b1 + g / 2)));
+                __m512i c00 = _mm512_and_si512(_mm512_srlv_epi32(v0, sh0), m15d);
+                __m512i c01 = _mm512_and_si512(_mm512_srlv_epi32(v0, sh1), m15d);
+                __m512i c10 = _mm512_and_si512(_mm512_srlv_epi32(v1, sh0), m15d);
+                __m512i c11 = _mm512_and_si512(_mm512_srlv_epi32(v1, sh1), m15d);
+                __m512 q00 = _mm512_cvtepi32_ps(c00), q01 = _mm512_cvtepi32_ps(c01);
+                __m512 q10 = _mm512_cvtepi32_ps(c10), q11 = _mm512_cvtepi32_ps(c11);
+                ba0 = _mm512_fmadd_ps(q00, x0, _mm512_fmadd_ps(q01, x1, ba0));
+                ba1 = _mm512_fmadd_ps(q10, x0, _mm512_fmadd_ps(q11, x1, ba1));
+            }
+            acc0 = _mm512_fmadd_ps(ba0, _mm512_set1_ps(s0[b]), acc0);
+            acc1 = _mm512_fmadd_ps(ba1, _mm512_set1_ps(s1[b]), acc1);
+        }
+        __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b += 16) {
+            __mmask16 m = nb - b >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - b)) - 1);
+            __m512 x = _mm512_maskz_loadu_ps(m, asum + b);
+            __m512 z0 = w->zp ? _mm512_maskz_loadu_ps(m, w->zp + n * nb + b)
+                              : _mm512_set1_ps(w->zp_default);
+            __m512 z1 = w->zp ? _mm512_maskz_loadu_ps(m, w->zp + (n + 1) * nb + b) : z0;
+            c0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, s0 + b), z0), x, c0);
+            c1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, s1 + b), z1), x, c1);
+        }
+        y[n] = _mm512_reduce_add_ps(_mm512_sub_ps(acc0, c0)) + (bias ? bias[n] : 0.f);
+        y[n + 1] = _mm512_reduce_add_ps(_mm512_sub_ps(acc1, c1)) + (bias ? bias[n + 1] : 0.f);
+    }
+    (void)ldy;
+    if (n < n1) olc_nb_direct1_avx512(w, ap, kp, asum, n, n1, bias, y, ldy);
+}
+OLC_NB_DIRECT_AVX512(2)
+OLC_NB_DIRECT_AVX512(3)
+OLC_NB_DIRECT_AVX512(4)
+OLC_NB_DIRECT_AVX512(5)
+OLC_NB_DIRECT_AVX512(6)
+OLC_NB_DIRECT_AVX512(7)
+OLC_NB_DIRECT_AVX512(8)
+#endif
+#endif
+
+typedef void (*olc_nb_direct_fn)(const olc_nb_w *w, const float *ap, int64_t kp,
+                                 const float *asum, int64_t n0, int64_t n1, const float *bias,
+                                 float *y, int64_t ldy);
+
+/* Row m of the direct route's activations, in the kernels' order (see
+ * olc_nb_direct), and its block sums; 0 when a sum is not finite. */
+static int olc_nb_direct_row(const olc_nb_w *w, const float *x, int lane_order, float *d,
+                             float *asum) {
+    const int64_t K = w->K;
+    int finite = 1;
+    for (int64_t b = 0; b < w->nb; ++b) {
+        float sum = 0.f;
+        for (int64_t p = 0; p < w->block; ++p) {
+            int64_t k = b * w->block + p;
+            float v = k < K ? x[k] : 0.f;
+            int64_t pos = k;
+            if (w->bits == 4) { /* the order the kernel's lanes take the codes */
+                int64_t kk = k & 31, byte = kk >> 1;
+                pos = (k - kk) + 16 * (kk & 1) +
+                      (lane_order ? 4 * (byte & 3) + (byte >> 2) : byte);
+            }
+            d[pos] = v;
+            sum += v;
+        }
+        asum[b] = sum;
+        if (!(sum - sum == 0.f)) finite = 0;
+    }
+    return finite;
+}
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* The same for the AVX-512 kernels, 32 elements a step (blocks that end
+ * past K take the portable loop). */
+OLC_TARGET_AVX512
+static int olc_nb_direct_row_avx512(const olc_nb_w *w, const float *x, float *d, float *asum) {
+    const int64_t K = w->K, block = w->block;
+    const int four = w->bits == 4;
+    /* even k of byte 4 (j % 4) + j / 4 in lane j, then the odd ones */
+    const __m512i ie = _mm512_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26, 4, 12, 20, 28, 6, 14, 22,
+                                         30);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    int finite = 1;
+    for (int64_t b = 0; b < w->nb; ++b) {
+        int64_t k0 = b * block;
+        if (k0 + block > K) { /* the padded last block */
+            olc_nb_w one = *w;
+            one.nb = 1;
+            one.K = K - k0;
+            finite &= olc_nb_direct_row(&one, x + k0, 1, d + k0, asum + b);
+            continue;
+        }
+        __m512 vs = _mm512_setzero_ps();
+        for (int64_t k = k0; k < k0 + block; k += 32) {
+            __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+            vs = _mm512_add_ps(vs, _mm512_add_ps(x0, x1));
+            if (four) {
+                _mm512_storeu_ps(d + k, _mm512_permutex2var_ps(x0, ie, x1));
+                _mm512_storeu_ps(d + k + 16, _mm512_permutex2var_ps(x0, io, x1));
+            } else {
+                _mm512_storeu_ps(d + k, x0);
+                _mm512_storeu_ps(d + k + 16, x1);
+            }
+        }
+        float sum = _mm512_reduce_add_ps(vs);
+        asum[b] = sum;
+        if (!(sum - sum == 0.f)) finite = 0;
+    }
+    return finite;
+}
+#endif
+
+/* Columns a thread takes at a time on the direct route. */
+#define OLC_NB_DIRECT_COLS 8
+
+/* The direct route: returns 0, -1 out of memory, 1 when an activation block
+ * sums to a value that is not finite (the caller keeps per-element float
+ * semantics with the panels). */
+static int olc_nb_direct(const olc_nb_w *w, const float *a, int64_t M, const float *bias,
+                         float *y, int level, int nthreads) {
+    /* rows a pass: 4 in AVX2's 16 registers, 8 in AVX-512's 32 */
+    olc_nb_direct_fn fns[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    int group = 4;
+#if OLC_X86
+    level = olc_build_level(level);
+    if (level == OLC_AVX2) {
+        fns[0] = olc_nb_direct1_avx2; fns[1] = olc_nb_direct2_avx2;
+        fns[2] = olc_nb_direct3_avx2; fns[3] = olc_nb_direct4_avx2;
+    }
+#if OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) {
+        fns[0] = olc_nb_direct1x2_avx512; fns[1] = olc_nb_direct2_avx512;
+        fns[2] = olc_nb_direct3_avx512; fns[3] = olc_nb_direct4_avx512;
+        fns[4] = olc_nb_direct5_avx512; fns[5] = olc_nb_direct6_avx512;
+        fns[6] = olc_nb_direct7_avx512; fns[7] = olc_nb_direct8_avx512;
+        group = 8;
+    }
+#endif
+#endif
+    if (M < 1 || !fns[0]) return -1;
+    /* AVX-512 widens codes with per-lane shifts of a 16-byte broadcast, so
+     * lane j holds byte 4 (j % 4) + j / 4; AVX2 widens bytes in order */
+    const int lane_order = group == 8;
+    const int64_t K = w->K, nb = w->nb, kp = nb * w->block, N = w->N;
+    float *ap = (float *)malloc((size_t)(M * kp + M * nb) * sizeof(float));
+    if (!ap) return -1;
+    float *asum = ap + M * kp;
+    int finite = 1;
+    for (int64_t m = 0; m < M; ++m) {
+#if OLC_X86 && OLC_HAVE_AVX512
+        if (lane_order && w->block >= 32) {
+            finite &= olc_nb_direct_row_avx512(w, a + m * K, ap + m * kp, asum + m * nb);
+            continue;
+        }
+#endif
+        finite &= olc_nb_direct_row(w, a + m * K, lane_order, ap + m * kp, asum + m * nb);
+    }
+    if (!finite) {
+        free(ap);
+        return 1;
+    }
+    const int64_t chunks = (N + OLC_NB_DIRECT_COLS - 1) / OLC_NB_DIRECT_COLS;
+    if (chunks < nthreads) nthreads = (int)chunks;
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+        int64_t n0 = c * OLC_NB_DIRECT_COLS;
+        int64_t n1 = n0 + OLC_NB_DIRECT_COLS < N ? n0 + OLC_NB_DIRECT_COLS : N;
+        for (int64_t m = 0; m < M; m += group) {
+            int mr = (int)(M - m < group ? M - m : group);
+            fns[mr - 1](w, ap + m * kp, kp, asum + m * nb, n0, n1, bias, y + m * N, N);
+        }
+    }
+    free(ap);
+    return 0;
+}
+
+/* ---- panels for the float GEMM's micro-kernels ----
+ * A tile of NR columns (the GEMM's panel width) and up to OLC_NB_GEMM_MB
+ * rows; each chunk of OLC_NB_GEMM_KC reduction elements is decoded column by
+ * column, transposed to the GEMM's packed layout (kc rows of NR floats) and
+ * multiplied with rows of A read in place, into a tile of C of its own
+ * (rows of y lie N floats apart: for large N, those strides alias in the
+ * caches) copied to y at the end. */
+#define OLC_NB_GEMM_MB 144
+#define OLC_NB_GEMM_KC 128
+#define OLC_NB_GEMM_PANELS 2 /* GEMM panels a tile: rows of A are read once for both */
+
+static int64_t olc_nb_gemm_scratch(int level) {
+    olc_sgemm_cfg cfg;
+    olc_sgemm_config(level, &cfg);
+    int64_t tw = OLC_NB_GEMM_PANELS * cfg.nr;
+    return (2 * tw * OLC_NB_GEMM_KC + OLC_NB_GEMM_MB * tw) * 4;
+}
+
+static void olc_nb_transpose(int level, const float *src, int64_t lds, int nc, int64_t kc,
+                             float *dst, int nr) {
+    int64_t k0 = 0;
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512)
+        for (; k0 + 16 <= kc; k0 += 16)
+            for (int c = 0; c + 16 <= nc; c += 16)
+                olc_transpose16_avx512(src + c * lds + k0, lds, dst + k0 * nr + c, nr);
+    int cdone = level >= OLC_AVX512 ? nc & ~15 : 0;
+#else
+    int cdone = 0;
+    (void)level;
+#endif
+    for (int64_t k = 0; k < kc; ++k) {
+        int c = k < k0 ? cdone : 0;
+        for (; c < nc; ++c) dst[k * nr + c] = src[c * lds + k];
+        for (; c < nr; ++c) dst[k * nr + c] = 0.f;
+    }
+}
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* 16 columns x 16 k of 2, 4 or 8-bit codes (k0 a multiple of 16) decoded and
+ * transposed in registers: dst[k * ldd + c] = (q[n0 + c, k0 + k] - z) * s
+ * for k < 16, c < 16 (columns past nc give zeros). */
+OLC_TARGET_AVX512
+static void olc_nb_decode16x16_avx512(const olc_nb_w *w, int64_t n0, int nc, int64_t k0,
+                                      float *dst, int64_t ldd) {
+    __m512 r[16];
+    const int64_t b = k0 / w->block, p = k0 - b * w->block;
+    for (int c = 0; c < 16; ++c) {
+        if (c >= nc) {
+            r[c] = _mm512_setzero_ps();
+            continue;
+        }
+        int64_t n = n0 + c;
+        const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+        float s = w->scales[n * w->nb + b];
+        float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
+        __m512 q = _mm512_cvtepi32_ps(olc_nb_codes16_512(blob, w->bits, p));
+        r[c] = _mm512_fmadd_ps(q, _mm512_set1_ps(s), _mm512_set1_ps(-z * s));
+    }
+    olc_transpose16_regs_avx512(r);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
+}
+#endif
+
+/* ---- a layout prepared for the GEMM panels (constant 4/8-bit weights) ----
+ * The panels want, for each k, consecutive columns side by side; B holds
+ * each column's k side by side.  Prepared once, row k of a group of 16
+ * columns is 16 codes, 8 bytes for 4 bits, 16 for 8 bits, placed where a
+ * per-lane shift of the row broadcast to a register finds them: for 4 bits
+ * (a 64-bit broadcast) column c at byte 4 (c % 2) + c / 4, nibble (c / 2) % 2,
+ * i.e. bits 4 (c / 2) of 32-bit half c % 2; for 8 bits (a 128-bit broadcast)
+ * column c at byte 4 (c % 4) + c / 4.  The scales s and offsets -z s of a
+ * block are 16 floats.  A panel row is then one broadcast load, a shift, a
+ * mask, a conversion and one FMA.  Columns past N have code, scale and
+ * offset 0. */
+
+static int64_t olc_nb_rows_bytes(const olc_nb_w *w) {
+    return (w->N + 15) / 16 * w->nb * w->block * (w->bits == 4 ? 8 : 16);
+}
+
+static int64_t olc_nb_rows_params(const olc_nb_w *w) { return (w->N + 15) / 16 * w->nb * 16; }
+
+static void olc_nb_prepare_rows(const olc_nb_w *w, uint8_t *rows, float *rscales, float *roffs) {
+    const int64_t groups = (w->N + 15) / 16, kp = w->nb * w->block;
+    const int rb = w->bits == 4 ? 8 : 16;
+    memset(rows, 0, (size_t)olc_nb_rows_bytes(w));
+    for (int64_t g = 0; g < groups; ++g)
+        for (int c = 0; c < 16; ++c) {
+            int64_t n = g * 16 + c;
+            for (int64_t b = 0; b < w->nb; ++b) {
+                float s = 0.f, z = 0.f;
+                if (n < w->N) {
+                    s = w->scales[n * w->nb + b];
+                    z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
+                    const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+                    for (int64_t p = 0; p < w->block && b * w->block + p < w->K; ++p) {
+                        unsigned q = olc_nb_code(blob, w->bits, p);
+                        uint8_t *row = rows + (g * kp + b * w->block + p) * rb;
+                        if (rb == 8)
+                            row[4 * (c % 2) + c / 4] |= (uint8_t)(q << (4 * ((c / 2) % 2)));
+                        else
+                            row[4 * (c % 4) + c / 4] = (uint8_t)q;
+                    }
+                }
+                rscales[(g * w->nb + b) * 16 + c] = s;
+                roffs[(g * w->nb + b) * 16 + c] = -z * s;
+            }
+        }
+}
+
+#if OLC_X86
+/* Panel rows k0..k0+kc of columns n0..n0+nr (n0 a multiple of 16) from the
+ * prepared layout; groups past N give zeros. */
+OLC_TARGET_AVX2
+static void olc_nb_rows_panel_avx2(const olc_nb_w *w, int64_t n0, int64_t k0, int64_t kc,
+                                   float *dst, int nr) {
+    const int64_t kp = w->nb * w->block;
+    const int four = w->bits == 4;
+    /* shifts of columns 0-7 and 8-15 (see the layout above) */
+    const __m256i sh0 = four ? _mm256_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12)
+                             : _mm256_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8);
+    const __m256i sh1 = _mm256_add_epi32(sh0, _mm256_set1_epi32(16));
+    const __m256i mask = _mm256_set1_epi32(four ? 15 : 255);
+    for (int c0 = 0; c0 < nr; c0 += 16) {
+        int64_t g = (n0 + c0) / 16;
+        if (n0 + c0 >= w->N) {
+            for (int64_t k = 0; k < kc; ++k) memset(dst + k * nr + c0, 0, 16 * sizeof(float));
+            continue;
+        }
+        for (int64_t k = 0; k < kc;) {
+            int64_t b = (k0 + k) / w->block, end = (b + 1) * w->block - k0;
+            if (end > kc) end = kc;
+            const float *sp = w->rscales + (g * w->nb + b) * 16;
+            const float *op = w->roffs + (g * w->nb + b) * 16;
+            __m256 s0 = _mm256_loadu_ps(sp), s1 = _mm256_loadu_ps(sp + 8);
+            __m256 o0 = _mm256_loadu_ps(op), o1 = _mm256_loadu_ps(op + 8);
+            for (; k < end; ++k) {
+                __m256i v;
+                if (four) {
+                    int64_t x;
+                    memcpy(&x, w->rows + (g * kp + k0 + k) * 8, 8);
+                    v = _mm256_set1_epi64x(x);
+                } else {
+                    v = _mm256_broadcastsi128_si256(
+                        _mm_loadu_si128((const __m128i *)(w->rows + (g * kp + k0 + k) * 16)));
+                }
+                __m256 q0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(v, sh0), mask));
+                __m256 q1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(v, sh1), mask));
+                _mm256_storeu_ps(dst + k * nr + c0, _mm256_fmadd_ps(q0, s0, o0));
+                _mm256_storeu_ps(dst + k * nr + c0 + 8, _mm256_fmadd_ps(q1, s1, o1));
+            }
+        }
+    }
+}
+
+#if OLC_HAVE_AVX512
+OLC_TARGET_AVX512
+static void olc_nb_rows_panel_avx512(const olc_nb_w *w, int64_t n0, int64_t k0, int64_t kc,
+                                     float *dst, int nr) {
+    const int64_t kp = w->nb * w->block;
+    const int four = w->bits == 4;
+    const __m512i sh = four ? _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24,
+                                                24, 28, 28)
+                            : _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24,
+                                                24, 24, 24);
+    const __m512i mask = _mm512_set1_epi32(four ? 15 : 255);
+    for (int c0 = 0; c0 < nr; c0 += 16) {
+        int64_t g = (n0 + c0) / 16;
+        if (n0 + c0 >= w->N) {
+            for (int64_t k = 0; k < kc; ++k)
+                _mm512_storeu_ps(dst + k * nr + c0, _mm512_setzero_ps());
+            continue;
+        }
+        const uint8_t *rows = w->rows + g * kp * (four ? 8 : 16);
+        for (int64_t k = 0; k < kc;) {
+            int64_t b = (k0 + k) / w->block, end = (b + 1) * w->block - k0;
+            if (end > kc) end = kc;
+            __m512 s = _mm512_loadu_ps(w->rscales + (g * w->nb + b) * 16);
+            __m512 o = _mm512_loadu_ps(w->roffs + (g * w->nb + b) * 16);
+            if (four) {
+                for (; k < end; ++k) {
+                    int64_t x;
+                    memcpy(&x, rows + (k0 + k) * 8, 8);
+                    __m512i v = _mm512_set1_epi64(x);
+                    __m512i c = _mm512_and_si512(_mm512_srlv_epi32(v, sh), mask);
+                    _mm512_storeu_ps(dst + k * nr + c0,
+                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, o));
+                }
+            } else {
+                for (; k < end; ++k) {
+                    __m512i v = _mm512_broadcast_i32x4(
+                        _mm_loadu_si128((const __m128i *)(rows + (k0 + k) * 16)));
+                    __m512i c = _mm512_and_si512(_mm512_srlv_epi32(v, sh), mask);
+                    _mm512_storeu_ps(dst + k * nr + c0,
+                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, o));
+                }
+            }
+        }
+    }
+}
+#endif
+#endif
+
+/* One GEMM panel: columns n0..n0+nc (nc <= nr) and k0..k0+kc decoded into
+ * dst[k * nr + c] (columns past nc zero; rows up to kc rounded to 16 may be
+ * written).  tmp holds nr * KC floats. */
+static void olc_nb_panel_for_gemm(const olc_nb_w *w, int level, olc_nb_decode_fn decode,
+                                  int64_t n0, int nc, int64_t k0, int64_t kc, float *tmp,
+                                  float *dst, int nr) {
+#if OLC_X86
+    if (w->rows && level >= OLC_AVX2 && nr % 16 == 0 && n0 % 16 == 0) {
+#if OLC_HAVE_AVX512
+        if (level >= OLC_AVX512) {
+            olc_nb_rows_panel_avx512(w, n0, k0, kc, dst, nr);
+            return;
+        }
+#endif
+        olc_nb_rows_panel_avx2(w, n0, k0, kc, dst, nr);
+        return;
+    }
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512 && w->bits != 3 && nr % 16 == 0) {
+        for (int c0 = 0; c0 < nr; c0 += 16)
+            for (int64_t k = 0; k < kc; k += 16)
+                olc_nb_decode16x16_avx512(w, n0 + c0, nc - c0, k0 + k, dst + k * nr + c0, nr);
+        return;
+    }
+#endif
+    for (int c = 0; c < nc; ++c) decode(w, n0 + c, k0, k0 + kc, tmp + c * OLC_NB_GEMM_KC);
+    olc_nb_transpose(level, tmp, OLC_NB_GEMM_KC, nc, kc, dst, nr);
+}
+
+static int olc_nb_gemm(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
+                       int level, int nthreads) {
+    olc_sgemm_cfg cfg;
+    level = olc_build_level(level);
+    olc_sgemm_config(level, &cfg);
+    olc_nb_decode_fn decode = olc_nb_decode_scalar;
+#if OLC_X86
+    if (level == OLC_AVX2) decode = olc_nb_decode_avx2;
+#if OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) decode = olc_nb_decode_avx512;
+#endif
+#endif
+    const int nr = cfg.nr, mr = cfg.mr, tw = OLC_NB_GEMM_PANELS * cfg.nr;
+    const int64_t K = w->K, N = w->N, KC = OLC_NB_GEMM_KC;
+    const int64_t ct = (N + tw - 1) / tw, mt = (M + OLC_NB_GEMM_MB - 1) / OLC_NB_GEMM_MB;
+    const int64_t tiles = ct * mt;
+    int failed = 0;
+    if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+        float *tmp = (float *)aligned_alloc(64, (size_t)olc_nb_gemm_scratch(level));
+        float *panels = tmp ? tmp + tw * KC : NULL;
+        float *ctile = tmp ? panels + tw * KC : NULL;
+        if (!tmp) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tiles; ++t) {
+            if (!tmp) continue;
+            int64_t m0 = (t / ct) * OLC_NB_GEMM_MB, n0 = (t % ct) * tw;
+            int64_t m1 = m0 + OLC_NB_GEMM_MB < M ? m0 + OLC_NB_GEMM_MB : M;
+            int nc = (int)(N - n0 < tw ? N - n0 : tw);
+            int np = (nc + nr - 1) / nr;
+            for (int64_t k0 = 0; k0 < K; k0 += KC) {
+                int64_t kc = K - k0 < KC ? K - k0 : KC;
+                for (int p = 0; p < np; ++p) {
+                    int pc = nc - p * nr < nr ? nc - p * nr : nr;
+                    olc_nb_panel_for_gemm(w, level, decode, n0 + p * nr, pc, k0, kc, tmp,
+                                          panels + p * nr * KC, nr);
+                }
+                /* each group of rows meets every panel while it is in L1 */
+                for (int64_t m = m0; m < m1; m += mr) {
+                    int rows = (int)(m1 - m < mr ? m1 - m : mr);
+                    for (int p = 0; p < np; ++p)
+                        cfg.direct[rows](kc, a + m * K + k0, K, panels + p * nr * KC,
+                                         ctile + (m - m0) * tw + p * nr, tw, 1.0f, k0 > 0, nr);
+                }
+            }
+            /* the first chunk stored its sums: the bias joins on the way out */
+            for (int64_t m = m0; m < m1; ++m) {
+                const float *src = ctile + (m - m0) * tw;
+                float *dst = y + m * N + n0;
+                if (bias)
+                    for (int c = 0; c < nc; ++c) dst[c] = src[c] + bias[n0 + c];
+                else
+                    memcpy(dst, src, (size_t)nc * sizeof(float));
+            }
+        }
+        free(tmp);
+    }
+    return failed ? -1 : 0;
+}
+
+/* Scratch bytes of one call on M rows with nthreads threads. */
+static int64_t olc_nb_scratch(const olc_nb_w *w, int64_t M, int level, int nthreads) {
+    switch (olc_nb_route(w, M, level)) {
+    case OLC_NB_ROUTE_DIRECT: return M * (w->nb * w->block + w->nb) * 4;
+    case OLC_NB_ROUTE_GEMM: return olc_nb_gemm_scratch(level) * nthreads;
+    default: return olc_nb_panel_scratch() * nthreads;
+    }
+}
+
+/* The float engine on its route: 0, or -1 when out of memory. */
+static int olc_nb_float(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
+                        int level, int nthreads, int *route) {
+    *route = olc_nb_route(w, M, level);
+    if (*route == OLC_NB_ROUTE_DIRECT) {
+        int status = olc_nb_direct(w, a, M, bias, y, level, nthreads);
+        if (status <= 0) return status;
+        *route = OLC_NB_ROUTE_DOT; /* not finite: element by element */
+    }
+    if (*route == OLC_NB_ROUTE_GEMM) return olc_nb_gemm(w, a, M, bias, y, level, nthreads);
+    return olc_nb_panel(w, a, M, bias, y, level, nthreads);
+}
+
+/* ---- the int8 engine ---- */
+
+/* The int8 engine's kind at a SIMD level: the kinds are numbered as the
+ * levels (VNNI where the CPU has it and the level allows it). */
+static int olc_q8_kind(int level) { return olc_int8_level(level); }
+
+/* Prepared weights, in tiles of 16 columns and blocks of `block` codes:
+ * 8-bit (and 2/3-bit) codes one a byte, [tiles][nb][block / 4][16][4]
+ * (column c of a tile holds its codes k..k+3 side by side); 4-bit codes
+ * stay 4 bits, [tiles][nb][block / 8][16][4] bytes whose low nibbles are
+ * codes k..k+3 and high nibbles k+4..k+7 (a mask gives the first quad, a
+ * shift the second).  Scales float and zero points uint8 [tiles][nb][16];
+ * padded columns and codes past K are 0. */
+typedef struct {
+    const uint8_t *codes;
+    const float *scales;
+    const uint8_t *zp;
+    int64_t K, N, nb, block, tiles;
+    int split;   /* codes above 127: vpmaddubsw needs the high-bit split */
+    int packed4; /* 4-bit codes, two a byte */
+} olc_q8_w;
+
+static int64_t olc_q8_tiles(int64_t N) { return (N + OLC_Q8_NR - 1) / OLC_Q8_NR; }
+
+/* Bytes of the prepared codes of one (tile, block). */
+static int64_t olc_q8_block_bytes(int64_t block, int packed4) {
+    return packed4 ? block * OLC_Q8_NR / 2 : block * OLC_Q8_NR;
+}
+
+/* Fills the prepared arrays from the packed codes of w (its scales and
+ * zero points, integers here, are re-laid out; zp NULL means zp_default).
+ * The prepared blocks have ablock codes (a divisor of w->block): each
+ * weight block's scale and zero point repeat over its sub-blocks. */
+static void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, float *scales,
+                           uint8_t *zp) {
+    const int64_t tiles = olc_q8_tiles(w->N), per = w->block / ablock, nba = w->nb * per;
+    const int packed4 = w->bits == 4;
+    const int64_t bb = olc_q8_block_bytes(ablock, packed4);
+    for (int64_t t = 0; t < tiles; ++t)
+        for (int64_t ba = 0; ba < nba; ++ba) {
+            int64_t b = ba / per, p0 = (ba % per) * ablock;
+            uint8_t *dst = codes + (t * nba + ba) * bb;
+            float *sd = scales + (t * nba + ba) * OLC_Q8_NR;
+            uint8_t *zd = zp + (t * nba + ba) * OLC_Q8_NR;
+            int64_t valid = w->K - ba * ablock;
+            valid = valid < 0 ? 0 : valid > ablock ? ablock : valid;
+            memset(dst, 0, (size_t)bb);
+            for (int c = 0; c < OLC_Q8_NR; ++c) {
+                int64_t n = t * OLC_Q8_NR + c;
+                if (n >= w->N) {
+                    sd[c] = 0.f;
+                    zd[c] = 0;
+                    continue;
+                }
+                const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
+                for (int64_t p = 0; p < valid; ++p) {
+                    unsigned q = olc_nb_code(blob, w->bits, p0 + p);
+                    if (packed4)
+                        dst[(p >> 3) * 4 * OLC_Q8_NR + c * 4 + (p & 3)] |=
+                            (uint8_t)(q << ((p & 4) ? 4 : 0));
+                    else
+                        dst[(p >> 2) * 4 * OLC_Q8_NR + c * 4 + (p & 3)] = (uint8_t)q;
+                }
+                sd[c] = w->scales[n * w->nb + b];
+                zd[c] = (uint8_t)(w->zp ? w->zp[n * w->nb + b] : w->zp_default);
+            }
+        }
+}
+
+/* Quantizes rows [m0, m1) of a[M, K] block by block: qa [M][nb * block]
+ * (zeros past K), scales sa [M][nb], sums [M][nb].  Returns 1 when a block
+ * holds a value that is not finite (the caller then keeps float
+ * semantics), else 0. */
+static int olc_q8_quantize(const float *a, int64_t K, int64_t nb, int64_t block, int64_t m0,
+                           int64_t m1, int8_t *qa, float *sa, int32_t *sums) {
+    int bad = 0;
+    for (int64_t m = m0; m < m1; ++m)
+        for (int64_t b = 0; b < nb; ++b) {
+            const float *x = a + m * K + b * block;
+            int64_t len = K - b * block;
+            len = len < 0 ? 0 : len > block ? block : len;
+            float amax = 0.f;
+            for (int64_t p = 0; p < len; ++p) {
+                float v = fabsf(x[p]);
+                amax = v > amax ? v : amax;
+                if (!(v <= 3.4028235e38f)) bad = 1;
+            }
+            float inv = amax != 0.f ? 127.f / amax : 0.f;
+            int8_t *q = qa + m * nb * block + b * block;
+            int32_t sum = 0;
+            for (int64_t p = 0; p < len; ++p) {
+                /* round half to even, as vcvtps2dq does: |x * inv| <= 127 */
+                int v = (int)((x[p] * inv + 12582912.f) - 12582912.f);
+                q[p] = (int8_t)v;
+                sum += v;
+            }
+            for (int64_t p = len; p < block; ++p) q[p] = 0;
+            sa[m * nb + b] = amax / 127.f;
+            sums[m * nb + b] = sum;
+        }
+    return bad;
+}
+
+#if OLC_X86
+/* The same quantization, 8 (AVX2) or 16 (AVX-512) values a step, for
+ * whole blocks (a last block cut by K takes the portable loop); the
+ * products and their rounding (vcvtps2dq: to nearest, ties to even) are
+ * those of the portable loop, so the codes are identical. */
+OLC_TARGET_AVX2
+static int olc_q8_quantize_avx2(const float *a, int64_t K, int64_t nb, int64_t block, int64_t m,
+                                int8_t *qa, float *sa, int32_t *sums) {
+    const __m256 sign = _mm256_set1_ps(-0.f), big = _mm256_set1_ps(3.4028235e38f);
+    int bad = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        if ((b + 1) * block > K) {
+            bad |= olc_q8_quantize(a + m * K + b * block, K - b * block, 1, block, 0, 1,
+                                   qa + m * nb * block + b * block, sa + m * nb + b,
+                                   sums + m * nb + b);
+            continue;
+        }
+        const float *x = a + m * K + b * block;
+        __m256 vmax = _mm256_setzero_ps();
+        int nonfinite = 0;
+        for (int64_t p = 0; p < block; p += 8) {
+            __m256 v = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + p));
+            nonfinite |= _mm256_movemask_ps(_mm256_cmp_ps(v, big, _CMP_NLE_UQ));
+            vmax = _mm256_max_ps(vmax, v);
+        }
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        __m256 inv = _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+        __m256i vsum = _mm256_setzero_si256();
+        int8_t *q = qa + m * nb * block + b * block;
+        for (int64_t p = 0; p < block; p += 8) {
+            __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + p), inv));
+            vsum = _mm256_add_epi32(vsum, c);
+            __m128i c16 =
+                _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+            _mm_storel_epi64((__m128i *)(q + p), _mm_packs_epi16(c16, c16));
+        }
+        __m128i s4 =
+            _mm_add_epi32(_mm256_castsi256_si128(vsum), _mm256_extracti128_si256(vsum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        sa[m * nb + b] = amax / 127.f;
+        sums[m * nb + b] = _mm_cvtsi128_si32(s4);
+        bad |= nonfinite != 0;
+    }
+    return bad;
+}
+
+#if OLC_HAVE_AVX512
+OLC_TARGET_AVX512
+static int olc_q8_quantize_avx512(const float *a, int64_t K, int64_t nb, int64_t block,
+                                  int64_t m, int8_t *qa, float *sa, int32_t *sums) {
+    const __m512 big = _mm512_set1_ps(3.4028235e38f);
+    int bad = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        if ((b + 1) * block > K) {
+            bad |= olc_q8_quantize(a + m * K + b * block, K - b * block, 1, block, 0, 1,
+                                   qa + m * nb * block + b * block, sa + m * nb + b,
+                                   sums + m * nb + b);
+            continue;
+        }
+        const float *x = a + m * K + b * block;
+        __m512 vmax = _mm512_setzero_ps();
+        __mmask16 nonfinite = 0;
+        for (int64_t p = 0; p < block; p += 16) {
+            __m512 v = _mm512_abs_ps(_mm512_loadu_ps(x + p));
+            nonfinite |= _mm512_cmp_ps_mask(v, big, _CMP_NLE_UQ);
+            vmax = _mm512_max_ps(vmax, v);
+        }
+        float amax = _mm512_reduce_max_ps(vmax);
+        __m512 inv = _mm512_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+        __m512i vsum = _mm512_setzero_si512();
+        int8_t *q = qa + m * nb * block + b * block;
+        for (int64_t p = 0; p < block; p += 16) {
+            __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + p), inv));
+            vsum = _mm512_add_epi32(vsum, c);
+            _mm_storeu_si128((__m128i *)(q + p), _mm512_cvtepi32_epi8(c));
+        }
+        sa[m * nb + b] = amax / 127.f;
+        sums[m * nb + b] = _mm512_reduce_add_epi32(vsum);
+        bad |= nonfinite != 0;
+    }
+    return bad;
+}
+#endif
+#endif
+
+static inline int32_t olc_q8_load4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* One tile of 16 columns times MR rows: y[r, c] = bias[c] + sum over blocks
+ * of sa[r, b] s[c, b] (dot(qa[r, b], q[c, b]) - z[c, b] sum(qa[r, b])).
+ * nc of the 16 columns are stored. */
+#define OLC_Q8_KERNEL_SCALAR(MR)                                                            \
+    static void olc_q8_tile##MR##_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa,    \
+                                         const float *sa, const int32_t *sums,              \
+                                         const float *bias, int nc, float *y, int64_t ldy) { \
+        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
+        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
+        float acc[MR][OLC_Q8_NR];                                                           \
+        for (int r = 0; r < MR; ++r)                                                        \
+            for (int c = 0; c < OLC_Q8_NR; ++c) acc[r][c] = 0.f;                            \
+        for (int64_t b = 0; b < nb; ++b) {                                                  \
+            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
+            const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;                          \
+            const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;                            \
+            for (int r = 0; r < MR; ++r) {                                                  \
+                const int8_t *x = qa + r * kp + b * block;                                  \
+                int32_t dot[OLC_Q8_NR];                                                     \
+                for (int c = 0; c < OLC_Q8_NR; ++c) dot[c] = 0;                             \
+                for (int64_t p = 0; p < block; p += 4)                                      \
+                    for (int c = 0; c < OLC_Q8_NR; ++c) {                                   \
+                        const uint8_t *qc;                                                  \
+                        int sh = 0;                                                         \
+                        if (w->packed4) {                                                   \
+                            qc = q + (p >> 3) * 4 * OLC_Q8_NR + c * 4;                      \
+                            sh = (p & 4) ? 4 : 0;                                           \
+                        } else {                                                            \
+                            qc = q + p * OLC_Q8_NR + c * 4;                                 \
+                        }                                                                   \
+                        int32_t d = 0;                                                      \
+                        for (int i = 0; i < 4; ++i)                                         \
+                            d += (int32_t)(w->packed4 ? (qc[i] >> sh) & 15 : qc[i]) * x[p + i]; \
+                        dot[c] += d;                                                        \
+                    }                                                                       \
+                float f = sa[r * nb + b];                                                   \
+                int32_t sum = sums[r * nb + b];                                             \
+                for (int c = 0; c < OLC_Q8_NR; ++c)                                         \
+                    acc[r][c] += (float)(dot[c] - (int32_t)z[c] * sum) * (s[c] * f);        \
+            }                                                                               \
+        }                                                                                   \
+        for (int r = 0; r < MR; ++r)                                                        \
+            for (int c = 0; c < nc; ++c)                                                    \
+                y[r * ldy + c] = acc[r][c] + (bias ? bias[c] : 0.f);                        \
+    }
+OLC_Q8_KERNEL_SCALAR(1)
+OLC_Q8_KERNEL_SCALAR(2)
+OLC_Q8_KERNEL_SCALAR(3)
+OLC_Q8_KERNEL_SCALAR(4)
+
+#if OLC_X86
+/* AVX2: the 16 columns as two halves of 8; u8 x s8 pairs through
+ * vpmaddubsw then vpmaddwd with ones (the high-bit split for 8-bit codes;
+ * 4-bit products of two quads fit one int16 sum: 4 x 15 x 127). */
+static inline OLC_TARGET_AVX2 __m256i olc_q8_dot_avx2(__m256i acc, __m256i v, __m256i x,
+                                                      int split) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (split) {
+        __m256i vl = _mm256_and_si256(v, _mm256_set1_epi8(0x7f));
+        __m256i vh = _mm256_and_si256(v, _mm256_set1_epi8((char)0x80));
+        return _mm256_add_epi32(acc, _mm256_add_epi32(
+                                         _mm256_madd_epi16(_mm256_maddubs_epi16(vl, x), ones),
+                                         _mm256_madd_epi16(_mm256_maddubs_epi16(vh, x), ones)));
+    }
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(v, x), ones));
+}
+
+#define OLC_Q8_KERNEL_AVX2(MR)                                                              \
+    OLC_TARGET_AVX2 static void olc_q8_tile##MR##_avx2(                                     \
+        const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,                    \
+        const int32_t *sums, const float *bias, int nc, float *y, int64_t ldy) {            \
+        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
+        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
+        const __m256i m15 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);              \
+        __m256 acc[MR][2];                                                                  \
+        for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();           \
+        for (int64_t b = 0; b < nb; ++b) {                                                  \
+            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
+            const int8_t *x0 = qa + b * block;                                              \
+            __m256i dot[MR][2];                                                             \
+            for (int r = 0; r < MR; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();    \
+            if (w->packed4) {                                                               \
+                for (int64_t p = 0; p < block; p += 8)                                      \
+                    for (int h = 0; h < 2; ++h) {                                           \
+                        __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 8 + h * 32)); \
+                        __m256i lo = _mm256_and_si256(v, m15);                              \
+                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);        \
+                        for (int r = 0; r < MR; ++r) {                                      \
+                            __m256i xl = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));  \
+                            __m256i xh = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p + 4)); \
+                            __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl),    \
+                                                           _mm256_maddubs_epi16(hi, xh));   \
+                            dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(s16, ones)); \
+                        }                                                                   \
+                    }                                                                       \
+            } else {                                                                        \
+                for (int64_t p = 0; p < block; p += 4)                                      \
+                    for (int h = 0; h < 2; ++h) {                                           \
+                        __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 16 + h * 32)); \
+                        for (int r = 0; r < MR; ++r) {                                      \
+                            __m256i x = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));   \
+                            dot[r][h] = olc_q8_dot_avx2(dot[r][h], v, x, w->split);         \
+                        }                                                                   \
+                    }                                                                       \
+            }                                                                               \
+            const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;                          \
+            const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;                            \
+            for (int h = 0; h < 2; ++h) {                                                   \
+                __m256 vs = _mm256_loadu_ps(s + 8 * h);                                     \
+                __m256i vz = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(z + 8 * h))); \
+                for (int r = 0; r < MR; ++r) {                                              \
+                    __m256i d = _mm256_sub_epi32(                                           \
+                        dot[r][h], _mm256_mullo_epi32(vz, _mm256_set1_epi32(sums[r * nb + b]))); \
+                    __m256 f = _mm256_mul_ps(vs, _mm256_set1_ps(sa[r * nb + b]));           \
+                    acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), f, acc[r][h]);       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (int r = 0; r < MR; ++r) {                                                      \
+            float out[OLC_Q8_NR];                                                           \
+            _mm256_storeu_ps(out, acc[r][0]);                                               \
+            _mm256_storeu_ps(out + 8, acc[r][1]);                                           \
+            for (int c = 0; c < nc; ++c) y[r * ldy + c] = out[c] + (bias ? bias[c] : 0.f);  \
+        }                                                                                   \
+    }
+OLC_Q8_KERNEL_AVX2(1)
+OLC_Q8_KERNEL_AVX2(2)
+OLC_Q8_KERNEL_AVX2(3)
+OLC_Q8_KERNEL_AVX2(4)
+
+#if OLC_HAVE_AVX512
+/* AVX-512: one register holds the tile's 16 columns x 4 k.  A row keeps
+ * four int32 accumulators, so that at M = 1 four products are in flight
+ * (a chain of vpdpbusd on one register waits its 5-cycle latency each
+ * time).  STEP4(dA, dB, lo, hi, xl, xh) adds the products of 4-bit quads
+ * lo, hi with activations xl, xh; STEP8(d, v, x) of a byte quad: vpdpbusd
+ * (VNNI) or vpmaddubsw + vpmaddwd. */
+#define OLC_Q8_KERNEL_512(MR, NAME, TARGET, STEP4, STEP8)                                   \
+    TARGET static void olc_q8_tile##MR##_##NAME(                                            \
+        const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,                    \
+        const int32_t *sums, const float *bias, int nc, float *y, int64_t ldy) {            \
+        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
+        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
+        const __m512i ones = _mm512_set1_epi16(1), low7 = _mm512_set1_epi8(0x7f);           \
+        const __m512i high = _mm512_set1_epi8((char)0x80), m15 = _mm512_set1_epi8(15);      \
+        const int split = w->split;                                                         \
+        (void)ones; (void)low7; (void)high; (void)split;                                    \
+        __m512 acc[MR];                                                                     \
+        for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();                          \
+        for (int64_t b = 0; b < nb; ++b) {                                                  \
+            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
+            const int8_t *x0 = qa + b * block;                                              \
+            __m512i d0[MR], d1[MR], d2[MR], d3[MR];                                         \
+            for (int r = 0; r < MR; ++r)                                                    \
+                d0[r] = d1[r] = d2[r] = d3[r] = _mm512_setzero_si512();                     \
+            if (w->packed4) {                                                               \
+                for (int64_t p = 0; p < block; p += 16) {                                   \
+                    __m512i v0 = _mm512_loadu_si512((const void *)(q + p * 8));             \
+                    __m512i v1 = _mm512_loadu_si512((const void *)(q + p * 8 + 64));        \
+                    __m512i lo0 = _mm512_and_si512(v0, m15);                                \
+                    __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m15);          \
+                    __m512i lo1 = _mm512_and_si512(v1, m15);                                \
+                    __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m15);          \
+                    for (int r = 0; r < MR; ++r) {                                          \
+                        const int8_t *xr = x0 + r * kp + p;                                 \
+                        STEP4(d0[r], d1[r], lo0, hi0, _mm512_set1_epi32(olc_q8_load4(xr)),  \
+                              _mm512_set1_epi32(olc_q8_load4(xr + 4)))                      \
+                        STEP4(d2[r], d3[r], lo1, hi1, _mm512_set1_epi32(olc_q8_load4(xr + 8)), \
+                              _mm512_set1_epi32(olc_q8_load4(xr + 12)))                     \
+                    }                                                                       \
+                }                                                                           \
+            } else {                                                                        \
+                for (int64_t p = 0; p < block; p += 16) {                                   \
+                    const uint8_t *qp = q + p * OLC_Q8_NR;                                  \
+                    __m512i v0 = _mm512_loadu_si512((const void *)qp);                      \
+                    __m512i v1 = _mm512_loadu_si512((const void *)(qp + 64));               \
+                    __m512i v2 = _mm512_loadu_si512((const void *)(qp + 128));              \
+                    __m512i v3 = _mm512_loadu_si512((const void *)(qp + 192));              \
+                    for (int r = 0; r < MR; ++r) {                                          \
+                        const int8_t *xr = x0 + r * kp + p;                                 \
+                        STEP8(d0[r], v0, _mm512_set1_epi32(olc_q8_load4(xr)))               \
+                        STEP8(d1[r], v1, _mm512_set1_epi32(olc_q8_load4(xr + 4)))           \
+                        STEP8(d2[r], v2, _mm512_set1_epi32(olc_q8_load4(xr + 8)))           \
+                        STEP8(d3[r], v3, _mm512_set1_epi32(olc_q8_load4(xr + 12)))          \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+            __m512 vs = _mm512_loadu_ps(w->scales + (t * nb + b) * OLC_Q8_NR);              \
+            __m512i vz = _mm512_cvtepu8_epi32(                                              \
+                _mm_loadu_si128((const __m128i *)(w->zp + (t * nb + b) * OLC_Q8_NR)));      \
+            for (int r = 0; r < MR; ++r) {                                                  \
+                __m512i dot = _mm512_add_epi32(_mm512_add_epi32(d0[r], d1[r]),              \
+                                               _mm512_add_epi32(d2[r], d3[r]));             \
+                __m512i d = _mm512_sub_epi32(                                               \
+                    dot, _mm512_mullo_epi32(vz, _mm512_set1_epi32(sums[r * nb + b])));      \
+                __m512 f = _mm512_mul_ps(vs, _mm512_set1_ps(sa[r * nb + b]));               \
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), f, acc[r]);                 \
+            }                                                                               \
+        }                                                                                   \
+        __mmask16 m = (__mmask16)((1u << nc) - 1);                                          \
+        __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();            \
+        for (int r = 0; r < MR; ++r)                                                        \
+            _mm512_mask_storeu_ps(y + r * ldy, m, _mm512_add_ps(acc[r], vb));               \
+    }
+
+#define OLC_Q8_STEP4_VNNI(dA, dB, lo, hi, xl, xh)                                           \
+    dA = _mm512_dpbusd_epi32(dA, lo, xl);                                                   \
+    dB = _mm512_dpbusd_epi32(dB, hi, xh);
+#define OLC_Q8_STEP8_VNNI(d, v, x) d = _mm512_dpbusd_epi32(d, v, x);
+/* 4-bit: two quads' products fit one int16 sum (4 x 15 x 127) */
+#define OLC_Q8_STEP4_BW(dA, dB, lo, hi, xl, xh)                                             \
+    dA = _mm512_add_epi32(dA, _mm512_madd_epi16(                                            \
+        _mm512_add_epi16(_mm512_maddubs_epi16(lo, xl), _mm512_maddubs_epi16(hi, xh)), ones));
+#define OLC_Q8_STEP8_BW(d, v, x)                                                            \
+    {                                                                                       \
+        __m512i xx = (x);                                                                   \
+        if (split) {                                                                        \
+            __m512i s1 = _mm512_maddubs_epi16(_mm512_and_si512(v, low7), xx);               \
+            __m512i s2 = _mm512_maddubs_epi16(_mm512_and_si512(v, high), xx);               \
+            s1 = _mm512_madd_epi16(s1, ones);                                               \
+            s2 = _mm512_madd_epi16(s2, ones);                                               \
+            d = _mm512_add_epi32(d, _mm512_add_epi32(s1, s2));                              \
+        } else {                                                                            \
+            d = _mm512_add_epi32(d, _mm512_madd_epi16(_mm512_maddubs_epi16(v, xx), ones));  \
+        }                                                                                   \
+    }
+OLC_Q8_KERNEL_512(1, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
+OLC_Q8_KERNEL_512(2, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
+OLC_Q8_KERNEL_512(3, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
+OLC_Q8_KERNEL_512(4, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
+OLC_Q8_KERNEL_512(1, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
+OLC_Q8_KERNEL_512(2, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
+OLC_Q8_KERNEL_512(3, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
+OLC_Q8_KERNEL_512(4, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
+#endif
+#endif
+
+typedef void (*olc_q8_tile_fn)(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                               const int32_t *sums, const float *bias, int nc, float *y,
+                               int64_t ldy);
+
+/* Bytes of activation scratch the int8 engine uses for M rows. */
+static int64_t olc_q8_scratch(int64_t M, int64_t nb, int64_t block) {
+    return M * nb * block + M * nb * 8;
+}
+
+/* y[M, N] = a x w through int8 products, with the activations already
+ * quantized (qa, sa, sums as olc_q8_quantize leaves them).  Decode-sized M
+ * (up to 4 rows) splits only columns; larger M takes (row block, column
+ * tile) tiles. */
+static void olc_q8_gemm(int kind, const olc_q8_w *w, const int8_t *qa, const float *sa,
+                        const int32_t *sums, int64_t M, const float *bias, float *y,
+                        int nthreads) {
+    olc_q8_tile_fn fns[OLC_NB_MR] = {olc_q8_tile1_scalar, olc_q8_tile2_scalar,
+                                     olc_q8_tile3_scalar, olc_q8_tile4_scalar};
+#if OLC_X86
+    if (kind == OLC_Q8_AVX2) {
+        fns[0] = olc_q8_tile1_avx2; fns[1] = olc_q8_tile2_avx2;
+        fns[2] = olc_q8_tile3_avx2; fns[3] = olc_q8_tile4_avx2;
+    }
+#if OLC_HAVE_AVX512
+    if (kind == OLC_Q8_AVX512) {
+        fns[0] = olc_q8_tile1_avx512; fns[1] = olc_q8_tile2_avx512;
+        fns[2] = olc_q8_tile3_avx512; fns[3] = olc_q8_tile4_avx512;
+    }
+    if (kind == OLC_Q8_VNNI) {
+        fns[0] = olc_q8_tile1_vnni; fns[1] = olc_q8_tile2_vnni;
+        fns[2] = olc_q8_tile3_vnni; fns[3] = olc_q8_tile4_vnni;
+    }
+#endif
+#endif
+    const int64_t N = w->N, nb = w->nb, kp = nb * w->block, ct = w->tiles;
+    const int64_t mb = M <= OLC_NB_MR ? OLC_NB_MR : OLC_Q8_MB;
+    const int64_t mt = (M + mb - 1) / mb, tiles = mt * ct;
+    if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
+    for (int64_t i = 0; i < tiles; ++i) {
+        int64_t m0 = (i / ct) * mb, t = i % ct, n0 = t * OLC_Q8_NR;
+        int64_t m1 = m0 + mb < M ? m0 + mb : M;
+        int nc = (int)(N - n0 < OLC_Q8_NR ? N - n0 : OLC_Q8_NR);
+        for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
+            int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
+            fns[mr - 1](w, t, qa + m * kp, sa + m * nb, sums + m * nb, bias ? bias + n0 : NULL,
+                        nc, y + m * N + n0, N);
+        }
+    }
+}
+
+/* The whole int8 product: quantizes a[M, K] once into scratch of its own
+ * (rows split over threads from 2 * OLC_Q8_QROWS rows), then multiplies.
+ * Returns 0, -1 when out of memory, 1 when an activation block is not
+ * finite (nothing written: the caller keeps float semantics). */
+#define OLC_Q8_QROWS 8
+static int olc_q8_run(int kind, const olc_q8_w *w, const float *a, int64_t M, const float *bias,
+                      float *y, int nthreads) {
+    const int64_t nb = w->nb, kp = nb * w->block;
+    int8_t *qa = (int8_t *)malloc((size_t)olc_q8_scratch(M, nb, w->block));
+    if (!qa) return -1;
+    float *sa = (float *)(qa + M * kp); /* kp is a multiple of 16 */
+    int32_t *sums = (int32_t *)(sa + M * nb);
+    int bad = 0;
+    int qthreads = M >= 2 * OLC_Q8_QROWS ? nthreads : 1;
+#pragma omp parallel for num_threads(qthreads) schedule(static) reduction(| : bad) if (qthreads > 1)
+    for (int64_t m = 0; m < M; ++m) {
+#if OLC_X86
+#if OLC_HAVE_AVX512
+        if (kind >= OLC_Q8_AVX512) {
+            bad |= olc_q8_quantize_avx512(a, w->K, nb, w->block, m, qa, sa, sums);
+            continue;
+        }
+#endif
+        if (kind == OLC_Q8_AVX2) {
+            bad |= olc_q8_quantize_avx2(a, w->K, nb, w->block, m, qa, sa, sums);
+            continue;
+        }
+#endif
+        bad |= olc_q8_quantize(a, w->K, nb, w->block, m, m + 1, qa, sa, sums);
+    }
+    if (!bad) olc_q8_gemm(kind, w, qa, sa, sums, M, bias, y, nthreads);
+    free(qa);
+    return bad;
+}
+
+#endif

@@ -1,0 +1,603 @@
+/* Mixture of experts (com.microsoft MoE and QMoE) on the float32 GEMM engine.
+ *
+ * One call runs the whole operator on float32 tokens:
+ *   1. routing: softmax over the E router logits of each token, the k most
+ *      probable experts (equal probabilities: the higher expert index
+ *      first, as ONNX Runtime), optionally renormalised to sum to one;
+ *   2. for each expert in index order, its routed tokens in token order, in
+ *      tiles of at most OLC_MOE_TILE rows: gather the rows, FC1 (+ FC3),
+ *      bias and activation, FC2 and bias, then add weight * result into the
+ *      token's output row.  Every output element therefore sums its experts
+ *      in one fixed order, whatever the thread count.
+ * A projection is either a float matrix packed once in the GEMM engine's
+ * panel layout (MoE) or quantized codes in that same panel order, one
+ * signed byte per code, with their scales (QMoE): those are decoded panel
+ * by panel, a chunk of OLC_MOE_CHUNK output columns at a time, into a
+ * per-thread buffer that the engine's micro-kernels read (the matrix is
+ * never decoded whole).  One token with float experts (decode) runs its k
+ * experts as one batch of each projection.  Routing, activation and
+ * scatter are also callable step by step (olc_moe_group, olc_moe_activate,
+ * olc_moe_scatter) for an adapter that runs the projections on another
+ * engine (QMoE on the MatMulNBits core).
+ */
+#ifndef OLC_MOE_H
+#define OLC_MOE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/olc_cpu.h"
+#include "common/olc_types.h"
+#include "engines/gemm/olc_gemm.h"
+#include "common/olc_math.h"
+#include "common/olc_openmp.h"
+
+enum { OLC_MOE_RELU = 0, OLC_MOE_GELU = 1, OLC_MOE_SILU = 2, OLC_MOE_IDENTITY = 3,
+       OLC_MOE_SWIGLU = 4 };
+
+/* Rows of a tile: bounds the scratch (a tile of FC1 outputs is at most
+ * OLC_MOE_TILE x 2I floats). */
+#define OLC_MOE_TILE 256
+/* Output columns one thread decodes and multiplies at a time (a multiple
+ * of every level's panel width): K x 64 floats stay in L2. */
+#define OLC_MOE_CHUNK 64
+/* sqrt(2 / pi), for the tanh form of Gelu that ONNX Runtime's MoE uses. */
+#define OLC_MOE_GELU_C 0.7978845608028654f
+#define OLC_MOE_GELU_A 0.044715f
+
+/* ---- projections ---- */
+
+/* Scales of a quantized projection: output-major codes have one scale per
+ * (output n, group of 2^shift inputs), stored per panel of nr outputs as
+ * [group][nr]; input-major ones one per (input k, group of 2^shift
+ * outputs), stored [k][ngs]. */
+enum { OLC_MOE_SCALE_OUT = 0, OLC_MOE_SCALE_IN = 1 };
+
+typedef struct {
+    int64_t N, K;          /* output and input features */
+    const float *packed;   /* float: E packed matrices, bsize floats apart */
+    int64_t bsize;
+    const int8_t *codes;   /* quantized: E code matrices in panel order, bsize bytes apart */
+    const float *scales;   /* E scale tables, ssize floats apart */
+    int64_t ssize;
+    int scale_mode, shift; /* OLC_MOE_SCALE_*, log2 of the group size */
+    int64_t ngs;           /* groups per panel (OUT) or per input row (IN) */
+} olc_moe_proj;
+
+typedef void (*olc_moe_decode_fn)(const int8_t *codes, const float *scales, int64_t pc,
+                                  int64_t kc, int64_t n0, const olc_moe_proj *p, float *dst);
+
+/* dst[k][c] = code[k][c] * scale for the panel of output columns n0..n0+NR
+ * and input rows pc..pc+kc: one plain loop per level, with the panel width
+ * fixed so that the compiler vectorises it with that level's registers. */
+#define OLC_MOE_DECODE(NR, suffix, attr)                                                      \
+    attr static void olc_moe_decode_##suffix(const int8_t *codes, const float *scales,        \
+                                             int64_t pc, int64_t kc, int64_t n0,              \
+                                             const olc_moe_proj *p, float *dst) {             \
+        if (p->scale_mode == OLC_MOE_SCALE_OUT) {                                             \
+            const float *sp = scales + (n0 / NR) * p->ngs * NR;                               \
+            for (int64_t k = 0; k < kc; ++k) {                                                \
+                const float *s = sp + ((pc + k) >> p->shift) * NR;                            \
+                const int8_t *q = codes + k * NR;                                             \
+                float *d = dst + k * NR;                                                      \
+                for (int c = 0; c < NR; ++c) d[c] = (float)q[c] * s[c];                       \
+            }                                                                                 \
+        } else {                                                                              \
+            for (int64_t k = 0; k < kc; ++k) {                                                \
+                const float *s = scales + (pc + k) * p->ngs;                                  \
+                const int8_t *q = codes + k * NR;                                             \
+                float *d = dst + k * NR;                                                      \
+                for (int c = 0; c < NR; ++c) d[c] = (float)q[c] * s[(n0 + c) >> p->shift];   \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+OLC_MOE_DECODE(16, scalar, )
+#if OLC_X86
+OLC_MOE_DECODE(16, avx2, OLC_TARGET_AVX2)
+#if OLC_HAVE_AVX512
+OLC_MOE_DECODE(32, avx512, OLC_TARGET_AVX512)
+#endif
+#endif
+
+static olc_moe_decode_fn olc_moe_decode_select(int level) {
+    level = olc_gemm_level(level);
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) return olc_moe_decode_avx512;
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) return olc_moe_decode_avx2;
+#endif
+    return olc_moe_decode_scalar;
+}
+
+/* c (M x N, rows ldc apart) = a (M x K, float32 row-major) times expert e's
+ * quantized matrix: each thread takes chunks of OLC_MOE_CHUNK output
+ * columns, decodes the chunk panel by panel into its buffer (the engine's
+ * packed layout) and runs the engine on it single-threaded.  The chunks
+ * only split columns: each element is summed in the same order always. */
+static int olc_moe_qgemm(int level, const olc_moe_proj *p, int64_t e, const float *a, int64_t M,
+                         float *c, int64_t ldc, int nthreads) {
+    int64_t N = p->N, K = p->K, nr = olc_sgemm_nr(level);
+    int64_t npad = (N + nr - 1) / nr * nr, nchunks = (N + OLC_MOE_CHUNK - 1) / OLC_MOE_CHUNK;
+    const int8_t *codes = p->codes + e * p->bsize;
+    const float *scales = p->scales + e * p->ssize;
+    olc_moe_decode_fn decode = olc_moe_decode_select(level);
+    static const int64_t zero = 0;
+    int failed = 0;
+    if (nthreads > nchunks) nthreads = (int)nchunks;
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+        float *buf = olc_gemm_alloc((size_t)(K * OLC_MOE_CHUNK));
+        int64_t ch;
+#pragma omp for schedule(dynamic, 1)
+        for (ch = 0; ch < nchunks; ++ch) {
+            if (buf == NULL) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            int64_t n0 = ch * OLC_MOE_CHUNK, n1 = n0 + OLC_MOE_CHUNK < N ? n0 + OLC_MOE_CHUNK : N;
+            int64_t wpad = (n1 - n0 + nr - 1) / nr * nr;
+            for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
+                int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+                for (int64_t j = n0; j < n0 + wpad; j += nr)
+                    decode(codes + pc * npad + j * kc, scales, pc, kc, j, p,
+                           buf + pc * wpad + (j - n0) * kc);
+            }
+            if (olc_sgemm(level, OLC_FLOAT, 1, a, &zero, K, 1, buf, &zero, NULL, NULL, 0, 0,
+                          M, n1 - n0, K, c + n0, ldc, 0, 1.0f, 0, 1) != 0) {
+#pragma omp atomic write
+                failed = 1;
+            }
+        }
+        free(buf);
+    }
+    return failed ? -1 : 0;
+}
+
+/* c (M x N) = a (M x K) times expert e's matrix of projection p. */
+static int olc_moe_project(int level, const olc_moe_proj *p, int64_t e, const float *a,
+                           int64_t M, float *c, int nthreads) {
+    static const int64_t zero = 0;
+    if (p->codes != NULL) return olc_moe_qgemm(level, p, e, a, M, c, p->N, nthreads);
+    return olc_sgemm(level, OLC_FLOAT, 1, a, &zero, p->K, 1, p->packed + e * p->bsize,
+                     &zero, NULL, NULL, 0, 0, M, p->N, p->K, c, p->N, 0, 1.0f, 0, nthreads);
+}
+
+/* ---- activations ---- */
+
+/* Arguments of one activation pass over rows r0..r1 of a tile: FC1 rows
+ * h (ldh floats apart; interleaved gate/linear pairs for fused SwiGLU),
+ * optional FC1 bias b1, optional FC3 rows u (NI = inter_size floats
+ * each) and bias b3; the result g is rows of NI floats. */
+typedef struct {
+    int op, fused, gated;
+    int64_t NI, ldh;
+    const float *h, *b1, *u, *b3;
+    float *g;
+    float alpha, beta, limit;
+} olc_moe_act_args;
+
+static inline float olc_moe_act1(int op, float v) {
+    switch (op) {
+    case OLC_MOE_RELU: return v > 0.0f ? v : 0.0f;
+    case OLC_MOE_GELU: {
+        float t = olc_tanhf_(OLC_MOE_GELU_C * (v + OLC_MOE_GELU_A * v * v * v));
+        return 0.5f * v * (1.0f + t);
+    }
+    case OLC_MOE_SILU: return v * olc_sigmoidf_(v);
+    default: return v;
+    }
+}
+
+/* SwiGLU of a gate and linear value: the gate clamped from above, the
+ * linear value on both sides, by the limit (infinite when not given).  A
+ * NaN passes the clamps, as through ONNX Runtime's std::min / std::clamp;
+ * the vector twins put the limit first in min/max, which then return the
+ * NaN operand. */
+static inline float olc_moe_swiglu1(float gv, float lv, float alpha, float beta, float limit) {
+    gv = limit < gv ? limit : gv;
+    lv = lv < -limit ? -limit : (limit < lv ? limit : lv);
+    return gv * olc_sigmoidf_(alpha * gv) * (lv + beta);
+}
+
+static void olc_moe_act_scalar(const olc_moe_act_args *p, int64_t r0, int64_t r1) {
+    int64_t NI = p->NI;
+    for (int64_t r = r0; r < r1; ++r) {
+        const float *h = p->h + r * p->ldh;
+        float *g = p->g + r * NI;
+        for (int64_t j = 0; j < NI; ++j) {
+            float gv, lv = 0.0f;
+            if (p->fused) {
+                gv = h[2 * j] + (p->b1 ? p->b1[2 * j] : 0.0f);
+                lv = h[2 * j + 1] + (p->b1 ? p->b1[2 * j + 1] : 0.0f);
+            } else {
+                gv = h[j] + (p->b1 ? p->b1[j] : 0.0f);
+                if (p->gated) lv = p->u[r * NI + j] + (p->b3 ? p->b3[j] : 0.0f);
+            }
+            if (p->op == OLC_MOE_SWIGLU)
+                g[j] = olc_moe_swiglu1(gv, lv, p->alpha, p->beta, p->limit);
+            else
+                g[j] = p->gated ? olc_moe_act1(p->op, gv) * lv : olc_moe_act1(p->op, gv);
+        }
+    }
+}
+
+#if OLC_X86
+/* The same with 8 lanes: gate and linear vectors are loaded (and for
+ * fused SwiGLU de-interleaved), then one vector formula per activation. */
+static inline OLC_TARGET_AVX2 __m256 olc_moe_act_v2(int op, __m256 v) {
+    switch (op) {
+    case OLC_MOE_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+    case OLC_MOE_GELU: {
+        __m256 v3 = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+        __m256 t = olc_tanh_ps_avx2(_mm256_mul_ps(_mm256_set1_ps(OLC_MOE_GELU_C),
+                                                  _mm256_fmadd_ps(_mm256_set1_ps(OLC_MOE_GELU_A), v3, v)));
+        return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+    }
+    case OLC_MOE_SILU: return _mm256_mul_ps(v, olc_sigmoid_ps_avx2(v));
+    default: return v;
+    }
+}
+
+static OLC_TARGET_AVX2 void olc_moe_act_avx2(const olc_moe_act_args *p, int64_t r0, int64_t r1) {
+    int64_t NI = p->NI, NI8 = NI & ~(int64_t)7;
+    const __m256 alpha = _mm256_set1_ps(p->alpha), beta = _mm256_set1_ps(p->beta);
+    const __m256 hi = _mm256_set1_ps(p->limit), lo = _mm256_set1_ps(-p->limit);
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    for (int64_t r = r0; r < r1; ++r) {
+        const float *h = p->h + r * p->ldh;
+        float *g = p->g + r * NI;
+        for (int64_t j = 0; j < NI8; j += 8) {
+            __m256 gv, lv = _mm256_setzero_ps();
+            if (p->fused) {
+                /* pairs (g, l): permute each half to [g g g g l l l l] */
+                __m256 x0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(h + 2 * j), even);
+                __m256 x1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(h + 2 * j + 8), even);
+                gv = _mm256_permute2f128_ps(x0, x1, 0x20);
+                lv = _mm256_permute2f128_ps(x0, x1, 0x31);
+                if (p->b1) {
+                    __m256 b0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p->b1 + 2 * j), even);
+                    __m256 bb = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p->b1 + 2 * j + 8), even);
+                    gv = _mm256_add_ps(gv, _mm256_permute2f128_ps(b0, bb, 0x20));
+                    lv = _mm256_add_ps(lv, _mm256_permute2f128_ps(b0, bb, 0x31));
+                }
+            } else {
+                gv = _mm256_loadu_ps(h + j);
+                if (p->b1) gv = _mm256_add_ps(gv, _mm256_loadu_ps(p->b1 + j));
+                if (p->gated) {
+                    lv = _mm256_loadu_ps(p->u + r * NI + j);
+                    if (p->b3) lv = _mm256_add_ps(lv, _mm256_loadu_ps(p->b3 + j));
+                }
+            }
+            __m256 y;
+            if (p->op == OLC_MOE_SWIGLU) {
+                gv = _mm256_min_ps(hi, gv);
+                lv = _mm256_max_ps(lo, _mm256_min_ps(hi, lv));
+                y = _mm256_mul_ps(_mm256_mul_ps(gv, olc_sigmoid_ps_avx2(_mm256_mul_ps(alpha, gv))),
+                                  _mm256_add_ps(lv, beta));
+            } else {
+                y = olc_moe_act_v2(p->op, gv);
+                if (p->gated) y = _mm256_mul_ps(y, lv);
+            }
+            _mm256_storeu_ps(g + j, y);
+        }
+        if (NI8 < NI) {
+            olc_moe_act_args tail = *p;
+            /* the last columns, one row, through the scalar twin */
+            tail.NI = NI - NI8;
+            tail.ldh = 0;
+            tail.h = h + (p->fused ? 2 * NI8 : NI8);
+            tail.b1 = p->b1 ? p->b1 + (p->fused ? 2 * NI8 : NI8) : NULL;
+            tail.u = p->gated ? p->u + r * NI + NI8 : NULL;
+            tail.b3 = p->b3 ? p->b3 + NI8 : NULL;
+            tail.g = g + NI8;
+            olc_moe_act_scalar(&tail, 0, 1);
+        }
+    }
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512 olc_moe_act_v5(int op, __m512 v) {
+    switch (op) {
+    case OLC_MOE_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+    case OLC_MOE_GELU: {
+        __m512 v3 = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+        __m512 t = olc_tanh_ps_avx512(_mm512_mul_ps(_mm512_set1_ps(OLC_MOE_GELU_C),
+                                                    _mm512_fmadd_ps(_mm512_set1_ps(OLC_MOE_GELU_A), v3, v)));
+        return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), t));
+    }
+    case OLC_MOE_SILU: return _mm512_mul_ps(v, olc_sigmoid_ps_avx512(v));
+    default: return v;
+    }
+}
+
+static OLC_TARGET_AVX512 void olc_moe_act_avx512(const olc_moe_act_args *p, int64_t r0, int64_t r1) {
+    int64_t NI = p->NI;
+    const __m512 alpha = _mm512_set1_ps(p->alpha), beta = _mm512_set1_ps(p->beta);
+    const __m512 hi = _mm512_set1_ps(p->limit), lo = _mm512_set1_ps(-p->limit);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t r = r0; r < r1; ++r) {
+        const float *h = p->h + r * p->ldh;
+        float *g = p->g + r * NI;
+        for (int64_t j = 0; j < NI; j += 16) {
+            int64_t n = NI - j < 16 ? NI - j : 16;
+            __mmask16 m = (__mmask16)((1u << n) - 1u);
+            __m512 gv, lv = _mm512_setzero_ps();
+            if (p->fused) {
+                /* 2n interleaved values: two masked loads, then even/odd lanes */
+                __mmask16 m0 = n >= 8 ? (__mmask16)0xffff : (__mmask16)((1u << (2 * n)) - 1u);
+                __mmask16 m1 = n > 8 ? (__mmask16)((1u << (2 * (n - 8))) - 1u) : 0;
+                __m512 x0 = _mm512_maskz_loadu_ps(m0, h + 2 * j);
+                __m512 x1 = _mm512_maskz_loadu_ps(m1, h + 2 * j + 16);
+                gv = _mm512_permutex2var_ps(x0, even, x1);
+                lv = _mm512_permutex2var_ps(x0, odd, x1);
+                if (p->b1) {
+                    __m512 b0 = _mm512_maskz_loadu_ps(m0, p->b1 + 2 * j);
+                    __m512 bb = _mm512_maskz_loadu_ps(m1, p->b1 + 2 * j + 16);
+                    gv = _mm512_add_ps(gv, _mm512_permutex2var_ps(b0, even, bb));
+                    lv = _mm512_add_ps(lv, _mm512_permutex2var_ps(b0, odd, bb));
+                }
+            } else {
+                gv = _mm512_maskz_loadu_ps(m, h + j);
+                if (p->b1) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(m, p->b1 + j));
+                if (p->gated) {
+                    lv = _mm512_maskz_loadu_ps(m, p->u + r * NI + j);
+                    if (p->b3) lv = _mm512_add_ps(lv, _mm512_maskz_loadu_ps(m, p->b3 + j));
+                }
+            }
+            __m512 y;
+            if (p->op == OLC_MOE_SWIGLU) {
+                gv = _mm512_min_ps(hi, gv);
+                lv = _mm512_max_ps(lo, _mm512_min_ps(hi, lv));
+                y = _mm512_mul_ps(_mm512_mul_ps(gv, olc_sigmoid_ps_avx512(_mm512_mul_ps(alpha, gv))),
+                                  _mm512_add_ps(lv, beta));
+            } else {
+                y = olc_moe_act_v5(p->op, gv);
+                if (p->gated) y = _mm512_mul_ps(y, lv);
+            }
+            _mm512_mask_storeu_ps(g + j, m, y);
+        }
+    }
+}
+#endif
+
+typedef void (*olc_moe_act_fn)(const olc_moe_act_args *p, int64_t r0, int64_t r1);
+
+static olc_moe_act_fn olc_moe_act_select(int level) {
+    level = olc_gemm_level(level);
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) return olc_moe_act_avx512;
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) return olc_moe_act_avx2;
+#endif
+    return olc_moe_act_scalar;
+}
+
+/* ---- scatter: out[token] += w * (y + b2), a plain loop per level ---- */
+
+typedef void (*olc_moe_axpy_fn)(float *out, const float *y, const float *b, float w, int64_t n);
+
+#define OLC_MOE_AXPY(suffix, attr)                                                        \
+    attr static void olc_moe_axpy_##suffix(float *out, const float *y, const float *b,    \
+                                           float w, int64_t n) {                          \
+        if (b != NULL)                                                                    \
+            for (int64_t i = 0; i < n; ++i) out[i] += w * (y[i] + b[i]);                  \
+        else                                                                              \
+            for (int64_t i = 0; i < n; ++i) out[i] += w * y[i];                           \
+    }
+
+OLC_MOE_AXPY(scalar, )
+#if OLC_X86
+OLC_MOE_AXPY(avx2, OLC_TARGET_AVX2)
+#if OLC_HAVE_AVX512
+OLC_MOE_AXPY(avx512, OLC_TARGET_AVX512)
+#endif
+#endif
+
+static olc_moe_axpy_fn olc_moe_axpy_select(int level) {
+    level = olc_gemm_level(level);
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) return olc_moe_axpy_avx512;
+#endif
+#if OLC_X86
+    if (level == OLC_AVX2) return olc_moe_axpy_avx2;
+#endif
+    return olc_moe_axpy_scalar;
+}
+
+/* ---- routing ---- */
+
+/* For each of the T tokens: softmax of its E logits, then the k largest
+ * probabilities (ties: the higher expert index first), renormalised to
+ * sum to one when asked; a token with a NaN logit gets weights 0.  sel and
+ * wsel hold T x k experts and weights. */
+static void olc_moe_route(int64_t T, int64_t E, int64_t k, int normalize, const float *logits,
+                          int32_t *sel, float *wsel, float *prob) {
+    for (int64_t t = 0; t < T; ++t) {
+        const float *l = logits + t * E;
+        float mx = l[0], sum = 0.0f;
+        for (int64_t e = 1; e < E; ++e) mx = l[e] > mx ? l[e] : mx;
+        for (int64_t e = 0; e < E; ++e) sum += prob[e] = olc_expf_(l[e] - mx);
+        for (int64_t e = 0; e < E; ++e) prob[e] /= sum;
+        float total = 0.0f;
+        for (int64_t j = 0; j < k; ++j) {
+            /* -1 marks a taken expert (probabilities are >= 0 or NaN); a
+             * number beats NaN, so NaN logits still give k distinct experts */
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; ++e) {
+                if (prob[e] == -1.0f) continue;
+                if (best < 0 || prob[e] >= prob[best] || (prob[best] != prob[best] && prob[e] == prob[e]))
+                    best = e;
+            }
+            sel[t * k + j] = (int32_t)best;
+            wsel[t * k + j] = prob[best];
+            total += prob[best];
+            prob[best] = -1.0f;
+        }
+        if (normalize)
+            for (int64_t j = 0; j < k; ++j) wsel[t * k + j] /= total;
+        if (sum != sum) /* NaN among the logits: no contribution (as ONNX Runtime) */
+            for (int64_t j = 0; j < k; ++j) wsel[t * k + j] = 0.0f;
+    }
+}
+
+/* Routes the T tokens and groups them by expert: expert e's rows are
+ * rows[count[e]..count[e+1]) (token numbers, increasing) with their
+ * weights rw; count has E + 1 entries.  Returns -1 without memory. */
+static int olc_moe_group(int64_t T, int64_t E, int64_t k, int normalize, const float *logits,
+                         int64_t *count, int32_t *rows, float *rw) {
+    int32_t *sel = (int32_t *)malloc((size_t)(T * k + 1) * sizeof(int32_t));
+    float *wsel = (float *)malloc((size_t)(T * k + 1) * sizeof(float));
+    float *prob = (float *)malloc((size_t)E * sizeof(float));
+    int64_t *fill = (int64_t *)malloc((size_t)E * sizeof(int64_t));
+    int status = 0;
+    if (!sel || !wsel || !prob || !fill) {
+        status = -1;
+        goto done;
+    }
+    olc_moe_route(T, E, k, normalize, logits, sel, wsel, prob);
+    memset(count, 0, (size_t)(E + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < T * k; ++i) ++count[sel[i] + 1];
+    for (int64_t e = 0; e < E; ++e) count[e + 1] += count[e];
+    memcpy(fill, count, (size_t)E * sizeof(int64_t));
+    for (int64_t i = 0; i < T * k; ++i) {
+        int64_t slot = fill[sel[i]]++;
+        rows[slot] = (int32_t)(i / k);
+        rw[slot] = wsel[i];
+    }
+done:
+    free(sel); free(wsel); free(prob); free(fill);
+    return status;
+}
+
+/* The activation of a tile of m rows (rows split over the team above a
+ * size where that pays). */
+static void olc_moe_activate(int level, const olc_moe_act_args *aa, int64_t m, int nthreads) {
+    olc_moe_act_fn act = olc_moe_act_select(level);
+    int at = m > 1 && m * aa->NI >= 16384 ? nthreads : 1;
+    int64_t r;
+#pragma omp parallel for num_threads(at) schedule(static) if (at > 1)
+    for (r = 0; r < m; ++r) act(aa, r, r + 1);
+}
+
+/* out[rows[r]] += rw[r] * (y[r] + b2) for the m rows of a tile.  The rows
+ * of one expert go to distinct tokens (an expert is picked once per token):
+ * no two threads write one output row. */
+static void olc_moe_scatter(int level, float *out, int64_t H, const int32_t *rows,
+                            const float *rw, const float *y, const float *b2, int64_t m,
+                            int nthreads) {
+    olc_moe_axpy_fn axpy = olc_moe_axpy_select(level);
+    int st = m > 1 && m * H >= 65536 ? nthreads : 1;
+    int64_t r;
+#pragma omp parallel for num_threads(st) schedule(static) if (st > 1)
+    for (r = 0; r < m; ++r) axpy(out + (int64_t)rows[r] * H, y + r * H, b2, rw[r], H);
+}
+
+/* ---- the operator ---- */
+
+typedef struct {
+    int64_t T, H, NI, E, k;
+    int normalize, op, fused;
+    float alpha, beta, limit;
+    const float *x, *logits;          /* T x H, T x E (float32) */
+    const float *b1, *b2, *b3;        /* expert-major biases (float32) or NULL */
+    olc_moe_proj fc1, fc2, fc3;       /* fc3.N == 0: none */
+    float *out;                       /* T x H, float32 */
+} olc_moe_args;
+
+/* One token through float experts (decode): its k experts run as one
+ * batch of each projection, two parallel regions instead of 2k.  Each
+ * output element is summed as by the per-expert calls (the engine never
+ * splits K), so the result is the same. */
+static int olc_moe_decode_token(int level, const olc_moe_args *p, const int64_t *count,
+                                const float *rw, float *a, float *h, float *g, float *y,
+                                int nthreads) {
+    int64_t H = p->H, NI = p->NI, E = p->E, R1 = p->fc1.N;
+    int64_t experts[64], a_off[64], g_off[64], m = 0; /* k <= 64 experts */
+    for (int64_t e = 0; e < E; ++e)
+        if (count[e + 1] > count[e]) {
+            experts[m] = e;
+            a_off[m] = 0;
+            g_off[m] = m * NI;
+            ++m;
+        }
+    memcpy(a, p->x, (size_t)H * sizeof(float));
+    if (olc_sgemm(level, OLC_FLOAT, m, a, a_off, H, 1, p->fc1.packed, experts, NULL, NULL,
+                  0, 0, 1, R1, H, h, R1, R1, 1.0f, 0, nthreads) != 0)
+        return -1;
+    for (int64_t r = 0; r < m; ++r) {
+        olc_moe_act_args aa = {p->op, p->fused, 0, NI, R1, h + r * R1,
+                               p->b1 ? p->b1 + experts[r] * R1 : NULL, NULL, NULL, g + r * NI,
+                               p->alpha, p->beta, p->limit};
+        olc_moe_activate(level, &aa, 1, 1);
+    }
+    if (olc_sgemm(level, OLC_FLOAT, m, g, g_off, NI, 1, p->fc2.packed, experts, NULL, NULL,
+                  0, 0, 1, H, NI, y, H, H, 1.0f, 0, nthreads) != 0)
+        return -1;
+    olc_moe_axpy_fn axpy = olc_moe_axpy_select(level);
+    for (int64_t r = 0; r < m; ++r)
+        axpy(p->out, y + r * H, p->b2 ? p->b2 + experts[r] * H : NULL, rw[count[experts[r]]], H);
+    return 0;
+}
+
+/* Runs the operator; returns 0, or -1 when scratch memory is missing. */
+static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads) {
+    int64_t T = p->T, H = p->H, NI = p->NI, E = p->E, k = p->k, R1 = p->fc1.N;
+    int gated = p->fc3.N > 0;
+    int status = 0;
+    memset(p->out, 0, (size_t)(T * H) * sizeof(float));
+    if (T == 0 || H == 0) return 0;
+    int64_t *count = (int64_t *)malloc((size_t)(E + 1) * sizeof(int64_t));
+    int32_t *rows = (int32_t *)malloc((size_t)(T * k) * sizeof(int32_t));
+    float *rw = (float *)malloc((size_t)(T * k) * sizeof(float));
+    int64_t tile = T * k < OLC_MOE_TILE ? T * k : OLC_MOE_TILE;
+    float *a = olc_gemm_alloc((size_t)(tile * H));
+    float *h = olc_gemm_alloc((size_t)(tile * R1));
+    float *u = gated ? olc_gemm_alloc((size_t)(tile * NI)) : NULL;
+    float *g = olc_gemm_alloc((size_t)(tile * NI));
+    float *y = olc_gemm_alloc((size_t)(tile * H));
+    if (!count || !rows || !rw || !a || !h || (gated && !u) || !g || !y ||
+        olc_moe_group(T, E, k, p->normalize, p->logits, count, rows, rw) != 0) {
+        status = -1;
+        goto done;
+    }
+    if (T == 1 && k <= 64 && !gated && p->fc1.codes == NULL && p->fc2.codes == NULL) {
+        status = olc_moe_decode_token(level, p, count, rw, a, h, g, y, nthreads);
+        goto done;
+    }
+    for (int64_t e = 0; e < E && status == 0; ++e) {
+        for (int64_t s0 = count[e]; s0 < count[e + 1] && status == 0; s0 += tile) {
+            int64_t m = count[e + 1] - s0 < tile ? count[e + 1] - s0 : tile, r;
+            for (r = 0; r < m; ++r)
+                memcpy(a + r * H, p->x + (int64_t)rows[s0 + r] * H, (size_t)H * sizeof(float));
+            if (olc_moe_project(level, &p->fc1, e, a, m, h, nthreads) != 0 ||
+                (gated && olc_moe_project(level, &p->fc3, e, a, m, u, nthreads) != 0)) {
+                status = -1;
+                break;
+            }
+            olc_moe_act_args aa = {p->op, p->fused, gated, NI, R1, h,
+                                   p->b1 ? p->b1 + e * R1 : NULL, u,
+                                   (gated && p->b3) ? p->b3 + e * NI : NULL, g,
+                                   p->alpha, p->beta, p->limit};
+            olc_moe_activate(level, &aa, m, nthreads);
+            if (olc_moe_project(level, &p->fc2, e, g, m, y, nthreads) != 0) {
+                status = -1;
+                break;
+            }
+            olc_moe_scatter(level, p->out, H, rows + s0, rw + s0, y, p->b2 ? p->b2 + e * H : NULL,
+                            m, nthreads);
+        }
+    }
+done:
+    free(count); free(rows); free(rw);
+    free(a); free(h); free(u); free(g); free(y);
+    return status;
+}
+
+#endif

@@ -1,0 +1,612 @@
+/* ReduceSum and Softmax.
+ *
+ * ReduceSum sees a tensor as [A, R, B] and sums over R:
+ *   - B == 1 (the reduced axes are the last ones): each row of R elements is
+ *     cut into blocks of OLC_SUM_BLOCK; a block is summed into 64 (float)
+ *     or 16 (double) independent lanes, element i of the block going to lane
+ *     i % 64, and the lanes are folded in a fixed tree.  Block sums are then
+ *     added in block order.  The order depends on neither the thread count
+ *     (threads take whole blocks) nor the instruction set (each lane is its
+ *     own sequence of adds; the compiler vectorises across lanes, never
+ *     reassociates), so every level and thread count gives the same bits.
+ *   - B > 1: out[b] = x[0, b] + x[1, b] + ... in row order, vectorised over b.
+ * float16/bfloat16 accumulate in float32; integer sums wrap (computed
+ * unsigned), as NumPy's sums in the input type do.
+ *
+ * Softmax of a row: max, then e = exp(x - max) with the sum of e, then
+ * e * (1/sum).  float32 uses olc_math.h's exp at each level (scalar twin
+ * olc_expf_; on AVX-512 the same polynomial scaled by vscalefps); double
+ * uses libm's exp.  float16/bfloat16 are computed in float32 but rounded to
+ * the narrow type where onnx.reference's NumPy arithmetic rounds (x - max,
+ * exp, the sum, the quotient): the ONNX backend cases expect those bits to
+ * within one unit.  The float16 sum runs in float32 (as NumPy's); the
+ * bfloat16 sum is rounded after every addition as ml_dtypes does, which
+ * loses accuracy on long rows but is what the reference computes.
+ */
+#ifndef OLC_REDUCE_H
+#define OLC_REDUCE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "common/olc_cpu.h"
+#include "common/olc_types.h"
+#include "common/olc_math.h"
+
+#define OLC_SUM_BLOCK 8192
+#define OLC_SUM_LANES 64
+/* Columns one column-sum task handles (its float32 accumulator is on the stack). */
+#define OLC_COL_BLOCK 512
+
+/* Element loads as float for the narrow types, per level, 64 at a time. */
+static inline void olc_widen64_f16_scalar(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; ++j) f[j] = olc_h2f(p[j]);
+}
+static inline void olc_widen64_bf16_scalar(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; ++j) f[j] = olc_bf2f(p[j]);
+}
+#if OLC_X86
+static inline OLC_TARGET_AVX2 void olc_widen64_f16_avx2(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; j += 8) _mm256_storeu_ps(f + j, olc_ld_f16_avx2(p + j));
+}
+static inline OLC_TARGET_AVX2 void olc_widen64_bf16_avx2(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; j += 8) _mm256_storeu_ps(f + j, olc_ld_bf16_avx2(p + j));
+}
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 void olc_widen64_f16_avx512(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; j += 16) _mm512_storeu_ps(f + j, olc_ld_f16_avx512(p + j, 0xffff));
+}
+static inline OLC_TARGET_AVX512 void olc_widen64_bf16_avx512(const uint16_t *p, float *f) {
+    for (int j = 0; j < 64; j += 16) _mm512_storeu_ps(f + j, olc_ld_bf16_avx512(p + j, 0xffff));
+}
+#endif
+
+/* Sum of one block, lanes as described above, returned in double. */
+#define OLC_SUM_F32_BODY(LOADBLOCK, LOADONE)                                     \
+    float acc[OLC_SUM_LANES] = {0};                                              \
+    float tmp[OLC_SUM_LANES];                                                    \
+    int64_t i = 0;                                                               \
+    for (; i + OLC_SUM_LANES <= n; i += OLC_SUM_LANES) {                         \
+        LOADBLOCK;                                                               \
+        for (int j = 0; j < OLC_SUM_LANES; ++j) acc[j] += tmp[j];                \
+    }                                                                            \
+    for (int j = 0; i + j < n; ++j) acc[j] += LOADONE(x[i + j]);                 \
+    for (int w = OLC_SUM_LANES / 2; w >= 1; w /= 2)                              \
+        for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                        \
+    return (double)acc[0];
+
+#define OLC_SUM_LEVEL(suffix, attr)                                                        \
+    attr static double olc_bsum_f16_##suffix(const void *px, int64_t n) {                  \
+        const uint16_t *x = (const uint16_t *)px;                                          \
+        OLC_SUM_F32_BODY(olc_widen64_f16_##suffix(x + i, tmp), olc_h2f)                    \
+    }                                                                                      \
+    attr static double olc_bsum_bf16_##suffix(const void *px, int64_t n) {                 \
+        const uint16_t *x = (const uint16_t *)px;                                          \
+        OLC_SUM_F32_BODY(olc_widen64_bf16_##suffix(x + i, tmp), olc_bf2f)                  \
+    }                                                                                      \
+    attr static double olc_bsum_f64_##suffix(const void *px, int64_t n) {                  \
+        const double *x = (const double *)px;                                              \
+        double acc[16] = {0};                                                              \
+        int64_t i = 0;                                                                     \
+        for (; i + 16 <= n; i += 16)                                                       \
+            for (int j = 0; j < 16; ++j) acc[j] += x[i + j];                               \
+        for (int j = 0; i + j < n; ++j) acc[j] += x[i + j];                                \
+        for (int w = 8; w >= 1; w /= 2)                                                    \
+            for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                              \
+        return acc[0];                                                                     \
+    }                                                                                      \
+    /* Column sums out[b0:b1] of an [R, B] block. */                                      \
+    attr static void olc_csum_f32_##suffix(const void *px, void *po, int64_t R, int64_t B, \
+                                           int64_t b0, int64_t b1) {                       \
+        const float *x = (const float *)px; float *out = (float *)po;                      \
+        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0.0f;                    \
+        for (int64_t r = 1; r < R; ++r) {                                                  \
+            const float *row = x + r * B;                                                  \
+            for (int64_t b = b0; b < b1; ++b) out[b] += row[b];                            \
+        }                                                                                  \
+    }                                                                                      \
+    attr static void olc_csum_f64_##suffix(const void *px, void *po, int64_t R, int64_t B, \
+                                           int64_t b0, int64_t b1) {                       \
+        const double *x = (const double *)px; double *out = (double *)po;                  \
+        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0.0;                     \
+        for (int64_t r = 1; r < R; ++r) {                                                  \
+            const double *row = x + r * B;                                                 \
+            for (int64_t b = b0; b < b1; ++b) out[b] += row[b];                            \
+        }                                                                                  \
+    }                                                                                      \
+    OLC_CSUM_NARROW(f16, olc_h2f, olc_f2h, suffix, attr)                                   \
+    OLC_CSUM_NARROW(bf16, olc_bf2f, olc_f2bf, suffix, attr)
+
+#define OLC_CSUM_NARROW(tname, LOAD, STORE, suffix, attr)                                  \
+    attr static void olc_csum_##tname##_##suffix(const void *px, void *po, int64_t R,      \
+                                                 int64_t B, int64_t b0, int64_t b1) {      \
+        const uint16_t *x = (const uint16_t *)px; uint16_t *out = (uint16_t *)po;          \
+        float acc[OLC_COL_BLOCK];                                                          \
+        for (int64_t c0 = b0; c0 < b1; c0 += OLC_COL_BLOCK) {                              \
+            int64_t m = b1 - c0 < OLC_COL_BLOCK ? b1 - c0 : OLC_COL_BLOCK;                 \
+            for (int64_t b = 0; b < m; ++b) acc[b] = 0.0f;                                 \
+            for (int64_t r = 0; r < R; ++r) {                                              \
+                const uint16_t *row = x + r * B + c0;                                      \
+                for (int64_t b = 0; b < m; ++b) acc[b] += LOAD(row[b]);                    \
+            }                                                                              \
+            for (int64_t b = 0; b < m; ++b) out[c0 + b] = STORE(acc[b]);                   \
+        }                                                                                  \
+    }
+
+/* The end of a float32 block sum: the tail into lanes 0.., then the fold. */
+static inline double olc_fold_lanes(float *acc, const float *x, int64_t i, int64_t n) {
+    for (int j = 0; i + j < n; ++j) acc[j] += x[i + j];
+    for (int w = OLC_SUM_LANES / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    return (double)acc[0];
+}
+static double olc_bsum_f32_scalar(const void *px, int64_t n) {
+    const float *x = (const float *)px;
+    float acc[OLC_SUM_LANES] = {0};
+    int64_t i = 0;
+    for (; i + OLC_SUM_LANES <= n; i += OLC_SUM_LANES)
+        for (int j = 0; j < OLC_SUM_LANES; ++j) acc[j] += x[i + j];
+    return olc_fold_lanes(acc, x, i, n);
+}
+#if OLC_X86
+static OLC_TARGET_AVX2 double olc_bsum_f32_avx2(const void *px, int64_t n) {
+    const float *x = (const float *)px;
+    __m256 a[8];
+    for (int v = 0; v < 8; ++v) a[v] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int v = 0; v < 8; ++v) a[v] = _mm256_add_ps(a[v], _mm256_loadu_ps(x + i + 8 * v));
+    float acc[OLC_SUM_LANES];
+    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(acc + 8 * v, a[v]);
+    return olc_fold_lanes(acc, x, i, n);
+}
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+static OLC_TARGET_AVX512 double olc_bsum_f32_avx512(const void *px, int64_t n) {
+    const float *x = (const float *)px;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
+        a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
+    }
+    float acc[OLC_SUM_LANES];
+    _mm512_storeu_ps(acc, a0);
+    _mm512_storeu_ps(acc + 16, a1);
+    _mm512_storeu_ps(acc + 32, a2);
+    _mm512_storeu_ps(acc + 48, a3);
+    return olc_fold_lanes(acc, x, i, n);
+}
+#endif
+
+OLC_SUM_LEVEL(scalar, )
+#if OLC_X86
+OLC_SUM_LEVEL(avx2, OLC_TARGET_AVX2)
+#if OLC_HAVE_AVX512
+OLC_SUM_LEVEL(avx512, OLC_TARGET_AVX512)
+#endif
+#endif
+
+/* Integers: wrapping sums, any order gives the same result. */
+#define OLC_SUM_INT(tname, T, U)                                                           \
+    static uint64_t olc_isum_##tname(const void *px, int64_t n) {                          \
+        const T *x = (const T *)px; U s = 0;                                               \
+        for (int64_t i = 0; i < n; ++i) s += (U)x[i];                                      \
+        return (uint64_t)s;                                                                \
+    }                                                                                      \
+    static void olc_csum_##tname(const void *px, void *po, int64_t R, int64_t B,           \
+                                 int64_t b0, int64_t b1) {                                 \
+        const T *x = (const T *)px; T *out = (T *)po;                                      \
+        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0;                       \
+        for (int64_t r = 1; r < R; ++r)                                                    \
+            for (int64_t b = b0; b < b1; ++b) out[b] = (T)((U)out[b] + (U)x[r * B + b]);   \
+    }
+OLC_SUM_INT(i32, int32_t, uint32_t)
+OLC_SUM_INT(i64, int64_t, uint64_t)
+OLC_SUM_INT(u32, uint32_t, uint32_t)
+OLC_SUM_INT(u64, uint64_t, uint64_t)
+
+typedef double (*olc_bsum_fn)(const void *x, int64_t n);
+typedef uint64_t (*olc_isum_fn)(const void *x, int64_t n);
+typedef void (*olc_csum_fn)(const void *x, void *out, int64_t R, int64_t B, int64_t b0, int64_t b1);
+
+
+static int olc_reduce_level(int level) { return olc_build_level(level); }
+
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_BY_LEVEL(level, name) \
+    ((level) >= OLC_AVX512 ? name##avx512 : (level) == OLC_AVX2 ? name##avx2 : name##scalar)
+#elif OLC_X86
+#define OLC_BY_LEVEL(level, name) ((level) >= OLC_AVX2 ? name##avx2 : name##scalar)
+#else
+#define OLC_BY_LEVEL(level, name) name##scalar
+#endif
+
+static olc_bsum_fn olc_bsum_select(int dtype, int level) {
+    switch (dtype) {
+    case OLC_FLOAT: return OLC_BY_LEVEL(level, olc_bsum_f32_);
+    case OLC_FLOAT16: return OLC_BY_LEVEL(level, olc_bsum_f16_);
+    case OLC_BFLOAT16: return OLC_BY_LEVEL(level, olc_bsum_bf16_);
+    case OLC_DOUBLE: return OLC_BY_LEVEL(level, olc_bsum_f64_);
+    default: return NULL;
+    }
+}
+static olc_isum_fn olc_isum_select(int dtype) {
+    switch (dtype) {
+    case OLC_INT32: return olc_isum_i32;
+    case OLC_INT64: return olc_isum_i64;
+    case OLC_UINT32: return olc_isum_u32;
+    case OLC_UINT64: return olc_isum_u64;
+    default: return NULL;
+    }
+}
+static olc_csum_fn olc_csum_select(int dtype, int level) {
+    switch (dtype) {
+    case OLC_FLOAT: return OLC_BY_LEVEL(level, olc_csum_f32_);
+    case OLC_FLOAT16: return OLC_BY_LEVEL(level, olc_csum_f16_);
+    case OLC_BFLOAT16: return OLC_BY_LEVEL(level, olc_csum_bf16_);
+    case OLC_DOUBLE: return OLC_BY_LEVEL(level, olc_csum_f64_);
+    case OLC_INT32: return olc_csum_i32;
+    case OLC_INT64: return olc_csum_i64;
+    case OLC_UINT32: return olc_csum_u32;
+    case OLC_UINT64: return olc_csum_u64;
+    default: return NULL;
+    }
+}
+
+/* out[a] from the block sums of row a, in block order. */
+static void olc_store_sums(int dtype, const double *partial, const uint64_t *ipartial,
+                           int64_t A, int64_t nblk, void *out) {
+    for (int64_t a = 0; a < A; ++a) {
+        if (ipartial) {
+            uint64_t s = 0;
+            for (int64_t k = 0; k < nblk; ++k) s += ipartial[a * nblk + k];
+            switch (dtype) {
+            case OLC_INT32: case OLC_UINT32: ((uint32_t *)out)[a] = (uint32_t)s; break;
+            default: ((uint64_t *)out)[a] = s;
+            }
+            continue;
+        }
+        double s = 0.0;
+        if (dtype == OLC_DOUBLE) {
+            for (int64_t k = 0; k < nblk; ++k) s += partial[a * nblk + k];
+            ((double *)out)[a] = s;
+            continue;
+        }
+        float f = 0.0f; /* float32 accumulation, as inside the blocks */
+        for (int64_t k = 0; k < nblk; ++k) f += (float)partial[a * nblk + k];
+        switch (dtype) {
+        case OLC_FLOAT: ((float *)out)[a] = f; break;
+        case OLC_FLOAT16: ((uint16_t *)out)[a] = olc_f2h(f); break;
+        default: ((uint16_t *)out)[a] = olc_f2bf(f);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Softmax */
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* exp for softmax on AVX-512: olc_exp_ps_avx512's reduction and polynomial,
+ * with the scaling by 2^n done by vscalefps (exact, and correctly rounded
+ * into the subnormal range), which drops the high clamp and the integer
+ * work.  The arguments here are x - max <= 0 (or NaN). */
+static inline OLC_TARGET_AVX512 __m512 olc_exp_softmax_avx512(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    x = _mm512_max_ps(_mm512_set1_ps(OLC_EXP_LO), x);
+    __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(OLC_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), x);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), r);
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
+    q = _mm512_fmadd_ps(q, r, one);
+    return _mm512_scalef_ps(_mm512_fmadd_ps(q, r, one), kf);
+}
+#endif
+
+/* One float32 row, in place allowed (y may equal x). */
+static void olc_softmax_f32_scalar(const float *x, float *y, int64_t n) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) m = olc_maxf_(m, x[i]);
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) { y[i + j] = olc_expf_(x[i + j] - m); acc[j] += y[i + j]; }
+    for (int j = 0; i + j < n; ++j) { y[i + j] = olc_expf_(x[i + j] - m); acc[j] += y[i + j]; }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    float inv = 1.0f / acc[0];
+    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+
+#if OLC_X86
+static OLC_TARGET_AVX2 void olc_softmax_f32_avx2(const float *x, float *y, int64_t n) {
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vm);
+    float m = -INFINITY;
+    for (int j = 0; j < 8; ++j) m = olc_maxf_(m, lanes[j]);
+    for (; i < n; ++i) m = olc_maxf_(m, x[i]);
+    const __m256 bm = _mm256_set1_ps(m);
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
+        __m256 e1 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), bm));
+        _mm256_storeu_ps(y + i, e0);
+        _mm256_storeu_ps(y + i + 8, e1);
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
+        _mm256_storeu_ps(y + i, e0);
+        s0 = _mm256_add_ps(s0, e0);
+    }
+    if (i < n) {
+        float buf[8];
+        for (int j = 0; j < 8; ++j) buf[j] = i + j < n ? x[i + j] : -INFINITY; /* exp -> 0 */
+        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(buf), bm));
+        _mm256_storeu_ps(buf, e0);
+        memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+        s0 = _mm256_add_ps(s0, e0);
+    }
+    _mm256_storeu_ps(lanes, _mm256_add_ps(s0, s1));
+    float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    const __m256 inv = _mm256_set1_ps(1.0f / s);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+    for (; i < n; ++i) y[i] *= 1.0f / s;
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+static OLC_TARGET_AVX512 void olc_softmax_f32_avx512(const float *x, float *y, int64_t n) {
+    __m512 vm0 = _mm512_set1_ps(-INFINITY), vm1 = vm0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        vm0 = _mm512_max_ps(vm0, _mm512_loadu_ps(x + i));
+        vm1 = _mm512_max_ps(vm1, _mm512_loadu_ps(x + i + 16));
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        vm0 = _mm512_mask_max_ps(vm0, k, vm0, _mm512_maskz_loadu_ps(k, x + i));
+    }
+    const __m512 bm = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(vm0, vm1)));
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (i = 0; i + 32 <= n; i += 32) {
+        __m512 e0 = olc_exp_softmax_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), bm));
+        __m512 e1 = olc_exp_softmax_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), bm));
+        _mm512_storeu_ps(y + i, e0);
+        _mm512_storeu_ps(y + i + 16, e1);
+        s0 = _mm512_add_ps(s0, e0);
+        s1 = _mm512_add_ps(s1, e1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 e0 = _mm512_maskz_mov_ps(k, olc_exp_softmax_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), bm)));
+        _mm512_mask_storeu_ps(y + i, k, e0);
+        s0 = _mm512_add_ps(s0, e0);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), inv));
+    }
+}
+
+#endif
+
+typedef void (*olc_softmax_fn)(const float *x, float *y, int64_t n);
+
+static olc_softmax_fn olc_softmax_select(int level) {
+    return OLC_BY_LEVEL(level, olc_softmax_f32_);
+}
+
+/* Row helpers of the float16/bfloat16 softmax. */
+static float olc_max_lanes(const float *x, int64_t n) {
+    float acc[16];
+    for (int j = 0; j < 16; ++j) acc[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) acc[j] = olc_maxf_(acc[j], x[i + j]);
+    for (int j = 0; i + j < n; ++j) acc[j] = olc_maxf_(acc[j], x[i + j]);
+    float m = acc[0];
+    for (int j = 1; j < 16; ++j) m = olc_maxf_(m, acc[j]);
+    return m;
+}
+static float olc_sum_lanes(const float *x, int64_t n) {
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+    for (int j = 0; i + j < n; ++j) acc[j] += x[i + j];
+    for (int w = 8; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+/* A float32 rounded to float16 or bfloat16 and back. */
+static float olc_round_f16(float v) { return olc_h2f(olc_f2h(v)); }
+static float olc_round_bf16(float v) { return olc_bf2f(olc_f2bf(v)); }
+
+typedef struct {
+    void (*widen)(const uint16_t *x, float *y, int64_t n);
+    void (*narrow)(const float *x, uint16_t *y, int64_t n);
+    void (*exp)(const float *x, float *y, int64_t n);
+    float (*round)(float v);
+} olc_narrow_fns;
+
+static olc_narrow_fns olc_narrow_select(int half, int level) {
+    olc_narrow_fns f;
+    f.exp = OLC_BY_LEVEL(level, olc_exp_f32_);
+    if (half) {
+        f.widen = OLC_BY_LEVEL(level, olc_widen_f16_);
+        f.narrow = OLC_BY_LEVEL(level, olc_narrow_f16_);
+        f.round = olc_round_f16;
+    } else {
+        f.widen = OLC_BY_LEVEL(level, olc_widen_bf16_);
+        f.narrow = OLC_BY_LEVEL(level, olc_narrow_bf16_);
+        f.round = olc_round_bf16;
+    }
+    return f;
+}
+
+/* float16 rows in one function per level: the same rounding points as the
+ * generic path (x - max, exp and the quotient rounded to half), in three
+ * passes over the row instead of ten. */
+#if OLC_X86
+#define OLC_RH_AVX2(v) _mm256_cvtph_ps(_mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+static OLC_TARGET_AVX2 void olc_softmax_f16_avx2(const uint16_t *x, uint16_t *y, int64_t n) {
+    const uint16_t NEG_INF = 0xfc00;
+    uint16_t tail[8];
+    int64_t i, full = n & ~(int64_t)7;
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (i = 0; i < full; i += 8) vm = _mm256_max_ps(vm, olc_ld_f16_avx2(x + i));
+    if (i < n) {
+        for (int j = 0; j < 8; ++j) tail[j] = i + j < n ? x[i + j] : NEG_INF;
+        vm = _mm256_max_ps(vm, olc_ld_f16_avx2(tail));
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vm);
+    float m = -INFINITY;
+    for (int j = 0; j < 8; ++j) m = olc_maxf_(m, lanes[j]);
+    const __m256 bm = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    for (i = 0; i < full; i += 8) {
+        __m256 e = OLC_RH_AVX2(olc_exp_ps_avx2(OLC_RH_AVX2(_mm256_sub_ps(olc_ld_f16_avx2(x + i), bm))));
+        olc_st_f16_avx2(y + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    if (i < n) {
+        for (int j = 0; j < 8; ++j) tail[j] = i + j < n ? x[i + j] : NEG_INF; /* exp -> 0 */
+        __m256 e = OLC_RH_AVX2(olc_exp_ps_avx2(OLC_RH_AVX2(_mm256_sub_ps(olc_ld_f16_avx2(tail), bm))));
+        olc_st_f16_avx2(tail, e);
+        memcpy(y + i, tail, (size_t)(n - i) * 2);
+        acc = _mm256_add_ps(acc, e);
+    }
+    _mm256_storeu_ps(lanes, acc);
+    float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    const __m256 vs = _mm256_set1_ps(olc_round_f16(sum));
+    for (i = 0; i < full; i += 8) olc_st_f16_avx2(y + i, _mm256_div_ps(olc_ld_f16_avx2(y + i), vs));
+    for (; i < n; ++i) y[i] = olc_f2h(olc_h2f(y[i]) / olc_round_f16(sum));
+}
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_RH_AVX512(v) _mm512_cvtph_ps(_mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+static OLC_TARGET_AVX512 void olc_softmax_f16_avx512(const uint16_t *x, uint16_t *y, int64_t n) {
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        vm = _mm512_mask_max_ps(vm, k, vm, olc_ld_f16_avx512(x + i, k));
+    }
+    const __m512 bm = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 d = OLC_RH_AVX512(_mm512_sub_ps(olc_ld_f16_avx512(x + i, k), bm));
+        __m512 e = _mm512_maskz_mov_ps(k, OLC_RH_AVX512(olc_exp_softmax_avx512(d)));
+        olc_st_f16_avx512(y + i, k, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    const __m512 vs = _mm512_set1_ps(olc_round_f16(_mm512_reduce_add_ps(acc)));
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        olc_st_f16_avx512(y + i, k, _mm512_div_ps(olc_ld_f16_avx512(y + i, k), vs));
+    }
+}
+#endif
+
+/* Rows [r0, r1) of an [rows, n] array of element type dtype. */
+static int olc_softmax_rows(int dtype, int level, const void *px, void *py, int64_t n,
+                            int64_t r0, int64_t r1) {
+    olc_softmax_fn fn = olc_softmax_select(level);
+    if (dtype == OLC_FLOAT) {
+        for (int64_t r = r0; r < r1; ++r) fn((const float *)px + r * n, (float *)py + r * n, n);
+        return 0;
+    }
+    if (dtype == OLC_DOUBLE) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const double *x = (const double *)px + r * n;
+            double *y = (double *)py + r * n, m = -INFINITY, s = 0.0;
+            for (int64_t i = 0; i < n; ++i) m = x[i] > m || x[i] != x[i] ? x[i] : m;
+            for (int64_t i = 0; i < n; ++i) { y[i] = exp(x[i] - m); s += y[i]; }
+            for (int64_t i = 0; i < n; ++i) y[i] /= s;
+        }
+        return 0;
+    }
+#if OLC_X86
+    if (dtype == OLC_FLOAT16 && level >= OLC_AVX2) {
+        void (*f16)(const uint16_t *, uint16_t *, int64_t) = olc_softmax_f16_avx2;
+#if OLC_HAVE_AVX512
+        if (level >= OLC_AVX512) f16 = olc_softmax_f16_avx512;
+#endif
+        for (int64_t r = r0; r < r1; ++r) f16((const uint16_t *)px + r * n, (uint16_t *)py + r * n, n);
+        return 0;
+    }
+#endif
+    /* float16 / bfloat16: computed in float32 in a row buffer, rounded to
+     * the narrow type where the reference rounds (x - max, exp, the sum,
+     * the quotient), so that both agree to the last bit but for exp's ulp. */
+    int half = dtype == OLC_FLOAT16;
+    olc_narrow_fns nf = olc_narrow_select(half, level);
+    float *buf = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!buf) return -1;
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint16_t *x = (const uint16_t *)px + r * n;
+        uint16_t *y = (uint16_t *)py + r * n;
+        nf.widen(x, buf, n);
+        float m = olc_max_lanes(buf, n);
+        for (int64_t i = 0; i < n; ++i) buf[i] -= m;
+        nf.narrow(buf, y, n);
+        nf.widen(y, buf, n);
+        nf.exp(buf, buf, n);
+        nf.narrow(buf, y, n);
+        nf.widen(y, buf, n);
+        float s;
+        if (half) {
+            s = nf.round(olc_sum_lanes(buf, n));
+        } else { /* ml_dtypes sums bfloat16 one element at a time, rounding each step */
+            s = 0.0f;
+            for (int64_t i = 0; i < n; ++i) s = olc_round_bf16(s + buf[i]);
+        }
+        for (int64_t i = 0; i < n; ++i) buf[i] /= s;
+        nf.narrow(buf, y, n);
+    }
+    free(buf);
+    return 0;
+}
+
+/* Softmax along the middle axis of an [N, inner] float32 / double block,
+ * columns [c0, c1): max per column, exp, column sums, scale. */
+#define OLC_SOFTMAX_COLS(name, T, EXP)                                                    \
+    static void name(const T *x, T *y, int64_t N, int64_t inner, int64_t c0, int64_t c1) { \
+        T m[OLC_COL_BLOCK], s[OLC_COL_BLOCK];                                             \
+        for (int64_t b0 = c0; b0 < c1; b0 += OLC_COL_BLOCK) {                             \
+            int64_t w = c1 - b0 < OLC_COL_BLOCK ? c1 - b0 : OLC_COL_BLOCK;                \
+            for (int64_t c = 0; c < w; ++c) { m[c] = -INFINITY; s[c] = 0; }               \
+            for (int64_t r = 0; r < N; ++r)                                               \
+                for (int64_t c = 0; c < w; ++c) {                                         \
+                    T v = x[r * inner + b0 + c];                                          \
+                    m[c] = v > m[c] || v != v ? v : m[c];                                 \
+                }                                                                         \
+            for (int64_t r = 0; r < N; ++r)                                               \
+                for (int64_t c = 0; c < w; ++c) {                                         \
+                    T e = EXP(x[r * inner + b0 + c] - m[c]);                              \
+                    y[r * inner + b0 + c] = e;                                            \
+                    s[c] += e;                                                            \
+                }                                                                         \
+            for (int64_t r = 0; r < N; ++r)                                               \
+                for (int64_t c = 0; c < w; ++c) y[r * inner + b0 + c] /= s[c];            \
+        }                                                                                 \
+    }
+OLC_SOFTMAX_COLS(olc_softmax_cols_f32, float, olc_expf_)
+OLC_SOFTMAX_COLS(olc_softmax_cols_f64, double, exp)
+
+#endif
