@@ -6,6 +6,9 @@ changed no result.
     python -m tools.golden --cases 3000 --seed 0 --out after.json
     python -m tools.golden --compare before.json after.json
 
+``--only MatMulNBits`` (a substring of ``domain::OpType``) runs or compares
+one family's cases of the same numbering.
+
 Each case is a valid fuzz case (``tests/fuzz``, no mutation) run at every
 SIMD level this machine offers and at one and two threads; the record holds
 a SHA-256 of the output bytes (or the error's type and message) and the
@@ -72,11 +75,13 @@ def fingerprints(cases: int, seed: int, only: str | None = None) -> dict:
     return out
 
 
-def compare(before: dict, after: dict, level_map: dict[str, str]) -> int:
+def compare(before: dict, after: dict, level_map: dict[str, str], only: str | None = None) -> int:
     """Differences between two runs; ``level_map`` names the level of the
     second run that stands for one of the first's (a run made before a
     level existed)."""
     differ = 0
+    if only:
+        before = {k: v for k, v in before.items() if only in k}
     for key, old in before.items():
         new = after.get(key)
         if new is None:
@@ -106,7 +111,7 @@ def main(argv=None) -> int:
     if args.compare:
         with open(args.compare[0]) as f0, open(args.compare[1]) as f1:
             return compare(json.load(f0), json.load(f1),
-                           dict(m.split("=", 1) for m in args.map))
+                           dict(m.split("=", 1) for m in args.map), args.only)
     result = fingerprints(args.cases, args.seed, args.only)
     text = json.dumps(result, indent=0, sort_keys=True)
     if args.out:
