@@ -21,6 +21,12 @@ MS = "com.microsoft"
 I64_MAX, I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
+def kernel_name(op: str) -> str:
+    """Range, Trilu and Unique are ai.onnx operators too: the com.microsoft
+    kernels are named Microsoft<op>."""
+    return f"onnx_light_cpu::{'' if op == 'ExpandDims' else 'Microsoft'}{op}"
+
+
 def ort_run(op, inputs, n_outputs=1, **attrs):
     """The outputs of ONNX Runtime's CPU kernel on one node (1 thread)."""
     model = node_model(op, inputs, n_outputs, domain=MS, **attrs)
@@ -41,8 +47,8 @@ def check(op, inputs, n_outputs=1, **attrs):
     """Ours against ONNX Runtime at every SIMD level and thread count, then
     bit for bit (signed zeros and NaN payloads included)."""
     want = ort_run(op, inputs, n_outputs, **attrs)
-    check_node(op, inputs, oracle=lambda *_: want, domain=MS, n_outputs=n_outputs,
-               tolerance=(0.0, 0.0), **attrs)
+    check_node(op, inputs, oracle=lambda *_: want, domain=MS, kernel=kernel_name(op),
+               n_outputs=n_outputs, tolerance=(0.0, 0.0), **attrs)
     got = ours(op, inputs, n_outputs, **attrs)
     for k, (g, w) in enumerate(zip(got, want)):
         assert same_bits(np.asarray(g), np.asarray(w)), f"{op} output {k}: {g} != {w}"
@@ -51,7 +57,7 @@ def check(op, inputs, n_outputs=1, **attrs):
 def ours(op, inputs, n_outputs=1, **attrs):
     model = node_model(op, inputs, n_outputs, domain=MS, **attrs)
     outputs, names, paths = run_ours(model, inputs)
-    assert names == [f"onnx_light_cpu::{op}"], names
+    assert names == [kernel_name(op)], names
     return outputs
 
 
@@ -452,12 +458,12 @@ def test_inventory_one_kernel_whatever_the_policy(policy):
     for op, types in ELEMENT_TYPES.items():
         r = records[op]
         assert (r.name, r.registrar, r.implementation) == (
-            f"onnx_light_cpu::{op}", "RegisterMicrosoftKernels", "optimized")
+            kernel_name(op), "RegisterMicrosoftKernels", "optimized")
         assert set(r.element_types) == {f"tensor({t})" for t in types}
     inputs = [np.array([2.0, 1.0, 2.0], np.float32)]
     sess = ReferenceEvaluator(node_model("Unique", inputs, 3, domain=MS))
     olc.register_kernels_for_session(sess, microsoft_implementation=policy)
     olc.set_kernel_usage_recording(sess, True)
     y, idx, counts = sess.run(None, {"x0": inputs[0]})
-    assert olc.used_kernel_names(sess) == ["onnx_light_cpu::Unique"]
+    assert olc.used_kernel_names(sess) == ["onnx_light_cpu::MicrosoftUnique"]
     assert y.tolist() == [2.0, 1.0] and idx.tolist() == [0, 1, 0] and counts.tolist() == [2, 1]

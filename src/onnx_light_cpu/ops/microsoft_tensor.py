@@ -69,7 +69,8 @@ def _label(op_type: str, dtype: np.dtype) -> str:
     return f"{op_type}_{name}_numpy"
 
 
-class Range(KernelOp):
+class MicrosoftRange(KernelOp):
+    op_type = "Range"
     op_domain = MS
     inputs = (Input("start", types=_RANGE_TYPES, ranks=(0, 1)),
               Input("limit", like=0, ranks=(0, 1)),
@@ -109,7 +110,8 @@ class Range(KernelOp):
         return (y,)
 
 
-class Trilu(KernelOp):
+class MicrosoftTrilu(KernelOp):
+    op_type = "Trilu"
     op_domain = MS
     inputs = (Input("X", types=_TRILU_TYPES),
               Input("k", types=(T.INT64,), ranks=(0, 1), optional=True))
@@ -137,7 +139,8 @@ class Trilu(KernelOp):
         return (y,)
 
 
-class Unique(KernelOp):
+class MicrosoftUnique(KernelOp):
+    op_type = "Unique"
     op_domain = MS
     inputs = (Input("x", types=_UNIQUE_TYPES, ranks=(1,)),)
 
@@ -190,5 +193,5 @@ class ExpandDims(KernelOp):
 
 
 KERNELS = {
-    "RegisterMicrosoftKernels": (Range, Trilu, Unique, ExpandDims),
+    "RegisterMicrosoftKernels": (MicrosoftRange, MicrosoftTrilu, MicrosoftUnique, ExpandDims),
 }
