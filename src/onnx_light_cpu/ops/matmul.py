@@ -93,11 +93,11 @@ class _MatMulEngine(KernelOp):
         packed = self._prepacked.get(level)
         if packed is None:
             # On a 64-byte boundary, as the cores' own scratch buffers.
-            size = core.packed_size(level, K, N)
+            size = core.packed_size(K, N, level)
             raw = np.empty(size + 16, dtype=np.float32)
             start = (-raw.ctypes.data % 64) // 4
             packed = raw[start:start + size]
-            core.pack_b(level, element_type, b, ZERO, rsb, csb, K, N, packed, threads)
+            core.pack_b(b, ZERO, packed, rsb, csb, K, N, element_type, level, threads)
             self._prepacked[level] = packed
         return packed
 
@@ -107,18 +107,18 @@ class _MatMulEngine(KernelOp):
         threads = self._num_threads(M * N * K * len(a_offsets), self.min_work_per_thread)
         if constant:
             packed = self._packed_b(level, element_type, b, rsb, csb, K, N, threads)
-            core.sgemm(level, element_type, a, a_offsets, rsa, csa, packed, ZERO, b, ZERO,
-                       rsb, csb, M, N, K, out, alpha, accumulate, threads)
+            core.sgemm(a, a_offsets, packed, ZERO, b, ZERO, out, rsa, csa, rsb, csb, M, N, K,
+                       alpha, accumulate, element_type, level, threads)
             return "prepacked"
         if (M == 1 and len(a_offsets) == 1 and element_type == T.FLOAT and csb == 1
                 and csa == 1):
             # Decode shape: stream B once instead of packing it.
             row = a.reshape(-1)[a_offsets[0]:a_offsets[0] + K]
-            core.sgemv(level, row, b.reshape(-1)[b_offsets[0]:], rsb, K, N, out, alpha,
-                       accumulate, threads)
+            core.sgemv(row, b.reshape(-1)[b_offsets[0]:], out, rsb, K, N, alpha, accumulate,
+                       level, threads)
             return "gemv"
-        core.sgemm(level, element_type, a, a_offsets, rsa, csa, None, ZERO, b, b_offsets,
-                   rsb, csb, M, N, K, out, alpha, accumulate, threads)
+        core.sgemm(a, a_offsets, None, ZERO, b, b_offsets, out, rsa, csa, rsb, csb, M, N, K,
+                   alpha, accumulate, element_type, level, threads)
         return ""
 
 
@@ -199,7 +199,7 @@ class MatMul(_MatMulEngine):
         else:
             y = self._new_output(out_shape, a.dtype)
             threads = self._num_threads(M * N * K * batch, self.min_work_per_thread)
-            core.gemm_generic(level, element_type, a, a_off, K, 1, b, b_off, M, N, K, y, threads)
+            core.gemm_generic(a, a_off, b, b_off, y, K, 1, M, N, K, element_type, level, threads)
             kind = "blocked"
         if self._usage.enabled:
             self._record(element_type, a.dtype, kind, level)
@@ -296,7 +296,7 @@ class Gemm(_MatMulEngine):
             y.fill(0)
         elif M and N:
             threads = self._num_threads(M * N * K, self.min_work_per_thread)
-            core.gemm_generic(level, element_type, a, ZERO, rsa, csa, b, ZERO, M, N, K, y,
+            core.gemm_generic(a, ZERO, b, ZERO, y, rsa, csa, M, N, K, element_type, level,
                               threads)
             kind = "blocked"
         with_c = c is not None and self.beta != 0.0
