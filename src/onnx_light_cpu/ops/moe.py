@@ -8,18 +8,20 @@ only, and the output row is the weighted sum of its experts, summed in
 expert order (the same result at every thread count).  float16 and
 bfloat16 run in float32 and are rounded once at the end.
 
-MoE's projections run on the float32 GEMM engine (olc_gemm.h), its constant
-expert matrices packed once per node and SIMD level.  QMoE's experts are
-converted once per node (never dequantized whole) for one of two engines:
-- the MatMulNBits core (``_kernels/matmul_nbits``), one prepared matrix per
-  expert and projection, run on the rows routed to that expert: few rows
-  per expert (decode), and every call where ONNX Runtime quantizes the
-  activations to int8 (constant block-quantized experts at accuracy level
-  4, or with 8-bit codes), so that the results agree with it;
-- the core's own decoder (olc_moe.h): signed codes in the GEMM engine's
-  panel order, decoded a bounded panel at a time into the micro-kernels'
-  input, for many rows per expert (prefill) and for the input-major layout
-  (whose scales vary along the outputs, which MatMulNBits cannot express).
+One call of the core (``_kernels/moe``, olc_moe.h) runs the routing and
+every expert.  MoE's projections run on the float32 GEMM engine
+(olc_gemm.h), its constant expert matrices packed once per node and level
+of code.  QMoE's experts are converted once per node (never dequantized
+whole) for one of two engines:
+- the MatMulNBits engines (olc_matmul_nbits.h), one matrix per expert and
+  projection, run on the rows routed to that expert: few rows per expert
+  (decode), and every call where ONNX Runtime quantizes the activations to
+  int8 (constant block-quantized experts at accuracy level 4, or with
+  8-bit codes), so that the results agree with it;
+- the core's own decoder: signed codes in the GEMM engine's panel order,
+  decoded a bounded panel at a time into the micro-kernels' input, for
+  many rows per expert (prefill) and for the input-major layout (whose
+  scales vary along the outputs, which MatMulNBits cannot express).
 
 Activations: relu (default), gelu (the tanh form, as ONNX Runtime's CPU
 MoE), silu, identity and interleaved SwiGLU (``swiglu_fusion=1``: FC1 rows
@@ -51,7 +53,6 @@ import onnx
 from onnx import TensorProto
 
 from .. import simd
-from .._kernels import matmul_nbits as nbits_core
 from .._kernels import moe as core
 from ._base import ELEMENT_TYPES, KernelOp, type_string
 
@@ -59,8 +60,6 @@ T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 FLOAT32 = np.dtype(np.float32)
 UINT8 = np.dtype(np.uint8)
-# Rows of one expert run together (bounds the scratch of a projection).
-TILE = 256
 # QMoE rows per expert (on average) from which the core's own panel decoder
 # (float GEMM micro-kernels on panels decoded once a call) beats the
 # MatMulNBits engine (which decodes per tile of rows): measured on 2 busy
@@ -175,6 +174,8 @@ class _MoEBase(KernelOp):
                                     lambda: np.ascontiguousarray(b, dtype=np.float32))
 
     def _forward(self, level, x, router, tokens, H, inter, fc1, b1, fc2, b2, fc3, b3, op):
+        """(output, path label of the MatMulNBits engine or None): the
+        operator on the prepared projections (core.Projection)."""
         x32 = np.ascontiguousarray(x.reshape(tokens, H), dtype=np.float32)
         logits = np.ascontiguousarray(router, dtype=np.float32)
         f = 2 if self.fused else 1
@@ -185,11 +186,11 @@ class _MoEBase(KernelOp):
             out = y.reshape(tokens, H)
         else:
             out = np.empty((tokens, H), dtype=np.float32)
-        core.forward(level, x32, logits, self.k, self.normalize, op, self.fused, self.alpha,
-                     self.beta, self.limit, fc1, b1, fc2, b2, fc3, b3, inter, out, threads)
+        path = core.forward(x32, logits, fc1, b1, fc2, b2, fc3, b3, out, self.k, self.normalize,
+                            op, self.fused, self.alpha, self.beta, self.limit, level, threads)
         if x.dtype != FLOAT32:
             y = out.astype(x.dtype).reshape(x.shape)
-        return (y,)
+        return y, path
 
     def _record(self, label: str) -> None:
         self._usage.record(self.kernel_name, label)
@@ -197,15 +198,8 @@ class _MoEBase(KernelOp):
     def prepared_bytes(self) -> int:
         """Bytes of the constant weights and biases prepared once for this
         node (0 when none)."""
-        total = 0
-        for value in self.__dict__.get("_prepared_inputs", {}).values():
-            if isinstance(value, np.ndarray):
-                total += value.nbytes
-            elif isinstance(value, _PreparedExperts):
-                total += value.nbytes
-            else:  # ("float" | "quant", arrays..., sizes...)
-                total += sum(a.nbytes for a in value if isinstance(a, np.ndarray))
-        return total
+        # arrays (biases) and core.Projection objects
+        return sum(value.nbytes for value in self.__dict__.get("_prepared_inputs", {}).values())
 
 
 class MoE(_MoEBase):
@@ -235,13 +229,13 @@ class MoE(_MoEBase):
         if self._usage.enabled:
             self._record(f"moe_{x.dtype.name}_{self.activation}_"
                          f"{simd.LEVEL_NAMES[core.level_used(level)]}")
-        rows1 = w1.shape[1]
-        fc1 = self._prepared_input(("fc1", level), 2, w1,
-                                   lambda: self._pack(level, w1, E, rows1, H))
-        fc2 = self._prepared_input(("fc2", level), 4, w2,
-                                   lambda: self._pack(level, w2, E, H, inter))
-        return self._forward(level, x, router, tokens, H, inter, fc1, self._bias(3, b1), fc2,
+        # one packing per level of code (AVX-512 VNNI runs the AVX-512 code)
+        used = core.level_used(level)
+        fc1 = self._prepared_input(("fc1", used), 2, w1, lambda: self._pack(used, w1))
+        fc2 = self._prepared_input(("fc2", used), 4, w2, lambda: self._pack(used, w2))
+        y, _ = self._forward(level, x, router, tokens, H, inter, fc1, self._bias(3, b1), fc2,
                              self._bias(5, b2), None, None, ACTIVATIONS[self.activation])
+        return (y,)
 
     def _check(self, x, router, w1, b1, w2, b2):
         key = (x.shape, x.dtype, router.shape, router.dtype, w1.shape, w1.dtype, w2.shape,
@@ -272,11 +266,10 @@ class MoE(_MoEBase):
         plan = self._plans[key] = (E, tokens, H, inter)
         return plan
 
-    def _pack(self, level, w, E, N, K):
+    def _pack(self, level, w):
         w = np.ascontiguousarray(w)
         threads = self._num_threads(w.size, 1 << 20)
-        packed = core.pack_float(level, ELEMENT_TYPES[w.dtype], w, E, N, K, threads)
-        return ("float", packed, N, K, E)
+        return core.pack_float(w, ELEMENT_TYPES[w.dtype], level, threads)
 
 
 def _is_power_of_two(n) -> bool:
@@ -338,7 +331,8 @@ class QMoE(_MoEBase):
             layout = "input_major" if input_major else "output_major"
             self._record(f"qmoe_int{self.bits}_{block}_{layout}_panels_{x.dtype.name}_"
                          f"{simd.LEVEL_NAMES[core.level_used(level)]}")
-        nr = core.panel_width(level)
+        # one packing per level of code (AVX-512 VNNI runs the AVX-512 code)
+        used = core.level_used(level)
         # (input index, stored weights, scales, bits, outputs N, inputs K)
         f = 2 if self.fused else 1
         specs = [(2, w1, s1, self.proj_bits[0], f * inter, H),
@@ -346,18 +340,20 @@ class QMoE(_MoEBase):
         if w3 is not None:
             specs.append((8, w3, s3, self.proj_bits[2], inter, H))
         projs = [self._prepared_input(
-                     ("panels", index, nr), index, w,
-                     lambda: self._prepare_panels(w, s, bits, E, N, K, nr, input_major))
+                     ("panels", index, used), index, w,
+                     lambda: self._prepare_panels(w, s, bits, N, K, used, input_major))
                  for index, w, s, bits, N, K in specs]
         fc3 = projs[2] if w3 is not None else None
         op = ACTIVATIONS[self.activation]
-        return self._forward(level, x, router, tokens, H, inter, projs[0], self._bias(4, b1),
+        y, _ = self._forward(level, x, router, tokens, H, inter, projs[0], self._bias(4, b1),
                              projs[1], self._bias(7, b2), fc3, self._bias(10, b3), op)
+        return (y,)
 
     def _run_nbits(self, level, x, router, E, tokens, H, inter, w1, s1, b1, w2, s2, b2, w3, s3,
                    b3):
-        """Output-major experts on the MatMulNBits core, one expert at a time
-        on the rows routed to it."""
+        """Output-major experts on the MatMulNBits engines, one expert at a
+        time on the rows routed to it (at the raw SIMD level: the int8 engine
+        has a VNNI kind)."""
         f = 2 if self.fused else 1
         rows1 = f * inter
 
@@ -370,41 +366,10 @@ class QMoE(_MoEBase):
         p2 = prepared("nbits2", 5, w2, s2, 1, H, inter)
         p3 = prepared("nbits3", 8, w3, s3, 2, inter, H) if w3 is not None else None
         b1, b2, b3 = self._bias(4, b1), self._bias(7, b2), self._bias(10, b3)
-        x32 = np.ascontiguousarray(x.reshape(tokens, H), dtype=np.float32)
-        logits = np.ascontiguousarray(router, dtype=np.float32)
-        work = tokens * self.k * H * inter * (f + 1 + (w3 is not None))
-        threads = self._num_threads(work, self.min_work_per_thread)
-        if x.dtype == FLOAT32:
-            y = self._new_output(x.shape, FLOAT32)
-            out = y.reshape(tokens, H)
-            out.fill(0.0)
-        else:
-            out = np.zeros((tokens, H), dtype=np.float32)
-        count, rows, weights = core.group(logits, self.k, self.normalize)
-        op = ACTIVATIONS[self.activation]
-        matmul = nbits_core.matmul
-        path = None
-        for e in range(E):
-            for s0 in range(int(count[e]), int(count[e + 1]), TILE):
-                s1_ = min(s0 + TILE, int(count[e + 1]))
-                m = s1_ - s0
-                a = x32.take(rows[s0:s1_], axis=0)
-                h = np.empty((m, rows1), dtype=np.float32)
-                path = matmul(p1[e], a, h, None if b1 is None else b1[e], threads, level)
-                u = None
-                if p3 is not None:
-                    u = np.empty((m, inter), dtype=np.float32)
-                    matmul(p3[e], a, u, None if b3 is None else b3[e], threads, level)
-                g = np.empty((m, inter), dtype=np.float32)
-                core.activate(level, op, self.fused, h, None, u, None, g, self.alpha, self.beta,
-                              self.limit, threads)
-                yy = np.empty((m, H), dtype=np.float32)
-                matmul(p2[e], g, yy, None if b2 is None else b2[e], threads, level)
-                core.scatter(level, out, rows[s0:s1_], weights[s0:s1_], yy, None, threads)
+        y, path = self._forward(level, x, router, tokens, H, inter, p1, b1, p2, b2, p3, b3,
+                                ACTIVATIONS[self.activation])
         if self._usage.enabled:
             self._record(f"qmoe_{path or 'empty'}_{x.dtype.name}")
-        if x.dtype != FLOAT32:
-            y = out.astype(x.dtype).reshape(x.shape)
         return (y,)
 
     # -- validation -----------------------------------------------------------
@@ -519,45 +484,22 @@ class QMoE(_MoEBase):
             return False
         return self.accuracy_level == 4 or 8 in self.proj_bits[:2]
 
-    def _prepare_panels(self, w, s, bits, E, N, K, nr, input_major):
-        """Experts for the core's own decoder: signed codes in the GEMM
-        engine's panel order (panels of nr outputs) and float32 scale tables,
-        [E, panels, groups of inputs, nr] for output-major experts (stored
-        [E, N, P]), [E, K, groups of outputs] for input-major ones (stored
-        [E, K, P])."""
-        block = self.block_size
-        npad = -(-N // nr) * nr
-        codes = np.empty((E, K * npad), dtype=np.int8)
-        for e in range(E):
-            if input_major:
-                q = self._codes(w[e], bits, N, signed8=True).T
-            else:
-                q = self._codes(w[e], bits, K, signed8=block > 0)
-            codes[e] = _panel_order(q, npad, nr)
-        s32 = np.asarray(s, dtype=np.float32)
+    def _prepare_panels(self, w, s, bits, N, K, level, input_major):
+        """Experts for the core's own decoder: their signed codes [E, N, K]
+        (output-major experts are stored [E, N, P], input-major ones
+        [E, K, P]) and scales, laid out by the core for ``level``."""
         if input_major:
-            shift = block.bit_length() - 1
-            groups = -(-npad // block)
-            table = np.zeros((E, K, groups), dtype=np.float32)
-            table[:, :, :s32.shape[2]] = s32
-            return ("quant", codes, table.reshape(E, -1), N, K, core.SCALE_IN, shift, groups, E)
-        if block == 0:
-            s32, shift = s32[:, :, None], 62  # one group: all of K
+            codes = self._codes(w, bits, N, signed8=True).transpose(0, 2, 1)
         else:
-            shift = block.bit_length() - 1
-        groups = s32.shape[2]
-        table = np.zeros((E, npad, groups), dtype=np.float32)
-        table[:, :N] = s32
-        table = table.reshape(E, npad // nr, nr, groups).transpose(0, 1, 3, 2)
-        return ("quant", codes, np.ascontiguousarray(table).reshape(E, -1), N, K,
-                core.SCALE_OUT, shift, groups, E)
+            codes = self._codes(w, bits, K, signed8=self.block_size > 0)
+        return core.pack_codes(codes, s, self.block_size, input_major, level)
 
     def _prepare_nbits(self, w, s, which, N, K, constant):
         """Output-major experts (stored [E, N, P]) in MatMulNBits's layout
-        [N, blocks, block bytes] (offset codes, implicit zero point), one
-        prepared matrix each: the final block padded with zero codes,
-        signed INT8 moved to offset codes, per-row scales repeated over
-        blocks of 128."""
+        [E, N, blocks, block bytes] (offset codes, implicit zero point),
+        prepared by the core: the final block padded with zero codes, signed
+        INT8 moved to offset codes, per-row scales repeated over blocks of
+        128."""
         bits = self.proj_bits[which]
         block = self.block_size or 128
         if block > K:  # one block either way: the smallest that covers K
@@ -574,53 +516,31 @@ class QMoE(_MoEBase):
             accuracy = 4
         else:
             accuracy = 4 if self.accuracy_level == 4 else 0
+        E = w.shape[0]
+        packed = np.full((E, N, nb * blob), zero, dtype=np.uint8)
+        stored = w
+        if bits == 8 and self.block_size:
+            stored = stored ^ np.uint8(0x80)  # two's complement -> offset codes
+        packed[:, :, :stored.shape[2]] = stored
+        if bits == 4 and K % 2:
+            packed[:, :, K // 2] = (packed[:, :, K // 2] & 0x0F) | 0x80
         s32 = np.asarray(s, dtype=np.float32)
-        prepared = _PreparedExperts()
-        for e in range(w.shape[0]):
-            packed = np.full((N, nb * blob), zero, dtype=np.uint8)
-            stored = w[e]
-            if bits == 8 and self.block_size:
-                stored = stored ^ np.uint8(0x80)  # two's complement -> offset codes
-            packed[:, :stored.shape[1]] = stored
-            if bits == 4 and K % 2:
-                packed[:, K // 2] = (packed[:, K // 2] & 0x0F) | 0x80
-            scales = (np.repeat(s32[e][:, None], nb, axis=1) if self.block_size == 0
-                      else np.ascontiguousarray(s32[e]))
-            matrix = nbits_core.prepare(packed.reshape(N, nb, blob), scales, None, bits, block,
-                                        K, N, accuracy)
-            prepared.append(matrix)
-            prepared.nbytes += packed.nbytes + scales.nbytes + matrix.prepared_bytes
-        return prepared
+        scales = (np.repeat(s32[:, :, None], nb, axis=2) if self.block_size == 0
+                  else np.ascontiguousarray(s32))
+        return core.prepare_nbits(packed.reshape(E, N, nb, blob), scales, bits, block, K,
+                                  accuracy == 4)
 
     @staticmethod
     def _codes(w, bits, columns, signed8):
-        """Signed int8 codes [R, columns] of one expert's stored bytes."""
+        """Signed int8 codes [..., R, columns] of stored bytes [..., R, P]."""
         if bits == 4:
-            q = np.empty((w.shape[0], 2 * w.shape[1]), dtype=np.uint8)
-            q[:, 0::2] = w & 15
-            q[:, 1::2] = w >> 4
-            return (q[:, :columns].view(np.int8) - np.int8(8))
+            q = np.empty(w.shape[:-1] + (2 * w.shape[-1],), dtype=np.uint8)
+            q[..., 0::2] = w & 15
+            q[..., 1::2] = w >> 4
+            return (q[..., :columns].view(np.int8) - np.int8(8))
         if signed8:
-            return w[:, :columns].view(np.int8)
-        return (w[:, :columns] ^ np.uint8(128)).view(np.int8)
-
-
-class _PreparedExperts(list):
-    """One MatMulNBits prepared matrix per expert, and their bytes."""
-
-    nbytes = 0
-
-
-def _panel_order(q, npad, nr):
-    """An [N, K] code matrix in the engine's packed-B order: blocks of KC
-    inputs, each a row of panels of nr outputs, each panel kc x nr."""
-    N, K = q.shape
-    padded = np.zeros((npad, K), dtype=np.int8)
-    padded[:N] = q
-    panels = padded.reshape(npad // nr, nr, K)
-    parts = [panels[:, :, pc:pc + core.KC].transpose(0, 2, 1).reshape(-1)
-             for pc in range(0, K, core.KC)]
-    return np.concatenate(parts) if parts else np.empty(0, np.int8)
+            return w[..., :columns].view(np.int8)
+        return (w[..., :columns] ^ np.uint8(128)).view(np.int8)
 
 
 KERNELS = {
