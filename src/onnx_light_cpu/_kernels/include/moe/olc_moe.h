@@ -115,25 +115,11 @@ typedef void (*olc_moe_axpy_fn)(float *out, const float *y, const float *b, floa
 #endif
 
 static olc_moe_decode_fn olc_moe_decode_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_decode_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_decode_avx2;
-#endif
-    return olc_moe_decode_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_decode);
 }
 
 static olc_moe_axpy_fn olc_moe_axpy_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_axpy_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_axpy_avx2;
-#endif
-    return olc_moe_axpy_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_axpy);
 }
 
 /* ---- preparing quantized codes (OLC_MOE_CODES) ---- */
@@ -502,14 +488,7 @@ static OLC_TARGET_AVX512 void olc_moe_act_avx512(const olc_moe_act_args *p, int6
 typedef void (*olc_moe_act_fn)(const olc_moe_act_args *p, int64_t r0, int64_t r1);
 
 static olc_moe_act_fn olc_moe_act_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_act_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_act_avx2;
-#endif
-    return olc_moe_act_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_act);
 }
 
 /* ---- routing ---- */
@@ -620,7 +599,7 @@ static int olc_moe_decode_token(int level, const olc_moe_args *p, const int64_t 
                                 const float *rw, float *a, float *h, float *g, float *y,
                                 int nthreads) {
     int64_t H = p->H, NI = p->NI, E = p->E, R1 = p->fc1.N;
-    int64_t experts[64], a_off[64], g_off[64], m = 0; /* k <= 64 experts */
+    int64_t experts[64] = {0}, a_off[64] = {0}, g_off[64] = {0}, m = 0; /* k <= 64 */
     for (int64_t e = 0; e < E; ++e)
         if (count[e + 1] > count[e]) {
             experts[m] = e;

@@ -890,14 +890,7 @@ static OLC_TARGET_AVX512 void olc_sgemv_avx512(int64_t K, const float *a, const 
 #endif
 
 static olc_sgemv_fn olc_sgemv_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_sgemv_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_sgemv_avx2;
-#endif
-    return olc_sgemv_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_sgemv);
 }
 
 /* One column range per thread, as wide as possible (long sequential runs
@@ -947,14 +940,7 @@ typedef void (*olc_gemm_generic_fn)(const void *a, int64_t rsa, int64_t csa, con
 #endif
 
 static olc_gemm_generic_fn olc_gemm_generic_select(int dtype, int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_gemm_generic_pick_avx512(dtype);
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_gemm_generic_pick_avx2(dtype);
-#endif
-    return olc_gemm_generic_pick_scalar(dtype);
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_gemm_generic_pick)(dtype);
 }
 
 /* C[q] = A[q] B[q] for q < batch (B[q] row-major at b_offsets[q]); work is
