@@ -255,7 +255,7 @@ BAD = [
     ("Gemm", _ones((3, 4), (4, 5), (3, 4)), ValueError, "input 2"),
     ("Gemm", _ones((3, 4), (4, 5), (2, 3, 5)), ValueError, "input 2"),
     ("Gemm", _ones((3, 4), (4, 5)) + [np.ones(5, np.float64)], TypeError, "input 2"),
-    ("Gemm", _ones((2, 3, 4), (4, 5)), ValueError, "2-D"),
+    ("Gemm", _ones((2, 3, 4), (4, 5)), ValueError, "expected rank 2"),
 ]
 
 
