@@ -2,8 +2,9 @@
 LayerNormalization, LpNormalization, MeanVarianceNormalization,
 RMSNormalization and the experimental SimplifiedLayerNormalization.
 
-All of them run on one row engine (``_kernels/include/olc_norm.h``): a row's
-statistics in one reduction, then one pass writing the output.  Arithmetic
+All of them run on one row engine
+(``_kernels/include/normalization/olc_normalization.h``): a row's statistics
+in one reduction, then one pass writing the output.  Arithmetic
 is float32 for float, float16 and bfloat16 (one rounding on store) and
 float64 for double, except where ``stash_type`` says otherwise
 (SimplifiedLayerNormalization and RMSNormalization: 1 = float32,
@@ -88,7 +89,7 @@ class _Norm(KernelOp):
             key = (tx, ts, acc_double, level, label)
             path = self._paths.get(key)
             if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(acc_double, tx, ts, level)]
+                used = simd.LEVEL_NAMES[core.level_used(level)]
                 names = [type(self).__name__.lower(), helper.tensor_dtype_to_np_dtype(tx).name]
                 if ts != tx:
                     names.append(helper.tensor_dtype_to_np_dtype(ts).name)
@@ -188,9 +189,9 @@ class _RowNorm(_Norm):
         inv = (self._new_output(stats_shape, stat_dtype, k) if len(wanted) > k and wanted[k]
                else None)
         threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.rows(tx, ts, level, acc_double, core.CENTERED if self.centered else core.SQUARES,
-                  self.epsilon, x, scale, bias, y, rows, n, stride, scale_row, mean, inv,
-                  stat_type, threads)
+        core.rows(x, scale, bias, scale_row, y, mean, inv, rows, n, stride,
+                  core.CENTERED if self.centered else core.SQUARES, self.epsilon, acc_double,
+                  stat_type, ts, tx, level, threads)
         outputs = [y]
         if self.centered:
             outputs.append(mean)
@@ -298,8 +299,8 @@ class _ChannelNorm(_Norm):
         self._record(tx, tx, acc_double, level, label)
         y = self._new_output(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.affine(tx, level, acc_double, how, mode, eps, x, y, rows, segs, seg_len, groups,
-                    mul, add, mean, var, None, None, threads)
+        core.affine(x, mul, add, mean, var, y, None, None, rows, segs, seg_len, groups, how, mode,
+                    eps, acc_double, tx, level, threads)
         return y
 
 
@@ -407,8 +408,8 @@ class BatchNormalization(_ChannelNorm):
         acc_double = int(tx == T.DOUBLE)
         row_mean = np.empty(n * c, dtype=np.float64)
         row_var = np.empty(n * c, dtype=np.float64)
-        core.affine(tx, level, acc_double, core.HOW_STATS, core.CENTERED, 0.0, xc, None, n * c,
-                    1, spatial, c, None, None, None, None, row_mean, row_var,
+        core.affine(xc, None, None, None, None, None, row_mean, row_var, n * c, 1, spatial, c,
+                    core.HOW_STATS, core.CENTERED, 0.0, acc_double, tx, level,
                     self._num_threads(x.size, self.min_work_per_thread))
         row_mean, row_var = row_mean.reshape(n, c), row_var.reshape(n, c)
         batch_mean = row_mean.mean(axis=0)
