@@ -169,8 +169,8 @@ class _SkipNorm(SkipNormBase):
         inv = self._new_output(stats_shape, _FLOAT32, 2) if wanted[2] else None
         residual = self._new_output(shape, dtype, 3) if wanted[3] else None
         threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.apply(element_type, level, self.simplified, x, skip, gamma, beta, bias,
-                   y, residual, mean, inv, self.epsilon, threads)
+        core.apply(x, skip, gamma, beta, bias, y, residual, mean, inv, self.simplified,
+                   self.epsilon, element_type, level, threads)
         return self._outputs(y, mean, inv, residual)
 
 
