@@ -87,7 +87,7 @@ class CDist(CDistBase):
             a = np.ascontiguousarray(a)
         bt = np.ascontiguousarray(b.T)  # [K, N]: the inner loop runs over N
         threads = self._num_threads(M * N * max(K, 1), self.min_work_per_thread)
-        core.apply(element_type, level, a, bt, y, self.euclidean, threads)
+        core.apply(a, bt, y, self.euclidean, element_type, level, threads)
         return (y,)
 
 
