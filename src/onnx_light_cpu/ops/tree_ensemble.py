@@ -50,7 +50,6 @@ MODE_NAMES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ",
               "BRANCH_MEMBER")
 AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
 POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
-CORE_DTYPES = {T.FLOAT: core.F32, T.DOUBLE: core.F64, T.FLOAT16: core.F16}
 FLOAT_TENSORS = (np.float16, np.float32, np.float64)
 
 # The core's node structs (olc_te_node_f32/_f64): the comparison's 0/1
@@ -212,7 +211,7 @@ class TreeEnsemble(KernelOp):
 
         try:
             src, next_true, next_false, tree_root, tree_depth = core.flatten(
-                true_ids, true_leaf, false_ids, false_leaf, n_leaves, roots)
+                true_ids, true_leaf, false_ids, false_leaf, roots, n_leaves)
         except ValueError as e:
             raise _AttributeError(str(e)) from None
         if len(src) > INT32_MAX:
@@ -317,17 +316,16 @@ class TreeEnsemble(KernelOp):
             if path is None:
                 path = self._paths[key] = f"{self._path_prefix}_{x.dtype.name}"
             self._usage.record(self.kernel_name, path)
-        dtype = CORE_DTYPES[element_type]
-        forest = self._forest(dtype == core.F64)
+        forest = self._forest(element_type == T.DOUBLE)
         y = self._new_output((x.shape[0], self.n_targets), x.dtype)
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        if dtype == core.F16:
+        if element_type == T.FLOAT16:
             x, out = x.view(np.uint16), y.view(np.uint16)
         else:
             out = y
         work = x.shape[0] * self._work_per_row
-        forest.predict(dtype, x, out, self._num_threads(work, self.min_work_per_thread))
+        forest.predict(x, out, element_type, self._num_threads(work, self.min_work_per_thread))
         return (y,)
 
 
