@@ -62,7 +62,7 @@ class BiasGelu(BiasGeluBase):
         if not bias.flags.c_contiguous:
             bias = np.ascontiguousarray(bias)
         threads = self._num_threads(a.size, self.min_work_per_thread)
-        core.bias_gelu(element_type, level, a, bias, y, threads)
+        core.bias_gelu(a, bias, y, element_type, level, threads)
         return (y,)
 
 

@@ -51,7 +51,7 @@ class SwiGLU(KernelOp):
             b = np.ascontiguousarray(b)
         y = self._new_output(a.shape, a.dtype)
         threads = self._num_threads(a.size, self.min_work_per_thread)
-        core.swiglu(element_type, level, a, b, y, self.alpha, threads)
+        core.swiglu(a, b, y, self.alpha, element_type, level, threads)
         return (y,)
 
 
