@@ -175,15 +175,14 @@ static olc_sn_fn olc_sn_select(int dtype, int level, int simplified) {
     int t = dtype == OLC_FLOAT ? 0 : dtype == OLC_FLOAT16 ? 1 : dtype == OLC_BFLOAT16 ? 2 : -1;
     if (t < 0) return (olc_sn_fn)0;
     int k = simplified != 0;
-    switch (olc_sn_level(dtype, level)) {
+    level = olc_sn_level(dtype, level);
 #if OLC_X86 && OLC_HAVE_AVX512
-    case OLC_AVX512: return avx512[t][k];
+    if (level >= OLC_AVX512) return avx512[t][k];
 #endif
 #if OLC_X86
-    case OLC_AVX2: return avx2[t][k];
+    if (level >= OLC_AVX2) return avx2[t][k];
 #endif
-    default: return scalar[t][k];
-    }
+    return scalar[t][k];
 }
 
 #endif
