@@ -149,17 +149,20 @@ static OLC_TARGET_AVX512 void olc_cdist_f32_tile_avx512(const olc_cdist_args *p,
 
 static int olc_cdist_level(int level) { return olc_build_level(level); }
 
+/* The distance function for dtype (OLC_FLOAT, OLC_DOUBLE) at the highest
+ * level <= level; NULL for another dtype. */
 static olc_cdist_fn olc_cdist_select(int dtype, int level) {
-    level = olc_cdist_level(level);
-    int dbl = dtype == OLC_DOUBLE;
-    if (dtype != OLC_FLOAT && !dbl) return NULL;
+    /* [float, double] */
+    static const olc_cdist_fn fns_scalar[2] = {olc_cdist_f32_scalar, olc_cdist_f64_scalar};
 #if OLC_X86
-#if OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return dbl ? olc_cdist_f64_avx512 : olc_cdist_f32_tile_avx512;
+    static const olc_cdist_fn fns_avx2[2] = {olc_cdist_f32_tile_avx2, olc_cdist_f64_avx2};
 #endif
-    if (level >= OLC_AVX2) return dbl ? olc_cdist_f64_avx2 : olc_cdist_f32_tile_avx2;
+#if OLC_X86 && OLC_HAVE_AVX512
+    static const olc_cdist_fn fns_avx512[2] = {olc_cdist_f32_tile_avx512, olc_cdist_f64_avx512};
 #endif
-    return dbl ? olc_cdist_f64_scalar : olc_cdist_f32_scalar;
+    if (dtype != OLC_FLOAT && dtype != OLC_DOUBLE) return NULL;
+    level = olc_cdist_level(level);
+    return OLC_LEVEL_FN(level, fns)[dtype == OLC_DOUBLE];
 }
 
 #endif /* OLC_CDIST_H */

@@ -164,18 +164,21 @@ static inline int olc_norm_narrow(int t) {
 static int olc_norm_level(int level) { return olc_build_level(level); }
 
 /* The set for the arithmetic, whether every type is float32 or narrower
- * (v32 at the vector levels) and the level. */
+ * (v32 at the vector levels, the a32 twins at level 0) and the level. */
 static const olc_norm_fns *olc_norm_set(int acc_double, int narrow, int level) {
-    level = olc_norm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512)
-        return acc_double ? &olc_norm_a64_avx512 : narrow ? &olc_norm_v32_avx512 : &olc_norm_a32_avx512;
-#endif
+    /* per level: a32, a64, v32 */
+    static const olc_norm_fns *const sets_scalar[3] = {
+        &olc_norm_a32_scalar, &olc_norm_a64_scalar, &olc_norm_a32_scalar};
 #if OLC_X86
-    if (level == OLC_AVX2)
-        return acc_double ? &olc_norm_a64_avx2 : narrow ? &olc_norm_v32_avx2 : &olc_norm_a32_avx2;
+    static const olc_norm_fns *const sets_avx2[3] = {
+        &olc_norm_a32_avx2, &olc_norm_a64_avx2, &olc_norm_v32_avx2};
 #endif
-    return acc_double ? &olc_norm_a64_scalar : &olc_norm_a32_scalar;
+#if OLC_X86 && OLC_HAVE_AVX512
+    static const olc_norm_fns *const sets_avx512[3] = {
+        &olc_norm_a32_avx512, &olc_norm_a64_avx512, &olc_norm_v32_avx512};
+#endif
+    level = olc_norm_level(level);
+    return OLC_LEVEL_FN(level, sets)[acc_double ? 1 : narrow ? 2 : 0];
 }
 
 static olc_norm_stats_fn olc_norm_select_stats(int acc_double, int tx, int level) {

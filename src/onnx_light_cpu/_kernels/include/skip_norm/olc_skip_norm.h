@@ -153,20 +153,20 @@ static inline int olc_sn_level(int dtype, int level) {
  * unsupported dtype. */
 static olc_sn_fn olc_sn_select(int dtype, int level, int simplified) {
     /* [type: float, float16, bfloat16][simplified] */
-    static const olc_sn_fn scalar[3][2] = {
+    static const olc_sn_fn fns_scalar[3][2] = {
         {olc_sn_ln_f32_scalar, olc_sn_rms_f32_scalar},
         {olc_sn_ln_f16_scalar, olc_sn_rms_f16_scalar},
         {olc_sn_ln_bf16_scalar, olc_sn_rms_bf16_scalar},
     };
 #if OLC_X86
-    static const olc_sn_fn avx2[3][2] = {
+    static const olc_sn_fn fns_avx2[3][2] = {
         {olc_sn_ln_f32_avx2, olc_sn_rms_f32_avx2},
         {olc_sn_ln_f16_avx2, olc_sn_rms_f16_avx2},
         {olc_sn_ln_bf16_avx2, olc_sn_rms_bf16_avx2},
     };
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-    static const olc_sn_fn avx512[3][2] = {
+    static const olc_sn_fn fns_avx512[3][2] = {
         {olc_sn_ln_f32_avx512, olc_sn_rms_f32_avx512},
         {olc_sn_ln_f16_avx512, olc_sn_rms_f16_avx512},
         {olc_sn_ln_bf16_avx512, olc_sn_rms_bf16_avx512},
@@ -174,15 +174,8 @@ static olc_sn_fn olc_sn_select(int dtype, int level, int simplified) {
 #endif
     int t = dtype == OLC_FLOAT ? 0 : dtype == OLC_FLOAT16 ? 1 : dtype == OLC_BFLOAT16 ? 2 : -1;
     if (t < 0) return (olc_sn_fn)0;
-    int k = simplified != 0;
     level = olc_sn_level(dtype, level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return avx512[t][k];
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return avx2[t][k];
-#endif
-    return scalar[t][k];
+    return OLC_LEVEL_FN(level, fns)[t][simplified != 0];
 }
 
 #endif

@@ -280,18 +280,18 @@ static int olc_act_level(int dtype, int level) {
  * the highest level <= level; NULL for an unsupported dtype. */
 static olc_act_fn olc_act_select(int op, int dtype, int level) {
     /* [op][type: float, float16, bfloat16] */
-    static const olc_act_fn scalar[2][3] = {
+    static const olc_act_fn fns_scalar[2][3] = {
         {olc_bias_gelu_f32_scalar, olc_bias_gelu_f16_scalar, olc_bias_gelu_bf16_scalar},
         {olc_swiglu_f32_scalar, olc_swiglu_f16_scalar, olc_swiglu_bf16_scalar},
     };
 #if OLC_X86
-    static const olc_act_fn avx2[2][3] = {
+    static const olc_act_fn fns_avx2[2][3] = {
         {olc_bias_gelu_f32_avx2, olc_bias_gelu_f16_avx2, olc_bias_gelu_bf16_avx2},
         {olc_swiglu_f32_avx2, olc_swiglu_f16_avx2, olc_swiglu_bf16_avx2},
     };
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-    static const olc_act_fn avx512[2][3] = {
+    static const olc_act_fn fns_avx512[2][3] = {
         {olc_bias_gelu_f32_avx512, olc_bias_gelu_f16_avx512, olc_bias_gelu_bf16_avx512},
         {olc_swiglu_f32_avx512, olc_swiglu_f16_avx512, olc_swiglu_bf16_avx512},
     };
@@ -301,13 +301,7 @@ static olc_act_fn olc_act_select(int op, int dtype, int level) {
     int t = dtype == OLC_FLOAT ? 0 : dtype == OLC_FLOAT16 ? 1 : dtype == OLC_BFLOAT16 ? 2 : -1;
     if (t < 0) return NULL;
     level = olc_act_level(dtype, level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return avx512[k][t];
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return avx2[k][t];
-#endif
-    return scalar[k][t];
+    return OLC_LEVEL_FN(level, fns)[k][t];
 }
 
 #endif /* OLC_ACTIVATION_H */
