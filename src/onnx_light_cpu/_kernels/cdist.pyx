@@ -10,9 +10,9 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
-
 from olc_cdist cimport olc_cdist_args, olc_cdist_fn, olc_cdist_level, olc_cdist_select
+
+cnp.import_array()
 
 
 def level_used(int level):

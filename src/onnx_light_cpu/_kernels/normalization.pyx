@@ -13,14 +13,14 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
-
 from olc_normalization cimport (
     OLC_NORM_CENTERED, OLC_NORM_HOW_GIVEN, OLC_NORM_HOW_LP, OLC_NORM_HOW_MVN, OLC_NORM_HOW_STATS,
     OLC_NORM_HOW_STD, OLC_NORM_L1, OLC_NORM_L2, OLC_NORM_SQUARES, olc_norm_affine_plan,
     olc_norm_affine_rows, olc_norm_level, olc_norm_rows, olc_norm_rows_plan, olc_norm_select_affine,
     olc_norm_select_apply, olc_norm_select_stats,
 )
+
+cnp.import_array()
 
 CENTERED = OLC_NORM_CENTERED
 SQUARES = OLC_NORM_SQUARES

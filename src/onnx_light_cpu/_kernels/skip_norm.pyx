@@ -11,9 +11,9 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
-
 from olc_skip_norm cimport olc_sn_args, olc_sn_fn, olc_sn_level, olc_sn_select
+
+cnp.import_array()
 
 
 def level_used(int dtype, int level):

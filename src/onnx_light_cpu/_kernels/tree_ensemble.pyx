@@ -12,9 +12,9 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-cnp.import_array()
-
 from olc_tree_ensemble cimport OLC_TE_NAN, olc_te_block, olc_te_forest
+
+cnp.import_array()
 
 # Added to a uniform mode when some node sends NaN to its true branch.
 TRACK_NAN = OLC_TE_NAN

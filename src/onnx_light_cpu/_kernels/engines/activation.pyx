@@ -11,11 +11,11 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
-
 from olc_activation cimport (
     OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU, olc_act_args, olc_act_fn, olc_act_level, olc_act_select,
 )
+
+cnp.import_array()
 
 BIAS_GELU = OLC_ACT_BIAS_GELU
 SWIGLU = OLC_ACT_SWIGLU
