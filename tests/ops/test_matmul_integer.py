@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 from onnx_light_cpu._kernels.engines import gemm_int8
-from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels, capped_simd_level
 
 from differential import check_node, node_model, run_ours, unaligned
 
@@ -297,21 +297,19 @@ def test_qlinear_matmul_bad_input():
         run_ours(model, good8)
 
 
-def test_engine_kind_names():
-    kinds = {gemm_int8.KIND_NAMES[gemm_int8.kind(level)] for level in range(3)}
-    assert "scalar" in kinds
+def test_engine_level_names():
+    used = {LEVEL_NAMES[gemm_int8.level_used(level)] for level in range(3)}
+    assert "scalar" in used
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
-def test_every_engine_kind_directly(pair):
-    """Each engine kind this CPU can run, AVX-512 without VNNI included
-    (check_node reaches only the best kind of each SIMD level)."""
+def test_every_engine_level_directly(pair):
+    """The core at each level this CPU can run, AVX-512 with and without
+    VNNI included."""
     rng = np.random.default_rng(11)
     ta, tb = pair
-    kinds = {0} | {gemm_int8.kind(level) for level in range(len(available_simd_levels()))}
-    if 3 in kinds:
-        kinds.add(2)
-    for kind in sorted(kinds):
+    levels = {gemm_int8.level_used(level) for level in range(len(available_simd_levels()))}
+    for level in sorted(levels):
         for M, K, N, batch in [(13, 259, 47, 1), (3, 1000, 70, 2), (1, 1, 1, 1)]:
             a, b = _rand(rng, (batch, M, K), ta), _rand(rng, (batch, K, N), tb)
             za, zb = _rand(rng, (batch, M), ta), _rand(rng, (N,), tb)
@@ -319,12 +317,12 @@ def test_every_engine_kind_directly(pair):
             b_off = np.arange(batch, dtype=np.int64) * K * N
             packed = np.empty(batch * gemm_int8.packed_size(K, N), np.int8)
             sums = np.empty(batch * gemm_int8.colsum_size(N), np.int32)
-            gemm_int8.pack_b(kind, tb == S8, b.view(np.uint8), b_off, K, N, packed, sums, 2)
+            gemm_int8.pack_b(b.view(np.uint8), b_off, packed, sums, K, N, tb == S8, level, 2)
             za_s = za.astype(np.int32) + (128 if ta == S8 else 0)
             zb_s = zb.astype(np.int32) - (0 if tb == S8 else 128)
             y = np.empty((batch, M, N), np.int32)
-            gemm_int8.gemm(kind, ta == S8, a.view(np.uint8), a_off, packed, sums,
-                           np.arange(batch, dtype=np.int64), za_s, M, 1, zb_s, 0, 1, M, N, K,
-                           y, 2)
+            gemm_int8.gemm(a.view(np.uint8), a_off, packed, sums,
+                           np.arange(batch, dtype=np.int64), za_s, zb_s, y, M, 1, 0, 1, M, N, K,
+                           ta == S8, level, 2)
             want = np.matmul(a.astype(np.int64) - za[..., None], b.astype(np.int64) - zb)
-            np.testing.assert_array_equal(y, want.astype(np.int32), err_msg=f"kind {kind}")
+            np.testing.assert_array_equal(y, want.astype(np.int32), err_msg=f"level {level}")

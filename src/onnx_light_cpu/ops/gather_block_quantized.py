@@ -118,7 +118,7 @@ class GatherBlockQuantized(KernelOp):
                 raise TypeError(self._input_error(
                     3, f"has element type {zero_points.dtype}, expected uint8 (packed like "
                     "the data)"))
-            want = data.shape[:-1] + (-(-groups // (8 // self.bits)),)
+            want = data.shape[:-1] + (core.zero_point_bytes(groups, self.bits),)
             if zero_points.shape != want:
                 raise ValueError(self._input_error(
                     3, f"must have shape {want} ({groups} groups packed {8 // self.bits} "
@@ -142,8 +142,9 @@ class GatherBlockQuantized(KernelOp):
         inner = math.prod(data.shape[1:-1])
         y = self._new_output(indices.shape + data.shape[1:-1] + (D,), scales.dtype)
         threads = self._num_threads(y.size, self.min_work_per_thread)
-        core.apply(self.bits, level, data, indices, scales, zero_points, y,
-                   data.shape[0], inner, self.block_size, threads)
+        dtype = T.FLOAT16 if scales.dtype == np.float16 else T.FLOAT
+        core.apply(data, indices, scales, zero_points, y, data.shape[0], inner,
+                   self.block_size, self.bits, dtype, level, threads)
         return (y,)
 
 

@@ -6,7 +6,7 @@ are folded in through row and column sums (see olc_gemm_int8.h).
 QLinearMatMul then requantises as the reference does: the int32 product
 times float64(a_scale * b_scale / y_scale) (that quotient computed in the
 scales' own type, by NumPy), plus y_zero_point, rounded half to even and
-saturated.  A constant B (an initializer) is packed once per engine kind.
+saturated.  A constant B (an initializer) is packed once per engine level.
 
 Zero points and scales are per tensor (one element), per row of A (shape
 [M], or [..., M, 1] with A's batch dimensions or ones) or per column of B
@@ -52,7 +52,7 @@ class _IntegerProduct(KernelOp):
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         self._plans: dict = {}
-        self._prepacked: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kind -> (B, sums)
+        self._prepacked: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> (B, sums)
 
     def prepared_bytes(self) -> int:
         """Bytes of the constant B packed once for this node (0 when none)."""
@@ -152,22 +152,23 @@ class _IntegerProduct(KernelOp):
 
     # ---- the product ----
 
-    def _packed(self, kind, b, b_signed, b_pack_off, K, N, threads, constant):
-        cached = self._prepacked.get(kind) if constant else None
+    def _packed(self, used, b, b_signed, b_pack_off, K, N, threads, constant):
+        cached = self._prepacked.get(used) if constant else None
         if cached is not None:
             return cached
         nb = len(b_pack_off)
         packed = np.empty(nb * core.packed_size(K, N), dtype=np.int8)
         sums = np.empty(nb * core.colsum_size(N), dtype=np.int32)
-        core.pack_b(kind, b_signed, b, b_pack_off, K, N, packed, sums, threads)
+        core.pack_b(b, b_pack_off, packed, sums, K, N, b_signed, used, threads)
         if constant:
-            self._prepacked[kind] = (packed, sums)
+            self._prepacked[used] = (packed, sums)
         return packed, sums
 
     def _product(self, a, za, b, zb, plan, out, level):
-        """out (int32, batch x M x N) = (A - za)(B - zb); returns the engine kind."""
+        """out (int32, batch x M x N) = (A - za)(B - zb); returns the engine's
+        level, whether B was constant and the thread count."""
         _, batch, a2, b2, M, N, K, a_off, b_index, b_pack_off = plan
-        kind = core.kind(level)
+        used = core.level_used(level)
         a_signed = a.dtype == np.int8
         b_signed = b.dtype == np.int8
         threads = self._num_threads(M * N * K * len(a_off), self.min_work_per_thread)
@@ -176,16 +177,16 @@ class _IntegerProduct(KernelOp):
             a = np.ascontiguousarray(a)
         if not b.flags.c_contiguous:
             b = np.ascontiguousarray(b)
-        packed, sums = self._packed(kind, b.view(np.uint8), b_signed, b_pack_off, K, N,
+        packed, sums = self._packed(used, b.view(np.uint8), b_signed, b_pack_off, K, N,
                                     threads, constant)
         # Shifted zero points (see olc_gemm_int8.h): signed A +128, unsigned B -128.
         za_s, za_bs, za_rs, _ = self._zero_points(self.ZA_INDEX, za, a2, True, batch,
                                                   128 if a_signed else 0)
         zb_s, zb_bs, _, zb_cs = self._zero_points(self.ZB_INDEX, zb, b2, False, batch,
                                                   0 if b_signed else -128)
-        core.gemm(kind, a_signed, a.view(np.uint8), a_off, packed, sums, b_index, za_s, za_bs,
-                  za_rs, zb_s, zb_bs, zb_cs, M, N, K, out, threads)
-        return kind, constant, threads
+        core.gemm(a.view(np.uint8), a_off, packed, sums, b_index, za_s, zb_s, out, za_bs,
+                  za_rs, zb_bs, zb_cs, M, N, K, a_signed, used, threads)
+        return used, constant, threads
 
     def _zero_points(self, index, zp, operand, row, batch, shift):
         if zp is None:
@@ -197,11 +198,12 @@ class _IntegerProduct(KernelOp):
         arr += shift
         return arr, bs, rs, cs
 
-    def _record(self, a, b, kind, constant, empty=False):
-        key = (a.dtype, b.dtype, kind, constant, empty)
+    def _record(self, a, b, used, constant, empty=False):
+        key = (a.dtype, b.dtype, used, constant, empty)
         label = self._labels.get(key)
         if label is None:
-            tail = "empty" if empty else core.KIND_NAMES[kind] + ("_prepacked" if constant else "")
+            tail = ("empty" if empty
+                    else simd.LEVEL_NAMES[used] + ("_prepacked" if constant else ""))
             label = self._labels[key] = (f"{type(self).__name__.lower()}_{a.dtype.name}_"
                                          f"{b.dtype.name}_{tail}")
         self._usage.record(self.kernel_name, label)
@@ -230,10 +232,10 @@ class MatMulInteger(_IntegerProduct):
                 self._record(a, b, 0, False, empty=True)
             return (np.zeros(out_shape, dtype=INT32),)
         y = self._new_output(out_shape, INT32)
-        kind, constant, _ = self._product(a, a_zero_point, b, b_zero_point, plan,
+        used, constant, _ = self._product(a, a_zero_point, b, b_zero_point, plan,
                                           y.reshape(-1, M, N), simd.state.level)
         if self._usage.enabled:
-            self._record(a, b, kind, constant)
+            self._record(a, b, used, constant)
         return (y,)
 
 
@@ -303,15 +305,15 @@ class QLinearMatMul(_IntegerProduct):
             self._zero_points(2, a_zero_point, a2, True, batch, 0)
             self._zero_points(5, b_zero_point, b2, False, batch, 0)
             acc.fill(0)
-            kind, constant, threads = 0, False, 1
+            used, constant, threads = 0, False, 1
         else:
-            kind, constant, threads = self._product(a, a_zero_point, b, b_zero_point, plan, acc,
+            used, constant, threads = self._product(a, a_zero_point, b, b_zero_point, plan, acc,
                                                     level)
         y = self._new_output(out_shape, out_dtype)
-        core.requantize(level, acc, len(plan[7]), M, N, mult, m_bs, m_rs, m_cs, zp,
-                        out_dtype == np.int8, y, threads)
+        core.requantize(acc, mult, y, len(plan[7]), M, N, m_bs, m_rs, m_cs, zp,
+                        out_dtype == np.int8, level, threads)
         if self._usage.enabled:
-            self._record(a, b, kind, constant, empty=K == 0)
+            self._record(a, b, used, constant, empty=K == 0)
         return (y,)
 
 

@@ -113,7 +113,7 @@ class MatMulNBits(KernelOp):
         else:
             self.nb = -(-self.K // block)
             self.blob = 12 if self.bits == 3 else block * self.bits // 8
-            self.zp_bytes = self.nb if self.bits in (3, 8) else -(-self.nb * self.bits // 8)
+            self.zp_bytes = core.zero_point_bytes(self.nb, self.bits)
             sizes = (self.N * self.nb * self.blob, self.K * self.N, self.N * self.nb * block * 2)
             if max(sizes) >= _SIZE_LIMIT:
                 self._attr_error = (f"{op}: K={self.K}, N={self.N} make sizes that overflow "
@@ -201,13 +201,9 @@ class MatMulNBits(KernelOp):
             return None
         if zero_points.dtype != _UINT8:
             return zero_points.reshape(self.N, self.nb).astype(np.float32)
-        zp = zero_points.reshape(self.N, self.zp_bytes)
-        if self.bits in (3, 8):
-            return np.ascontiguousarray(zp)
-        per_byte = 8 // self.bits
-        shifts = (np.arange(per_byte, dtype=np.uint8) * self.bits).astype(np.uint8)
-        codes = (zp[..., None] >> shifts) & np.uint8((1 << self.bits) - 1)
-        return np.ascontiguousarray(codes.reshape(self.N, -1)[:, : self.nb])
+        codes = np.empty((self.N, self.nb), dtype=np.uint8)
+        core.unpack_zero_points(np.ascontiguousarray(zero_points), codes, self.bits)
+        return codes
 
     def _prepare(self, b, scales, zero_points, constant: bool):
         level = self.accuracy_level if constant else 0
@@ -265,7 +261,7 @@ class MatMulNBits(KernelOp):
             y2 = y.reshape(M, self.N)
         else:
             y2 = np.empty((M, self.N), dtype=np.float32)
-        label = core.matmul(prepared, a2, y2, bias, threads, level)
+        label = core.matmul(prepared, a2, bias, y2, level, threads)
         self.prepared_bytes = prepared.prepared_bytes
         self.scratch_bytes = prepared.scratch_bytes(M, threads)
         if dtype != _F32:

@@ -390,16 +390,16 @@ class QMoE(_MoEBase):
                 m = s1_ - s0
                 a = x32.take(rows[s0:s1_], axis=0)
                 h = np.empty((m, rows1), dtype=np.float32)
-                path = matmul(p1[e], a, h, None if b1 is None else b1[e], threads, level)
+                path = matmul(p1[e], a, None if b1 is None else b1[e], h, level, threads)
                 u = None
                 if p3 is not None:
                     u = np.empty((m, inter), dtype=np.float32)
-                    matmul(p3[e], a, u, None if b3 is None else b3[e], threads, level)
+                    matmul(p3[e], a, None if b3 is None else b3[e], u, level, threads)
                 g = np.empty((m, inter), dtype=np.float32)
                 core.activate(level, op, self.fused, h, None, u, None, g, self.alpha, self.beta,
                               self.limit, threads)
                 yy = np.empty((m, H), dtype=np.float32)
-                matmul(p2[e], g, yy, None if b2 is None else b2[e], threads, level)
+                matmul(p2[e], g, None if b2 is None else b2[e], yy, level, threads)
                 core.scatter(level, out, rows[s0:s1_], weights[s0:s1_], yy, None, threads)
         if self._usage.enabled:
             self._record(f"qmoe_{path or 'empty'}_{x.dtype.name}")
