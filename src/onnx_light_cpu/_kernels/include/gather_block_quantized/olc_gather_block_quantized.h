@@ -164,14 +164,7 @@ static inline int olc_gbq_level(int bits, int level) {
 static inline olc_gbq_fn olc_gbq_select(int bits, int dtype, int level) {
     if ((bits != 2 && bits != 4 && bits != 8) || (dtype != OLC_FLOAT && dtype != OLC_FLOAT16))
         return 0;
-    level = olc_gbq_level(bits, level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_gbq_rows_avx512;
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_gbq_rows_avx2;
-#endif
-    return olc_gbq_rows_scalar;
+    return OLC_LEVEL_FN(olc_gbq_level(bits, level), olc_gbq_rows);
 }
 
 #endif

@@ -1056,13 +1056,7 @@ static int olc_nb_gemm(const olc_nb_w *w, const float *a, int64_t M, const float
     olc_sgemm_cfg cfg;
     level = olc_build_level(level);
     olc_sgemm_config(level, &cfg);
-    olc_nb_decode_fn decode = olc_nb_decode_scalar;
-#if OLC_X86
-    if (level == OLC_AVX2) decode = olc_nb_decode_avx2;
-#if OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) decode = olc_nb_decode_avx512;
-#endif
-#endif
+    olc_nb_decode_fn decode = OLC_LEVEL_FN(level, olc_nb_decode);
     const int nr = cfg.nr, mr = cfg.mr, tw = OLC_NB_GEMM_PANELS * cfg.nr;
     const int64_t K = w->K, N = w->N, KC = OLC_NB_GEMM_KC;
     const int64_t ct = (N + tw - 1) / tw, mt = (M + OLC_NB_GEMM_MB - 1) / OLC_NB_GEMM_MB;

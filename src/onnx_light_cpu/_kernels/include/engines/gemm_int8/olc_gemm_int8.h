@@ -388,13 +388,7 @@ static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch
         return -1;
     }
     olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, Mp, ap, rowsum, nthreads);
-    olc_i8_epilogue_fn epilogue = olc_i8_epilogue_scalar;
-#if OLC_X86
-    if (level == OLC_AVX2) epilogue = olc_i8_epilogue_avx2;
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) epilogue = olc_i8_epilogue_avx512;
-#endif
+    olc_i8_epilogue_fn epilogue = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue);
     /* VNNI takes two panels a tile. */
     const int width = level == OLC_AVX512_VNNI ? 2 : 1;
     const int64_t ntiles = (np_ + width - 1) / width;
@@ -438,14 +432,7 @@ typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int6
 static void olc_i8_requantize(const int32_t *c, const double *mult, int64_t m_bs, int64_t m_rs,
                               int64_t m_cs, void *y, int64_t batch, int64_t M, int64_t N,
                               double zp, int out_signed, int level, int nthreads) {
-    olc_i8_requant_fn row = olc_i8_requant_row_scalar;
-    level = olc_build_level(level);
-#if OLC_X86
-    if (level == OLC_AVX2) row = olc_i8_requant_row_avx2;
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) row = olc_i8_requant_row_avx512;
-#endif
+    olc_i8_requant_fn row = OLC_LEVEL_FN(olc_build_level(level), olc_i8_requant_row);
     const int64_t rows = batch * M;
     int64_t t;
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
