@@ -192,9 +192,9 @@ def test_matmul_integer_bad_input():
     _error("MatMulInteger", [np.zeros((2, 3, 4), U8), np.zeros((3, 4, 5), S8)], ValueError,
            "MatMulInteger: input 1.*do not broadcast")
     _error("MatMulInteger", [a.astype(np.int16), b], TypeError,
-           "MatMulInteger: input 0.*int16, expected uint8 or int8")
+           "MatMulInteger: input 0.*int16, expected one of uint8, int8")
     _error("MatMulInteger", [a, b, np.zeros(1, S8)], TypeError,
-           "MatMulInteger: input 2.*int8 but input 0 has uint8")
+           "MatMulInteger: input 2.*int8, expected uint8 like input 0")
     _error("MatMulInteger", [a, b, np.zeros(2, U8)], ValueError,
            r"MatMulInteger: input 2.*\[M\] or \[..., M, 1\]")
     _error("MatMulInteger", [a, b, np.zeros(1, U8), np.zeros((4,), S8)], ValueError,
@@ -277,9 +277,10 @@ def test_qlinear_matmul_bad_input():
         _error("QLinearMatMul", inputs, exc, match, opset)
 
     bad(1, np.array(1.0, np.float64), TypeError, "QLinearMatMul: input 1.*float64")
-    bad(1, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 1.*opset 10", opset=10)
-    bad(4, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 4.*but input 1", 21)
-    bad(2, np.array(1, S8), TypeError, "QLinearMatMul: input 2.*int8 but input 0 has uint8")
+    bad(1, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 1.*float16, expected "
+        "one of float32$", opset=10)
+    bad(4, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 4.*like input 1", 21)
+    bad(2, np.array(1, S8), TypeError, "QLinearMatMul: input 2.*int8, expected uint8 like input 0")
     bad(1, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 1.*scale must have")
     bad(6, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 6.*one-element")
     bad(6, np.ones((1, 1, 1), np.float32), ValueError, "QLinearMatMul: input 6.*scalars")
