@@ -15,11 +15,12 @@
  *       for u < 16 (4-bit codes): VNNI into a and b (two chains in
  *       flight); without VNNI both into a, the two groups' four products
  *       summed in one int16 (4 x 15 x 128 < 2^15), b untouched.
- *   olc_i8_madd16_<lvl>(acc, x, y)      acc + vpmaddwd of int16 pairs.
- *       MatMulInteger without VNNI widens its bytes to int16 instead of
- *       using vpmaddubsw: its u spans 0..255 and one vpmaddwd of int16
- *       pairs costs less than the split's two vpmaddubsw.
- *   olc_i8_hsum_<lvl>(v)                sum of the int32 lanes.
+ *   olc_i8_madd16_<lvl>(acc, x, y)      acc + vpmaddwd of int16 pairs (avx2,
+ *       avx512).  MatMulInteger without VNNI widens its bytes to int16 and
+ *       takes pairs of k instead: its u spans 0..255, where vpmaddubsw
+ *       would saturate (2 x 255 x 128), and its layout of B is made for
+ *       pairs.
+ *   olc_i8_hsum_<lvl>(v)                sum of the int32 lanes (avx2, avx512).
  */
 #ifndef OLC_INT8_DOT_H
 #define OLC_INT8_DOT_H
@@ -110,10 +111,6 @@ OLC_I8_INLINE OLC_TARGET_AVX512_VNNI void olc_i8_dot4x2_avx512vnni(__m512i *a, _
                                                                    __m512i hi, __m512i xh) {
     *a = _mm512_dpbusd_epi32(*a, lo, xl);
     *b = _mm512_dpbusd_epi32(*b, hi, xh);
-}
-
-OLC_I8_INLINE OLC_TARGET_AVX512_VNNI int32_t olc_i8_hsum_avx512vnni(__m512i v) {
-    return _mm512_reduce_add_epi32(v);
 }
 #endif
 
