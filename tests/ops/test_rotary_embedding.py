@@ -139,7 +139,7 @@ def test_core_in_place_on_transposed_view(dtype, interleaved):
                                      rotary_embedding_dim=rot).astype(dtype)
                 work = buf.copy()
                 view = work.transpose(0, 2, 1, 3)
-                core.rotate(view, view, c, sn, pos, interleaved, rot, threads, level)
+                core.rotate(view, c, sn, pos, view, interleaved, rot, level, threads)
                 assert work.tobytes() == ref.tobytes(), (level, threads, cache_type)
 
 
@@ -148,14 +148,14 @@ def test_core_rejects_contract_violations():
     cos = np.zeros((3, 4), np.float32)
     pos = np.zeros((1, 2), np.int64)
     with pytest.raises(ValueError, match="rotary_dim"):
-        core.rotate(x, x, cos, cos, pos, False, 7, 1, 0)
+        core.rotate(x, cos, cos, pos, x, False, 7, 0, 1)
     with pytest.raises(ValueError, match="contiguous"):
         half = cos[:, :2].copy()
-        core.rotate(x[..., ::2], x[..., ::2], half, half, pos, False, 4, 1, 0)
+        core.rotate(x[..., ::2], half, half, pos, x[..., ::2], False, 4, 0, 1)
     with pytest.raises(TypeError):
-        core.rotate(x, x.astype(np.float16), cos, cos, pos, False, 8, 1, 0)
+        core.rotate(x, cos, cos, pos, x.astype(np.float16), False, 8, 0, 1)
     with pytest.raises(ValueError, match="positions"):
-        core.rotate(x, x, cos, cos, pos.astype(np.int32), False, 8, 1, 0)
+        core.rotate(x, cos, cos, pos.astype(np.int32), x, False, 8, 0, 1)
 
 
 # ------------------------------------------------------- com.microsoft

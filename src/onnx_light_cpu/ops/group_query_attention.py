@@ -518,9 +518,9 @@ class GroupQueryAttention(GroupQueryAttentionBase):
     def _rotate(self, x, cos, sin, positions):
         out = np.empty(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_rotary_per_thread)
-        rotary_core.rotate(x, out, np.ascontiguousarray(cos), np.ascontiguousarray(sin),
-                           np.ascontiguousarray(positions, dtype=np.int64), self.interleaved,
-                           2 * cos.shape[1], threads, simd.state.level)
+        rotary_core.rotate(x, np.ascontiguousarray(cos), np.ascontiguousarray(sin),
+                           np.ascontiguousarray(positions, dtype=np.int64), out, self.interleaved,
+                           2 * cos.shape[1], simd.state.level, threads)
         return out
 
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):

@@ -169,7 +169,7 @@ class _Rotary(KernelOp):
         sin = np.ascontiguousarray(sin)
         rows = xv.shape[0] * xv.shape[1] * xv.shape[2]
         threads = self._num_threads(rows * rot, self.min_work_per_thread)
-        core.rotate(xv, yv, cos, sin, positions, self.interleaved, rot, threads, level)
+        core.rotate(xv, cos, sin, positions, yv, self.interleaved, rot, level, threads)
         return (y,)
 
     def _arange_positions(self, b: int, s: int, start: int = 0) -> np.ndarray:
