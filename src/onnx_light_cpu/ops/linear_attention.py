@@ -39,8 +39,9 @@ from ._base import KernelOp
 T = TensorProto
 RULES = ("linear", "gated", "delta", "gated_delta")
 INPUTS = ("query", "key", "value", "past_state", "decay", "beta")
-# Element type codes of the core.
-CODES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(bfloat16): 2}
+# Element type codes of the core (onnx.TensorProto numbering).
+CODES = {np.dtype(np.float32): T.FLOAT, np.dtype(np.float16): T.FLOAT16,
+         np.dtype(bfloat16): T.BFLOAT16}
 MAX_STATE_WINDOW = 8
 
 
@@ -232,14 +233,14 @@ class LinearAttentionKernel(LinearAttentionBase):
                                         self.min_work_per_thread)
         # The scratch (state blocks, staged tokens) stays with the node:
         # a fresh one would be mapped and faulted in again on every call.
-        need = core.scratch_floats(level, Hq, Hkv, dk, dv, threads)
+        need = core.scratch_floats(Hq, Hkv, dk, dv, level, threads)
         scratch = self._scratch
         if scratch is None or scratch.size < need:
             scratch = self._scratch = np.empty(need, dtype=np.float32)
-        core.apply(level, _contiguous(q), _contiguous(k), _contiguous(v), past,
-                   _contiguous(decay), _contiguous(beta), out, present, Hq, Hk, Hkv, dk, dv,
-                   max(W, 1), CODES[q.dtype], CODES[state_dtype], self.gated, self.delta,
-                   decay_rows, beta_heads, scale, threads, scratch)
+        core.apply(_contiguous(q), _contiguous(k), _contiguous(v), past, _contiguous(decay),
+                   _contiguous(beta), out, present, scratch, Hq, Hk, Hkv, dk, dv, max(W, 1),
+                   self.gated, self.delta, decay_rows, beta_heads, scale, CODES[state_dtype],
+                   CODES[q.dtype], level, threads)
         return out, (present if W else present.reshape(B, Hkv, dk, dv))
 
 
