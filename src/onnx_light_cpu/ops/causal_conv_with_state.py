@@ -166,8 +166,8 @@ class _Optimized:
         # Taps and state copies: an empty-sequence state handoff is not free.
         work = batch * channels * (length * k + (k - 1) * self.dilation)
         threads = self._num_threads(work, self.min_work_per_thread)
-        core.causal_conv(ELEMENT_TYPES[x.dtype], level, x, past_state, w, bias, y, present,
-                         self.dilation, self.silu, self.channels_last, threads)
+        core.causal_conv(x, past_state, w, bias, y, present, self.dilation, self.silu,
+                         self.channels_last, ELEMENT_TYPES[x.dtype], level, threads)
         return y, present
 
 
