@@ -61,27 +61,6 @@ INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
           "k_norm_weight", "query_seqlens")
 
 
-def rotate_numpy(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, positions: np.ndarray,
-                 interleaved: bool) -> np.ndarray:
-    """x [B, S, N, H] rotated by the cache rows at positions [B, S] (float32
-    arithmetic, one rounding); cos/sin [P, R/2] rotate the first R dims."""
-    half = cos.shape[1]
-    R = 2 * half
-    c = cos[positions].astype(np.float32)[:, :, None, :]   # [B, S, 1, R/2]
-    s = sin[positions].astype(np.float32)[:, :, None, :]
-    xf = x.astype(np.float32)
-    out = xf.copy()
-    if interleaved:
-        x1, x2 = xf[..., 0:R:2], xf[..., 1:R:2]
-        out[..., 0:R:2] = x1 * c - x2 * s
-        out[..., 1:R:2] = x2 * c + x1 * s
-    else:
-        x1, x2 = xf[..., :half], xf[..., half:R]
-        out[..., :half] = x1 * c - x2 * s
-        out[..., half:R] = x2 * c + x1 * s
-    return out.astype(x.dtype)
-
-
 class GroupQueryAttentionBase(KernelOp):
     """Attributes, validation, positions, key ranges and the present cache,
     shared by both families; subclasses implement ``_rotate`` and ``_attend``."""
@@ -404,12 +383,9 @@ class GroupQueryAttentionBase(KernelOp):
             self._windowed(qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
                            scale, fbias, fsink)
         else:
-            # The engine copies the past rows (while it reads them).
-            for b in range(B):
-                p0, a = int(past_len[b]), int(append[b])
-                for dst, new in ((present_k, kv), (present_v, vv)):
-                    dst[b, :, p0:p0 + a] = new[b, :a].transpose(1, 0, 2)
-                    dst[b, :, p0 + a:] = 0
+            # The new rows now; the engine copies the past rows (while it
+            # reads them).
+            self._append(kv, vv, past_len, append, present_k, present_v)
             past = None
             if pk is not None and P:
                 past = (engine_ready(pk), engine_ready(pv),
@@ -498,6 +474,12 @@ class GroupQueryAttentionBase(KernelOp):
     def _rotate(self, x, cos, sin, positions):
         raise NotImplementedError
 
+    def _append(self, new_k, new_v, start, count, present_k, present_v):
+        """Rows [start[b], start[b] + count[b]) of the present caches [B, Nkv,
+        L, H] from rows [0, count[b]) of new_k/new_v [B, S, Nkv, H], zeros
+        after them (int64 start, count)."""
+        raise NotImplementedError
+
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
         """Attention into ``out``; ``past`` (past_k, past_v, lens): rows t <
         lens[b] of k and v come from the past cache first."""
@@ -522,6 +504,9 @@ class GroupQueryAttention(GroupQueryAttentionBase):
                            np.ascontiguousarray(positions, dtype=np.int64), out, self.interleaved,
                            2 * cos.shape[1], simd.state.level, threads)
         return out
+
+    def _append(self, new_k, new_v, start, count, present_k, present_v):
+        core.append_rows(new_k, new_v, start, count, present_k, present_v)
 
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
         level = simd.state.level

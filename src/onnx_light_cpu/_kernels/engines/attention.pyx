@@ -202,6 +202,9 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
 
 cdef void _row_strides(cnp.ndarray x, int64_t *dst, int64_t D) except *:
     cdef int64_t item = x.itemsize
+    if x.size == 0:  # never read
+        dst[0] = dst[1] = dst[2] = 0
+        return
     if D > 1 and x.strides[3] != item:
         raise ValueError("append_rows: the last axis must be contiguous")
     for j in range(3):
