@@ -394,7 +394,8 @@ def test_microsoft_state_window_shapes():
     for naive in (False, True):
         _raises(model(feeds, domain=MS, update_rule="linear", q_num_heads=2, kv_num_heads=2,
                       state_window=2), feeds, ValueError,
-                r"input 3 \('past_state'\) has rank 4 \(shape \(2, 2, 4, 4\)\), expected rank 5", naive)
+                r"input 3 \('past_state'\) has rank 4 \(shape \(2, 2, 4, 4\)\), "
+                r"expected rank 5", naive)
         feeds5 = dict(feeds, past_state=np.zeros((3, 2, 2, 4, 4), np.float32))
         _raises(model(feeds5, domain=MS, update_rule="linear", q_num_heads=2, kv_num_heads=2,
                       state_window=2), feeds5, ValueError,
