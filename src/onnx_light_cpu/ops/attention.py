@@ -317,7 +317,6 @@ class Attention(KernelOp):
 
     def _plan(self, Q, K, V, attn_mask=None, past_key=None, past_value=None,
               nonpad_kv_seqlen=None):
-        op = "Attention"
         tq = ELEMENT_TYPES[Q.dtype]
         b, nq, s, dk, nkv, t, dv = self._layout(Q, K, V)
         if (past_key is None) != (past_value is None):
@@ -336,24 +335,11 @@ class Attention(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     5, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
-            for i, (x, d) in ((4, (K, dk)), (5, (V, dv))):
-                check_buffer(op, f"output {i - 3} (present, input {i} + new keys)",
-                             (b, nkv, p + t, d), x.itemsize)
-        else:
-            for i, (x, d) in ((1, (K, dk)), (2, (V, dv))):
-                if self.wants[i]:
-                    check_buffer(op, f"output {i} (present, from input {i})", (b, nkv, t, d),
-                                 x.itemsize)
         t += p
         if nonpad_kv_seqlen is not None and nonpad_kv_seqlen.shape != (b,):
             raise ValueError(self._input_error(
                 6, f"has shape {nonpad_kv_seqlen.shape}, expected (batch_size,) = ({b},)"))
 
-        # sizes first: the mask bias and the key ranges are (B, S)-sized too
-        check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
-        if tq in NUMPY_TYPES or self.wants[3]:
-            # materialised scores, bias and probabilities: a few (B, Nq, S, T)
-            check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         mask_shape, width = None, t
         if attn_mask is not None:
             mask_shape = self._mask_shape(attn_mask, b, nq, s, t)
@@ -368,7 +354,21 @@ class Attention(KernelOp):
 
     def _execute(self, plan, Q, K, V, attn_mask=None, past_key=None, past_value=None,
                  nonpad_kv_seqlen=None):
+        op = "Attention"
         tq, b, nq, s, t = plan.element_type, plan.b, plan.nq, plan.s, plan.t
+        dk, nkv, dv = plan.dk, plan.nkv, plan.dv
+        # sizes first, nothing allocated yet
+        for i, (x, d) in ((1, (K, dk)), (2, (V, dv))):
+            if past_key is not None:
+                check_buffer(op, f"output {i} (present, input {i + 3} + new keys)",
+                             (b, nkv, t, d), x.itemsize)
+            elif self.wants[i]:
+                check_buffer(op, f"output {i} (present, from input {i})", (b, nkv, t, d),
+                             x.itemsize)
+        check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
+        if tq in NUMPY_TYPES or self.wants[3]:
+            # materialised scores, bias and probabilities: a few (B, Nq, S, T)
+            check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
         q4, k4, v4 = self._views(Q, K, V)
         if past_key is not None:
             k4 = concat_cache(past_key, k4)
@@ -395,7 +395,6 @@ class Attention(KernelOp):
         else:
             out4 = self._attend(q4, k4, v4, plan.scale, bias, width, begin, end, Q.ndim == 3,
                                 plan.threads)
-        dv = plan.dv
         y = out4 if Q.ndim == 4 else out4.transpose(0, 2, 1, 3).reshape(b, s, nq * dv)
         if y.dtype != Q.dtype:
             y = y.astype(Q.dtype)

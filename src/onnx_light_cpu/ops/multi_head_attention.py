@@ -105,7 +105,6 @@ class MultiHeadAttentionBase(KernelOp):
 
     def _plan(self, query, key=None, value=None, bias=None, key_padding_mask=None,
               attention_bias=None, past_key=None, past_value=None, *rest):
-        op = "MultiHeadAttention"
         for i, x in enumerate(rest, 8):
             if x is not None:
                 raise NotImplementedError(self._input_error(
@@ -157,8 +156,6 @@ class MultiHeadAttentionBase(KernelOp):
                 raise ValueError(self._input_error(
                     3, f"has shape {bias.shape}, expected ({2 * width + n * hv},) = 2 * hidden + "
                        "v_hidden"))
-            for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
-                check_buffer(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
 
         if (past_key is None) != (past_value is None):
             raise ValueError(self._input_error(6, "past_key and past_value must be given together"))
@@ -173,14 +170,6 @@ class MultiHeadAttentionBase(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
-            for i, d in enumerate((h, hv), 6):
-                check_buffer(op, f"output {i - 5} (present, input {i} + new keys)",
-                             (b, n, p + length, d), query.itemsize)
-        else:
-            for i, d in ((1, h), (2, hv)):
-                if self.wants[i]:
-                    check_buffer(op, f"output {i} (present, from input {i})", (b, n, length, d),
-                                 query.itemsize)
         t = p + length
 
         if key_padding_mask is not None:
@@ -196,18 +185,31 @@ class MultiHeadAttentionBase(KernelOp):
                     5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
+        lengths = key_padding_mask is not None and key_padding_mask.shape == (b,)
+        return Plan(b, s, n, h, hv, width, p, t, lengths, scale)
+
+    def _execute(self, plan, query, key=None, value=None, bias=None, key_padding_mask=None,
+                 attention_bias=None, past_key=None, past_value=None, *rest):
+        op = "MultiHeadAttention"
+        b, s, n, h, hv, width, p, t = plan.b, plan.s, plan.n, plan.h, plan.hv, plan.width, \
+            plan.p, plan.t
+        # sizes first, nothing allocated yet
+        if bias is not None:
+            for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
+                check_buffer(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
+        for i, d in ((1, h), (2, hv)):
+            if past_key is not None:
+                check_buffer(op, f"output {i} (present, input {i + 5} + new keys)",
+                             (b, n, t, d), query.itemsize)
+            elif self.wants[i]:
+                check_buffer(op, f"output {i} (present, from input {i})", (b, n, t, d),
+                             query.itemsize)
         check_buffer(op, "output 0", (b, s, n, hv), query.itemsize)
         if self.wants[3] or self.computes_in_numpy:
             # materialised (B, N, S, T) float32 scores (the qk output, the NAIVE family)
             check_buffer(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
         if self.computes_in_numpy:
             check_buffer(op, "the float32 values", (b, n, t, hv), 4)
-        lengths = key_padding_mask is not None and key_padding_mask.shape == (b,)
-        return Plan(b, s, n, h, hv, width, p, t, lengths, scale)
-
-    def _execute(self, plan, query, key=None, value=None, bias=None, key_padding_mask=None,
-                 attention_bias=None, past_key=None, past_value=None, *rest):
-        b, s, n, hv, width, t = plan.b, plan.s, plan.n, plan.hv, plan.width, plan.t
         lengths = binary = None
         if key_padding_mask is not None:
             if plan.lengths:
@@ -234,7 +236,7 @@ class MultiHeadAttentionBase(KernelOp):
             present_v = fresh(v4, value) if self.wants[2] else None
         out = np.empty((b, s, n, hv), dtype=query.dtype)
         out4 = out.transpose(0, 2, 1, 3)
-        qk = self._compute(q4, k4, v4, out4, plan.scale, plan.p, lengths, binary, attention_bias)
+        qk = self._compute(q4, k4, v4, out4, plan.scale, p, lengths, binary, attention_bias)
         results = [out.reshape(b, s, n * hv), present_k, present_v, qk]
         return tuple(results[: max(self.n_outputs, 1)])
 

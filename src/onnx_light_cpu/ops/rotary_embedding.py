@@ -127,6 +127,7 @@ class _Rotary(KernelOp):
 
     def _rotate(self, plan: Plan, x, cos, sin, positions):
         """The output for x (rank 3 or 4) rotated with table rows ``positions``."""
+        self._check_output(x)
         level = simd.state.level
         self._record_path((self._label, x.dtype, level), lambda: (
             f"{self._label}_{x.dtype.name}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
@@ -170,7 +171,6 @@ class RotaryEmbedding(_Rotary):
               Input("position_ids", types=(T.INT64,), optional=True))
 
     def _plan(self, x, cos, sin, position_ids=None):
-        self._check_output(x)
         n_heads, head_size = self._heads(x, self.num_heads)
         rot = self._rot(head_size)
         b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
@@ -219,7 +219,6 @@ class _MicrosoftRotary(_Rotary):
         if self.rotary_embedding_dim and self.num_heads <= 0:
             raise ValueError(
                 f"{op} (com.microsoft): num_heads must be given with rotary_embedding_dim")
-        self._check_output(x)
         num_heads = self.num_heads
         if x.ndim == 3 and num_heads <= 0:
             # The head size comes from the caches (full rotation).
