@@ -17,7 +17,7 @@ class GroupQueryAttention(GroupQueryAttentionBase):
     kernel_prefix = "Naive"
 
     def _rotate(self, x, cos, sin, positions):
-        return rotate(x, cos, sin, positions, self.interleaved)
+        return rotate(x, cos, sin, positions, self.rotary_interleaved)
 
     def _append(self, new_k, new_v, start, count, present_k, present_v):
         append_rows(new_k, new_v, start, count, present_k, present_v)
