@@ -315,14 +315,7 @@ static int olc_cconv_type_(int dtype) {
 static olc_cconv_fn olc_cconv_select(int dtype, int channels_last, int level) {
     const int t = olc_cconv_type_(dtype), cl = channels_last ? 1 : 0;
     if (t < 0) return NULL;
-    level = olc_cconv_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_cconv_fns_avx512[t][cl];
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_cconv_fns_avx2[t][cl];
-#endif
-    return olc_cconv_fns_scalar[t][cl];
+    return OLC_LEVEL_FN(olc_cconv_level(level), olc_cconv_fns)[t][cl];
 }
 
 #endif /* OLC_CAUSAL_CONV_WITH_STATE_H */

@@ -843,24 +843,10 @@ static inline void olc_attn_finish_(const olc_attn_args *p, int64_t h, float m, 
 static inline int olc_attn_level(int level) { return olc_build_level(level); }
 
 static inline olc_attn_task_fn olc_attn_task_select(int level) {
-    level = olc_build_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_attn_task_avx512;
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_attn_task_avx2;
-#endif
-    return olc_attn_task_scalar;
+    return OLC_LEVEL_FN(olc_build_level(level), olc_attn_task);
 }
 static inline olc_attn_combine_fn olc_attn_combine_select(int level) {
-    level = olc_build_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_attn_combine_avx512;
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_attn_combine_avx2;
-#endif
-    return olc_attn_combine_scalar;
+    return OLC_LEVEL_FN(olc_build_level(level), olc_attn_combine);
 }
 
 /* ---- GroupQueryAttention's present cache ---- */

@@ -207,14 +207,7 @@ static int olc_rope_pair_(int xtype, int ctype) {
 static olc_rope_fn olc_rope_select(int xtype, int ctype, int interleaved, int level) {
     const int pair = olc_rope_pair_(xtype, ctype), i = interleaved ? 1 : 0;
     if (pair < 0) return NULL;
-    level = olc_rope_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_rope_fns_avx512[pair][i];
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_rope_fns_avx2[pair][i];
-#endif
-    return olc_rope_fns_scalar[pair][i];
+    return OLC_LEVEL_FN(olc_rope_level(level), olc_rope_fns)[pair][i];
 }
 
 #endif /* OLC_ROTARY_H */
