@@ -156,9 +156,7 @@ static inline OLC_TARGET_AVX512 __m512 olc_cconv_zero_avx512(void) { return _mm5
 static inline OLC_TARGET_AVX512 __m512 olc_cconv_act_avx512(__m512 acc, int silu) {
     return silu ? _mm512_mul_ps(acc, olc_sigmoid_ps_avx512(acc)) : acc;
 }
-static inline OLC_TARGET_AVX512 __mmask16 olc_cconv_mask_avx512(int64_t n) {
-    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
+static inline OLC_TARGET_AVX512 __mmask16 olc_cconv_mask_avx512(int64_t n) { return olc_tail_mask16(n); }
 static inline OLC_TARGET_AVX512 __m512 olc_cconv_ldm_avx512(const float *q, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, q);
 }

@@ -96,12 +96,6 @@ static inline OLC_TARGET_AVX2 void olc_rope_interleave_avx2(__m256 re, __m256 im
     *v = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 #endif
-#if OLC_X86 && OLC_HAVE_AVX512
-/* AVX-512: 16 pairs a step, masked tails. */
-static inline OLC_TARGET_AVX512 __mmask16 olc_rope_mask16(int64_t k) {
-    return k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << k) - 1);
-}
-#endif
 
 /* The name NAME_<x>_<c>_<LVL> of the span body's pair, and of the
  * element-type functions NAME_<x>_<LVL> / NAME_<c>_<LVL> it calls

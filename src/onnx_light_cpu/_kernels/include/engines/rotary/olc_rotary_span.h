@@ -114,7 +114,7 @@ static OLC_TARGET_AVX2 void OLC_ROPE_FN(olc_ropei, avx2)(const olc_rope_args *p,
 }
 #endif
 
-/* ---- AVX-512 ---- */
+/* ---- AVX-512: 16 pairs a step, masked tails ---- */
 #if OLC_X86 && OLC_HAVE_AVX512
 
 static OLC_TARGET_AVX512 void OLC_ROPE_FN(olc_rope_span, avx512)(const void *xv, void *yv,
@@ -123,7 +123,7 @@ static OLC_TARGET_AVX512 void OLC_ROPE_FN(olc_rope_span, avx512)(const void *xv,
     OLC_ROPE_T *y = (OLC_ROPE_T *)yv;
     const OLC_ROPE_CT *c = (const OLC_ROPE_CT *)cv, *s = (const OLC_ROPE_CT *)sv;
     for (int64_t i = 0; i < half; i += 16) {
-        __mmask16 m = olc_rope_mask16(half - i);
+        __mmask16 m = olc_tail_mask16(half - i);
         __m512 a = OLC_ROPE_XFN(olc_ld, avx512)(x + i, m);
         __m512 b = OLC_ROPE_XFN(olc_ld, avx512)(x + half + i, m);
         __m512 cf = OLC_ROPE_CFN(olc_ld, avx512)(c + i, m);
@@ -143,9 +143,9 @@ static OLC_TARGET_AVX512 void OLC_ROPE_FN(olc_ropei_span, avx512)(const void *xv
     const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i ih = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     for (int64_t i = 0; i < half; i += 16) {
-        __mmask16 m = olc_rope_mask16(half - i);
-        __mmask16 ma = olc_rope_mask16(2 * (half - i));
-        __mmask16 mb = olc_rope_mask16(2 * (half - i) - 16 > 0 ? 2 * (half - i) - 16 : 0);
+        __mmask16 m = olc_tail_mask16(half - i);
+        __mmask16 ma = olc_tail_mask16(2 * (half - i));
+        __mmask16 mb = olc_tail_mask16(2 * (half - i) - 16 > 0 ? 2 * (half - i) - 16 : 0);
         __m512 u = OLC_ROPE_XFN(olc_ld, avx512)(x + 2 * i, ma);
         __m512 v = OLC_ROPE_XFN(olc_ld, avx512)(x + 2 * i + 16, mb);
         __m512 a = _mm512_permutex2var_ps(u, ie, v), b = _mm512_permutex2var_ps(u, io, v);
