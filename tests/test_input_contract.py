@@ -149,7 +149,7 @@ def test_flag_attributes_must_be_0_or_1(op_type, inputs, attrs):
     model = node_model(op_type, inputs, opset=23, **attrs)
     # the adapters' own wording, or the declarative contract's
     with pytest.raises(ValueError, match=rf"^{op_type}: attribute {name} must be "
-                                         rf"(0 or 1|one of 0, 1), got {value}"):
+                                         rf"0 or 1, got {value}"):
         run_ours(model, inputs)
 
 
@@ -165,7 +165,7 @@ def test_microsoft_flag_attributes_must_be_0_or_1(op_type, attrs):
          np.ones((2, 5), np.float32), np.ones((2, 3, 5), np.float32)]
     model = node_model(op_type, inputs, domain="com.microsoft", **attrs)
     with pytest.raises(ValueError, match=rf"^{op_type}: attribute {name} must be "
-                                         rf"(0 or 1|one of 0, 1)"):
+                                         rf"0 or 1"):
         run_ours(model, inputs)
 
 

@@ -322,7 +322,7 @@ def test_mha_unidirectional_must_be_0_or_1(naive):
     q, k, v = np.ones((1, 3, 8), f), np.ones((1, 4, 8), f), np.ones((1, 4, 8), f)
     for value in (5, -1, 2):
         with pytest.raises(ValueError, match=r"MultiHeadAttention: attribute unidirectional "
-                                             r"must be one of 0, 1, got " + str(value)):
+                                             r"must be 0 or 1, got " + str(value)):
             run_ours([q, k, v], {"num_heads": 2, "unidirectional": value}, naive=naive)
     for value in (0, 1):
         _, names = run_ours([q, k, v], {"num_heads": 2, "unidirectional": value}, naive=naive)

@@ -275,7 +275,7 @@ BAD_ONNX = [
     ("direct caches shape", lambda i: i[:3], {}, ValueError, r"input 1 \('x1'\) must have shape"),
     # issue 12: flags out of range, missing inputs, an output that cannot fit
     ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError,
-     "attribute interleaved must be one of 0, 1, got 5"),
+     "attribute interleaved must be 0 or 1, got 5"),
     ("negative num_heads", lambda i: i, {"num_heads": -2}, ValueError, "num_heads"),
 ]
 
@@ -312,7 +312,7 @@ BAD_MS = [
      r"input 2 \('x2'\) has element type float16, expected float32 like input 0"),
     # issue 12
     ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError,
-     "attribute interleaved must be one of 0, 1, got 5"),
+     "attribute interleaved must be 0 or 1, got 5"),
 ]
 
 
