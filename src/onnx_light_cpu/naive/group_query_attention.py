@@ -23,9 +23,8 @@ class GroupQueryAttention(GroupQueryAttentionBase):
         append_rows(new_k, new_v, start, count, present_k, present_v)
 
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name,
-                               f"naive_group_query_attention_{out.dtype.name}_numpy")
+        self._record_path((out.dtype.name,),
+                          lambda: f"naive_group_query_attention_{out.dtype.name}_numpy")
         attend(q, k, v, out, scale=scale, bias=bias, key_begin=key_begin, key_end=key_end,
                softcap=self.softcap, softcap_first=True, sink=sink, past=past)
 
