@@ -84,7 +84,9 @@ def _build_flags():
     return compile_args, link_args, macros
 
 
-HEADER = re.compile(r'(?:extern from|#include)\s+"([\w./]+\.h)"')
+# A header named by an include, a Cython extern, or the body file a header
+# includes once per level (common/olc_each_level.h).
+HEADER = re.compile(r'(?:extern from|#include|#define OLC_BODY\w*)\s+"([\w./]+\.h)"')
 PXD = re.compile(r"^\s*(?:from\s+(\w+)\s+cimport|cimport\s+(\w+))", re.M)
 INCLUDE = os.path.join(KERNELS, "include")
 # Every folder of include/: the .pxd beside each header is found by its
