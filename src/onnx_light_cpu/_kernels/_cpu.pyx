@@ -3,11 +3,10 @@
 
 from olc_openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
 
-cdef extern from "common/olc_cpu.h" nogil:
-    int olc_detect_simd_level()
-    int OLC_HAVE_AVX512
+from olc_cpu cimport OLC_HAVE_AVX512, olc_detect_simd_level
 
-#: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512).
+#: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512,
+#: 3 avx512vnni).
 DETECTED_SIMD_LEVEL = olc_detect_simd_level()
 #: Whether the AVX-512 paths were compiled in.
 BUILT_WITH_AVX512 = bool(OLC_HAVE_AVX512)

@@ -2,8 +2,15 @@
 
 ``OpRun.run`` spends about 20 µs a node on logging, attribute keyword
 arguments and output checks.  Adapters parse attributes once, in the
-constructor, and ``run`` goes straight to ``_run``; only a node whose
+constructor, and ``run`` goes straight to the adapter; only a node whose
 attributes are linked to a calling function's takes the generic route.
+
+An adapter declares its inputs and attributes (:mod:`._contract`); the
+base class parses and checks them, then either calls the adapter's
+``_run(*inputs)`` or, for an adapter that splits its work, ``_plan`` once
+per input signature (dtypes, shapes, SIMD level, thread setting: the work
+that depends on nothing else, kept) and ``_execute(plan, *inputs)`` on
+every run.  Usage labels go through one cache, :meth:`KernelOp._record_path`.
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
+from .. import simd
 from ..context import EvaluatorContext
 from ..memory import check_allocation
 from ..threads import decide_num_threads
+from ._contract import Attr, Input, InputChecks, parse_attributes, type_string
+
+__all__ = ["Attr", "Input", "KernelOp", "type_string"]
 
 # Outputs from this size on are kept by their node and handed out again
 # once nobody else holds them: malloc maps buffers this large afresh (or
@@ -88,10 +99,9 @@ def _describe(args) -> str:
     return ", ".join("None" if a is None else f"{a.dtype}{list(a.shape)}" for a in args)
 
 
-def type_string(element_type: int) -> str:
-    """'tensor(float)' style name of an ONNX element type."""
-    name = TensorProto.DataType.Name(element_type).lower()
-    return "tensor(float)" if name == "float" else f"tensor({name})"
+# Plans kept per adapter instance: one per input signature seen, dropped
+# all at once past this many (a node fed ever new shapes).
+PLAN_CACHE_SIZE = 32
 
 
 class KernelOp(OpRun):
@@ -112,6 +122,9 @@ class KernelOp(OpRun):
     #: Inputs the adapter reads through their strides, never as a dense
     #: copy: exempt from the check that such a copy would fit in memory.
     strided_inputs: ClassVar[frozenset[int]] = frozenset()
+    #: The inputs and attributes the operator takes (see ``._contract``).
+    inputs: ClassVar[tuple[Input, ...]] = ()
+    attributes: ClassVar[tuple[Attr, ...]] = ()
     #: The first invalid attribute of the node, raised by every run: a
     #: constructor error would break building the evaluator or a
     #: registration that re-resolves its nodes.
@@ -126,6 +139,9 @@ class KernelOp(OpRun):
         if "op_type" not in cls.__dict__:
             cls.op_type = cls.__name__
         cls.kernel_name = f"onnx_light_cpu::{cls.kernel_prefix}{cls.__name__}"
+        if "onnx_types" not in cls.__dict__ and "inputs" in cls.__dict__ and cls.inputs:
+            cls.onnx_types = cls.inputs[0].types or cls.onnx_types
+        cls._input_checks = InputChecks(cls.inputs) if cls.inputs else None
         if "element_types" not in cls.__dict__ and cls.onnx_types:
             cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
         cls._allowed = frozenset(cls.onnx_types)
@@ -141,7 +157,15 @@ class KernelOp(OpRun):
         self._usage = context.usage
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
         self._kept_outputs: dict[int, np.ndarray] = {}
-        self._required = _required_inputs(type(self), onnx_node, self.opset)
+        self._plans: dict = {}
+        checks = self._input_checks
+        self._required = (frozenset(checks.required) if checks is not None
+                          else _required_inputs(type(self), onnx_node, self.opset))
+        if self.attributes:
+            values, problem = parse_attributes(onnx_node, self.attributes)
+            self.__dict__.update(values)
+            if problem:
+                self._reject_attribute(problem)
 
     def run(self, *args, linked_attributes=None, context=None, bindings=None):
         adapter = self
@@ -150,6 +174,12 @@ class KernelOp(OpRun):
         if adapter._attribute_error is not None:
             raise ValueError(adapter._attribute_error)
         args = self._checked_inputs(args)
+        checks = self._input_checks
+        if checks is not None:
+            problem = checks.problem(args)
+            if problem is not None:
+                index, message, error = problem
+                raise error(self._input_error(index, message))
         try:
             return adapter._run(*args)
         except CLEAR_ERRORS as e:
@@ -164,6 +194,43 @@ class KernelOp(OpRun):
                 raise ValueError(str(e)) from e
             raise ValueError(f"{self.onnx_node.op_type}: cannot run on inputs "
                              f"({_describe(args)}): {type(e).__name__}: {e}") from e
+
+    def _run(self, *args):
+        """The work of one run: ``_execute`` with the plan of this input
+        signature (for adapters that define ``_plan``; others override
+        ``_run``)."""
+        return self._execute(self._plan_for(args), *args)
+
+    def _plan(self, *args):
+        """What a run needs that depends only on the inputs' dtypes and
+        shapes, the attributes, the SIMD level and the thread setting (never
+        on input values): computed once per signature."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither _run nor _plan")
+
+    def _execute(self, plan, *args):
+        raise NotImplementedError(f"{type(self).__name__} defines _plan but not _execute")
+
+    def _plan_for(self, args: tuple):
+        key = (simd.state.level, self._context.num_threads,
+               *(None if a is None else (a.dtype, a.shape) for a in args))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(*args)
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
+    def _record_path(self, key, make) -> None:
+        """Record that the code labelled ``make()`` ran; the label is built
+        once per ``key`` (hashable: whatever the label depends on) and kept
+        for the class.  Nothing is built while recording is off."""
+        if not self._usage.enabled:
+            return
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = make()
+        self._usage.record(self.kernel_name, path)
 
     def _reject_attribute(self, message: str) -> None:
         """Keep ``message`` (about an attribute) for the runs to raise."""

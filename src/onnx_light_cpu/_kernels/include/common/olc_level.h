@@ -17,9 +17,21 @@
  */
 #ifndef OLC_LEVEL_H
 #define OLC_LEVEL_H
+#include "common/olc_cpu.h"
 
 #define OLC_CAT_(a, b) a##_##b
 #define OLC_CAT(a, b) OLC_CAT_(a, b)
 #define OLC_FN(name) OLC_CAT(name, OLC_LVL)
+
+/* The function name_scalar, name_avx2 or name_avx512 for a level already
+ * capped with olc_build_level (only the levels this build compiled). */
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_LEVEL_FN(level, name) \
+    ((level) >= OLC_AVX512 ? name##_avx512 : (level) >= OLC_AVX2 ? name##_avx2 : name##_scalar)
+#elif OLC_X86
+#define OLC_LEVEL_FN(level, name) ((level) >= OLC_AVX2 ? name##_avx2 : name##_scalar)
+#else
+#define OLC_LEVEL_FN(level, name) ((void)(level), name##_scalar)
+#endif
 
 #endif

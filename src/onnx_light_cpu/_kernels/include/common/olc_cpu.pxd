@@ -1,0 +1,11 @@
+# The instruction-set levels and their detection (see olc_cpu.h).
+
+cdef extern from "common/olc_cpu.h" nogil:
+    int OLC_SCALAR
+    int OLC_AVX2
+    int OLC_AVX512
+    int OLC_AVX512_VNNI
+    int OLC_HAVE_AVX512
+    int olc_detect_simd_level()
+    int olc_build_level(int level)
+    int olc_int8_level(int level)
