@@ -52,7 +52,7 @@ class _Unary(KernelOp):
             x = np.ascontiguousarray(x)
         y = self._new_output(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.apply(self.core_op, element_type, level, x, y, threads)
+        core.apply(x, y, self.core_op, element_type, level, threads)
         return (y,)
 
 
