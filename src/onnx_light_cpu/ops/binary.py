@@ -98,7 +98,7 @@ class _ElementWise(KernelOp):
         if self._usage.enabled:
             self._record(op, et, level, a, b, y, dtype)
         work = COSTLY_WORK_PER_THREAD if et in self.costly_types else self.min_work_per_thread
-        core.apply(op, et, level, a, b, y, self._num_threads(y.size, work))
+        core.apply(a, b, y, op, et, level, self._num_threads(y.size, work))
 
 
 class _Binary(_ElementWise):
