@@ -144,10 +144,10 @@ class Cast(KernelOp):
         pair = f"{dtype.name}_{out.name}"
         if src == to and to not in _FLOAT8:  # float 8 to itself may saturate or round
             return ("copy", "cast_copy", None)
-        if core.has_native(src, to):
+        if core.has_native(to, src):
             return ("native", f"cast_{pair}_{simd.LEVEL_NAMES[core.level_used(level)]}",
                     (src, to))
-        if to in _FLOAT8 and core.has_float8(src, to):
+        if to in _FLOAT8 and core.has_float8(to, src):
             return ("float8", f"cast_{pair}_scalar", (src, to))
         if dtype.itemsize in (1, 2) and out.itemsize in (1, 2, 4, 8):
             return ("lut", f"cast_{pair}_lut", self._table(dtype))
@@ -196,11 +196,11 @@ class Cast(KernelOp):
         y = self._new_output(x.shape, self._out_dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
         if kind == "native":
-            core.convert(arg[0], arg[1], level, x, y, threads)
+            core.convert(x, y, arg[1], arg[0], level, threads)
         elif kind == "float8":
-            core.convert_float8(arg[0], arg[1], self._flags, x, y, threads)
+            core.convert_float8(x, y, arg[1], self._flags, arg[0], threads)
         else:
-            core.lookup(x, y, arg, threads)
+            core.lookup(x, arg, y, threads)
         return (y,)
 
 
