@@ -11,7 +11,6 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .._kernels import tensor as core
@@ -134,7 +133,7 @@ class Concat(_Movement):
                 dsts.append((out, offset))
                 rows.append(row)
             offset += row
-        core.copy_rows(dsts, [out_row] * len(rows), srcs, rows, rows, outer,
+        core.copy_rows(srcs, dsts, rows, [out_row] * len(rows), rows, outer,
                        self._threads(out.nbytes))
         return (out,)
 
@@ -205,7 +204,7 @@ class Split(_Movement):
                 dsts.append((out, 0))
                 rows.append(row)
             offset += row
-        core.copy_rows(dsts, rows, srcs, [in_row] * len(rows), rows, outer,
+        core.copy_rows(srcs, dsts, [in_row] * len(rows), rows, rows, outer,
                        self._threads(x.nbytes))
         return tuple(outs)
 
@@ -340,8 +339,7 @@ class NonZero(_Movement):
             self._record("nonzero_string_builtin")
             return (np.array(np.nonzero(x != ""), dtype=np.int64).reshape(x.ndim, -1),)
         self._record(f"nonzero_{x.dtype.name}")
-        kind = 1 if x.dtype.kind in "fc" or x.dtype == bfloat16 else 0
-        return (core.nonzero(np.ascontiguousarray(x), kind, x.dtype.kind == "c"),)
+        return (core.nonzero(np.ascontiguousarray(x), _NUMPY_TYPES[x.dtype]),)
 
 
 _REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
@@ -378,16 +376,16 @@ class ScatterND(_Movement):
         want = indices.shape[:-1] + data.shape[k:]
         if updates.shape != want:
             raise ValueError(self._input_error(2, f"has shape {updates.shape}, expected {want}"))
-        code = "b16" if data.dtype == bfloat16 else data.dtype.char
+        dtype = _NUMPY_TYPES.get(data.dtype)
         out = np.array(data, copy=True, order="C")
-        if _is_string(data) or not core.scatter_supports(code):
+        if _is_string(data) or not core.scatter_supports(dtype):
             self._record(f"scatternd_{_short(data.dtype)}_builtin")
             return (self._numpy(out, indices, updates),)
         self._record(f"scatternd_{self.reduction_name}_{data.dtype.name}")
         m = math.prod(indices.shape[:-1])
         idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(m, k)
-        bad = core.scatter_nd(out, idx, np.ascontiguousarray(updates), code,
-                              self.reduction_code, m, k)
+        bad = core.scatter_nd(idx, np.ascontiguousarray(updates), out, self.reduction_code, m, k,
+                              dtype)
         if bad >= 0:
             raise ValueError(self._input_error(
                 1, f"holds index tuple {idx[bad].tolist()} out of range for data of shape "
