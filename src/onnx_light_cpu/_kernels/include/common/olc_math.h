@@ -470,9 +470,11 @@ static inline OLC_TARGET_AVX2 void olc_st_bf16_part_avx2(uint16_t *p, int64_t m,
 #endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
-/* Masked loads and stores of the first m lanes. */
+/* Masked loads and stores of the first m lanes (plain ones for 16 float32
+ * lanes, which the compiler can keep in registers). */
 typedef __m512 olc_vf_avx512;
 static inline OLC_TARGET_AVX512 __m512 olc_ld_f32_part_avx512(const float *p, int64_t m) {
+    if (m >= 16) return _mm512_loadu_ps(p);
     return olc_ld_f32_avx512(p, olc_tail_mask16(m));
 }
 static inline OLC_TARGET_AVX512 __m512 olc_ld_f16_part_avx512(const uint16_t *p, int64_t m) {
@@ -482,7 +484,8 @@ static inline OLC_TARGET_AVX512 __m512 olc_ld_bf16_part_avx512(const uint16_t *p
     return olc_ld_bf16_avx512(p, olc_tail_mask16(m));
 }
 static inline OLC_TARGET_AVX512 void olc_st_f32_part_avx512(float *p, int64_t m, __m512 v) {
-    olc_st_f32_avx512(p, olc_tail_mask16(m), v);
+    if (m >= 16) _mm512_storeu_ps(p, v);
+    else olc_st_f32_avx512(p, olc_tail_mask16(m), v);
 }
 static inline OLC_TARGET_AVX512 void olc_st_f16_part_avx512(uint16_t *p, int64_t m, __m512 v) {
     olc_st_f16_avx512(p, olc_tail_mask16(m), v);
