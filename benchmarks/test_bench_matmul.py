@@ -87,7 +87,7 @@ def _fma_peak(threads: int) -> float:
     on a shared one a 2-thread run measures the neighbours' load instead."""
     if state.level == 0:
         return float("nan")
-    return threads * max(gemm_core.fma_peak_gflops(state.level, 1, 2_000_000) for _ in range(5))
+    return threads * max(gemm_core.fma_peak_gflops(2_000_000, state.level, 1) for _ in range(5))
 
 
 def _params():

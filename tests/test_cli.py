@@ -1,4 +1,4 @@
-"""python -m onnx_light_cpu kernels | run."""
+"""python -m onnx_light_cpu kernels | run | check."""
 
 from __future__ import annotations
 
@@ -97,5 +97,82 @@ def test_run_reports_an_unreadable_model(tmp_path, capsys):
     path = tmp_path / "broken.onnx"
     path.write_bytes(b"not a model")
     assert main(["run", str(path), "--repeat", "1"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ")
+
+
+def _check_model_file(tmp_path, *extra_nodes):
+    """Abs (ours), Identity (onnx.reference), SkipSimplifiedLayerNormalization
+    (ours, com.microsoft), then ``extra_nodes``."""
+    from onnx import TensorProto as T
+    from onnx import helper as oh
+
+    nodes = [oh.make_node("Abs", ["x"], ["a"], name="abs"),
+             oh.make_node("Identity", ["a"], ["b"]),
+             oh.make_node("SkipSimplifiedLayerNormalization", ["b", "b", "g"], ["c"],
+                          domain="com.microsoft", epsilon=1e-5),
+             oh.make_node("Identity", ["c"], ["y"]), *extra_nodes]
+    vi = [oh.make_tensor_value_info(n, T.FLOAT, [None]) for n in ("x", "g", "y")]
+    model = oh.make_model(oh.make_graph(nodes, "g", vi[:2], vi[2:]), opset_imports=[
+        oh.make_opsetid("", 18), oh.make_opsetid("com.microsoft", 1),
+        oh.make_opsetid("my.domain", 2)])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_check_says_who_runs_each_operator(tmp_path, capsys):
+    path = _check_model_file(tmp_path)
+    assert main(["check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [f"model: {path}", "policy: optimized (com.microsoft kernels)"]
+    table = [line.split(None, 4) for line in lines[2:-1]]
+    assert table == [
+        ["domain", "op_type", "opset", "nodes", "runs it"],
+        ["ai.onnx", "Abs", "18", "1", "onnx_light_cpu::Abs (optimized)"],
+        ["ai.onnx", "Identity", "18", "2", "onnx.reference"],
+        ["com.microsoft", "SkipSimplifiedLayerNormalization", "1", "1",
+         "onnx_light_cpu::SkipSimplifiedLayerNormalization (optimized)"],
+    ]
+    assert lines[-1] == "all 3 operators (4 nodes) can run"
+
+
+def test_check_naive_policy(tmp_path, capsys):
+    path = _check_model_file(tmp_path)
+    assert main(["check", str(path), "--policy", "naive"]) == 0
+    out = capsys.readouterr().out
+    assert "policy: naive" in out
+    assert "onnx_light_cpu::NaiveSkipSimplifiedLayerNormalization (naive)" in out
+
+
+def test_check_lists_what_nothing_runs_and_fails(tmp_path, capsys):
+    from onnx import helper as oh
+
+    path = _check_model_file(
+        tmp_path,
+        oh.make_node("FancyGelu", ["y"], ["u"], domain="com.microsoft", name="g1"),
+        oh.make_node("FancyGelu", ["u"], ["v"], domain="com.microsoft", name="g2"),
+        oh.make_node("FancyNorm", ["v"], ["w"], domain="com.microsoft", name="n1"),
+        oh.make_node("Widget", ["w"], ["z"], domain="my.domain", name="w1"))
+    assert main(["check", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "com.microsoft  FancyGelu" in lines[5] and lines[5].endswith("2  nothing")
+    assert lines[-4:] == [
+        "3 of 6 operators (4 of 8 nodes) cannot run:",
+        "  com.microsoft::FancyGelu (opset 1): 2 nodes: 'g1', 'g2'",
+        "  com.microsoft::FancyNorm (opset 1): 1 node: 'n1'",
+        "  my.domain::Widget (opset 2): 1 node: 'w1'",
+    ]
+    # run fails the same way, listing them all
+    assert main(["run", str(path), "--repeat", "1", "--compare", ""]) == 1
+    err = capsys.readouterr().err
+    assert "can run 3 operators of this model (4 nodes)" in err
+    assert all(line in err.splitlines() for line in lines[-3:])
+
+
+def test_check_reports_an_unreadable_model(tmp_path, capsys):
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(b"not a model")
+    assert main(["check", str(path)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ")

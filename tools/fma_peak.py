@@ -23,7 +23,7 @@ def fma_peak(threads: int, level: int | None = None, iters: int = 20_000_000,
              repeats: int = 5) -> float:
     """Best GFLOP/s of ``repeats`` runs of the FMA loop on ``threads`` threads."""
     level = state.level if level is None else level
-    return max(gemm.fma_peak_gflops(level, threads, iters) for _ in range(repeats))
+    return max(gemm.fma_peak_gflops(iters, level, threads) for _ in range(repeats))
 
 
 def main(argv=None) -> None:

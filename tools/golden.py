@@ -1,18 +1,20 @@
 """Bit-level fingerprints of every kernel's outputs, to prove a refactor
 changed no result.
 
-    python -m tools.golden --cases 3000 --seed 0 --out before.json
+    python -m tools.golden --cases 300 --seed 0 --out before.json
     (change the code, rebuild)
-    python -m tools.golden --cases 3000 --seed 0 --out after.json
+    python -m tools.golden --cases 300 --seed 0 --out after.json
     python -m tools.golden --compare before.json after.json
 
 ``--only MatMulNBits`` (a substring of ``domain::OpType``) runs or compares
 one family's cases of the same numbering.
 
-Each case is a valid fuzz case (``tests/fuzz``, no mutation) run at every
-SIMD level this machine offers and at one and two threads; the record holds
-a SHA-256 of the output bytes (or the error's type and message) and the
-kernel paths used.  ``--compare`` lists every case whose fingerprint
+``--cases`` is per kernel.  Each case is a valid fuzz case (``tests/fuzz``,
+no mutation) run at every SIMD level this machine offers and at one and two
+threads; the record holds a SHA-256 of the output bytes (or the error's
+type and message) and the kernel paths used.  A case depends only on the
+seed, the kernel's label and its number, so adding kernels changes no
+other case.  ``--compare`` lists every case whose fingerprint
 differs at a level both files have.
 """
 
@@ -39,39 +41,44 @@ def _digest(outputs) -> str:
     return h.hexdigest()[:20]
 
 
-def fingerprints(cases: int, seed: int, only: str | None = None) -> dict:
+def fingerprints(per_target: int, seed: int, only: str | None = None) -> dict:
+    """Fingerprints of ``per_target`` cases of every kernel, keyed by the
+    kernel's label and the case's number: a case depends on the seed, the
+    label and its number only, so adding kernels changes no other case."""
+    import zlib
+
     import onnx_light_cpu as olc
     from onnx_light_cpu.simd import capped_simd_level
+    from tests.fuzz.cases import RngDraw
     from tests.fuzz.runner import OurRun
-    from tests.fuzz.sweep import case_of, target_label, targets
+    from tests.fuzz.sweep import make_case, target_label, targets
 
-    all_targets = targets()
     out: dict[str, dict] = {}
-    for i in range(cases):
-        record, policy = all_targets[i % len(all_targets)]
+    for record, policy in targets():
         label = target_label(record, policy)
         if only and only not in label:
             continue
-        key = f"{i}:{label}"
-        try:
-            case = case_of(seed, i, mutation_rate=0.0)
-            run = OurRun(case)
-        except Exception as e:  # noqa: BLE001 - a case the generator or onnx refuses
-            out[key] = {"setup": f"{type(e).__name__}"}
-            continue
-        entry: dict[str, object] = {}
-        for level in olc.available_simd_levels():
-            with capped_simd_level(level):
-                for threads in (1, 2):
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            got = _digest(run.run(threads))
-                    except Exception as e:  # noqa: BLE001 - recorded, compared
-                        got = f"{type(e).__name__}: {e}"[:300]
-                    entry[f"{level}/t{threads}"] = got
-                entry[f"{level}/paths"] = sorted(olc.used_kernel_paths(run.sess))
-        out[key] = entry
+        for k in range(per_target):
+            key = f"{label}#{k}"
+            try:
+                draw = RngDraw((seed, zlib.crc32(label.encode()), k))
+                run = OurRun(make_case(draw, record, policy, mutation_rate=0.0))
+            except Exception as e:  # noqa: BLE001 - a case the generator or onnx refuses
+                out[key] = {"setup": f"{type(e).__name__}"}
+                continue
+            entry: dict[str, object] = {}
+            for level in olc.available_simd_levels():
+                with capped_simd_level(level):
+                    for threads in (1, 2):
+                        try:
+                            with warnings.catch_warnings():
+                                warnings.simplefilter("ignore")
+                                got = _digest(run.run(threads))
+                        except Exception as e:  # noqa: BLE001 - recorded, compared
+                            got = f"{type(e).__name__}: {e}"[:300]
+                        entry[f"{level}/t{threads}"] = got
+                    entry[f"{level}/paths"] = sorted(olc.used_kernel_paths(run.sess))
+            out[key] = entry
     return out
 
 
@@ -100,7 +107,7 @@ def compare(before: dict, after: dict, level_map: dict[str, str], only: str | No
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", type=int, default=3000)
+    p.add_argument("--cases", type=int, default=300, help="cases per kernel")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", help="substring of the target label, e.g. MatMulNBits")
     p.add_argument("--out")

@@ -44,6 +44,7 @@ from .registry.api import (
     used_kernel_names,
     used_kernel_paths,
 )
+from .registry.hook import MissingOperatorsError
 from .registry.inventory import registered_kernel_names, registered_kernels
 from .registry.records import MicrosoftKernelImplementation, RegisteredKernel
 from .simd import available_simd_levels, simd_level
@@ -54,6 +55,7 @@ __version__ = "0.1.0"
 _hook.install()
 
 __all__ = [
+    "MissingOperatorsError",
     "BUILT_WITH_OPENMP",
     "MicrosoftKernelImplementation",
     "RegisteredKernel",

@@ -1,11 +1,14 @@
-"""``python -m onnx_light_cpu``: list the kernels, or run a model with them.
+"""``python -m onnx_light_cpu``: list the kernels, check or run a model with them.
 
-    python -m onnx_light_cpu kernels
+    python -m onnx_light_cpu kernels [--naive]
     python -m onnx_light_cpu where OP_TYPE
+    python -m onnx_light_cpu check MODEL.onnx [--policy optimized|naive]
     python -m onnx_light_cpu run [MODEL.onnx] [--inputs FILE.npz] [--threads N]
                                  [--compare builtin,ort] [--repeat N]
 
 Without a model, ``run`` uses a small default model built in code.
+``check`` runs nothing: it says, per operator, whether one of our kernels,
+onnx.reference or nothing runs it (exit status 1 if anything cannot run).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from . import (
     used_kernel_names,
     used_kernel_paths,
 )
+from .registry.check import check_model
+from .registry.hook import MissingOperatorsError
 from .registry.records import PACKAGE_ROOT
 
 DEFAULT_SHAPE = (64, 4096)
@@ -232,6 +237,9 @@ def command_run(args) -> int:
             set_num_threads_for_session(sess, args.threads)
         set_kernel_usage_recording(sess, True)
         ours = sess.run(None, feeds)
+    except MissingOperatorsError as e:  # one line per missing operator
+        print(f"error: onnx_light_cpu could not run the model: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # a command-line user gets one line, not a traceback
         print(f"error: onnx_light_cpu could not run the model: {_one_line(e)}", file=sys.stderr)
         return 1
@@ -261,6 +269,20 @@ def command_kernels(args) -> int:
         print(f"{r.domain:14} {r.op_type:28} {r.name:40} opset {r.since_version}-{until}  "
               f"{','.join(t[7:-1] for t in r.element_types)}")
     return 0
+
+
+def command_check(args) -> int:
+    try:
+        model = onnx.load(args.model)
+    except Exception as e:  # an unreadable model
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    result = check_model(model, args.policy)
+    print(f"model: {args.model}")
+    print(f"policy: {args.policy.value} (com.microsoft kernels)")
+    for line in result.lines():
+        print(line)
+    return 0 if result.ok else 1
 
 
 def family_files(record) -> dict[str, str]:
@@ -306,6 +328,15 @@ def main(argv: list[str] | None = None) -> int:
                          const=MicrosoftKernelImplementation.NAIVE,
                          default=MicrosoftKernelImplementation.OPTIMIZED,
                          help="list the NAIVE com.microsoft family")
+    check = sub.add_parser("check", help="who runs each operator of a model (runs nothing)")
+    check.add_argument("model", help="ONNX file")
+    check.add_argument("--policy", type=MicrosoftKernelImplementation,
+                       choices=list(MicrosoftKernelImplementation),
+                       default=MicrosoftKernelImplementation.OPTIMIZED,
+                       metavar="{optimized,naive}",
+                       help="com.microsoft implementation family (default: optimized)")
+    check.add_argument("--naive", dest="policy", action="store_const",
+                       const=MicrosoftKernelImplementation.NAIVE, help="same as --policy naive")
     where = sub.add_parser("where", help="the files of an operator's kernels")
     where.add_argument("op_type", help="operator type, such as MatMulNBits")
     run = sub.add_parser("run", help="run a model through ReferenceEvaluator with the kernels")
@@ -320,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_kernels(args)
     if args.command == "where":
         return command_where(args)
+    if args.command == "check":
+        return command_check(args)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     return command_run(args)

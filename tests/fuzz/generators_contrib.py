@@ -1,7 +1,8 @@
 """Valid-case generators of the fused and contrib operators: SwiGLU,
 rotary embeddings, attention (ai.onnx, MHA, GQA), linear attention, causal
 convolution, skip normalizations, BiasGelu, CDist, MatMulNBits,
-GatherBlockQuantized, MoE, QMoE, TreeEnsemble."""
+GatherBlockQuantized, MoE, QMoE, TreeEnsemble, and the com.microsoft
+Range, Trilu, Unique, ExpandDims."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import onnx
 from onnx import TensorProto
 from onnx import helper as oh
 
-from .cases import ML, MS, Case, Draw, elem_type, randn
+from .cases import ML, MS, Case, Draw, elem_type, randn, random_shape
 from .generators import BF16, F16, F32, F64, _record_dtypes, _values, generator
 
 MS_FLOATS = (F32, F16, BF16)
@@ -483,6 +484,83 @@ def gen_qmoe(d: Draw, record) -> Case:
     return Case("QMoE", MS, 1, inputs, attrs, family="moe", oracle="numpy", tolerance="loose",
                 numpy_oracle=oracle, structural=frozenset({2, 5}),
                 output_types=(elem_type(dtype),))
+
+
+# ------------------------------------------------------------------ contrib tensor operators
+
+def _scalar_like(d: Draw, value, dtype) -> np.ndarray:
+    """``value`` as a tensor of shape () or (1,) (both "scalar like")."""
+    return np.array(value, dtype=dtype).reshape(d.choice([(), (), (1,)]))
+
+
+@generator("com.microsoft", "Range")
+def gen_ms_range(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    if dtype.kind == "f":
+        start = float(rng.uniform(-50, 50))
+        step = float(rng.uniform(0.05, 7)) * d.choice([1, -1])
+        if d.chance(0.1):
+            step = d.choice([np.inf, -np.inf, 1e-3])
+    else:
+        start = int(rng.integers(-50, 50))
+        step = d.int(1, 9) * d.choice([1, -1])
+    count = d.choice([0, 1, 2, 5, 17, 100, 300]) * d.choice([1, 1, 1, -1])
+    limit = start + count * step if np.isfinite(step) else start + count
+    if dtype.kind == "f" and d.chance(0.5):
+        limit += float(rng.uniform(-1, 1)) * abs(step) if np.isfinite(step) else 0.0
+    if dtype.kind != "f":
+        info = np.iinfo(dtype)
+        limit = int(np.clip(limit, info.min, info.max))
+    inputs = [_scalar_like(d, start, dtype), _scalar_like(d, limit, dtype)]
+    if d.chance(0.8) or step != 1:
+        inputs.append(_scalar_like(d, step, dtype))
+    return Case("Range", MS, 1, inputs, family="tensor", oracle="ort", tolerance="exact",
+                structural=frozenset({0, 1, 2}), output_types=(elem_type(dtype),))
+
+
+@generator("com.microsoft", "Trilu")
+def gen_ms_trilu(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(2, 4))
+    inputs = [_values(d, rng, shape, dtype, specials=0.2)]
+    if d.chance(0.6):
+        k = d.int(-6, 6) if d.chance(0.9) else d.choice([2**62, -2**62, 1000, -1000])
+        inputs.append(_scalar_like(d, k, np.int64))
+    attrs = {}
+    if d.chance(0.7):
+        attrs["upper"] = d.choice([0, 1, 1, 0, 2, -1])
+    return Case("Trilu", MS, 1, inputs, attrs, family="tensor", oracle="ort", tolerance="exact",
+                structural=frozenset({1}), output_types=(elem_type(dtype),))
+
+
+@generator("com.microsoft", "Unique")
+def gen_ms_unique(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    n = d.choice((0, 1, 2, 7, 33, 255, 1000, 4099))
+    if d.chance(0.7):  # repeats
+        x = rng.integers(-d.int(1, 20), d.int(1, 20) + 1, n).astype(dtype)
+    else:
+        x = _values(d, rng, (n,), dtype, 100.0, specials=0.0)
+    if n and d.chance(0.3):  # signed zeros, NaN, infinities among them
+        x[rng.random(n) < 0.3] = rng.choice([0.0, -0.0, np.nan, np.inf, -np.inf])
+    return Case("Unique", MS, 1, [x], n_outputs=3, family="tensor", oracle="ort",
+                tolerance="exact",
+                output_types=(elem_type(dtype), TensorProto.INT64, TensorProto.INT64))
+
+
+@generator("com.microsoft", "ExpandDims")
+def gen_ms_expand_dims(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    rng = d.rng()
+    x = randn(rng, random_shape(d, max_rank=4), dtype, 10.0)
+    rank = x.ndim
+    axis = _scalar_like(d, d.int(-rank - 1, rank), np.int32)
+    out = TensorProto.STRING if dtype.kind == "O" else elem_type(dtype)
+    return Case("ExpandDims", MS, 1, [x, axis], family="tensor", oracle="ort",
+                tolerance="exact", structural=frozenset({1}), output_types=(out,))
 
 
 # ------------------------------------------------------------------ trees

@@ -255,7 +255,7 @@ BAD = [
     ("Gemm", _ones((3, 4), (4, 5), (3, 4)), ValueError, "input 2"),
     ("Gemm", _ones((3, 4), (4, 5), (2, 3, 5)), ValueError, "input 2"),
     ("Gemm", _ones((3, 4), (4, 5)) + [np.ones(5, np.float64)], TypeError, "input 2"),
-    ("Gemm", _ones((2, 3, 4), (4, 5)), ValueError, "2-D"),
+    ("Gemm", _ones((2, 3, 4), (4, 5)), ValueError, "expected rank 2"),
 ]
 
 
@@ -294,6 +294,6 @@ def test_fma_peak_loop_runs():
 
     if available_simd_levels() == ("scalar",):
         pytest.skip("the FMA loop needs AVX2")
-    assert gemm.fma_peak_gflops(1, 1, 10_000) > 0
+    assert gemm.fma_peak_gflops(10_000, 1, 1) > 0
     with pytest.raises(ValueError):
-        gemm.fma_peak_gflops(0, 1, 10)
+        gemm.fma_peak_gflops(10, 0, 1)

@@ -559,12 +559,13 @@ def test_bad_inputs():
             "input 0 .*int32")
     _raises("RMSNormalization", [f, np.ones(3, np.float32)], ValueError, "does not broadcast",
             opset=23)
-    _raises("LayerNormalization", [f, np.ones(4, np.float32)], ValueError, "stash_type 11",
-            stash_type=11)
-    _raises("RMSNormalization", [f, np.ones(4, np.float32)], ValueError, "stash_type 16",
-            opset=23, stash_type=16)
-    _raises("GroupNormalization", [f, c3, c3], ValueError, "stash_type 10", num_groups=3,
-            opset=21, stash_type=10)
+    _raises("LayerNormalization", [f, np.ones(4, np.float32)], ValueError,
+            "LayerNormalization: attribute stash_type must be one of 1, got 11", stash_type=11)
+    _raises("RMSNormalization", [f, np.ones(4, np.float32)], ValueError,
+            "attribute stash_type must be one of 1, 11, got 16", opset=23, stash_type=16)
+    _raises("GroupNormalization", [f, c3, c3], ValueError,
+            "attribute stash_type must be one of 1, 11, got 10", num_groups=3, opset=21,
+            stash_type=10)
     _raises("InstanceNormalization", [f, np.ones(4, np.float32), c3], ValueError,
             "input 1 .*scale.*expected \\(3,\\)")
     _raises("InstanceNormalization", [np.ones(3, np.float32), c3, c3], ValueError, "rank >= 2")
@@ -576,7 +577,7 @@ def test_bad_inputs():
             "input 4 .*input_var")
     _raises("BatchNormalization", [f, c3, c3.astype(np.float64), c3, c3], TypeError, "input 2",
             opset=15)
-    _raises("LpNormalization", [f], ValueError, "p must be 1 or 2", p=3)
+    _raises("LpNormalization", [f], ValueError, "attribute p must be one of 1, 2, got 3", p=3)
     _raises("LpNormalization", [f], ValueError, "no axis", axis=-4)
     _raises("MeanVarianceNormalization", [f], ValueError, "no axis", axes=[0, 5])
 

@@ -10,18 +10,9 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_cdist cimport olc_cdist_args, olc_cdist_fn, olc_cdist_level, olc_cdist_select
 
-cdef extern from "cdist/olc_cdist.h" nogil:
-    ctypedef struct olc_cdist_args:
-        const void *a
-        const void *bt
-        void *y
-        int64_t N, K
-        int sqrt_
-    ctypedef void (*olc_cdist_fn)(const olc_cdist_args *p, int64_t r0, int64_t r1)
-    olc_cdist_fn olc_cdist_select(int dtype, int level)
-    int olc_cdist_level(int level)
+cnp.import_array()
 
 
 def level_used(int level):
@@ -29,8 +20,8 @@ def level_used(int level):
     return olc_cdist_level(level)
 
 
-def apply(int dtype, int level, cnp.ndarray a, cnp.ndarray bt, cnp.ndarray y, bint euclidean,
-          int nthreads):
+def apply(cnp.ndarray a, cnp.ndarray bt, cnp.ndarray y, bint euclidean, int dtype, int level,
+          int threads):
     """y[M, N] = distances between the rows of a [M, K] and the columns of bt [K, N]."""
     cdef olc_cdist_fn fn = olc_cdist_select(dtype, level)
     if fn == NULL:
@@ -46,7 +37,7 @@ def apply(int dtype, int level, cnp.ndarray a, cnp.ndarray bt, cnp.ndarray y, bi
     cdef int64_t t, nblocks
     if rows == 0 or p.N == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             fn(&p, 0, rows)
         return
@@ -54,6 +45,6 @@ def apply(int dtype, int level, cnp.ndarray a, cnp.ndarray bt, cnp.ndarray y, bi
     # the same code path (which tile, or the leftover loop) whatever the
     # thread count.
     cdef int64_t tiles = (rows + 7) // 8
-    nblocks = nthreads if nthreads < tiles else tiles
-    for t in prange(nblocks, nogil=True, num_threads=nthreads, schedule="static"):
+    nblocks = threads if threads < tiles else tiles
+    for t in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
         fn(&p, min(rows, 8 * (tiles * t // nblocks)), min(rows, 8 * (tiles * (t + 1) // nblocks)))

@@ -1,131 +1,214 @@
 # cython: language_level=3
 """Mixture-of-experts core (see olc_moe.h for the scheme).
 
-The adapter passes float32 tokens and router logits, float32 biases, and
-each projection as a tuple:
-- ``("float", packed, N, K, E)``: E float matrices packed by :func:`pack_float`;
-- ``("quant", codes, scales, N, K, scale_mode, shift, ngs, E)``: E code
-  matrices in the engine's panel order (one signed byte per code) and their
-  float32 scale tables, E of each, back to back (olc_moe.h, olc_moe_proj).
+The adapter prepares each projection's E expert matrices once as a
+:class:`Projection`:
+- :func:`pack_float`: float matrices in the GEMM engine's panels (MoE);
+- :func:`pack_codes`: signed int8 codes and their scales, for the core's
+  own panel decoder (QMoE);
+- :func:`prepare_nbits`: MatMulNBits matrices, for its float or int8
+  engine (QMoE);
+then runs the whole operator with :func:`forward` on float32 tokens,
+router logits and float32 biases.
 """
 
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int8_t, int32_t, int64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int8_t, int64_t, uint8_t
+from libc.string cimport memset
+
+from olc_gemm cimport olc_gemm_level, olc_sgemm_nr, olc_sgemm_pack_b, olc_sgemm_packed_size
+from olc_moe cimport (OLC_MOE_CODES, OLC_MOE_GELU, OLC_MOE_IDENTITY, OLC_MOE_NBITS,
+                      OLC_MOE_PACKED, OLC_MOE_PATH_DIRECT, OLC_MOE_PATH_INT8,
+                      OLC_MOE_PATH_NONE, OLC_MOE_RELU, OLC_MOE_SCALE_IN, OLC_MOE_SCALE_OUT,
+                      OLC_MOE_SILU, OLC_MOE_SWIGLU, olc_moe_args, olc_moe_codes_size,
+                      olc_moe_forward, olc_moe_pack_codes, olc_moe_pack_scales_in,
+                      olc_moe_pack_scales_out, olc_moe_proj, olc_nb_w, olc_q8_block_bytes,
+                      olc_q8_prepare, olc_q8_tiles, olc_q8_w)
 
 cnp.import_array()
-
-cdef extern from "moe/olc_moe.h" nogil:
-    int olc_gemm_level(int level)
-    int olc_sgemm_nr(int level)
-    int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N)
-    void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
-                          const int64_t *b_offsets, int64_t rsb, int64_t csb, int64_t K,
-                          int64_t N, float *dst, int nthreads)
-    ctypedef struct olc_moe_proj:
-        int64_t N, K
-        const float *packed
-        int64_t bsize
-        const int8_t *codes
-        const float *scales
-        int64_t ssize
-        int scale_mode, shift
-        int64_t ngs
-    ctypedef struct olc_moe_args:
-        int64_t T, H, NI, E, k
-        int normalize, op, fused
-        float alpha, beta, limit
-        const float *x
-        const float *logits
-        const float *b1
-        const float *b2
-        const float *b3
-        olc_moe_proj fc1, fc2, fc3
-        float *out
-    ctypedef struct olc_moe_act_args:
-        int op, fused, gated
-        int64_t NI, ldh
-        const float *h
-        const float *b1
-        const float *u
-        const float *b3
-        float *g
-        float alpha, beta, limit
-    int olc_moe_forward(int level, const olc_moe_args *p, int nthreads)
-    int olc_moe_group(int64_t T, int64_t E, int64_t k, int normalize, const float *logits,
-                      int64_t *count, int32_t *rows, float *rw)
-    void olc_moe_activate(int level, const olc_moe_act_args *aa, int64_t m, int nthreads)
-    void olc_moe_scatter(int level, float *out, int64_t H, const int32_t *rows,
-                         const float *rw, const float *y, const float *b2, int64_t m,
-                         int nthreads)
-    int OLC_MOE_RELU, OLC_MOE_GELU, OLC_MOE_SILU, OLC_MOE_IDENTITY, OLC_MOE_SWIGLU
-    int OLC_MOE_SCALE_OUT, OLC_MOE_SCALE_IN
-    int OLC_GEMM_KC
 
 RELU = OLC_MOE_RELU
 GELU = OLC_MOE_GELU
 SILU = OLC_MOE_SILU
 IDENTITY = OLC_MOE_IDENTITY
 SWIGLU = OLC_MOE_SWIGLU
-SCALE_OUT = OLC_MOE_SCALE_OUT
-SCALE_IN = OLC_MOE_SCALE_IN
-KC = OLC_GEMM_KC
+
+# Path labels of the MatMulNBits engines, as the matmul_nbits core names them.
+LEVEL_NAMES = ("scalar", "avx2", "avx512")
+KIND_NAMES = ("scalar", "avx2", "avx512", "vnni")
 
 
 def level_used(int level):
-    """The instruction-set level the engine runs at for a requested level."""
+    """The instruction-set level the float engine runs at for a requested level."""
     return olc_gemm_level(level)
 
 
-def panel_width(int level):
-    """Columns of one packed panel (NR) at ``level``."""
-    return olc_sgemm_nr(level)
+cdef class Projection:
+    """The E experts' matrices of one projection, ready for :func:`forward`;
+    ``nbytes`` counts the arrays it holds."""
+
+    cdef olc_moe_proj p
+    cdef olc_nb_w *nbw
+    cdef olc_q8_w *q8w
+    cdef object keep
+    cdef readonly int64_t nbytes
+    cdef readonly int bits
+
+    def __cinit__(self):
+        memset(&self.p, 0, sizeof(self.p))
+        self.nbw = NULL
+        self.q8w = NULL
+
+    def __dealloc__(self):
+        PyMem_Free(self.nbw)
+        PyMem_Free(self.q8w)
 
 
-def pack_float(int level, int dtype, cnp.ndarray w, int64_t E, int64_t N, int64_t K,
-               int nthreads):
-    """E output-major matrices ``w`` (E x N x K, float32/16/bf16, contiguous)
-    packed as the engine's B = W^T (K x N), one after the other; returns the
-    float32 buffer (64-byte aligned) and the floats per matrix."""
-    cdef int64_t size = olc_sgemm_packed_size(level, K, N)
-    raw = np.empty(E * size + 16, dtype=np.float32)
+cdef cnp.ndarray _aligned_floats(int64_t n):
+    """n float32 on a 64-byte boundary, as the engine's own scratch."""
+    raw = np.empty(n + 16, dtype=np.float32)
     start = (-raw.ctypes.data % 64) // 4
-    cdef cnp.ndarray dst = raw[start:start + E * size]
+    return raw[start:start + n]
+
+
+def pack_float(cnp.ndarray w, int dtype, int level, int threads):
+    """E output-major matrices ``w`` (E x N x K, float32/16/bf16,
+    contiguous; dtype its TensorProto code) packed as the engine's B = W^T
+    (K x N), one after the other."""
+    cdef int64_t E = w.shape[0], N = w.shape[1], K = w.shape[2]
+    cdef int64_t size = olc_sgemm_packed_size(level, K, N)
+    cdef cnp.ndarray dst = _aligned_floats(E * size)
     cdef cnp.ndarray offsets = np.arange(E, dtype=np.int64) * (N * K)
     cdef const void *pw = cnp.PyArray_DATA(w)
     cdef const int64_t *po = <const int64_t *>cnp.PyArray_DATA(offsets)
     cdef float *pd = <float *>cnp.PyArray_DATA(dst)
     with nogil:
-        olc_sgemm_pack_b(level, dtype, E, pw, po, 1, K, K, N, pd, nthreads)
-    return dst
+        olc_sgemm_pack_b(level, dtype, E, pw, po, 1, K, K, N, pd, threads)
+    cdef Projection proj = Projection()
+    proj.p.kind = OLC_MOE_PACKED
+    proj.p.N, proj.p.K, proj.p.E = N, K, E
+    proj.p.packed = pd
+    proj.p.bsize = size
+    proj.keep = dst
+    proj.nbytes = dst.nbytes
+    return proj
 
 
-cdef int fill_proj(olc_moe_proj *p, object spec) except -1:
-    cdef cnp.ndarray packed, codes, scales
-    p.packed = NULL
-    p.codes = NULL
-    p.scales = NULL
-    p.bsize = p.ssize = p.ngs = 0
-    p.scale_mode = p.shift = 0
-    if spec is None:
-        p.N = p.K = 0
-        return 0
-    kind = spec[0]
-    if kind == "float":
-        packed = spec[1]
-        p.N, p.K = spec[2], spec[3]
-        p.packed = <const float *>cnp.PyArray_DATA(packed)
-        p.bsize = cnp.PyArray_SIZE(packed) // spec[4]
-        return 0
-    codes, scales = spec[1], spec[2]
-    p.N, p.K = spec[3], spec[4]
-    p.scale_mode, p.shift, p.ngs = spec[5], spec[6], spec[7]
-    p.codes = <const int8_t *>cnp.PyArray_DATA(codes)
-    p.scales = <const float *>cnp.PyArray_DATA(scales)
-    p.bsize = cnp.PyArray_SIZE(codes) // spec[8]
-    p.ssize = cnp.PyArray_SIZE(scales) // spec[8]
-    return 0
+def pack_codes(cnp.ndarray q, cnp.ndarray scales, int64_t block, bint input_major, int level):
+    """Quantized experts for the core's panel decoder: ``q`` int8 codes
+    [E, N, K] (any strides; N outputs, K inputs) with their scales, float32:
+    output-major [E, N] (block 0: one scale a row) or [E, N, ceil(K /
+    block)]; input-major (``input_major``: scales along the outputs)
+    [E, K, ceil(N / block)].  The codes go into the panel order of the
+    engine at ``level``."""
+    cdef int64_t E = q.shape[0], N = q.shape[1], K = q.shape[2]
+    cdef int64_t nr = olc_sgemm_nr(level), npad = (N + nr - 1) // nr * nr
+    cdef int64_t size = olc_moe_codes_size(level, N, K), groups, shift
+    cdef cnp.ndarray codes = np.empty(E * size, dtype=np.int8)
+    cdef const int8_t *pq = <const int8_t *>cnp.PyArray_DATA(q)
+    cdef int64_t se = q.strides[0], sn = q.strides[1], sk = q.strides[2]
+    with nogil:
+        olc_moe_pack_codes(level, pq, se, sn, sk, E, N, K, <int8_t *>cnp.PyArray_DATA(codes))
+    cdef cnp.ndarray s32 = np.ascontiguousarray(scales, dtype=np.float32)
+    cdef cnp.ndarray table
+    cdef Projection proj = Projection()
+    if input_major:
+        shift = int(block).bit_length() - 1
+        groups = (npad + block - 1) // block
+        table = np.empty(E * K * groups, dtype=np.float32)
+        olc_moe_pack_scales_in(<const float *>cnp.PyArray_DATA(s32), E, K, s32.shape[2], groups,
+                               <float *>cnp.PyArray_DATA(table))
+        proj.p.scale_mode = OLC_MOE_SCALE_IN
+    else:
+        shift = 62 if block == 0 else int(block).bit_length() - 1  # 62: one group, all of K
+        groups = 1 if block == 0 else s32.shape[2]
+        table = np.empty(E * npad * groups, dtype=np.float32)
+        olc_moe_pack_scales_out(level, <const float *>cnp.PyArray_DATA(s32), E, N, groups,
+                                <float *>cnp.PyArray_DATA(table))
+        proj.p.scale_mode = OLC_MOE_SCALE_OUT
+    proj.p.kind = OLC_MOE_CODES
+    proj.p.N, proj.p.K, proj.p.E = N, K, E
+    proj.p.codes = <const int8_t *>cnp.PyArray_DATA(codes)
+    proj.p.bsize = size
+    proj.p.scales = <const float *>cnp.PyArray_DATA(table)
+    proj.p.ssize = table.size // E if E else 0
+    proj.p.shift = shift
+    proj.p.ngs = groups
+    proj.keep = (codes, table)
+    proj.nbytes = codes.nbytes + table.nbytes
+    return proj
+
+
+def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, int bits, int64_t block, int64_t K,
+                  bint int8):
+    """E MatMulNBits matrices: ``b`` uint8 codes [E, N, ceil(K / block),
+    block * bits / 8] (offset codes, implicit zero point 2^(bits - 1)) and
+    ``scales`` float32 [E, N, ceil(K / block)], both C-contiguous and kept
+    unchanged while the result lives.  ``int8``: the int8 engine (the
+    activations quantized, as ONNX Runtime's accuracy level 4) for every
+    expert whose scales are finite; else the float engine."""
+    cdef int64_t E = b.shape[0], N = b.shape[1]
+    cdef int64_t nb = (K + block - 1) // block, blob = block * bits // 8
+    if (not b.flags.c_contiguous or b.dtype != np.uint8 or b.size != E * N * nb * blob
+            or not scales.flags.c_contiguous or scales.dtype != np.float32
+            or scales.size != E * N * nb):
+        raise ValueError(f"moe core: b must be uint8 [E, N, {nb}, {blob}] and scales float32 "
+                         f"[E, N, {nb}], C-contiguous")
+    cdef Projection proj = Projection()
+    proj.nbw = <olc_nb_w *>PyMem_Malloc(max(E, 1) * sizeof(olc_nb_w))
+    proj.q8w = <olc_q8_w *>PyMem_Malloc(max(E, 1) * sizeof(olc_q8_w))
+    if proj.nbw == NULL or proj.q8w == NULL:
+        raise MemoryError("moe core: no memory for the expert descriptors")
+    memset(proj.nbw, 0, max(E, 1) * sizeof(olc_nb_w))
+    memset(proj.q8w, 0, max(E, 1) * sizeof(olc_q8_w))
+    keep = [b, scales]
+    proj.nbytes = b.nbytes + scales.nbytes
+    # the int8 engine's blocks: the weight block, at most 256 elements
+    cdef int64_t ablock = min(block, 256), anblocks = nb * (block // ablock), tiles = 0
+    cdef const uint8_t *pb = <const uint8_t *>cnp.PyArray_DATA(b)
+    cdef const float *ps = <const float *>cnp.PyArray_DATA(scales)
+    cdef olc_nb_w *w
+    cdef olc_q8_w *q
+    cdef cnp.ndarray codes, qs, qz
+    cdef int64_t e
+    for e in range(E):
+        w = proj.nbw + e
+        w.b = pb + e * N * nb * blob
+        w.scales = ps + e * N * nb
+        w.zp = NULL
+        w.zp_default = float(1 << (bits - 1))
+        w.K, w.N, w.nb, w.blob, w.block, w.bits = K, N, nb, blob, block, bits
+        # weights that are not finite keep per-element float semantics
+        w.finite = bool(np.isfinite(scales[e]).all())
+        if not (int8 and w.finite):
+            continue
+        tiles = olc_q8_tiles(N)
+        codes = np.empty(tiles * anblocks * olc_q8_block_bytes(ablock, bits == 4),
+                         dtype=np.uint8)
+        qs = np.empty(tiles * anblocks * 16, dtype=np.float32)
+        qz = np.empty(tiles * anblocks * 16, dtype=np.uint8)
+        with nogil:
+            olc_q8_prepare(w, ablock, <uint8_t *>cnp.PyArray_DATA(codes),
+                           <float *>cnp.PyArray_DATA(qs), <uint8_t *>cnp.PyArray_DATA(qz))
+        q = proj.q8w + e
+        q.codes = <const uint8_t *>cnp.PyArray_DATA(codes)
+        q.scales = <const float *>cnp.PyArray_DATA(qs)
+        q.zp = <const uint8_t *>cnp.PyArray_DATA(qz)
+        q.K, q.N, q.nb, q.block, q.tiles = K, N, anblocks, ablock, tiles
+        q.split = bits == 8
+        q.packed4 = bits == 4
+        keep += [codes, qs, qz]
+        proj.nbytes += codes.nbytes + qs.nbytes + qz.nbytes
+    proj.p.kind = OLC_MOE_NBITS
+    proj.p.N, proj.p.K, proj.p.E = N, K, E
+    proj.p.nb = proj.nbw
+    proj.p.q8 = proj.q8w
+    proj.bits = bits
+    proj.keep = keep
+    return proj
 
 
 cdef const float *data_or_null(object a):
@@ -134,17 +217,20 @@ cdef const float *data_or_null(object a):
     return <const float *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-def forward(int level, cnp.ndarray x, cnp.ndarray logits, int64_t k, bint normalize, int op,
-            bint fused, float alpha, float beta, float limit, object fc1, object b1,
-            object fc2, object b2, object fc3, object b3, int64_t I, cnp.ndarray out,
-            int nthreads):
+def forward(cnp.ndarray x, cnp.ndarray logits, Projection fc1, object b1, Projection fc2,
+            object b2, Projection fc3, object b3, cnp.ndarray out, int64_t k, bint normalize,
+            int op, bint fused, float alpha, float beta, float limit, int level, int threads):
     """out (T x H float32) = the mixture of the k routed experts of each
-    token of x (T x H float32); logits T x E float32."""
+    token of x (T x H float32); logits T x E float32; biases expert-major
+    float32 or None; fc3 None when there is no FC3.  Returns the path label
+    of the MatMulNBits engine of the last FC1 product (None for the other
+    projections or when no token ran)."""
     cdef olc_moe_args args
+    memset(&args, 0, sizeof(args))
     args.T = cnp.PyArray_DIM(x, 0)
     args.H = cnp.PyArray_DIM(x, 1)
     args.E = cnp.PyArray_DIM(logits, 1)
-    args.NI = I
+    args.NI = fc2.p.K
     args.k = k
     args.normalize = normalize
     args.op = op
@@ -156,67 +242,18 @@ def forward(int level, cnp.ndarray x, cnp.ndarray logits, int64_t k, bint normal
     args.b2 = data_or_null(b2)
     args.b3 = data_or_null(b3)
     args.out = <float *>cnp.PyArray_DATA(out)
-    fill_proj(&args.fc1, fc1)
-    fill_proj(&args.fc2, fc2)
-    fill_proj(&args.fc3, fc3)
-    cdef int status
+    args.fc1 = fc1.p
+    args.fc2 = fc2.p
+    if fc3 is not None:
+        args.fc3 = fc3.p
+    cdef int status, path = OLC_MOE_PATH_NONE
     with nogil:
-        status = olc_moe_forward(level, &args, nthreads)
+        status = olc_moe_forward(level, &args, threads, &path)
     if status != 0:
         raise MemoryError("moe core: no memory for scratch buffers")
-
-
-# -- steps, for an adapter that runs the projections itself ------------------
-
-
-def group(cnp.ndarray logits, int64_t k, bint normalize):
-    """Routing of T x E float32 logits: (count int64 [E + 1], rows int32
-    [T k], weights float32 [T k]); expert e's tokens (increasing) and
-    weights are rows[count[e]:count[e + 1]], weights[...]."""
-    cdef int64_t T = cnp.PyArray_DIM(logits, 0), E = cnp.PyArray_DIM(logits, 1)
-    cdef cnp.ndarray count = np.empty(E + 1, dtype=np.int64)
-    cdef cnp.ndarray rows = np.empty(T * k, dtype=np.int32)
-    cdef cnp.ndarray rw = np.empty(T * k, dtype=np.float32)
-    cdef int status
-    with nogil:
-        status = olc_moe_group(T, E, k, normalize, <const float *>cnp.PyArray_DATA(logits),
-                               <int64_t *>cnp.PyArray_DATA(count),
-                               <int32_t *>cnp.PyArray_DATA(rows),
-                               <float *>cnp.PyArray_DATA(rw))
-    if status != 0:
-        raise MemoryError("moe core: no memory for routing")
-    return count, rows, rw
-
-
-def activate(int level, int op, bint fused, cnp.ndarray h, object b1, object u, object b3,
-             cnp.ndarray g, float alpha, float beta, float limit, int nthreads):
-    """g (m x I) = activation of the FC1 rows h (m x R1, + b1 [R1]),
-    gated by the FC3 rows u (m x I, + b3 [I]) when u is given."""
-    cdef olc_moe_act_args aa
-    aa.op = op
-    aa.fused = fused
-    aa.gated = u is not None
-    aa.NI = cnp.PyArray_DIM(g, 1)
-    aa.ldh = cnp.PyArray_DIM(h, 1)
-    aa.h = <const float *>cnp.PyArray_DATA(h)
-    aa.b1 = data_or_null(b1)
-    aa.u = data_or_null(u)
-    aa.b3 = data_or_null(b3)
-    aa.g = <float *>cnp.PyArray_DATA(g)
-    aa.alpha, aa.beta, aa.limit = alpha, beta, limit
-    cdef int64_t m = cnp.PyArray_DIM(g, 0)
-    with nogil:
-        olc_moe_activate(level, &aa, m, nthreads)
-
-
-def scatter(int level, cnp.ndarray out, cnp.ndarray rows, cnp.ndarray rw, cnp.ndarray y,
-            object b2, int nthreads):
-    """out[rows[r]] += rw[r] * (y[r] + b2) (out T x H, y m x H float32)."""
-    cdef int64_t m = cnp.PyArray_DIM(y, 0), H = cnp.PyArray_DIM(y, 1)
-    cdef float *po = <float *>cnp.PyArray_DATA(out)
-    cdef const int32_t *pr = <const int32_t *>cnp.PyArray_DATA(rows)
-    cdef const float *pw = <const float *>cnp.PyArray_DATA(rw)
-    cdef const float *py = <const float *>cnp.PyArray_DATA(y)
-    cdef const float *pb = data_or_null(b2)
-    with nogil:
-        olc_moe_scatter(level, po, H, pr, pw, py, pb, m, nthreads)
+    if path == OLC_MOE_PATH_NONE:
+        return None
+    if path >= OLC_MOE_PATH_INT8:
+        return "int8_prepared_" + KIND_NAMES[path - OLC_MOE_PATH_INT8]
+    route = "direct" if path == OLC_MOE_PATH_DIRECT else "panel"
+    return f"int{fc1.bits}_{route}_{LEVEL_NAMES[olc_gemm_level(level)]}"

@@ -11,25 +11,9 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_skip_norm cimport olc_sn_args, olc_sn_fn, olc_sn_level, olc_sn_select
 
-cdef extern from "skip_norm/olc_skip_norm.h" nogil:
-    ctypedef struct olc_sn_args:
-        const void *x
-        const void *skip
-        const void *gamma
-        const void *beta
-        const void *bias
-        void *y
-        void *sum
-        float *mean
-        float *inv
-        int64_t H
-        int64_t skip_rows
-        float eps
-    ctypedef void (*olc_sn_fn)(const olc_sn_args *a, int64_t r0, int64_t r1)
-    olc_sn_fn olc_sn_select(int dtype, int level, int simplified)
-    int olc_sn_level(int dtype, int level)
+cnp.import_array()
 
 
 def level_used(int dtype, int level):
@@ -41,9 +25,8 @@ cdef inline void *_data(object a):
     return NULL if a is None else cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-def apply(int dtype, int level, bint simplified, cnp.ndarray x, cnp.ndarray skip,
-          cnp.ndarray gamma, beta, bias, cnp.ndarray y, sum_, mean, inv,
-          float eps, int nthreads):
+def apply(cnp.ndarray x, cnp.ndarray skip, cnp.ndarray gamma, beta, bias, cnp.ndarray y,
+          sum_, mean, inv, bint simplified, float eps, int dtype, int level, int threads):
     """Normalise the rows of x + skip (+ bias) into y (and the optional outputs).
 
     Every array is C-contiguous with the last axis H; skip has a whole number
@@ -70,13 +53,13 @@ def apply(int dtype, int level, bint simplified, cnp.ndarray x, cnp.ndarray skip
     cdef int64_t t, r0, r1, nblocks
     if rows == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             fn(&a, 0, rows)
         return
     # One contiguous block of rows per thread.
-    nblocks = nthreads if nthreads < rows else rows
-    for t in prange(nblocks, nogil=True, num_threads=nthreads, schedule="static"):
+    nblocks = threads if threads < rows else rows
+    for t in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
         r0 = rows * t // nblocks
         r1 = rows * (t + 1) // nblocks
         fn(&a, r0, r1)

@@ -12,32 +12,10 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
+from olc_tree_ensemble cimport OLC_TE_NAN, olc_te_block, olc_te_forest
+
 cnp.import_array()
 
-cdef extern from "tree_ensemble/olc_tree_ensemble.h" nogil:
-    ctypedef struct olc_te_forest:
-        const void *nodes
-        const uint8_t *modes
-        const int32_t *nan_next
-        const int32_t *leaf
-        const int32_t *set_begin
-        const int32_t *set_end
-        const void *set_values
-        const int32_t *roots
-        const int32_t *depths
-        int64_t n_trees
-        const double *leaf_weights
-        const int32_t *leaf_targets
-        int64_t n_targets
-        int uniform_mode
-        int aggregate, post_transform
-    int olc_te_block(const olc_te_forest *f, int dtype, const void *x, int64_t row0,
-                     int64_t rows, int64_t F, void *y)
-    int OLC_TE_F32, OLC_TE_F64, OLC_TE_F16, OLC_TE_NAN
-
-F32 = OLC_TE_F32
-F64 = OLC_TE_F64
-F16 = OLC_TE_F16
 # Added to a uniform mode when some node sends NaN to its true branch.
 TRACK_NAN = OLC_TE_NAN
 
@@ -49,7 +27,7 @@ cdef enum:
 
 def flatten(const int64_t[:] true_ids, const int64_t[:] true_leaf,
             const int64_t[:] false_ids, const int64_t[:] false_leaf,
-            int64_t n_leaves, const int64_t[:] roots):
+            const int64_t[:] roots, int64_t n_leaves):
     """Lay out the trees reachable from ``roots``.
 
     Returns ``(src, next_true, next_false, tree_root, tree_depth)``: per
@@ -193,9 +171,10 @@ cdef class Forest:
         self.f.aggregate = aggregate
         self.f.post_transform = post_transform
 
-    def predict(self, int dtype, cnp.ndarray x, cnp.ndarray y, int nthreads):
-        """y[N, T] from C-contiguous x[N, F] of element type ``dtype`` (F32,
-        F64 or F16 as uint16 bits); blocks of rows spread over the team."""
+    def predict(self, cnp.ndarray x, cnp.ndarray y, int dtype, int threads):
+        """y[N, T] from C-contiguous x[N, F] of element type ``dtype`` (the
+        TensorProto code of float, double or float16, float16 as uint16
+        bits); blocks of rows spread over the team."""
         cdef int64_t N = cnp.PyArray_DIM(x, 0)
         cdef int64_t F = cnp.PyArray_DIM(x, 1)
         cdef const void *px = cnp.PyArray_DATA(x)
@@ -203,21 +182,21 @@ cdef class Forest:
         # A row's result does not depend on its block, so a few rows may be
         # cut into smaller blocks to give each thread some.
         cdef int64_t block = BLOCK
-        if nthreads > 1 and N < BLOCK * nthreads:
-            block = max(16, (N + 16 * nthreads - 1) // (16 * nthreads) * 16)
+        if threads > 1 and N < BLOCK * threads:
+            block = max(16, (N + 16 * threads - 1) // (16 * threads) * 16)
         cdef int64_t nblocks = (N + block - 1) // block
         cdef int64_t b, start
         cdef int failed = 0
         if N == 0:
             return
-        if nthreads <= 1 or nblocks <= 1:
+        if threads <= 1 or nblocks <= 1:
             with nogil:
                 for b in range(nblocks):
                     start = b * block
                     failed += olc_te_block(&self.f, dtype, px, start,
                                            block if N - start > block else N - start, F, py)
         else:
-            for b in prange(nblocks, nogil=True, num_threads=nthreads, schedule="static"):
+            for b in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
                 start = b * block
                 failed += olc_te_block(&self.f, dtype, px, start,
                                        block if N - start > block else N - start, F, py)

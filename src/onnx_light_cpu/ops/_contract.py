@@ -70,8 +70,8 @@ class Input:
 class Attr:
     """One attribute: its ``kind`` (int, flag, float, string, ints, floats,
     strings, tensor), its ``default`` (``REQUIRED`` when the node must set
-    it) and the values ``allowed`` (empty: any of its kind; a flag allows
-    0 and 1)."""
+    it) and the values ``allowed`` (empty: any of its kind; a flag is 0 or
+    1, read as a bool)."""
 
     name: str
     kind: str
@@ -134,10 +134,11 @@ def parse_attributes(node: onnx.NodeProto, declared: tuple[Attr, ...]) -> tuple[
             value = float(value)
         elif attr.kind == "floats":
             value = [float(v) for v in value]
-        allowed = (0, 1) if attr.kind == "flag" and not attr.allowed else attr.allowed
-        if allowed and value not in allowed:
+        if attr.kind == "flag" and value not in (0, 1):
+            reject(f"attribute {attr.name} must be 0 or 1, got {value}")
+        elif attr.allowed and value not in attr.allowed:
             reject(f"attribute {attr.name} must be one of "
-                   f"{', '.join(str(a) for a in allowed)}, got {value!r}")
+                   f"{', '.join(str(a) for a in attr.allowed)}, got {value!r}")
         if attr.kind == "flag":
             value = bool(value)
         values[attr.name] = value

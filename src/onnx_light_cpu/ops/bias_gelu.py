@@ -15,27 +15,31 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels.engines import activation as core
-from ._base import KernelOp
+from ._base import ELEMENT_TYPES, Input, KernelOp
 
 T = TensorProto
 
 
 class BiasGeluBase(KernelOp):
-    """Input validation shared by both families; subclasses implement ``_compute``."""
+    """Input validation shared by both families; subclasses implement
+    ``_compute`` (or their own ``_plan`` and ``_execute``)."""
 
     op_domain = "com.microsoft"
-    onnx_types = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
+    inputs = (Input("A", types=(T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)),
+              Input("bias", like=0, ranks=(1,)))
 
-    def _run(self, *args):
-        element_type = self._same_typed_inputs(args, "A and bias")
-        a, bias = args
+    def _plan(self, a, bias):
+        """Checks what the declarations cannot: A's rank, bias's length."""
         if a.ndim < 1:
             raise ValueError(self._input_error(0, "must have rank >= 1, got a scalar"))
         if bias.shape != (a.shape[-1],):
             raise ValueError(self._input_error(
                 1, f"must have shape ({a.shape[-1]},) (the last dimension of input 0 "
                    f"{a.shape}), got {bias.shape}"))
-        return self._compute(a, bias, element_type)
+        return None
+
+    def _execute(self, plan, a, bias):
+        return self._compute(a, bias, ELEMENT_TYPES[a.dtype])
 
 
 class BiasGelu(BiasGeluBase):
@@ -45,15 +49,20 @@ class BiasGelu(BiasGeluBase):
     # 37.8 -> 22.5 µs).
     min_work_per_thread = 1 << 13
 
-    def _compute(self, a, bias, element_type):
-        level = simd.state.level
-        if self._usage.enabled:
-            key = (element_type, level)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(element_type, level)]
-                path = self._paths[key] = f"bias_gelu_{a.dtype.name}_{used}"
-            self._usage.record(self.kernel_name, path)
+    def _plan(self, a, bias):
+        super()._plan(a, bias)
+        element_type, level = ELEMENT_TYPES[a.dtype], simd.state.level
+        name = a.dtype.name
+
+        def label():
+            return f"bias_gelu_{name}_{simd.LEVEL_NAMES[core.level_used(element_type, level)]}"
+
+        return (element_type, level, self._num_threads(a.size, self.min_work_per_thread),
+                ((element_type, level), label))
+
+    def _execute(self, plan, a, bias):
+        element_type, level, threads, path = plan
+        self._record_path(*path)
         y = self._new_output(a.shape, a.dtype)
         if y.size == 0:
             return (y,)
@@ -61,8 +70,7 @@ class BiasGelu(BiasGeluBase):
             a = np.ascontiguousarray(a)
         if not bias.flags.c_contiguous:
             bias = np.ascontiguousarray(bias)
-        threads = self._num_threads(a.size, self.min_work_per_thread)
-        core.bias_gelu(element_type, level, a, bias, y, threads)
+        core.bias_gelu(a, bias, y, element_type, level, threads)
         return (y,)
 
 

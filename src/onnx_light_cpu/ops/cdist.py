@@ -12,54 +12,38 @@ directly, so no squared distance is negative (ONNX Runtime's expanded
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import cdist as core
-from ._base import KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
 METRICS = ("sqeuclidean", "euclidean")
 
 
 class CDistBase(KernelOp):
-    """Attribute and input validation shared by both families; subclasses
-    implement ``_compute``."""
+    """Attributes and input validation shared by both families; subclasses
+    implement ``_compute`` (or their own ``_plan`` and ``_execute``)."""
 
     op_domain = "com.microsoft"
-    onnx_types = (T.FLOAT, T.DOUBLE)
+    inputs = (Input("A", types=(T.FLOAT, T.DOUBLE), ranks=(2,)), Input("B", like=0, ranks=(2,)))
+    attributes = (Attr("metric", "string", "sqeuclidean", allowed=METRICS),)
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        metric = "sqeuclidean"
-        for att in onnx_node.attribute:
-            if att.name == "metric":
-                metric = onnx.helper.get_attribute_value(att)
-        if isinstance(metric, bytes):
-            metric = metric.decode("utf-8", "replace")
-        self.metric = metric
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        self._metric_error = None
-        if metric not in METRICS:
-            self._metric_error = (f"CDist: attribute metric must be one of "
-                                  f"{', '.join(METRICS)}, got {metric!r}")
-        self.euclidean = metric == "euclidean"
+        self.euclidean = self.metric == "euclidean"
 
-    def _run(self, *args):
-        if self._metric_error:
-            raise ValueError(self._metric_error)
-        element_type = self._same_typed_inputs(args, "A and B")
-        a, b = args
-        for i, v in enumerate(args):
-            if v.ndim != 2:
-                raise ValueError(self._input_error(i, f"must have rank 2, got shape {v.shape}"))
+    def _plan(self, a, b):
+        """Checks what the declarations cannot: the shared second dimension."""
         if b.shape[1] != a.shape[1]:
             raise ValueError(self._input_error(
                 1, f"has shape {b.shape}: its second dimension must equal input 0's "
                    f"{a.shape[1]} (A is {a.shape})"))
-        return self._compute(a, b, element_type)
+        return None
+
+    def _execute(self, plan, a, b):
+        return self._compute(a, b, ELEMENT_TYPES[a.dtype])
 
 
 class CDist(CDistBase):
@@ -69,25 +53,29 @@ class CDist(CDistBase):
     # 8M: 99.5 -> 63.8 µs).
     min_work_per_thread = 1 << 20
 
-    def _compute(self, a, b, element_type):
-        level = simd.state.level
-        if self._usage.enabled:
-            key = (element_type, level, self.euclidean)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(level)]
-                path = self._paths[key] = f"cdist_{self.metric}_{a.dtype.name}_{used}"
-            self._usage.record(self.kernel_name, path)
+    def _plan(self, a, b):
+        super()._plan(a, b)
+        element_type, level = ELEMENT_TYPES[a.dtype], simd.state.level
         M, K = a.shape
-        N = b.shape[0]
-        y = self._new_output((M, N), a.dtype)
+        name = a.dtype.name
+
+        def label():
+            return f"cdist_{self.metric}_{name}_{simd.LEVEL_NAMES[core.level_used(level)]}"
+
+        return (element_type, level, (M, b.shape[0]),
+                self._num_threads(M * b.shape[0] * max(K, 1), self.min_work_per_thread),
+                ((element_type, level, self.euclidean), label))
+
+    def _execute(self, plan, a, b):
+        element_type, level, shape, threads, path = plan
+        self._record_path(*path)
+        y = self._new_output(shape, a.dtype)
         if y.size == 0:
             return (y,)
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         bt = np.ascontiguousarray(b.T)  # [K, N]: the inner loop runs over N
-        threads = self._num_threads(M * N * max(K, 1), self.min_work_per_thread)
-        core.apply(element_type, level, a, bt, y, self.euclidean, threads)
+        core.apply(a, bt, y, self.euclidean, element_type, level, threads)
         return (y,)
 
 

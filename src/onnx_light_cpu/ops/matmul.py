@@ -16,7 +16,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels.engines import gemm as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
 
 T = TensorProto
 HALF = (T.FLOAT16, T.BFLOAT16)
@@ -35,8 +35,11 @@ def _allowed_types(op_type: str, opset: int) -> tuple[int, ...]:
     return types
 
 
+ALL_TYPES = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.UINT32, T.UINT64, T.INT32, T.INT64, T.BFLOAT16)
+
+
 class _MatMulEngine(KernelOp):
-    """Shared by MatMul and Gemm: type checks, B packing and core calls."""
+    """Shared by MatMul and Gemm: the opset's types, B packing and core calls."""
 
     # Multiply-adds (M N K) one thread must have before a second one helps.
     # Measured on 2 cores (AVX-512, best of 200 calls, t1/t2): 32^3 0.93x,
@@ -44,47 +47,34 @@ class _MatMulEngine(KernelOp):
     # threads from 64^3 (2 x 2^17), where the gain outweighs waking a
     # thread on a busy machine.
     min_work_per_thread: ClassVar[int] = 1 << 17
-    ALL_TYPES: ClassVar[tuple[int, ...]] = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.UINT32, T.UINT64,
-                                            T.INT32, T.INT64, T.BFLOAT16)
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.element_types = tuple(type_string(t) for t in cls.ALL_TYPES)
-        cls._labels = {}
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._allowed = frozenset(_allowed_types(onnx_node.op_type, self.opset))
+        # the declared types are those of the latest opset
+        self._opset_types = frozenset(_allowed_types(onnx_node.op_type, self.opset))
         self._prepacked: dict[int, np.ndarray] = {}  # level -> packed constant B
 
     def prepared_bytes(self) -> int:
         """Bytes of the constant B packed once for this node (0 when none)."""
         return sum(p.nbytes for p in self._prepacked.values())
 
-    def _element_type(self, index: int, x) -> int:
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
-        element_type = ELEMENT_TYPES.get(x.dtype)
-        if element_type not in self._allowed:
-            names = ", ".join(type_string(t) for t in sorted(self._allowed))
+    def _opset_type(self, a: np.ndarray) -> int:
+        """The element type of input 0 (and of the others, declared like
+        it), which must be one of the node's opset."""
+        element_type = ELEMENT_TYPES[a.dtype]
+        if element_type not in self._opset_types:
+            names = ", ".join(type_string(t) for t in sorted(self._opset_types))
             raise TypeError(self._input_error(
-                index, f"has element type {x.dtype}, expected one of {names} "
-                f"(opset {self.opset})"))
+                0, f"has element type {a.dtype}, expected one of {names} (opset {self.opset})"))
         return element_type
 
-    def _same_type(self, index: int, x: np.ndarray, a: np.ndarray) -> None:
-        if x.dtype != a.dtype:
-            raise TypeError(self._input_error(
-                index, f"has element type {x.dtype} but input 0 has {a.dtype}"))
-
     def _record(self, element_type: int, dtype: np.dtype, kind: str, level: int) -> None:
-        key = (element_type, kind, level)
-        label = self._labels.get(key)
-        if label is None:
+        def label():
             used = simd.LEVEL_NAMES[core.level_used(level)]
             middle = f"_{kind}" if kind else ""
-            label = self._labels[key] = f"{type(self).__name__.lower()}_{dtype.name}{middle}_{used}"
-        self._usage.record(self.kernel_name, label)
+            return f"{type(self).__name__.lower()}_{dtype.name}{middle}_{used}"
+
+        self._record_path((element_type, kind, level), label)
 
     def _packed_b(self, level, element_type, b, rsb, csb, K, N, threads):
         """The constant B packed for the float engine, once per level of code
@@ -93,11 +83,11 @@ class _MatMulEngine(KernelOp):
         packed = self._prepacked.get(level)
         if packed is None:
             # On a 64-byte boundary, as the cores' own scratch buffers.
-            size = core.packed_size(level, K, N)
+            size = core.packed_size(K, N, level)
             raw = np.empty(size + 16, dtype=np.float32)
             start = (-raw.ctypes.data % 64) // 4
             packed = raw[start:start + size]
-            core.pack_b(level, element_type, b, ZERO, rsb, csb, K, N, packed, threads)
+            core.pack_b(b, ZERO, packed, rsb, csb, K, N, element_type, level, threads)
             self._prepacked[level] = packed
         return packed
 
@@ -107,34 +97,30 @@ class _MatMulEngine(KernelOp):
         threads = self._num_threads(M * N * K * len(a_offsets), self.min_work_per_thread)
         if constant:
             packed = self._packed_b(level, element_type, b, rsb, csb, K, N, threads)
-            core.sgemm(level, element_type, a, a_offsets, rsa, csa, packed, ZERO, b, ZERO,
-                       rsb, csb, M, N, K, out, alpha, accumulate, threads)
+            core.sgemm(a, a_offsets, packed, ZERO, b, ZERO, out, rsa, csa, rsb, csb, M, N, K,
+                       alpha, accumulate, element_type, level, threads)
             return "prepacked"
         if (M == 1 and len(a_offsets) == 1 and element_type == T.FLOAT and csb == 1
                 and csa == 1):
             # Decode shape: stream B once instead of packing it.
             row = a.reshape(-1)[a_offsets[0]:a_offsets[0] + K]
-            core.sgemv(level, row, b.reshape(-1)[b_offsets[0]:], rsb, K, N, out, alpha,
-                       accumulate, threads)
+            core.sgemv(row, b.reshape(-1)[b_offsets[0]:], out, rsb, K, N, alpha, accumulate,
+                       level, threads)
             return "gemv"
-        core.sgemm(level, element_type, a, a_offsets, rsa, csa, None, ZERO, b, b_offsets,
-                   rsb, csb, M, N, K, out, alpha, accumulate, threads)
+        core.sgemm(a, a_offsets, None, ZERO, b, b_offsets, out, rsa, csa, rsb, csb, M, N, K,
+                   alpha, accumulate, element_type, level, threads)
         return ""
 
 
 class MatMul(_MatMulEngine):
     """Y = A B with numpy.matmul semantics (1-D operands, batch broadcasting)."""
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        self._plans: dict = {}
+    inputs = (Input("A", types=ALL_TYPES), Input("B", like=0))
 
-    def _plan(self, a_shape, b_shape):
-        """Shapes, offsets and batch layout of one (A, B) shape pair, cached."""
-        key = (a_shape, b_shape)
-        plan = self._plans.get(key)
-        if plan is not None:
-            return plan
+    def _plan(self, a, b):
+        """Shapes, offsets and batch layout of one (A, B) signature."""
+        element_type = self._opset_type(a)
+        a_shape, b_shape = a.shape, b.shape
         if len(a_shape) == 0 or len(b_shape) == 0:
             which = 0 if len(a_shape) == 0 else 1
             raise ValueError(self._input_error(which, "must have at least one dimension"))
@@ -166,20 +152,17 @@ class MatMul(_MatMulEngine):
             dims = (M, N, K)
             a_off = np.ascontiguousarray(ia * (M * K))
             b_off = np.ascontiguousarray(ib * (K * N))
-        plan = self._plans[key] = (out_shape, dims, a_off, b_off, nb == 1)
-        return plan
+        M, N, K = dims
+        empty = M == 0 or N == 0 or len(a_off) == 0 or math.prod(out_shape) == 0 or K == 0
+        return element_type, out_shape, dims, a_off, b_off, nb == 1, empty
 
-    def _run(self, a, b):
-        element_type = self._element_type(0, a)
-        self._element_type(1, b)
-        self._same_type(1, b, a)
-        out_shape, (M, N, K), a_off, b_off, single_b = self._plan(a.shape, b.shape)
+    def _execute(self, plan, a, b):
+        element_type, out_shape, (M, N, K), a_off, b_off, single_b, empty = plan
         level = simd.state.level
-        is_float = element_type in PACKED
-        if M == 0 or N == 0 or len(a_off) == 0 or math.prod(out_shape) == 0 or K == 0:
-            if self._usage.enabled:
-                self._record(element_type, a.dtype, "empty", level)
+        if empty:
+            self._record(element_type, a.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=a.dtype),)
+        is_float = element_type in PACKED
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         constant = single_b and is_float and self._constant_input(1) is b
@@ -199,38 +182,29 @@ class MatMul(_MatMulEngine):
         else:
             y = self._new_output(out_shape, a.dtype)
             threads = self._num_threads(M * N * K * batch, self.min_work_per_thread)
-            core.gemm_generic(level, element_type, a, a_off, K, 1, b, b_off, M, N, K, y, threads)
+            core.gemm_generic(a, a_off, b, b_off, y, K, 1, M, N, K, element_type, level, threads)
             kind = "blocked"
-        if self._usage.enabled:
-            self._record(element_type, a.dtype, kind, level)
+        self._record(element_type, a.dtype, kind, level)
         return (y,)
 
 
 class Gemm(_MatMulEngine):
     """Y = alpha op(A) op(B) + beta C, C broadcast unidirectionally to (M, N)."""
 
+    inputs = (Input("A", types=ALL_TYPES, ranks=(2,)), Input("B", like=0, ranks=(2,)),
+              Input("C", like=0, optional=True))
+    attributes = (Attr("alpha", "float", 1.0), Attr("beta", "float", 1.0),
+                  Attr("transA", "flag", 0), Attr("transB", "flag", 0),
+                  Attr("broadcast", "int", 0))
+
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        atts = {att.name: att for att in onnx_node.attribute}
-        self.alpha = float(atts["alpha"].f) if "alpha" in atts else 1.0
-        self.beta = float(atts["beta"].f) if "beta" in atts else 1.0
-        self.transA = self._flag("transA")
-        self.transB = self._flag("transB")
         # Opset 1-6: C is added with broadcasting only when broadcast=1;
         # otherwise it must have the output's shape exactly.
-        self.broadcast = (bool(atts["broadcast"].i) if "broadcast" in atts else False) \
-            if self.opset < 7 else True
+        self.c_broadcast = bool(self.broadcast) if self.opset < 7 else True
 
-    def _run(self, a, b, c=None):
-        element_type = self._element_type(0, a)
-        self._element_type(1, b)
-        self._same_type(1, b, a)
-        if c is not None:
-            self._element_type(2, c)
-            self._same_type(2, c, a)
-        for index, x in ((0, a), (1, b)):
-            if x.ndim != 2:
-                raise ValueError(self._input_error(index, f"must be 2-D, got shape {x.shape}"))
+    def _plan(self, a, b, c=None):
+        element_type = self._opset_type(a)
         M, K = (a.shape[1], a.shape[0]) if self.transA else a.shape
         K2, N = (b.shape[1], b.shape[0]) if self.transB else b.shape
         if K != K2:
@@ -239,22 +213,25 @@ class Gemm(_MatMulEngine):
                 f"differs from A's {K} (A has shape {a.shape}, transA={int(self.transA)})"))
         if c is not None:
             self._check_c(c, M, N)
+        return element_type, M, N, K
+
+    def _execute(self, plan, a, b, c=None):
+        element_type, M, N, K = plan
         level = simd.state.level
         with_c = c is not None and self.beta != 0.0
         if element_type in PACKED:
             y, kind = self._run_float(level, element_type, a, b, c if with_c else None, M, N, K)
         else:
             y, kind = self._run_generic(level, element_type, a, b, c, M, N, K)
-        if self._usage.enabled:
-            self._record(element_type, a.dtype, kind, level)
+        self._record(element_type, a.dtype, kind, level)
         return (y,)
 
     def _check_c(self, c, M, N):
         ok = c.shape == (M, N)
-        if not ok and self.broadcast and c.ndim <= 2:
+        if not ok and self.c_broadcast and c.ndim <= 2:
             ok = all(d in (1, want) for d, want in zip(c.shape[::-1], (N, M)))
         if not ok:
-            how = "broadcastable" if self.broadcast else "equal (broadcast=0)"
+            how = "broadcastable" if self.c_broadcast else "equal (broadcast=0)"
             raise ValueError(self._input_error(
                 2, f"has shape {c.shape}, not {how} to the output shape {(M, N)}"))
 
@@ -296,7 +273,7 @@ class Gemm(_MatMulEngine):
             y.fill(0)
         elif M and N:
             threads = self._num_threads(M * N * K, self.min_work_per_thread)
-            core.gemm_generic(level, element_type, a, ZERO, rsa, csa, b, ZERO, M, N, K, y,
+            core.gemm_generic(a, ZERO, b, ZERO, y, rsa, csa, M, N, K, element_type, level,
                               threads)
             kind = "blocked"
         with_c = c is not None and self.beta != 0.0

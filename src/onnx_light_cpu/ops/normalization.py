@@ -2,29 +2,35 @@
 LayerNormalization, LpNormalization, MeanVarianceNormalization,
 RMSNormalization and the experimental SimplifiedLayerNormalization.
 
-All of them run on one row engine (``_kernels/include/olc_norm.h``): a row's
-statistics in one reduction, then one pass writing the output.  Arithmetic
-is float32 for float, float16 and bfloat16 (one rounding on store) and
-float64 for double, except where ``stash_type`` says otherwise
+All of them run on one row engine
+(``_kernels/include/normalization/olc_normalization.h``): a row's statistics
+in one reduction, then one pass writing the output.  Arithmetic is float32
+for float, float16 and bfloat16 (one rounding on store) and float64 for
+double, except where ``stash_type`` says otherwise
 (SimplifiedLayerNormalization and RMSNormalization: 1 = float32,
 11 = float64, whatever the input types).
+
+Each adapter plans once per input signature (axes, row counts, the scale's
+layout, output shapes, thread count, usage label) and executes the plan.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from onnx import TensorProto, helper
 
 from .. import simd
 from .._kernels import normalization as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
 STAT_DTYPES = {T.FLOAT: np.dtype(np.float32), T.DOUBLE: np.dtype(np.float64)}
+AXIS = Attr("axis", "int", -1)
+EPSILON = Attr("epsilon", "float", 1e-5)
 
 # Elements one thread must have before a second one is asked, measured on
 # 2 cores with the second one idle (AVX-512, float32, t1 vs t2 in µs
@@ -36,15 +42,6 @@ STAT_DTYPES = {T.FLOAT: np.dtype(np.float32), T.DOUBLE: np.dtype(np.float64)}
 MIN_WORK_PER_THREAD = 1 << 15
 
 
-def _attributes(node) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _float_attr(attrs: dict, name: str, default: float) -> float:
-    """A FLOAT attribute or its default, both float32 values as ONNX stores them."""
-    return float(np.float32(attrs.get(name, default)))
-
-
 def _axis(op: KernelOp, axis: int, rank: int, index: int = 0) -> int:
     if not -rank <= axis < rank:
         raise ValueError(op._input_error(
@@ -52,54 +49,62 @@ def _axis(op: KernelOp, axis: int, rank: int, index: int = 0) -> int:
     return axis + rank if axis < 0 else axis
 
 
+def _min_rank(op: KernelOp, a: np.ndarray, rank: int, what: str = "") -> None:
+    if a.ndim < rank:
+        raise ValueError(op._input_error(
+            0, f"must have rank >= {rank}{what}" + (f", got {a.ndim}" if what else "")))
+
+
 class _Norm(KernelOp):
-    """Shared checks and usage recording."""
+    """Shared parts: float32 attribute values, the outputs the node wants,
+    the usage label."""
 
     onnx_types: ClassVar[tuple[int, ...]] = FLOATS
     min_work_per_thread = MIN_WORK_PER_THREAD
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        self.attrs = _attributes(onnx_node)
+    def __init__(self, onnx_node, run_params, context=None, initializers=None):
+        super().__init__(onnx_node, run_params, context, initializers)
+        # FLOAT attributes hold float32 values (an INT one is read as ONNX
+        # stores a float).
+        for name in ("epsilon", "momentum"):
+            if name in self.__dict__:
+                self.__dict__[name] = float(np.float32(self.__dict__[name]))
         self.outputs_wanted = tuple(bool(name) for name in onnx_node.output)
-        self._prepare()
 
-    def _prepare(self) -> None:
-        """Parse the attributes once."""
-
-    def _float_input(self, index: int, a, what: str = "") -> int:
-        if not isinstance(a, np.ndarray):
-            raise TypeError(self._input_error(index, f"must be a tensor, got {type(a).__name__}"))
-        element_type = ELEMENT_TYPES.get(a.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                index, f"has element type {a.dtype}, expected one of "
-                f"{', '.join(self.element_types)}"))
-        return element_type
-
-    def _same_type(self, index: int, a, dtype: np.dtype) -> None:
-        self._float_input(index, a)
-        if a.dtype != dtype:
-            raise TypeError(self._input_error(
-                index, f"has element type {a.dtype}, expected {dtype} (the type of input 0)"))
-
-    def _record(self, tx: int, ts: int, acc_double: int, level: int, label: str = "") -> None:
-        if self._usage.enabled:
-            key = (tx, ts, acc_double, level, label)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(acc_double, tx, ts, level)]
-                names = [type(self).__name__.lower(), helper.tensor_dtype_to_np_dtype(tx).name]
-                if ts != tx:
-                    names.append(helper.tensor_dtype_to_np_dtype(ts).name)
-                if label:
-                    names.append(label)
-                names.append(used)
-                path = self._paths[key] = "_".join(names)
-            self._usage.record(self.kernel_name, path)
+    def _path(self, tx: int, ts: int, level: int, label: str = "") -> tuple:
+        """(key, make) of the usage label: operator, types, label, level."""
+        def make():
+            used = simd.LEVEL_NAMES[core.level_used(level)]
+            names = [type(self).__name__.lower(), helper.tensor_dtype_to_np_dtype(tx).name]
+            if ts != tx:
+                names.append(helper.tensor_dtype_to_np_dtype(ts).name)
+            if label:
+                names.append(label)
+            names.append(used)
+            return "_".join(names)
+        return (tx, ts, level, label), make
 
 
 # -- scale vector per row: LayerNormalization, RMSNormalization, SimplifiedLayerNormalization
+
+
+class _RowPlan(NamedTuple):
+    scale_expand: object        # None, or a callable materialising the broadcast scale
+    bias_expand: object
+    stride: int                 # elements between the scale rows of consecutive rows
+    scale_row: np.ndarray | None  # or the scale row index of each row
+    rows: int
+    n: int
+    tx: int
+    ts: int
+    acc_double: int
+    stat_dtype: np.dtype
+    stat_type: int
+    stats_shape: tuple
+    y_dtype: np.dtype
+    threads: int
+    level: int
+    path: tuple
 
 
 class _RowNorm(_Norm):
@@ -108,19 +113,9 @@ class _RowNorm(_Norm):
     # over the normalized dimensions only.
     scale_over_whole_x: ClassVar[bool] = False
 
-    def _prepare(self) -> None:
-        self.axis = int(self.attrs.get("axis", -1))
-        self.epsilon = _float_attr(self.attrs, "epsilon", 1e-5)
-        self.stash_type = int(self.attrs.get("stash_type", 1))
-        self._layouts: dict = {}
-
     def _scale_layout(self, index: int, scale: np.ndarray, x_shape: tuple, axis: int):
         """(expand or None, stride in elements between the scale rows of
-        consecutive rows, scale row index per row or None), cached per shape."""
-        key = (scale.shape, x_shape, axis, scale.dtype)
-        layout = self._layouts.get(key)
-        if layout is not None:
-            return layout
+        consecutive rows, scale row index per row or None)."""
         target = x_shape if self.scale_over_whole_x else x_shape[axis:]
         what = "the shape of input 0" if self.scale_over_whole_x else "the normalized shape"
         shape = scale.shape
@@ -129,16 +124,16 @@ class _RowNorm(_Norm):
         # scale may not give X a higher rank.
         ok = extra <= 0 or (not self.scale_over_whole_x and all(d == 1 for d in shape[:extra]))
         if ok and extra > 0:
-            scale = scale.reshape(shape[extra:])
+            shape = shape[extra:]
         try:
-            ok = ok and np.broadcast_shapes(scale.shape, target) == tuple(target)
+            ok = ok and np.broadcast_shapes(shape, target) == tuple(target)
         except ValueError:
             ok = False
         if not ok:
             raise ValueError(self._input_error(
-                index, f"of shape {shape} does not broadcast to {what} {tuple(target)}"))
+                index, f"of shape {scale.shape} does not broadcast to {what} {tuple(target)}"))
         rank = len(x_shape)
-        padded = (1,) * (rank - scale.ndim) + scale.shape
+        padded = (1,) * (rank - len(shape)) + shape
         outer, inner = padded[:axis], padded[axis:]
         n = math.prod(x_shape[axis:])
         # None: use the given scale as it is; else a callable materialising
@@ -155,42 +150,47 @@ class _RowNorm(_Norm):
             stride = n
             rows = np.ascontiguousarray(np.broadcast_to(
                 np.arange(n_outer, dtype=np.int64).reshape(outer), x_shape[:axis]).reshape(-1))
-        if len(self._layouts) >= 64:  # shapes that keep changing (sequence lengths)
-            self._layouts.clear()
-        layout = self._layouts[key] = (expand, stride, rows)
-        return layout
+        return expand, stride, rows
 
-    def _arrange(self, index, a, x_shape, axis):
-        expand, stride, rows = self._scale_layout(index, a, x_shape, axis)
-        a = np.ascontiguousarray(a) if expand is None else expand(a)
-        return a, stride, rows
+    def _acc(self, tx: int) -> int:
+        """1 for float64 arithmetic."""
+        return int(tx == T.DOUBLE)
 
-    def _normalize(self, x, scale, bias, tx, ts, acc_double, stat_dtype, stat_type):
-        rank = x.ndim
-        axis = _axis(self, self.axis, rank)
+    def _plan(self, x, scale, b=None):
+        _min_rank(self, x, 1)
+        axis = _axis(self, self.axis, x.ndim)
         x_shape = x.shape
-        n = math.prod(x_shape[axis:])
-        rows = math.prod(x_shape[:axis])
-        scale, stride, scale_row = self._arrange(1, scale, x_shape, axis)
-        if bias is not None:
-            # Only LayerNormalization has a bias, and its scale and bias both
-            # broadcast over the normalized shape: one shared vector each.
-            bias = self._arrange(2, bias, x_shape, axis)[0]
-        x = np.ascontiguousarray(x)
+        tx, ts = ELEMENT_TYPES[x.dtype], ELEMENT_TYPES[scale.dtype]
+        expand, stride, scale_row = self._scale_layout(1, scale, x_shape, axis)
+        # Only LayerNormalization has a bias, and its scale and bias both
+        # broadcast over the normalized shape: one shared vector each.
+        bias_expand = None if b is None else self._scale_layout(2, b, x_shape, axis)[0]
+        stat_type = T.FLOAT if self.centered else self.stash_type
         level = simd.state.level
-        self._record(tx, ts, acc_double, level)
-        y = self._new_output(x_shape, scale.dtype)
-        stats_shape = x_shape[:axis] + (1,) * (rank - axis)
+        return _RowPlan(
+            expand, bias_expand, stride, scale_row, math.prod(x_shape[:axis]),
+            math.prod(x_shape[axis:]), tx, ts, self._acc(tx), STAT_DTYPES[stat_type], stat_type,
+            x_shape[:axis] + (1,) * (x.ndim - axis), scale.dtype,
+            self._num_threads(x.size, self.min_work_per_thread), level,
+            self._path(tx, ts, level))
+
+    def _execute(self, plan: _RowPlan, x, scale, b=None):
+        scale = np.ascontiguousarray(scale) if plan.scale_expand is None else \
+            plan.scale_expand(scale)
+        if b is not None:
+            b = np.ascontiguousarray(b) if plan.bias_expand is None else plan.bias_expand(b)
+        x = np.ascontiguousarray(x)
+        self._record_path(*plan.path)
+        y = self._new_output(x.shape, plan.y_dtype)
         wanted = self.outputs_wanted
-        mean = self._new_output(stats_shape, stat_dtype, 1) if self.centered and len(wanted) > 1 \
-            and wanted[1] else None
+        mean = (self._new_output(plan.stats_shape, plan.stat_dtype, 1)
+                if self.centered and len(wanted) > 1 and wanted[1] else None)
         k = 2 if self.centered else 1
-        inv = (self._new_output(stats_shape, stat_dtype, k) if len(wanted) > k and wanted[k]
-               else None)
-        threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.rows(tx, ts, level, acc_double, core.CENTERED if self.centered else core.SQUARES,
-                  self.epsilon, x, scale, bias, y, rows, n, stride, scale_row, mean, inv,
-                  stat_type, threads)
+        inv = (self._new_output(plan.stats_shape, plan.stat_dtype, k)
+               if len(wanted) > k and wanted[k] else None)
+        core.rows(x, scale, b, plan.scale_row, y, mean, inv, plan.rows, plan.n, plan.stride,
+                  core.CENTERED if self.centered else core.SQUARES, self.epsilon, plan.acc_double,
+                  plan.stat_type, plan.ts, plan.tx, plan.level, plan.threads)
         outputs = [y]
         if self.centered:
             outputs.append(mean)
@@ -204,45 +204,20 @@ class LayerNormalization(_RowNorm):
 
     since_version = 17
     centered = True
-
-    def _prepare(self) -> None:
-        super()._prepare()
-        if self.stash_type != 1:
-            raise ValueError(f"LayerNormalization: stash_type {self.stash_type} is not supported "
-                             "(only 1, float32)")
-
-    def _run(self, x, scale, b=None):
-        tx = self._float_input(0, x)
-        if x.ndim == 0:
-            raise ValueError(self._input_error(0, "must have rank >= 1"))
-        self._same_type(1, scale, x.dtype)
-        if b is not None:
-            self._same_type(2, b, x.dtype)
-        acc_double = int(tx == T.DOUBLE)
-        return self._normalize(x, scale, b, tx, tx, acc_double, STAT_DTYPES[T.FLOAT], T.FLOAT)
+    inputs = (Input("X", types=FLOATS), Input("Scale", like=0),
+              Input("B", like=0, optional=True))
+    attributes = (AXIS, EPSILON, Attr("stash_type", "int", 1, allowed=(T.FLOAT,)))
 
 
 class _StashNorm(_RowNorm):
     """Scale of its own type, output of the scale's type, stash_type 1 or 11
     selecting float32 or float64 arithmetic."""
 
-    def _prepare(self) -> None:
-        super()._prepare()
-        if self.stash_type not in (T.FLOAT, T.DOUBLE):
-            raise ValueError(f"{type(self).__name__}: stash_type {self.stash_type} is not "
-                             "supported (1: float32 or 11: float64)")
-        self.acc_double = int(self.stash_type == T.DOUBLE)
-
-    def _run(self, x, scale):
-        tx = self._float_input(0, x)
-        ts = self._float_input(1, scale)
-        if x.ndim == 0:
-            raise ValueError(self._input_error(0, "must have rank >= 1"))
-        return self._normalize(x, scale, None, tx, ts, self._acc(tx), STAT_DTYPES[self.stash_type],
-                               self.stash_type)
+    inputs = (Input("X", types=FLOATS), Input("scale", types=FLOATS))
+    attributes = (AXIS, EPSILON, Attr("stash_type", "int", 1, allowed=(T.FLOAT, T.DOUBLE)))
 
     def _acc(self, tx: int) -> int:
-        return self.acc_double
+        return int(self.stash_type == T.DOUBLE)
 
 
 class RMSNormalization(_StashNorm):
@@ -252,7 +227,7 @@ class RMSNormalization(_StashNorm):
 
     def _acc(self, tx: int) -> int:
         # float64 inputs keep float64 arithmetic, as the built-in does.
-        return 1 if tx == T.DOUBLE else self.acc_double
+        return 1 if tx == T.DOUBLE else super()._acc(tx)
 
 
 class SimplifiedLayerNormalization(_StashNorm):
@@ -262,15 +237,13 @@ class SimplifiedLayerNormalization(_StashNorm):
 
     scale_over_whole_x = True
 
-    def _run(self, x, scale):
-        self._float_input(0, x)  # validates
-        if x.ndim == 0:
-            raise ValueError(self._input_error(0, "must have rank >= 1"))
+    def _plan(self, x, scale):
+        _min_rank(self, x, 1)
         axis = _axis(self, self.axis, x.ndim)
         if math.prod(x.shape[axis:]) == 0:
             raise ValueError(self._input_error(
                 0, f"of shape {x.shape} has an empty normalized suffix (axis {axis})"))
-        return super()._run(x, scale)
+        return super()._plan(x, scale)
 
 
 # -- one multiplier per channel segment: BatchNormalization, InstanceNormalization,
@@ -281,45 +254,62 @@ def _as_f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)
 
 
+class _AffinePlan(NamedTuple):
+    tx: int
+    how: int
+    mode: int
+    eps: float
+    rows: int
+    segs: int
+    seg_len: int
+    groups: int
+    acc_double: int
+    threads: int
+    level: int
+    path: tuple
+
+
 class _ChannelNorm(_Norm):
-    def _channel_input(self, index: int, a, channels: int, name: str) -> np.ndarray:
-        self._float_input(index, a)
+    def _channel_shape(self, index: int, a, channels: int, name: str) -> None:
         if a.size != channels or a.ndim > 1 and a.shape != (channels,):
             raise ValueError(self._input_error(
                 index, f"({name}) has shape {a.shape}, expected ({channels},)"))
-        return _as_f64(a)
 
-    def _affine(self, x, tx, how, mode, eps, rows, segs, seg_len, groups, mul=None, add=None,
-                mean=None, var=None, label="", acc_double=None):
-        x = np.ascontiguousarray(x)
+    def _affine_plan(self, x, how, mode, eps, rows, segs, seg_len, groups, label="",
+                     acc_double=None) -> _AffinePlan:
+        tx = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
         if acc_double is None:
             acc_double = int(tx == T.DOUBLE)
-        self._record(tx, tx, acc_double, level, label)
+        return _AffinePlan(tx, how, mode, eps, rows, segs, seg_len, groups, acc_double,
+                           self._num_threads(x.size, self.min_work_per_thread), level,
+                           self._path(tx, tx, level, label))
+
+    def _affine(self, p: _AffinePlan, x, mul=None, add=None, mean=None, var=None):
+        x = np.ascontiguousarray(x)
+        self._record_path(*p.path)
         y = self._new_output(x.shape, x.dtype)
-        threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.affine(tx, level, acc_double, how, mode, eps, x, y, rows, segs, seg_len, groups,
-                    mul, add, mean, var, None, None, threads)
+        core.affine(x, mul, add, mean, var, y, None, None, p.rows, p.segs, p.seg_len, p.groups,
+                    p.how, p.mode, p.eps, p.acc_double, p.tx, p.level, p.threads)
         return y
 
 
 class InstanceNormalization(_ChannelNorm):
     """y = scale * (x - mean) / sqrt(var + epsilon) + B per instance and channel."""
 
-    def _prepare(self) -> None:
-        self.epsilon = _float_attr(self.attrs, "epsilon", 1e-5)
+    inputs = (Input("input", types=FLOATS), Input("scale", like=0), Input("B", like=0))
+    attributes = (EPSILON,)
 
-    def _run(self, x, scale, b):
-        tx = self._float_input(0, x)
-        if x.ndim < 2:
-            raise ValueError(self._input_error(0, f"must have rank >= 2 (N, C, ...), got {x.ndim}"))
+    def _plan(self, x, scale, b):
+        _min_rank(self, x, 2, " (N, C, ...)")
         c = x.shape[1]
-        mul = self._channel_input(1, scale, c, "scale")
-        add = self._channel_input(2, b, c, "B")
-        self._same_type(1, scale, x.dtype)
-        self._same_type(2, b, x.dtype)
-        return (self._affine(x, tx, core.HOW_STD, core.CENTERED, self.epsilon, x.shape[0] * c, 1,
-                             math.prod(x.shape[2:]), c, mul, add),)
+        self._channel_shape(1, scale, c, "scale")
+        self._channel_shape(2, b, c, "B")
+        return self._affine_plan(x, core.HOW_STD, core.CENTERED, self.epsilon, x.shape[0] * c,
+                                 1, math.prod(x.shape[2:]), c)
+
+    def _execute(self, plan, x, scale, b):
+        return (self._affine(plan, x, _as_f64(scale), _as_f64(b)),)
 
 
 class GroupNormalization(_ChannelNorm):
@@ -327,37 +317,31 @@ class GroupNormalization(_ChannelNorm):
     scale and bias per group, opset 21 per channel."""
 
     since_version = 18
+    inputs = (Input("X", types=FLOATS), Input("scale", like=0), Input("bias", like=0))
+    attributes = (EPSILON, Attr("num_groups", "int"),
+                  Attr("stash_type", "int", 1, allowed=(T.FLOAT, T.DOUBLE)))
 
-    def _prepare(self) -> None:
-        self.epsilon = _float_attr(self.attrs, "epsilon", 1e-5)
-        if "num_groups" not in self.attrs:
-            raise ValueError("GroupNormalization: attribute num_groups is required")
-        self.num_groups = int(self.attrs["num_groups"])
-        stash = int(self.attrs.get("stash_type", 1))
-        if stash not in (T.FLOAT, T.DOUBLE):
-            raise ValueError(f"GroupNormalization: stash_type {stash} is not supported "
-                             "(1: float32 or 11: float64)")
-        self.stash_double = stash == T.DOUBLE
-
-    def _run(self, x, scale, bias):
-        tx = self._float_input(0, x)
-        if x.ndim < 2:
-            raise ValueError(self._input_error(0, f"must have rank >= 2 (N, C, ...), got {x.ndim}"))
+    def _plan(self, x, scale, bias):
+        _min_rank(self, x, 2, " (N, C, ...)")
         g, c = self.num_groups, x.shape[1]
         if g <= 0 or c % g:
-            raise ValueError(f"GroupNormalization: num_groups {g} does not divide the "
-                             f"{c} channels of input 0 ({self.onnx_node.input[0]!r})")
-        self._same_type(1, scale, x.dtype)
-        self._same_type(2, bias, x.dtype)
+            raise ValueError(self._input_error(
+                0, f"has {c} channels, which num_groups {g} does not divide"))
         per = g if self.opset < 21 else c
-        mul = self._channel_input(1, scale, per, "scale")
-        add = self._channel_input(2, bias, per, "bias")
+        self._channel_shape(1, scale, per, "scale")
+        self._channel_shape(2, bias, per, "bias")
+        # float64 inputs keep float64 arithmetic whatever the stash type.
+        acc_double = int(x.dtype == np.float64 or self.stash_type == T.DOUBLE)
+        return self._affine_plan(x, core.HOW_STD, core.CENTERED, self.epsilon, x.shape[0] * g,
+                                 c // g, math.prod(x.shape[2:]), g, acc_double=acc_double), per
+
+    def _execute(self, plan, x, scale, bias):
+        p, per = plan
+        mul, add = _as_f64(scale), _as_f64(bias)
+        c, g = x.shape[1], self.num_groups
         if per != c:
             mul, add = np.repeat(mul, c // g), np.repeat(add, c // g)
-        # float64 inputs keep float64 arithmetic whatever the stash type.
-        acc_double = int(tx == T.DOUBLE or self.stash_double)
-        return (self._affine(x, tx, core.HOW_STD, core.CENTERED, self.epsilon, x.shape[0] * g,
-                             c // g, math.prod(x.shape[2:]), g, mul, add, acc_double=acc_double),)
+        return (self._affine(p, x, mul, add),)
 
 
 class BatchNormalization(_ChannelNorm):
@@ -366,55 +350,67 @@ class BatchNormalization(_ChannelNorm):
     statistics, the running mean and variance as optional outputs (and the
     saved batch mean and variance before opset 14)."""
 
-    def _prepare(self) -> None:
-        self.epsilon = _float_attr(self.attrs, "epsilon", 1e-5)
-        self.momentum = _float_attr(self.attrs, "momentum", 0.9)
+    inputs = (Input("X", types=FLOATS), Input("scale", types=FLOATS), Input("B", types=FLOATS),
+              Input("input_mean", types=FLOATS), Input("input_var", types=FLOATS))
+    attributes = (EPSILON, Attr("momentum", "float", 0.9), Attr("training_mode", "flag", 0),
+                  Attr("spatial", "int", 1))
+
+    def __init__(self, onnx_node, run_params, context=None, initializers=None):
+        super().__init__(onnx_node, run_params, context, initializers)
         # Before opset 14, asking for more than Y means training (outputs
         # running mean, running var, saved mean, saved var).
-        self.training = (bool(self.attrs.get("training_mode", 0)) if self.opset >= 14
+        self.training = (self.training_mode if self.opset >= 14
                          else len(self.outputs_wanted) > 1)
-        if self.opset < 9 and int(self.attrs.get("spatial", 1)) != 1:
-            raise ValueError("BatchNormalization: spatial=0 is not supported")
+        if self.opset < 9 and self.spatial != 1:
+            self._reject_attribute(f"attribute spatial must be 1, got {self.spatial}")
 
-    def _run(self, x, scale, b, mean, var):
-        tx = self._float_input(0, x)
-        if x.ndim < 2:
-            raise ValueError(self._input_error(0, f"must have rank >= 2 (N, C, ...), got {x.ndim}"))
+    def _plan(self, x, scale, b, mean, var):
+        _min_rank(self, x, 2, " (N, C, ...)")
         n, c = x.shape[0], x.shape[1]
         spatial = math.prod(x.shape[2:])
-        mul = self._channel_input(1, scale, c, "scale")
-        add = self._channel_input(2, b, c, "B")
-        mean64 = self._channel_input(3, mean, c, "input_mean")
-        var64 = self._channel_input(4, var, c, "input_var")
+        for i, a, name in ((1, scale, "scale"), (2, b, "B"), (3, mean, "input_mean"),
+                           (4, var, "input_var")):
+            self._channel_shape(i, a, c, name)
+        # The element types: all of X's before opset 14, scale and B of X's
+        # at 14, then scale and B of one type, input_mean and input_var of another.
         if self.opset < 14:
-            for i, a in ((1, scale), (2, b), (3, mean), (4, var)):
-                self._same_type(i, a, x.dtype)
+            likes = ((1, 0), (2, 0), (3, 0), (4, 0))
         elif self.opset == 14:
-            self._same_type(1, scale, x.dtype)
-            self._same_type(2, b, x.dtype)
-        elif b.dtype != scale.dtype or var.dtype != mean.dtype:
-            bad = 2 if b.dtype != scale.dtype else 4
-            raise TypeError(self._input_error(bad, "must have the element type of input "
-                                              f"{bad - 1}"))
+            likes = ((1, 0), (2, 0))
+        else:
+            likes = ((2, 1), (4, 3))
+        args = (x, scale, b, mean, var)
+        for i, k in likes:
+            if args[i].dtype != args[k].dtype:
+                raise TypeError(self._input_error(i, f"has element type {args[i].dtype}, "
+                                                     f"expected {args[k].dtype} like input {k}"))
         if not self.training:
-            return (self._affine(x, tx, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1,
-                                 spatial, c, mul, add, mean64, var64),)
-        # Training: per-row statistics in the engine, combined per channel
-        # (equal counts: the batch mean is the mean of the row means, the
-        # batch variance the mean of the row variances plus that of the means).
+            return self._affine_plan(x, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1,
+                                     spatial, c)
+        # Training: per-row statistics in the engine, combined per channel.
+        return (self._affine_plan(x, core.HOW_STATS, core.CENTERED, 0.0, n * c, 1, spatial, c),
+                self._affine_plan(x, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1,
+                                  spatial, c, label="training"))
+
+    def _execute(self, plan, x, scale, b, mean, var):
+        mul, add = _as_f64(scale), _as_f64(b)
+        mean64, var64 = _as_f64(mean), _as_f64(var)
+        if not self.training:
+            return (self._affine(plan, x, mul, add, mean64, var64),)
+        # Equal counts: the batch mean is the mean of the row means, the
+        # batch variance the mean of the row variances plus that of the means.
+        stats, apply = plan
+        n, c = x.shape[0], x.shape[1]
         xc = np.ascontiguousarray(x)
-        level = simd.state.level
-        acc_double = int(tx == T.DOUBLE)
         row_mean = np.empty(n * c, dtype=np.float64)
         row_var = np.empty(n * c, dtype=np.float64)
-        core.affine(tx, level, acc_double, core.HOW_STATS, core.CENTERED, 0.0, xc, None, n * c,
-                    1, spatial, c, None, None, None, None, row_mean, row_var,
-                    self._num_threads(x.size, self.min_work_per_thread))
+        core.affine(xc, None, None, None, None, None, row_mean, row_var, stats.rows, stats.segs,
+                    stats.seg_len, stats.groups, stats.how, stats.mode, stats.eps,
+                    stats.acc_double, stats.tx, stats.level, stats.threads)
         row_mean, row_var = row_mean.reshape(n, c), row_var.reshape(n, c)
         batch_mean = row_mean.mean(axis=0)
         batch_var = (row_var + (row_mean - batch_mean) ** 2).mean(axis=0)
-        y = self._affine(x, tx, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1, spatial, c,
-                         mul, add, batch_mean, batch_var, label="training")
+        y = self._affine(apply, x, mul, add, batch_mean, batch_var)
         m = self.momentum
         candidates = [y, (mean64 * m + batch_mean * (1 - m)).astype(mean.dtype),
                       (var64 * m + batch_var * (1 - m)).astype(var.dtype),
@@ -426,26 +422,27 @@ class BatchNormalization(_ChannelNorm):
 class LpNormalization(_ChannelNorm):
     """x / ||x||_p along ``axis`` (p = 1 or 2); rows of norm 0 give 0."""
 
-    def _prepare(self) -> None:
-        self.axis = int(self.attrs.get("axis", -1))
-        self.p = int(self.attrs.get("p", 2))
-        if self.p not in (1, 2):
-            raise ValueError(f"LpNormalization: p must be 1 or 2, got {self.p}")
-        self.mode = core.L1 if self.p == 1 else core.L2
+    inputs = (Input("input", types=FLOATS),)
+    attributes = (AXIS, Attr("p", "int", 2, allowed=(1, 2)))
 
-    def _run(self, x):
-        tx = self._float_input(0, x)
-        if x.ndim == 0:
-            raise ValueError(self._input_error(0, "must have rank >= 1"))
+    def _plan(self, x):
+        _min_rank(self, x, 1)
         axis = _axis(self, self.axis, x.ndim)
         n = x.shape[axis]
+        mode = core.L1 if self.p == 1 else core.L2
+        rows = x.size // max(n, 1)
         if axis == x.ndim - 1 or math.prod(x.shape[axis + 1:]) == 1:
-            return (self._affine(x, tx, core.HOW_LP, self.mode, 0.0, x.size // max(n, 1), 1, n, 1),)
+            return self._affine_plan(x, core.HOW_LP, mode, 0.0, rows, 1, n, 1), None
         # Another axis: moved last (a copy), rows normalized, moved back.
-        moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))
-        out = self._affine(moved, tx, core.HOW_LP, self.mode, 0.0, moved.size // max(n, 1), 1,
-                           n, 1, label="moved")
-        return (np.ascontiguousarray(np.moveaxis(out, -1, axis)),)
+        return self._affine_plan(x, core.HOW_LP, mode, 0.0, rows, 1, n, 1, label="moved"), axis
+
+    def _execute(self, plan, x):
+        p, moved_axis = plan
+        if moved_axis is None:
+            return (self._affine(p, x),)
+        moved = np.ascontiguousarray(np.moveaxis(x, moved_axis, -1))
+        out = self._affine(p, moved)
+        return (np.ascontiguousarray(np.moveaxis(out, -1, moved_axis)),)
 
 
 class MeanVarianceNormalization(_ChannelNorm):
@@ -453,26 +450,33 @@ class MeanVarianceNormalization(_ChannelNorm):
 
     since_version = 9
     epsilon = float(np.float32(1e-9))  # the float constant of its function body
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("axes", "ints", (0, 2, 3)),)
 
-    def _prepare(self) -> None:
-        self.axes = tuple(int(a) for a in self.attrs.get("axes", (0, 2, 3)))
-
-    def _run(self, x):
-        tx = self._float_input(0, x)
+    def _plan(self, x):
         rank = x.ndim
-        axes = sorted({_axis(self, a, rank) for a in self.axes})
-        if len(axes) != len(self.axes):
-            raise ValueError(f"MeanVarianceNormalization: axes {self.axes} repeat an axis")
+        declared = tuple(int(a) for a in self.axes)
+        axes = sorted({_axis(self, a, rank) for a in declared})
+        if len(axes) != len(declared):
+            raise ValueError(self._input_error(
+                0, f"of rank {rank}: attribute axes {declared} repeat an axis"))
         kept = [k for k in range(rank) if k not in axes]
         n = math.prod(x.shape[k] for k in axes)
         if axes == list(range(rank - len(axes), rank)):
             rows = math.prod(x.shape[k] for k in kept)
-            return (self._affine(x, tx, core.HOW_MVN, core.CENTERED, self.epsilon, rows, 1, n, 1),)
+            return self._affine_plan(x, core.HOW_MVN, core.CENTERED, self.epsilon, rows, 1, n,
+                                     1), None
         # Reduced axes not trailing: moved last (a copy), then moved back.
         order = kept + axes
+        return self._affine_plan(x, core.HOW_MVN, core.CENTERED, self.epsilon,
+                                 x.size // max(n, 1), 1, n, 1, label="transposed"), order
+
+    def _execute(self, plan, x):
+        p, order = plan
+        if order is None:
+            return (self._affine(p, x),)
         moved = np.ascontiguousarray(np.transpose(x, order))
-        out = self._affine(moved, tx, core.HOW_MVN, core.CENTERED, self.epsilon,
-                           moved.size // max(n, 1), 1, n, 1, label="transposed")
+        out = self._affine(p, moved)
         return (np.ascontiguousarray(np.transpose(out, np.argsort(order))),)
 
 

@@ -37,12 +37,10 @@ transforms in float and gives -inf as the probit of 0.
 from __future__ import annotations
 
 import numpy as np
-import onnx
-import onnx.numpy_helper
 from onnx import TensorProto
 
 from .._kernels import tree_ensemble as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
@@ -50,7 +48,6 @@ MODE_NAMES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ",
               "BRANCH_MEMBER")
 AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
 POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
-CORE_DTYPES = {T.FLOAT: core.F32, T.DOUBLE: core.F64, T.FLOAT16: core.F16}
 FLOAT_TENSORS = (np.float16, np.float32, np.float64)
 
 # The core's node structs (olc_te_node_f32/_f64): the comparison's 0/1
@@ -79,7 +76,6 @@ def _float32_bounds(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class TreeEnsemble(KernelOp):
     op_domain = "ai.onnx.ml"
     since_version = 5
-    onnx_types = (T.FLOAT, T.DOUBLE, T.FLOAT16)
     # Work is rows x (the trees' depths + one aggregation per tree), about
     # 0.8 ns a unit on one core.  Measured through the core (10 trees of
     # depth 4, 51 units a row, best of 200 calls; the second core was
@@ -88,57 +84,49 @@ class TreeEnsemble(KernelOp):
     # threads from 8K units (about 6.5 µs of work).
     min_work_per_thread = 1 << 12
 
+    inputs = (Input("X", types=(T.FLOAT, T.DOUBLE, T.FLOAT16), ranks=(2,)),)
+    attributes = (
+        Attr("tree_roots", "ints"), Attr("nodes_modes", "tensor"),
+        Attr("nodes_featureids", "ints"), Attr("nodes_splits", "tensor"),
+        Attr("nodes_truenodeids", "ints"), Attr("nodes_trueleafs", "ints"),
+        Attr("nodes_falsenodeids", "ints"), Attr("nodes_falseleafs", "ints"),
+        Attr("leaf_targetids", "ints"), Attr("leaf_weights", "tensor"), Attr("n_targets", "int"),
+        Attr("aggregate_function", "int", 1, allowed=tuple(range(len(AGGREGATES)))),
+        Attr("post_transform", "int", 0, allowed=tuple(range(len(POST_TRANSFORMS)))),
+        Attr("nodes_missing_value_tracks_true", "ints", None),
+        Attr("nodes_hitrates", "tensor", None), Attr("membership_values", "tensor", None))
+
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        self._error = None
         self._forests = {}
-        try:
-            self._parse(onnx_node)
-        except _AttributeError as e:
-            # Raised at run time: the evaluator must still build.
-            self._error = f"TreeEnsemble: {e}"
+        if self._attribute_error is None:
+            try:
+                self._parse()
+            except _AttributeError as e:
+                # Raised by every run: the evaluator must still build.
+                self._reject_attribute(str(e))
 
     # ---- attributes ----
 
-    def _parse(self, node) -> None:
-        atts = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        for name in ("tree_roots", "nodes_modes", "nodes_featureids", "nodes_splits",
-                     "nodes_truenodeids", "nodes_trueleafs", "nodes_falsenodeids",
-                     "nodes_falseleafs", "leaf_targetids", "leaf_weights"):
-            if name not in atts:
-                raise _AttributeError(f"attribute {name} is required")
-        if "n_targets" not in atts:
-            raise _AttributeError("attribute n_targets is required")
+    def _parse(self) -> None:
+        """Checks the declared attributes' values and flattens the trees."""
 
         def ints(name):
-            return np.asarray(atts[name], dtype=np.int64).reshape(-1)
+            return np.asarray(getattr(self, name), dtype=np.int64).reshape(-1)
 
         def floats(name):
-            value = atts[name]
-            if not isinstance(value, onnx.TensorProto):
-                raise _AttributeError(f"attribute {name} must be a tensor")
-            array = onnx.numpy_helper.to_array(value)
+            array = getattr(self, name)
             if array.dtype not in FLOAT_TENSORS:
                 raise _AttributeError(f"attribute {name} must be a float16, float or double "
                                       f"tensor, got {array.dtype}")
             return array.reshape(-1).astype(np.float64)
 
-        aggregate = int(atts.get("aggregate_function", 1))
-        if not 0 <= aggregate < len(AGGREGATES):
-            raise _AttributeError(f"attribute aggregate_function must be 0..3 "
-                                  f"({', '.join(AGGREGATES)}), got {aggregate}")
-        post = int(atts.get("post_transform", 0))
-        if not 0 <= post < len(POST_TRANSFORMS):
-            raise _AttributeError(f"attribute post_transform must be 0..4 "
-                                  f"({', '.join(POST_TRANSFORMS)}), got {post}")
-        n_targets = int(atts["n_targets"])
+        aggregate, post = self.aggregate_function, self.post_transform
+        n_targets = self.n_targets
         if not 1 <= n_targets <= INT32_MAX:
             raise _AttributeError(f"attribute n_targets must be positive, got {n_targets}")
 
-        modes_value = atts["nodes_modes"]
-        if not isinstance(modes_value, onnx.TensorProto):
-            raise _AttributeError("attribute nodes_modes must be a uint8 tensor")
-        modes = onnx.numpy_helper.to_array(modes_value).reshape(-1).astype(np.int64)
+        modes = self.nodes_modes.reshape(-1).astype(np.int64)
         features = ints("nodes_featureids")
         splits = floats("nodes_splits")
         true_ids, true_leaf = ints("nodes_truenodeids"), ints("nodes_trueleafs")
@@ -147,9 +135,9 @@ class TreeEnsemble(KernelOp):
         nodes_lists = {"nodes_featureids": features, "nodes_splits": splits,
                        "nodes_truenodeids": true_ids, "nodes_trueleafs": true_leaf,
                        "nodes_falsenodeids": false_ids, "nodes_falseleafs": false_leaf}
-        if "nodes_missing_value_tracks_true" in atts:
+        if self.nodes_missing_value_tracks_true is not None:
             nodes_lists["nodes_missing_value_tracks_true"] = ints("nodes_missing_value_tracks_true")
-        if "nodes_hitrates" in atts:
+        if self.nodes_hitrates is not None:
             nodes_lists["nodes_hitrates"] = floats("nodes_hitrates")
         for name, values in nodes_lists.items():
             if len(values) != n_nodes:
@@ -195,7 +183,7 @@ class TreeEnsemble(KernelOp):
         # One set per BRANCH_MEMBER node, in node order, each ended by NaN.
         member_nodes = np.flatnonzero(modes == MEMBER)
         sets = {}
-        if "membership_values" in atts and atts["membership_values"] is not None:
+        if self.membership_values is not None:
             values = floats("membership_values")
             ends = np.flatnonzero(np.isnan(values))
             if len(ends) != len(member_nodes):
@@ -212,7 +200,7 @@ class TreeEnsemble(KernelOp):
 
         try:
             src, next_true, next_false, tree_root, tree_depth = core.flatten(
-                true_ids, true_leaf, false_ids, false_leaf, n_leaves, roots)
+                true_ids, true_leaf, false_ids, false_leaf, roots, n_leaves)
         except ValueError as e:
             raise _AttributeError(str(e)) from None
         if len(src) > INT32_MAX:
@@ -293,41 +281,29 @@ class TreeEnsemble(KernelOp):
 
     # ---- run ----
 
-    def _run(self, *args):
-        if self._error:
-            raise ValueError(self._error)
-        if len(args) != 1 or args[0] is None:
-            raise ValueError(f"TreeEnsemble: expects one input X, got {len(args)} inputs")
-        x = args[0]
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(0, f"must be a tensor, got {type(x).__name__}"))
-        element_type = ELEMENT_TYPES.get(x.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {x.dtype}, expected one of {', '.join(self.element_types)}"))
-        if x.ndim != 2:
-            raise ValueError(self._input_error(0, f"must have rank 2 [N, F], got shape {x.shape}"))
+    def _plan(self, x):
         if self._max_feature >= x.shape[1] and x.shape[0]:
             raise ValueError(self._input_error(
                 0, f"has {x.shape[1]} features (shape {x.shape}) but the trees read feature "
                    f"{self._max_feature}"))
-        if self._usage.enabled:
-            key = (element_type, self._uniform)
-            path = self._paths.get(key)
-            if path is None:
-                path = self._paths[key] = f"{self._path_prefix}_{x.dtype.name}"
-            self._usage.record(self.kernel_name, path)
-        dtype = CORE_DTYPES[element_type]
-        forest = self._forest(dtype == core.F64)
+        element_type = ELEMENT_TYPES[x.dtype]
+        label = f"{self._path_prefix}_{x.dtype.name}"
+        work = x.shape[0] * self._work_per_row
+        return (element_type, self._forest(element_type == T.DOUBLE),
+                self._num_threads(work, self.min_work_per_thread),
+                ((element_type, self._uniform), lambda: label))
+
+    def _execute(self, plan, x):
+        element_type, forest, threads, path = plan
+        self._record_path(*path)
         y = self._new_output((x.shape[0], self.n_targets), x.dtype)
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        if dtype == core.F16:
+        if element_type == T.FLOAT16:
             x, out = x.view(np.uint16), y.view(np.uint16)
         else:
             out = y
-        work = x.shape[0] * self._work_per_row
-        forest.predict(dtype, x, out, self._num_threads(work, self.min_work_per_thread))
+        forest.predict(x, out, element_type, threads)
         return (y,)
 
 

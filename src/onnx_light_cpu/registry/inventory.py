@@ -29,6 +29,7 @@ from ..ops import (
     matmul,
     matmul_integer,
     matmul_nbits,
+    microsoft_tensor,
     moe,
     multi_head_attention,
     normalization,
@@ -96,14 +97,24 @@ MICROSOFT_FAMILIES = (
 )
 
 
+#: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
+#: registration installs them whatever the policy.
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor,)
+
+
 def _register_microsoft(policy, install) -> None:
-    """The com.microsoft kernels of the policy's family."""
+    """The com.microsoft kernels of the policy's family, then those that
+    have one implementation."""
     naive = policy is MicrosoftKernelImplementation.NAIVE
     implementation = "naive" if naive else "optimized"
     for optimized_family, naive_family in MICROSOFT_FAMILIES:
         for registrar, adapters in (naive_family if naive else optimized_family).KERNELS.items():
             for adapter in adapters:
                 install(record_of(adapter, registrar, implementation), adapter)
+    for family in MICROSOFT_SINGLE_FAMILIES:
+        for registrar, adapters in family.KERNELS.items():
+            for adapter in adapters:
+                install(record_of(adapter, registrar), adapter)
 
 
 #: Called in order by every registration pass: ``registrar(policy, install)``.

@@ -11,19 +11,11 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_activation cimport (
+    OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU, olc_act_args, olc_act_fn, olc_act_level, olc_act_select,
+)
 
-cdef extern from "engines/activation/olc_activation.h" nogil:
-    ctypedef struct olc_act_args:
-        const void *a
-        const void *b
-        void *y
-        int64_t n
-        float alpha
-    ctypedef void (*olc_act_fn)(const olc_act_args *p, int64_t r0, int64_t r1)
-    olc_act_fn olc_act_select(int op, int dtype, int level)
-    int olc_act_level(int dtype, int level)
-    int OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU
+cnp.import_array()
 
 BIAS_GELU = OLC_ACT_BIAS_GELU
 SWIGLU = OLC_ACT_SWIGLU
@@ -34,19 +26,19 @@ def level_used(int dtype, int level):
     return olc_act_level(dtype, level)
 
 
-cdef void _run(olc_act_fn fn, olc_act_args *p, int64_t rows, int nthreads) noexcept nogil:
+cdef void _run(olc_act_fn fn, olc_act_args *p, int64_t rows, int threads) noexcept nogil:
     cdef int64_t t, nblocks
     if rows == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         fn(p, 0, rows)
         return
-    nblocks = nthreads if nthreads < rows else rows
-    for t in prange(nblocks, num_threads=nthreads, schedule="static"):
+    nblocks = threads if threads < rows else rows
+    for t in prange(nblocks, num_threads=threads, schedule="static"):
         fn(p, rows * t // nblocks, rows * (t + 1) // nblocks)
 
 
-def bias_gelu(int dtype, int level, cnp.ndarray a, cnp.ndarray bias, cnp.ndarray y, int nthreads):
+def bias_gelu(cnp.ndarray a, cnp.ndarray bias, cnp.ndarray y, int dtype, int level, int threads):
     """y = Gelu(a + bias) row by row; bias has the length of a's last axis (> 0)."""
     cdef olc_act_fn fn = olc_act_select(OLC_ACT_BIAS_GELU, dtype, level)
     if fn == NULL:
@@ -59,11 +51,11 @@ def bias_gelu(int dtype, int level, cnp.ndarray a, cnp.ndarray bias, cnp.ndarray
     p.alpha = 0
     cdef int64_t rows = cnp.PyArray_SIZE(a) // p.n
     with nogil:
-        _run(fn, &p, rows, nthreads)
+        _run(fn, &p, rows, threads)
 
 
-def swiglu(int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, float alpha,
-           int nthreads):
+def swiglu(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, float alpha, int dtype, int level,
+           int threads):
     """y = a * sigmoid(alpha a) * b for arrays of one size and type."""
     cdef olc_act_fn fn = olc_act_select(OLC_ACT_SWIGLU, dtype, level)
     if fn == NULL:
@@ -75,4 +67,4 @@ def swiglu(int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, fl
     p.n = 1  # "rows" are elements
     p.alpha = alpha
     with nogil:
-        _run(fn, &p, cnp.PyArray_SIZE(a), nthreads)
+        _run(fn, &p, cnp.PyArray_SIZE(a), threads)

@@ -1,9 +1,10 @@
 # cython: language_level=3
 """Matrix multiplication cores (see olc_gemm.h for the scheme).
 
-The adapter passes arrays, element strides, the ONNX element type, the SIMD
-level and a thread count; batches come as int64 arrays of element offsets.
-Every function releases the GIL for the arithmetic.
+The adapter passes arrays, element strides, the ONNX element type
+(``dtype``, a TensorProto code), the SIMD level and a thread count; batches
+come as int64 arrays of element offsets.  Every function releases the GIL
+for the arithmetic.
 """
 
 import numpy as np
@@ -12,27 +13,10 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t
 from cython.parallel cimport prange
 
-cnp.import_array()
+from olc_gemm cimport (olc_fma_peak, olc_gemm_generic, olc_gemm_level, olc_sgemm,
+                       olc_sgemm_pack_b, olc_sgemm_packed_size, olc_sgemv)
 
-cdef extern from "engines/gemm/olc_gemm.h" nogil:
-    int olc_gemm_level(int level)
-    int olc_sgemm_nr(int level)
-    int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N)
-    void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
-                          const int64_t *b_offsets, int64_t rsb, int64_t csb, int64_t K,
-                          int64_t N, float *dst, int nthreads)
-    int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
-                  const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
-                  const int64_t *b_index, const void *b, const int64_t *b_offsets,
-                  int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
-                  int64_t ldc, int64_t c_stride, float alpha, int accumulate, int nthreads)
-    void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const float *b,
-                   int64_t rsb, float *c, float alpha, int acc, int nthreads)
-    int olc_gemm_generic(int level, int dtype, int64_t batch, const void *a,
-                         const int64_t *a_offsets, int64_t rsa, int64_t csa, const void *b,
-                         const int64_t *b_offsets, int64_t M, int64_t N, int64_t K, void *c,
-                         int nthreads)
-    int olc_fma_peak(int level, int64_t iters, float *sink)
+cnp.import_array()
 
 
 def level_used(int level):
@@ -40,15 +24,15 @@ def level_used(int level):
     return olc_gemm_level(level)
 
 
-def packed_size(int level, int64_t K, int64_t N):
+def packed_size(int64_t K, int64_t N, int level):
     """float32 elements of one packed K x N matrix B at ``level``."""
     return olc_sgemm_packed_size(level, K, N)
 
 
-def pack_b(int level, int dtype, cnp.ndarray b, cnp.ndarray b_offsets, int64_t rsb, int64_t csb,
-           int64_t K, int64_t N, cnp.ndarray dst, int nthreads):
+def pack_b(cnp.ndarray b, cnp.ndarray b_offsets, cnp.ndarray dst, int64_t rsb, int64_t csb,
+           int64_t K, int64_t N, int dtype, int level, int threads):
     """Packs len(b_offsets) matrices of ``b`` (float32/16/bf16) into ``dst``
-    (float32, at least len(b_offsets) * packed_size(level, K, N))."""
+    (float32, at least len(b_offsets) * packed_size(K, N, level))."""
     cdef const void *pb = cnp.PyArray_DATA(b)
     cdef const int64_t *off = <const int64_t *>cnp.PyArray_DATA(b_offsets)
     cdef int64_t nb = cnp.PyArray_SIZE(b_offsets)
@@ -56,13 +40,13 @@ def pack_b(int level, int dtype, cnp.ndarray b, cnp.ndarray b_offsets, int64_t r
     if cnp.PyArray_SIZE(dst) < nb * olc_sgemm_packed_size(level, K, N):
         raise ValueError("gemm core: packing buffer too small")
     with nogil:
-        olc_sgemm_pack_b(level, dtype, nb, pb, off, rsb, csb, K, N, pd, nthreads)
+        olc_sgemm_pack_b(level, dtype, nb, pb, off, rsb, csb, K, N, pd, threads)
 
 
-def sgemm(int level, int dtype, cnp.ndarray a, cnp.ndarray a_offsets, int64_t rsa, int64_t csa,
-          object packed, cnp.ndarray b_index, cnp.ndarray b, cnp.ndarray b_offsets, int64_t rsb,
-          int64_t csb, int64_t M, int64_t N, int64_t K, cnp.ndarray c, float alpha,
-          bint accumulate, int nthreads):
+def sgemm(cnp.ndarray a, cnp.ndarray a_offsets, object packed, cnp.ndarray b_index,
+          cnp.ndarray b, cnp.ndarray b_offsets, cnp.ndarray c, int64_t rsa, int64_t csa,
+          int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float alpha,
+          bint accumulate, int dtype, int level, int threads):
     """c[q] = alpha a[q] b[q] (+ c[q]) for float32/16/bf16 operands; c is a
     float32 array of len(a_offsets) row-major M x N matrices.  B comes
     pre-packed (``packed``: matrix q is number b_index[q]) or, with
@@ -80,24 +64,24 @@ def sgemm(int level, int dtype, cnp.ndarray a, cnp.ndarray a_offsets, int64_t rs
     cdef int status
     with nogil:
         status = olc_sgemm(level, dtype, batch, pa, aoff, rsa, csa, pp, bidx, pb, boff, rsb, csb,
-                           M, N, K, pc, N, M * N, alpha, accumulate, nthreads)
+                           M, N, K, pc, N, M * N, alpha, accumulate, threads)
     if status != 0:
         raise MemoryError("gemm core: no memory for packing buffers")
 
 
-def sgemv(int level, cnp.ndarray a, cnp.ndarray b, int64_t rsb, int64_t K, int64_t N,
-          cnp.ndarray c, float alpha, bint accumulate, int nthreads):
+def sgemv(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, int64_t rsb, int64_t K, int64_t N,
+          float alpha, bint accumulate, int level, int threads):
     """c[0:N] = alpha a[0:K] B (+ c) for float32 B with rows rsb apart."""
     cdef const float *pa = <const float *>cnp.PyArray_DATA(a)
     cdef const float *pb = <const float *>cnp.PyArray_DATA(b)
     cdef float *pc = <float *>cnp.PyArray_DATA(c)
     with nogil:
-        olc_sgemv(level, K, N, pa, pb, rsb, pc, alpha, accumulate, nthreads)
+        olc_sgemv(level, K, N, pa, pb, rsb, pc, alpha, accumulate, threads)
 
 
-def gemm_generic(int level, int dtype, cnp.ndarray a, cnp.ndarray a_offsets, int64_t rsa,
-                 int64_t csa, cnp.ndarray b, cnp.ndarray b_offsets, int64_t M, int64_t N,
-                 int64_t K, cnp.ndarray c, int nthreads):
+def gemm_generic(cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndarray b, cnp.ndarray b_offsets,
+                 cnp.ndarray c, int64_t rsa, int64_t csa, int64_t M, int64_t N, int64_t K,
+                 int dtype, int level, int threads):
     """c[q] = a[q] b[q] for double and the integer types (B row-major)."""
     cdef const void *pa = cnp.PyArray_DATA(a)
     cdef const void *pb = cnp.PyArray_DATA(b)
@@ -108,24 +92,25 @@ def gemm_generic(int level, int dtype, cnp.ndarray a, cnp.ndarray a_offsets, int
     cdef int status
     with nogil:
         status = olc_gemm_generic(level, dtype, batch, pa, aoff, rsa, csa, pb, boff, M, N, K,
-                                  pc, nthreads)
+                                  pc, threads)
     if status != 0:
         raise TypeError(f"gemm core: no function for element type {dtype}")
 
 
-def fma_peak_gflops(int level, int nthreads, int64_t iters=20_000_000):
-    """GFLOP/s of ``nthreads`` threads each running a register-only loop of
-    independent FMA chains at ``level`` (AVX-512: 24 chains x 16 lanes,
-    AVX2: 12 x 8): the machine's float32 FMA peak, 2 flops per lane."""
+def fma_peak_gflops(int64_t iters, int level, int threads):
+    """GFLOP/s of ``threads`` threads each running ``iters`` iterations of a
+    register-only loop of independent FMA chains at ``level`` (AVX-512: 24
+    chains x 16 lanes, AVX2: 12 x 8): the machine's float32 FMA peak, 2
+    flops per lane."""
     import time
     if olc_gemm_level(level) == 0:
         raise ValueError("fma_peak_gflops needs the avx2 or avx512 level")
-    cdef cnp.ndarray sinks = np.zeros(nthreads, dtype=np.float32)  # keeps the chains live
+    cdef cnp.ndarray sinks = np.zeros(threads, dtype=np.float32)  # keeps the chains live
     cdef float *ps = <float *>cnp.PyArray_DATA(sinks)
     cdef int per_iter = 0
     cdef int64_t t
     start = time.perf_counter()
-    for t in prange(nthreads, nogil=True, num_threads=nthreads, schedule="static"):
+    for t in prange(threads, nogil=True, num_threads=threads, schedule="static"):
         per_iter = olc_fma_peak(level, iters, ps + t)
     elapsed = time.perf_counter() - start
-    return 2.0 * per_iter * iters * nthreads / elapsed / 1e9
+    return 2.0 * per_iter * iters * threads / elapsed / 1e9

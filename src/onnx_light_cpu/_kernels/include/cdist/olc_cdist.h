@@ -4,9 +4,11 @@
  * The differences are summed directly (no |a|^2 + |b|^2 - 2ab expansion), so
  * nothing cancels and no result is negative.  b comes transposed, bt[k, j],
  * so the inner loop runs over j, contiguous in bt and in the output row:
- * one plain C loop stamped per level lets the compiler vectorise it with
- * that level's registers.  Output columns go in tiles that stay in L1
- * while k runs.  Rows [r0, r1) only, so threads split whole rows.
+ * one plain C loop (olc_cdist_loop.h, included per level and type) lets
+ * the compiler vectorise it with that level's registers.  Output columns go
+ * in tiles that stay in L1 while k runs.  Float32 adds register tiles (AVX2
+ * below, AVX-512 in olc_cdist_tile512.h).  Rows [r0, r1) only, so threads
+ * split whole rows.
  */
 #ifndef OLC_CDIST_H
 #define OLC_CDIST_H
@@ -14,6 +16,8 @@
 #include <math.h>
 #include <stdint.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
+#include "common/olc_types.h"
 
 typedef struct {
     const void *a, *bt;
@@ -25,38 +29,44 @@ typedef void (*olc_cdist_fn)(const olc_cdist_args *p, int64_t r0, int64_t r1);
 
 #define OLC_CDIST_TILE 512
 
-#define OLC_CDIST_LOOP(T, tname, SQRT, suffix, attr)                                   \
-    attr static void olc_cdist_##tname##_##suffix(const olc_cdist_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *bt = (const T *)p->bt; T *y = (T *)p->y;      \
-        const int64_t N = p->N, K = p->K;                                            \
-        for (int64_t i = r0; i < r1; ++i) {                                          \
-            T *restrict yr = y + i * N;                                              \
-            const T *ar = a + i * K;                                                 \
-            for (int64_t j0 = 0; j0 < N; j0 += OLC_CDIST_TILE) {                     \
-                int64_t j1 = j0 + OLC_CDIST_TILE < N ? j0 + OLC_CDIST_TILE : N;      \
-                for (int64_t j = j0; j < j1; ++j) yr[j] = 0;                         \
-                for (int64_t k = 0; k < K; ++k) {                                    \
-                    const T av = ar[k];                                              \
-                    const T *restrict br = bt + k * N;                               \
-                    for (int64_t j = j0; j < j1; ++j) {                              \
-                        T d = br[j] - av;                                            \
-                        yr[j] += d * d;                                              \
-                    }                                                                \
-                }                                                                    \
-                if (p->sqrt_)                                                        \
-                    for (int64_t j = j0; j < j1; ++j) yr[j] = SQRT(yr[j]);           \
-            }                                                                        \
-        }                                                                            \
-    }
-#define OLC_CDIST_LOOPS(suffix, attr)                                                 \
-    OLC_CDIST_LOOP(float, f32, sqrtf, suffix, attr)                                  \
-    OLC_CDIST_LOOP(double, f64, sqrt, suffix, attr)
+/* Element types by name (f32, f64), as olc_cdist_loop.h uses them. */
+typedef float olc_cdist_t_f32;
+typedef double olc_cdist_t_f64;
+#define OLC_CDIST_SQRT_f32 sqrtf
+#define OLC_CDIST_SQRT_f64 sqrt
 
-OLC_CDIST_LOOPS(scalar, )
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_CDIST_TN f32
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#define OLC_CDIST_TN f64
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #if OLC_X86
-OLC_CDIST_LOOPS(avx2, OLC_TARGET_AVX2)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_CDIST_TN f32
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#define OLC_CDIST_TN f64
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #if OLC_HAVE_AVX512
-OLC_CDIST_LOOPS(avx512, OLC_TARGET_AVX512)
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_CDIST_TN f32
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#define OLC_CDIST_TN f64
+#include "cdist/olc_cdist_loop.h"
+#undef OLC_CDIST_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 #endif
 
@@ -88,12 +98,18 @@ static OLC_TARGET_AVX2 void olc_cdist_f32_tile_avx2(const olc_cdist_args *p, int
             for (int64_t k = 0; k < K; ++k, b += N) {
                 __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
                 __m256 v, d;
-#define OLC_CD_ROW_(r)                                             \
-                v = _mm256_broadcast_ss(a##r + k);                 \
-                d = _mm256_sub_ps(b0, v); c##r##0 = _mm256_fmadd_ps(d, d, c##r##0); \
-                d = _mm256_sub_ps(b1, v); c##r##1 = _mm256_fmadd_ps(d, d, c##r##1);
-                OLC_CD_ROW_(0) OLC_CD_ROW_(1) OLC_CD_ROW_(2) OLC_CD_ROW_(3)
-#undef OLC_CD_ROW_
+                v = _mm256_broadcast_ss(a0 + k);
+                d = _mm256_sub_ps(b0, v); c00 = _mm256_fmadd_ps(d, d, c00);
+                d = _mm256_sub_ps(b1, v); c01 = _mm256_fmadd_ps(d, d, c01);
+                v = _mm256_broadcast_ss(a1 + k);
+                d = _mm256_sub_ps(b0, v); c10 = _mm256_fmadd_ps(d, d, c10);
+                d = _mm256_sub_ps(b1, v); c11 = _mm256_fmadd_ps(d, d, c11);
+                v = _mm256_broadcast_ss(a2 + k);
+                d = _mm256_sub_ps(b0, v); c20 = _mm256_fmadd_ps(d, d, c20);
+                d = _mm256_sub_ps(b1, v); c21 = _mm256_fmadd_ps(d, d, c21);
+                v = _mm256_broadcast_ss(a3 + k);
+                d = _mm256_sub_ps(b0, v); c30 = _mm256_fmadd_ps(d, d, c30);
+                d = _mm256_sub_ps(b1, v); c31 = _mm256_fmadd_ps(d, d, c31);
             }
             if (p->sqrt_) {
                 c00 = _mm256_sqrt_ps(c00); c01 = _mm256_sqrt_ps(c01); c10 = _mm256_sqrt_ps(c10);
@@ -112,42 +128,18 @@ static OLC_TARGET_AVX2 void olc_cdist_f32_tile_avx2(const olc_cdist_args *p, int
 #endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
-/* R rows (8, then 4 for the rest) by 32 columns: 2R accumulators. */
-#define OLC_CD512_TILE_(R, NAME)                                                        \
-static OLC_TARGET_AVX512 int64_t NAME(const olc_cdist_args *p, int64_t i, int64_t r1) { \
-    const float *a = (const float *)p->a, *bt = (const float *)p->bt; float *y = (float *)p->y; \
-    const int64_t N = p->N, K = p->K;                                                   \
-    for (; i + R <= r1; i += R) {                                                       \
-        const float *ar = a + i * K;                                                    \
-        for (int64_t j = 0; j < N; j += 32) {                                           \
-            int64_t left = N - j;                                                       \
-            __mmask16 m0 = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); \
-            __mmask16 m1 = left >= 32 ? (__mmask16)0xffff                               \
-                         : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : (__mmask16)0; \
-            __m512 c0[R], c1[R];                                                        \
-            for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();            \
-            const float *b = bt + j;                                                    \
-            for (int64_t k = 0; k < K; ++k, b += N) {                                   \
-                __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16); \
-                for (int r = 0; r < R; ++r) {                                           \
-                    __m512 v = _mm512_set1_ps(ar[r * K + k]);                           \
-                    __m512 d0 = _mm512_sub_ps(b0, v), d1 = _mm512_sub_ps(b1, v);        \
-                    c0[r] = _mm512_fmadd_ps(d0, d0, c0[r]);                             \
-                    c1[r] = _mm512_fmadd_ps(d1, d1, c1[r]);                             \
-                }                                                                       \
-            }                                                                           \
-            float *yr = y + i * N + j;                                                  \
-            for (int r = 0; r < R; ++r, yr += N) {                                      \
-                if (p->sqrt_) { c0[r] = _mm512_sqrt_ps(c0[r]); c1[r] = _mm512_sqrt_ps(c1[r]); } \
-                _mm512_mask_storeu_ps(yr, m0, c0[r]);                                   \
-                _mm512_mask_storeu_ps(yr + 16, m1, c1[r]);                              \
-            }                                                                           \
-        }                                                                               \
-    }                                                                                   \
-    return i;                                                                           \
-}
-OLC_CD512_TILE_(8, olc_cdist_f32_tile8_avx512)
-OLC_CD512_TILE_(4, olc_cdist_f32_tile4_avx512)
+/* R rows (8, then 4 for the rest) by 32 columns: 2R accumulators
+ * (olc_cdist_tile512.h). */
+#define OLC_CDIST_R 8
+#define OLC_CDIST_TILE_FN olc_cdist_f32_tile8_avx512
+#include "cdist/olc_cdist_tile512.h"
+#undef OLC_CDIST_R
+#undef OLC_CDIST_TILE_FN
+#define OLC_CDIST_R 4
+#define OLC_CDIST_TILE_FN olc_cdist_f32_tile4_avx512
+#include "cdist/olc_cdist_tile512.h"
+#undef OLC_CDIST_R
+#undef OLC_CDIST_TILE_FN
 static OLC_TARGET_AVX512 void olc_cdist_f32_tile_avx512(const olc_cdist_args *p, int64_t r0, int64_t r1) {
     int64_t i = olc_cdist_f32_tile8_avx512(p, r0, r1);
     i = olc_cdist_f32_tile4_avx512(p, i, r1);
@@ -157,17 +149,20 @@ static OLC_TARGET_AVX512 void olc_cdist_f32_tile_avx512(const olc_cdist_args *p,
 
 static int olc_cdist_level(int level) { return olc_build_level(level); }
 
+/* The distance function for dtype (OLC_FLOAT, OLC_DOUBLE) at the highest
+ * level <= level; NULL for another dtype. */
 static olc_cdist_fn olc_cdist_select(int dtype, int level) {
-    level = olc_cdist_level(level);
-    int dbl = dtype == 11;
-    if (dtype != 1 && !dbl) return NULL;
+    /* [float, double] */
+    static const olc_cdist_fn fns_scalar[2] = {olc_cdist_f32_scalar, olc_cdist_f64_scalar};
 #if OLC_X86
-#if OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return dbl ? olc_cdist_f64_avx512 : olc_cdist_f32_tile_avx512;
+    static const olc_cdist_fn fns_avx2[2] = {olc_cdist_f32_tile_avx2, olc_cdist_f64_avx2};
 #endif
-    if (level >= OLC_AVX2) return dbl ? olc_cdist_f64_avx2 : olc_cdist_f32_tile_avx2;
+#if OLC_X86 && OLC_HAVE_AVX512
+    static const olc_cdist_fn fns_avx512[2] = {olc_cdist_f32_tile_avx512, olc_cdist_f64_avx512};
 #endif
-    return dbl ? olc_cdist_f64_scalar : olc_cdist_f32_scalar;
+    if (dtype != OLC_FLOAT && dtype != OLC_DOUBLE) return NULL;
+    level = olc_cdist_level(level);
+    return OLC_LEVEL_FN(level, fns)[dtype == OLC_DOUBLE];
 }
 
 #endif /* OLC_CDIST_H */

@@ -1,6 +1,7 @@
-/* Mixture of experts (com.microsoft MoE and QMoE) on the float32 GEMM engine.
+/* Mixture of experts (com.microsoft MoE and QMoE) on the float32 GEMM engine
+ * and the MatMulNBits engines.
  *
- * One call runs the whole operator on float32 tokens:
+ * One call (olc_moe_forward) runs the whole operator on float32 tokens:
  *   1. routing: softmax over the E router logits of each token, the k most
  *      probable experts (equal probabilities: the higher expert index
  *      first, as ONNX Runtime), optionally renormalised to sum to one;
@@ -9,16 +10,21 @@
  *      bias and activation, FC2 and bias, then add weight * result into the
  *      token's output row.  Every output element therefore sums its experts
  *      in one fixed order, whatever the thread count.
- * A projection is either a float matrix packed once in the GEMM engine's
- * panel layout (MoE) or quantized codes in that same panel order, one
- * signed byte per code, with their scales (QMoE): those are decoded panel
- * by panel, a chunk of OLC_MOE_CHUNK output columns at a time, into a
- * per-thread buffer that the engine's micro-kernels read (the matrix is
- * never decoded whole).  One token with float experts (decode) runs its k
- * experts as one batch of each projection.  Routing, activation and
- * scatter are also callable step by step (olc_moe_group, olc_moe_activate,
- * olc_moe_scatter) for an adapter that runs the projections on another
- * engine (QMoE on the MatMulNBits core).
+ * A projection (olc_moe_proj) holds the E experts' matrices in one of three
+ * forms, prepared once by the functions below:
+ *   - OLC_MOE_PACKED: float matrices in the GEMM engine's panel layout
+ *     (olc_sgemm_pack_b; MoE);
+ *   - OLC_MOE_CODES: quantized codes in that same panel order, one signed
+ *     byte per code (olc_moe_pack_codes), and their scales
+ *     (olc_moe_pack_scales_out / _in): decoded panel by panel, a chunk of
+ *     OLC_MOE_CHUNK output columns at a time, into a per-thread buffer that
+ *     the engine's micro-kernels read (the matrix is never decoded whole);
+ *   - OLC_MOE_NBITS: one MatMulNBits matrix per expert (olc_nb_w, and
+ *     olc_q8_w where the int8 engine runs it; matmul_nbits/olc_matmul_nbits.h),
+ *     which adds the projection's bias itself.
+ * One token with float experts (decode) runs its k experts as one batch of
+ * each projection.  The plain loops compiled per level are in
+ * olc_moe_loops.h.
  */
 #ifndef OLC_MOE_H
 #define OLC_MOE_H
@@ -29,7 +35,9 @@
 #include <string.h>
 #include "common/olc_cpu.h"
 #include "common/olc_types.h"
+#include "common/olc_level.h"
 #include "engines/gemm/olc_gemm.h"
+#include "matmul_nbits/olc_matmul_nbits.h"
 #include "common/olc_math.h"
 #include "common/olc_openmp.h"
 
@@ -48,69 +56,121 @@ enum { OLC_MOE_RELU = 0, OLC_MOE_GELU = 1, OLC_MOE_SILU = 2, OLC_MOE_IDENTITY = 
 
 /* ---- projections ---- */
 
-/* Scales of a quantized projection: output-major codes have one scale per
- * (output n, group of 2^shift inputs), stored per panel of nr outputs as
+enum { OLC_MOE_PACKED = 0, OLC_MOE_CODES = 1, OLC_MOE_NBITS = 2 };
+
+/* Scales of quantized codes: output-major codes have one scale per (output
+ * n, group of 2^shift inputs), stored per panel of nr outputs as
  * [group][nr]; input-major ones one per (input k, group of 2^shift
  * outputs), stored [k][ngs]. */
 enum { OLC_MOE_SCALE_OUT = 0, OLC_MOE_SCALE_IN = 1 };
 
+/* The engine path of a MatMulNBits projection, for the caller's label:
+ * decoded panels, codes read in place, or the int8 engine (+ its kind,
+ * olc_int8_level). */
+enum { OLC_MOE_PATH_NONE = -1, OLC_MOE_PATH_PANEL = 0, OLC_MOE_PATH_DIRECT = 1,
+       OLC_MOE_PATH_INT8 = 2 };
+
 typedef struct {
-    int64_t N, K;          /* output and input features */
-    const float *packed;   /* float: E packed matrices, bsize floats apart */
-    int64_t bsize;
-    const int8_t *codes;   /* quantized: E code matrices in panel order, bsize bytes apart */
-    const float *scales;   /* E scale tables, ssize floats apart */
+    int kind;              /* OLC_MOE_PACKED, _CODES or _NBITS */
+    int64_t N, K, E;       /* output and input features, experts */
+    int64_t bsize;         /* floats (PACKED) or bytes (CODES) per expert */
+    const float *packed;   /* PACKED: E packed matrices */
+    const int8_t *codes;   /* CODES: E code matrices in panel order */
+    const float *scales;   /* CODES: E scale tables, ssize floats apart */
     int64_t ssize;
     int scale_mode, shift; /* OLC_MOE_SCALE_*, log2 of the group size */
     int64_t ngs;           /* groups per panel (OUT) or per input row (IN) */
+    const olc_nb_w *nb;    /* NBITS: E matrices; */
+    const olc_q8_w *q8;    /* E int8 layouts, codes NULL where the float engine runs */
 } olc_moe_proj;
 
 typedef void (*olc_moe_decode_fn)(const int8_t *codes, const float *scales, int64_t pc,
                                   int64_t kc, int64_t n0, const olc_moe_proj *p, float *dst);
+typedef void (*olc_moe_axpy_fn)(float *out, const float *y, const float *b, float w, int64_t n);
 
-/* dst[k][c] = code[k][c] * scale for the panel of output columns n0..n0+NR
- * and input rows pc..pc+kc: one plain loop per level, with the panel width
- * fixed so that the compiler vectorises it with that level's registers. */
-#define OLC_MOE_DECODE(NR, suffix, attr)                                                      \
-    attr static void olc_moe_decode_##suffix(const int8_t *codes, const float *scales,        \
-                                             int64_t pc, int64_t kc, int64_t n0,              \
-                                             const olc_moe_proj *p, float *dst) {             \
-        if (p->scale_mode == OLC_MOE_SCALE_OUT) {                                             \
-            const float *sp = scales + (n0 / NR) * p->ngs * NR;                               \
-            for (int64_t k = 0; k < kc; ++k) {                                                \
-                const float *s = sp + ((pc + k) >> p->shift) * NR;                            \
-                const int8_t *q = codes + k * NR;                                             \
-                float *d = dst + k * NR;                                                      \
-                for (int c = 0; c < NR; ++c) d[c] = (float)q[c] * s[c];                       \
-            }                                                                                 \
-        } else {                                                                              \
-            for (int64_t k = 0; k < kc; ++k) {                                                \
-                const float *s = scales + (pc + k) * p->ngs;                                  \
-                const int8_t *q = codes + k * NR;                                             \
-                float *d = dst + k * NR;                                                      \
-                for (int c = 0; c < NR; ++c) d[c] = (float)q[c] * s[(n0 + c) >> p->shift];   \
-            }                                                                                 \
-        }                                                                                     \
-    }
-
-OLC_MOE_DECODE(16, scalar, )
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_MOE_NR OLC_S_NR
+#include "moe/olc_moe_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_MOE_NR
 #if OLC_X86
-OLC_MOE_DECODE(16, avx2, OLC_TARGET_AVX2)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_MOE_NR OLC_A2_NR
+#include "moe/olc_moe_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_MOE_NR
 #if OLC_HAVE_AVX512
-OLC_MOE_DECODE(32, avx512, OLC_TARGET_AVX512)
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_MOE_NR OLC_A5_NR
+#include "moe/olc_moe_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_MOE_NR
 #endif
 #endif
 
 static olc_moe_decode_fn olc_moe_decode_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_decode_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_decode_avx2;
-#endif
-    return olc_moe_decode_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_decode);
 }
+
+static olc_moe_axpy_fn olc_moe_axpy_select(int level) {
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_axpy);
+}
+
+/* ---- preparing quantized codes (OLC_MOE_CODES) ---- */
+
+/* Bytes of one expert's codes in panel order at a level. */
+static int64_t olc_moe_codes_size(int level, int64_t N, int64_t K) {
+    return olc_sgemm_packed_size(level, K, N);
+}
+
+/* E code matrices, element (e, n, k) at q[e * se + n * sn + k * sk], in
+ * the level's panel order, expert e at dst + e * olc_moe_codes_size: the
+ * layout olc_sgemm_pack_b gives floats (block pc of KC inputs at pc * npad,
+ * its panel j at + j * kc, kc rows of nr codes, zero past N). */
+static void olc_moe_pack_codes(int level, const int8_t *q, int64_t se, int64_t sn, int64_t sk,
+                               int64_t E, int64_t N, int64_t K, int8_t *dst) {
+    int64_t nr = olc_sgemm_nr(level), npad = (N + nr - 1) / nr * nr;
+    for (int64_t e = 0; e < E; ++e)
+        for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
+            int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+            for (int64_t j = 0; j < npad; j += nr) {
+                int8_t *d = dst + e * K * npad + pc * npad + j * kc;
+                for (int64_t k = 0; k < kc; ++k)
+                    for (int64_t v = 0; v < nr; ++v)
+                        d[k * nr + v] = j + v < N ? q[e * se + (j + v) * sn + (pc + k) * sk] : 0;
+            }
+        }
+}
+
+/* Output-major scales s [E][N][G] as OLC_MOE_SCALE_OUT tables
+ * [E][npad / nr][G][nr] (zero past N), npad * G floats an expert. */
+static void olc_moe_pack_scales_out(int level, const float *s, int64_t E, int64_t N, int64_t G,
+                                    float *dst) {
+    int64_t nr = olc_sgemm_nr(level), npan = (N + nr - 1) / nr;
+    for (int64_t e = 0; e < E; ++e)
+        for (int64_t p = 0; p < npan; ++p)
+            for (int64_t g = 0; g < G; ++g)
+                for (int64_t c = 0; c < nr; ++c) {
+                    int64_t n = p * nr + c;
+                    dst[((e * npan + p) * G + g) * nr + c] = n < N ? s[(e * N + n) * G + g] : 0.0f;
+                }
+}
+
+/* Input-major scales s [E][K][P] as OLC_MOE_SCALE_IN tables [E][K][G],
+ * G >= P (zero past P). */
+static void olc_moe_pack_scales_in(const float *s, int64_t E, int64_t K, int64_t P, int64_t G,
+                                   float *dst) {
+    for (int64_t r = 0; r < E * K; ++r)
+        for (int64_t g = 0; g < G; ++g) dst[r * G + g] = g < P ? s[r * P + g] : 0.0f;
+}
+
+/* ---- running a projection ---- */
 
 /* c (M x N, rows ldc apart) = a (M x K, float32 row-major) times expert e's
  * quantized matrix: each thread takes chunks of OLC_MOE_CHUNK output
@@ -157,11 +217,70 @@ static int olc_moe_qgemm(int level, const olc_moe_proj *p, int64_t e, const floa
     return failed ? -1 : 0;
 }
 
-/* c (M x N) = a (M x K) times expert e's matrix of projection p. */
+/* y (M x N) = bias + a (M x K) times expert e's MatMulNBits matrix, at the
+ * raw SIMD level (the int8 engine has a VNNI kind).  Where the int8 engine
+ * meets a row that is not finite, the finite rows keep its result and the
+ * others take the float engine (no row depends on the rows batched with
+ * it).  *path tells the engine that ran.  Returns 0, or -1 without memory. */
+static int olc_moe_nbits(int level, const olc_moe_proj *p, int64_t e, const float *a, int64_t M,
+                         const float *bias, float *y, int nthreads, int *path) {
+    const olc_nb_w *w = p->nb + e;
+    const olc_q8_w *q8 = p->q8 + e;
+    int64_t N = w->N, K = w->K;
+    if (M == 0 || N == 0) {
+        *path = OLC_MOE_PATH_PANEL;
+        return 0;
+    }
+    if (q8->codes != NULL) {
+        int kind = olc_int8_level(level);
+        int status = olc_q8_run(kind, q8, a, M, bias, y, nthreads);
+        if (status < 0) return -1;
+        if (status == 0) {
+            *path = OLC_MOE_PATH_INT8 + kind;
+            return 0;
+        }
+        int64_t nf = 0;
+        char *finite = (char *)malloc((size_t)M);
+        if (finite == NULL) return -1;
+        for (int64_t m = 0; m < M; ++m) {
+            int ok = 1;
+            for (int64_t i = 0; i < K && ok; ++i) ok = isfinite(a[m * K + i]) != 0;
+            finite[m] = (char)ok;
+            nf += ok;
+        }
+        if (nf > 0) {
+            /* the finite rows, then the others, each batch gathered */
+            float *ab = (float *)malloc((size_t)(M * K + 1) * sizeof(float));
+            float *yb = (float *)malloc((size_t)(M * N + 1) * sizeof(float));
+            int sub = 0;
+            status = ab == NULL || yb == NULL ? -1 : 0;
+            for (int part = 1; part >= 0 && status == 0; --part) {
+                int64_t r = 0;
+                for (int64_t m = 0; m < M; ++m)
+                    if (finite[m] == part) memcpy(ab + r++ * K, a + m * K, (size_t)K * sizeof(float));
+                status = olc_moe_nbits(level, p, e, ab, r, bias, yb, nthreads, &sub);
+                for (int64_t m = 0, i = 0; m < M && status == 0; ++m)
+                    if (finite[m] == part) memcpy(y + m * N, yb + i++ * N, (size_t)N * sizeof(float));
+            }
+            free(ab); free(yb); free(finite);
+            *path = OLC_MOE_PATH_INT8 + kind;
+            return status;
+        }
+        free(finite);
+    }
+    int route = 0;
+    if (olc_nb_float(w, a, M, bias, y, level, nthreads, &route) != 0) return -1;
+    *path = route == OLC_NB_ROUTE_DIRECT ? OLC_MOE_PATH_DIRECT : OLC_MOE_PATH_PANEL;
+    return 0;
+}
+
+/* c (M x N) = a (M x K) times expert e's matrix of projection p (+ bias,
+ * which only the MatMulNBits form takes; the others get NULL). */
 static int olc_moe_project(int level, const olc_moe_proj *p, int64_t e, const float *a,
-                           int64_t M, float *c, int nthreads) {
+                           int64_t M, const float *bias, float *c, int nthreads, int *path) {
     static const int64_t zero = 0;
-    if (p->codes != NULL) return olc_moe_qgemm(level, p, e, a, M, c, p->N, nthreads);
+    if (p->kind == OLC_MOE_NBITS) return olc_moe_nbits(level, p, e, a, M, bias, c, nthreads, path);
+    if (p->kind == OLC_MOE_CODES) return olc_moe_qgemm(level, p, e, a, M, c, p->N, nthreads);
     return olc_sgemm(level, OLC_FLOAT, 1, a, &zero, p->K, 1, p->packed + e * p->bsize,
                      &zero, NULL, NULL, 0, 0, M, p->N, p->K, c, p->N, 0, 1.0f, 0, nthreads);
 }
@@ -369,46 +488,7 @@ static OLC_TARGET_AVX512 void olc_moe_act_avx512(const olc_moe_act_args *p, int6
 typedef void (*olc_moe_act_fn)(const olc_moe_act_args *p, int64_t r0, int64_t r1);
 
 static olc_moe_act_fn olc_moe_act_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_act_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_act_avx2;
-#endif
-    return olc_moe_act_scalar;
-}
-
-/* ---- scatter: out[token] += w * (y + b2), a plain loop per level ---- */
-
-typedef void (*olc_moe_axpy_fn)(float *out, const float *y, const float *b, float w, int64_t n);
-
-#define OLC_MOE_AXPY(suffix, attr)                                                        \
-    attr static void olc_moe_axpy_##suffix(float *out, const float *y, const float *b,    \
-                                           float w, int64_t n) {                          \
-        if (b != NULL)                                                                    \
-            for (int64_t i = 0; i < n; ++i) out[i] += w * (y[i] + b[i]);                  \
-        else                                                                              \
-            for (int64_t i = 0; i < n; ++i) out[i] += w * y[i];                           \
-    }
-
-OLC_MOE_AXPY(scalar, )
-#if OLC_X86
-OLC_MOE_AXPY(avx2, OLC_TARGET_AVX2)
-#if OLC_HAVE_AVX512
-OLC_MOE_AXPY(avx512, OLC_TARGET_AVX512)
-#endif
-#endif
-
-static olc_moe_axpy_fn olc_moe_axpy_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_moe_axpy_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_moe_axpy_avx2;
-#endif
-    return olc_moe_axpy_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_moe_act);
 }
 
 /* ---- routing ---- */
@@ -519,7 +599,7 @@ static int olc_moe_decode_token(int level, const olc_moe_args *p, const int64_t 
                                 const float *rw, float *a, float *h, float *g, float *y,
                                 int nthreads) {
     int64_t H = p->H, NI = p->NI, E = p->E, R1 = p->fc1.N;
-    int64_t experts[64], a_off[64], g_off[64], m = 0; /* k <= 64 experts */
+    int64_t experts[64] = {0}, a_off[64] = {0}, g_off[64] = {0}, m = 0; /* k <= 64 */
     for (int64_t e = 0; e < E; ++e)
         if (count[e + 1] > count[e]) {
             experts[m] = e;
@@ -546,13 +626,20 @@ static int olc_moe_decode_token(int level, const olc_moe_args *p, const int64_t 
     return 0;
 }
 
-/* Runs the operator; returns 0, or -1 when scratch memory is missing. */
-static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads) {
+/* Runs the operator; returns 0, or -1 when scratch memory is missing.
+ * *path: the engine path of the last FC1 product of MatMulNBits experts,
+ * else OLC_MOE_PATH_NONE. */
+static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads, int *path) {
     int64_t T = p->T, H = p->H, NI = p->NI, E = p->E, k = p->k, R1 = p->fc1.N;
     int gated = p->fc3.N > 0;
+    /* a MatMulNBits projection adds its bias itself */
+    int nb1 = p->fc1.kind == OLC_MOE_NBITS, nb2 = p->fc2.kind == OLC_MOE_NBITS;
+    int nb3 = p->fc3.kind == OLC_MOE_NBITS;
     int status = 0;
+    *path = OLC_MOE_PATH_NONE;
     memset(p->out, 0, (size_t)(T * H) * sizeof(float));
-    if (T == 0 || H == 0) return 0;
+    /* (the MatMulNBits engines still run empty products, whose path counts) */
+    if (T == 0 || (H == 0 && !nb1)) return 0;
     int64_t *count = (int64_t *)malloc((size_t)(E + 1) * sizeof(int64_t));
     int32_t *rows = (int32_t *)malloc((size_t)(T * k) * sizeof(int32_t));
     float *rw = (float *)malloc((size_t)(T * k) * sizeof(float));
@@ -567,31 +654,35 @@ static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads) {
         status = -1;
         goto done;
     }
-    if (T == 1 && k <= 64 && !gated && p->fc1.codes == NULL && p->fc2.codes == NULL) {
+    if (T == 1 && k <= 64 && !gated && p->fc1.kind == OLC_MOE_PACKED &&
+        p->fc2.kind == OLC_MOE_PACKED) {
         status = olc_moe_decode_token(level, p, count, rw, a, h, g, y, nthreads);
         goto done;
     }
     for (int64_t e = 0; e < E && status == 0; ++e) {
+        const float *b1 = p->b1 ? p->b1 + e * R1 : NULL, *b2 = p->b2 ? p->b2 + e * H : NULL;
+        const float *b3 = gated && p->b3 ? p->b3 + e * NI : NULL;
         for (int64_t s0 = count[e]; s0 < count[e + 1] && status == 0; s0 += tile) {
             int64_t m = count[e + 1] - s0 < tile ? count[e + 1] - s0 : tile, r;
+            int unused;
             for (r = 0; r < m; ++r)
                 memcpy(a + r * H, p->x + (int64_t)rows[s0 + r] * H, (size_t)H * sizeof(float));
-            if (olc_moe_project(level, &p->fc1, e, a, m, h, nthreads) != 0 ||
-                (gated && olc_moe_project(level, &p->fc3, e, a, m, u, nthreads) != 0)) {
+            if (olc_moe_project(level, &p->fc1, e, a, m, nb1 ? b1 : NULL, h, nthreads, path) != 0 ||
+                (gated && olc_moe_project(level, &p->fc3, e, a, m, nb3 ? b3 : NULL, u, nthreads,
+                                          &unused) != 0)) {
                 status = -1;
                 break;
             }
-            olc_moe_act_args aa = {p->op, p->fused, gated, NI, R1, h,
-                                   p->b1 ? p->b1 + e * R1 : NULL, u,
-                                   (gated && p->b3) ? p->b3 + e * NI : NULL, g,
-                                   p->alpha, p->beta, p->limit};
+            olc_moe_act_args aa = {p->op, p->fused, gated, NI, R1, h, nb1 ? NULL : b1, u,
+                                   nb3 ? NULL : b3, g, p->alpha, p->beta, p->limit};
             olc_moe_activate(level, &aa, m, nthreads);
-            if (olc_moe_project(level, &p->fc2, e, g, m, y, nthreads) != 0) {
+            if (olc_moe_project(level, &p->fc2, e, g, m, nb2 ? b2 : NULL, y, nthreads,
+                                &unused) != 0) {
                 status = -1;
                 break;
             }
-            olc_moe_scatter(level, p->out, H, rows + s0, rw + s0, y, p->b2 ? p->b2 + e * H : NULL,
-                            m, nthreads);
+            olc_moe_scatter(level, p->out, H, rows + s0, rw + s0, y, nb2 ? NULL : b2, m,
+                            nthreads);
         }
     }
 done:

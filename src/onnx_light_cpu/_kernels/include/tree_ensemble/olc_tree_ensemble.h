@@ -11,7 +11,10 @@
  * purpose: the walk is bound by dependent loads, not by arithmetic.
  *
  * Thresholds are in the compute type (float for float and float16 inputs,
- * double for double); float16 rows are widened to float per block.  Leaf
+ * double for double); float16 rows are widened to float per block.  X and
+ * Y have one element type, an olc_types.h code: OLC_FLOAT, OLC_DOUBLE or
+ * OLC_FLOAT16.  The walks of each compute type are olc_tree_ensemble_walk.h,
+ * included per type.  Leaf
  * weights are double and each aggregation step is rounded to the output
  * type, as the onnx.reference built-in does when it adds a float64 weight
  * into its float32/float16/float64 result array.
@@ -25,13 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/olc_math.h"
+#include "common/olc_level.h"
+#include "common/olc_types.h"
+#include "common/olc_vec.h"
 
 enum { OLC_TE_LEQ = 0, OLC_TE_LT, OLC_TE_GTE, OLC_TE_GT, OLC_TE_EQ, OLC_TE_NEQ, OLC_TE_MEMBER };
 enum { OLC_TE_AVERAGE = 0, OLC_TE_SUM, OLC_TE_MIN, OLC_TE_MAX };
 enum { OLC_TE_NONE = 0, OLC_TE_SOFTMAX, OLC_TE_LOGISTIC, OLC_TE_SOFTMAX_ZERO, OLC_TE_PROBIT };
-/* Element type of X and Y. */
-enum { OLC_TE_F32 = 0, OLC_TE_F64 = 1, OLC_TE_F16 = 2 };
 /* uniform_mode + OLC_TE_NAN: one comparison mode, NaN tracked somewhere. */
 #define OLC_TE_NAN 8
 /* Rows walked together (independent load chains) by the generic walk. */
@@ -79,184 +82,62 @@ static inline float olc_te_d2f_odd(double v) {
 static inline uint16_t olc_te_d2h(double v) { return olc_f2h(olc_te_d2f_odd(v)); }
 
 static inline double olc_te_round(double v, int dtype) {
-    if (dtype == OLC_TE_F32) return (double)(float)v;
-    if (dtype == OLC_TE_F16) return (double)olc_h2f(olc_te_d2h(v));
+    if (dtype == OLC_FLOAT) return (double)(float)v;
+    if (dtype == OLC_FLOAT16) return (double)olc_h2f(olc_te_d2h(v));
     return v;
 }
 
 /* ---- walks: final node of each row of x[rows, F] through one tree ---- */
 
-/* One comparison for every node.  Without TRACK a NaN feature makes it
- * false, as the operator wants.  With TRACK a node whose NaN goes to the
- * true branch stores its feature complemented (~feature < 0): the sign
- * both recovers the index and ORs "is NaN" into the outcome, branch-free. */
-#define OLC_TE_WALK_UNIFORM(NAME, NODE_T, X_T, CMP, TRACK)                          \
-    static void NAME(const NODE_T *nodes, int32_t root, int32_t depth, const X_T *x, \
-                     int64_t F, int64_t rows, int32_t *out) {                       \
-        enum { G = TRACK ? 8 : 16 }; /* fewer with TRACK: no spills */              \
-        for (int64_t r0 = 0; r0 < rows; r0 += G) {                                  \
-            int64_t m = rows - r0 < G ? rows - r0 : G;                              \
-            int32_t idx[G];                                                         \
-            const X_T *xr[G];                                                       \
-            for (int r = 0; r < G; ++r) {                                           \
-                idx[r] = root;                                                      \
-                xr[r] = x + (r0 + (r < m ? r : 0)) * F; /* tail lanes repeat */     \
-            }                                                                       \
-            for (int32_t d = 0; d < depth; ++d) {                                   \
-                for (int r = 0; r < G; ++r) {                                       \
-                    const NODE_T *n = nodes + idx[r];                               \
-                    int32_t fe = n->feature, neg = TRACK ? fe >> 31 : 0;            \
-                    X_T v = xr[r][fe ^ neg];                                        \
-                    /* An index, not a branch: the outcome is unpredictable. */     \
-                    int c = v CMP n->thr;                                           \
-                    if (TRACK) c |= (v != v) & neg;                                 \
-                    idx[r] = (&n->next_false)[c];                                   \
-                }                                                                   \
-                if ((d & 3) == 3 && d + 1 < depth) { /* all at leaves? */           \
-                    int done = 1;                                                   \
-                    for (int r = 0; r < G; ++r)                                     \
-                        done &= nodes[idx[r]].next_false == idx[r];                 \
-                    if (done) break;                                                \
-                }                                                                   \
-            }                                                                       \
-            for (int64_t r = 0; r < m; ++r) out[r0 + r] = idx[r];                   \
-        }                                                                           \
-    }
+/* The compute types by name (f32, f64), as olc_tree_ensemble_walk.h uses
+ * them: OLC_TE_X the feature and threshold type, OLC_TE_NODE the node. */
+typedef float olc_te_x_f32;
+typedef double olc_te_x_f64;
+#define OLC_TE_X OLC_CAT(olc_te_x, OLC_TE_TN)
+#define OLC_TE_NODE OLC_CAT(olc_te_node, OLC_TE_TN)
+#define OLC_TE_FN(name) OLC_CAT(name, OLC_TE_TN)
 
-#define OLC_TE_WALK_UNIFORM_ALL(TAG, NODE_T, X_T)                                   \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_leq_##TAG, NODE_T, X_T, <=, 0)                  \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_lt_##TAG, NODE_T, X_T, <, 0)                    \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_gte_##TAG, NODE_T, X_T, >=, 0)                  \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_gt_##TAG, NODE_T, X_T, >, 0)                    \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_leq_nan_##TAG, NODE_T, X_T, <=, 1)              \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_lt_nan_##TAG, NODE_T, X_T, <, 1)                \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_gte_nan_##TAG, NODE_T, X_T, >=, 1)              \
-    OLC_TE_WALK_UNIFORM(olc_te_walk_gt_nan_##TAG, NODE_T, X_T, >, 1)
-
-OLC_TE_WALK_UNIFORM_ALL(f32, olc_te_node_f32, float)
-OLC_TE_WALK_UNIFORM_ALL(f64, olc_te_node_f64, double)
-
-/* Set membership: short sets scanned, long ones bisected. */
-#define OLC_TE_MEMBER_FN(NAME, X_T)                                                 \
-    static inline int NAME(const X_T *v, int32_t b, int32_t e, X_T x) {             \
-        if (e - b <= 16) {                                                          \
-            for (int32_t i = b; i < e; ++i)                                         \
-                if (v[i] == x) return 1;                                            \
-            return 0;                                                               \
-        }                                                                           \
-        int32_t lo = b, hi = e;                                                     \
-        while (lo < hi) {                                                           \
-            int32_t mid = lo + (hi - lo) / 2;                                       \
-            if (v[mid] < x) lo = mid + 1;                                           \
-            else hi = mid;                                                          \
-        }                                                                           \
-        return lo < e && v[lo] == x;                                                \
-    }
-OLC_TE_MEMBER_FN(olc_te_member_f32, float)
-OLC_TE_MEMBER_FN(olc_te_member_f64, double)
-
-/* Any mode, NaN tracking: one switch per step. */
-#define OLC_TE_WALK_GENERIC(NAME, NODE_T, X_T, MEMBER)                              \
-    static void NAME(const olc_te_forest *f, int32_t root, int32_t depth,           \
-                     const X_T *x, int64_t F, int64_t rows, int32_t *out) {         \
-        const NODE_T *nodes = (const NODE_T *)f->nodes;                             \
-        const X_T *sv = (const X_T *)f->set_values;                                 \
-        for (int64_t r0 = 0; r0 < rows; r0 += OLC_TE_GROUP) {                       \
-            int64_t m = rows - r0 < OLC_TE_GROUP ? rows - r0 : OLC_TE_GROUP;        \
-            int32_t idx[OLC_TE_GROUP];                                              \
-            const X_T *xr[OLC_TE_GROUP];                                            \
-            for (int r = 0; r < OLC_TE_GROUP; ++r) {                                \
-                idx[r] = root;                                                      \
-                xr[r] = x + (r0 + (r < m ? r : 0)) * F;                             \
-            }                                                                       \
-            for (int32_t d = 0; d < depth; ++d) {                                   \
-                for (int r = 0; r < OLC_TE_GROUP; ++r) {                            \
-                    int32_t i = idx[r];                                             \
-                    const NODE_T *n = nodes + i;                                    \
-                    X_T v = xr[r][n->feature];                                      \
-                    int32_t nx;                                                     \
-                    if (v != v) {                                                   \
-                        nx = f->nan_next[i];                                        \
-                    } else {                                                        \
-                        int c;                                                      \
-                        switch (f->modes[i]) {                                      \
-                        case OLC_TE_LEQ: c = v <= n->thr; break;                    \
-                        case OLC_TE_LT: c = v < n->thr; break;                      \
-                        case OLC_TE_GTE: c = v >= n->thr; break;                    \
-                        case OLC_TE_GT: c = v > n->thr; break;                      \
-                        case OLC_TE_EQ: c = v == n->thr; break;                     \
-                        case OLC_TE_NEQ: c = v != n->thr; break;                    \
-                        default: c = MEMBER(sv, f->set_begin[i], f->set_end[i], v); \
-                        }                                                           \
-                        nx = (&n->next_false)[c];                                   \
-                    }                                                               \
-                    idx[r] = nx;                                                    \
-                }                                                                   \
-                if ((d & 3) == 3 && d + 1 < depth) {                                \
-                    int done = 1;                                                   \
-                    for (int r = 0; r < OLC_TE_GROUP; ++r)                          \
-                        done &= nodes[idx[r]].next_false == idx[r];                 \
-                    if (done) break;                                                \
-                }                                                                   \
-            }                                                                       \
-            for (int64_t r = 0; r < m; ++r) out[r0 + r] = idx[r];                   \
-        }                                                                           \
-    }
-OLC_TE_WALK_GENERIC(olc_te_walk_generic_f32, olc_te_node_f32, float, olc_te_member_f32)
-OLC_TE_WALK_GENERIC(olc_te_walk_generic_f64, olc_te_node_f64, double, olc_te_member_f64)
-
-#define OLC_TE_DISPATCH(TAG, NODE_T, X_T)                                           \
-    {                                                                               \
-        const NODE_T *n = (const NODE_T *)f->nodes;                                 \
-        const X_T *xt = (const X_T *)x;                                             \
-        switch (f->uniform_mode) {                                                  \
-        case OLC_TE_LEQ: olc_te_walk_leq_##TAG(n, root, depth, xt, F, rows, out); break; \
-        case OLC_TE_LT: olc_te_walk_lt_##TAG(n, root, depth, xt, F, rows, out); break; \
-        case OLC_TE_GTE: olc_te_walk_gte_##TAG(n, root, depth, xt, F, rows, out); break; \
-        case OLC_TE_GT: olc_te_walk_gt_##TAG(n, root, depth, xt, F, rows, out); break; \
-        case OLC_TE_NAN + OLC_TE_LEQ:                                               \
-            olc_te_walk_leq_nan_##TAG(n, root, depth, xt, F, rows, out); break;     \
-        case OLC_TE_NAN + OLC_TE_LT:                                                \
-            olc_te_walk_lt_nan_##TAG(n, root, depth, xt, F, rows, out); break;      \
-        case OLC_TE_NAN + OLC_TE_GTE:                                               \
-            olc_te_walk_gte_nan_##TAG(n, root, depth, xt, F, rows, out); break;     \
-        case OLC_TE_NAN + OLC_TE_GT:                                                \
-            olc_te_walk_gt_nan_##TAG(n, root, depth, xt, F, rows, out); break;      \
-        default: olc_te_walk_generic_##TAG(f, root, depth, xt, F, rows, out);       \
-        }                                                                           \
-    }
+#define OLC_TE_TN f32
+#include "tree_ensemble/olc_tree_ensemble_walk.h"
+#undef OLC_TE_TN
+#define OLC_TE_TN f64
+#include "tree_ensemble/olc_tree_ensemble_walk.h"
+#undef OLC_TE_TN
 
 static void olc_te_walk(const olc_te_forest *f, int compute_double, int32_t root,
                         int32_t depth, const void *x, int64_t F, int64_t rows, int32_t *out) {
-    if (compute_double) OLC_TE_DISPATCH(f64, olc_te_node_f64, double)
-    else OLC_TE_DISPATCH(f32, olc_te_node_f32, float)
+    if (compute_double) olc_te_walk_f64(f, root, depth, x, F, rows, out);
+    else olc_te_walk_f32(f, root, depth, x, F, rows, out);
 }
 
 /* ---- aggregation ---- */
 
 /* acc[r * T + target] op= weight of the leaf each row reached; each step is
  * rounded to the output type (the built-in's float64 weight added into its
- * result array). */
-#define OLC_TE_AGG_LOOP(DTYPE)                                                      \
-    for (int64_t r = 0; r < rows; ++r) {                                            \
-        int32_t l = f->leaf[ends[r]];                                               \
-        double w = f->leaf_weights[l], *a = acc + r * T + f->leaf_targets[l];       \
-        switch (f->aggregate) {                                                     \
-        case OLC_TE_AVERAGE: *a = olc_te_round(*a + w / ntrees, DTYPE); break;      \
-        case OLC_TE_MIN: if (w < *a) *a = olc_te_round(w, DTYPE); break;            \
-        case OLC_TE_MAX: if (w > *a) *a = olc_te_round(w, DTYPE); break;            \
-        default: *a = olc_te_round(*a + w, DTYPE);                                  \
-        }                                                                           \
+ * result array).  dtype is a constant where it is inlined, so the rounding
+ * folds away. */
+static inline __attribute__((always_inline)) void olc_te_aggregate_as(
+    const olc_te_forest *f, const int32_t *ends, int64_t rows, double *acc, int64_t T,
+    double ntrees, const int dtype) {
+    for (int64_t r = 0; r < rows; ++r) {
+        int32_t l = f->leaf[ends[r]];
+        double w = f->leaf_weights[l], *a = acc + r * T + f->leaf_targets[l];
+        switch (f->aggregate) {
+        case OLC_TE_AVERAGE: *a = olc_te_round(*a + w / ntrees, dtype); break;
+        case OLC_TE_MIN: if (w < *a) *a = olc_te_round(w, dtype); break;
+        case OLC_TE_MAX: if (w > *a) *a = olc_te_round(w, dtype); break;
+        default: *a = olc_te_round(*a + w, dtype);
+        }
     }
+}
 
 static void olc_te_aggregate(const olc_te_forest *f, int dtype, const int32_t *ends,
                              int64_t rows, double *acc) {
     const int64_t T = f->n_targets;
     const double ntrees = (double)f->n_trees;
-    /* The type is a constant in each loop so the rounding folds away. */
-    if (dtype == OLC_TE_F32) { OLC_TE_AGG_LOOP(OLC_TE_F32) }
-    else if (dtype == OLC_TE_F16) { OLC_TE_AGG_LOOP(OLC_TE_F16) }
-    else { OLC_TE_AGG_LOOP(OLC_TE_F64) }
+    if (dtype == OLC_FLOAT) olc_te_aggregate_as(f, ends, rows, acc, T, ntrees, OLC_FLOAT);
+    else if (dtype == OLC_FLOAT16) olc_te_aggregate_as(f, ends, rows, acc, T, ntrees, OLC_FLOAT16);
+    else olc_te_aggregate_as(f, ends, rows, acc, T, ntrees, OLC_DOUBLE);
 }
 
 /* ---- post transforms, in double, as onnx.reference's helpers define them ---- */
@@ -328,20 +209,20 @@ static int olc_te_block(const olc_te_forest *f, int dtype, const void *x, int64_
     float *xf = NULL;
     const void *xb;
     if (!acc || !ends) goto fail;
-    if (dtype == OLC_TE_F16) {
+    if (dtype == OLC_FLOAT16) {
         xf = (float *)malloc(sizeof(float) * (size_t)(rows * F + 1));
         if (!xf) goto fail;
         const uint16_t *xh = (const uint16_t *)x + row0 * F;
         for (int64_t i = 0; i < rows * F; ++i) xf[i] = olc_h2f(xh[i]);
         xb = xf;
-    } else if (dtype == OLC_TE_F32) {
+    } else if (dtype == OLC_FLOAT) {
         xb = (const float *)x + row0 * F;
     } else {
         xb = (const double *)x + row0 * F;
     }
 
     double init = 0.0;
-    double big = dtype == OLC_TE_F32 ? (double)FLT_MAX : dtype == OLC_TE_F16 ? 65504.0 : DBL_MAX;
+    double big = dtype == OLC_FLOAT ? (double)FLT_MAX : dtype == OLC_FLOAT16 ? 65504.0 : DBL_MAX;
     if (f->aggregate == OLC_TE_MIN) init = big;
     else if (f->aggregate == OLC_TE_MAX) init = -big;
     for (int64_t i = 0; i < rows * T; ++i) acc[i] = init;
@@ -351,7 +232,7 @@ static int olc_te_block(const olc_te_forest *f, int dtype, const void *x, int64_
         if (f->leaf[root] >= 0) {  /* a one-leaf tree reads no feature */
             for (int64_t r = 0; r < rows; ++r) ends[r] = root;
         } else {
-            olc_te_walk(f, dtype == OLC_TE_F64, root, f->depths[t], xb, F, rows, ends);
+            olc_te_walk(f, dtype == OLC_DOUBLE, root, f->depths[t], xb, F, rows, ends);
         }
         olc_te_aggregate(f, dtype, ends, rows, acc);
     }
@@ -360,9 +241,9 @@ static int olc_te_block(const olc_te_forest *f, int dtype, const void *x, int64_
         double *a = acc + r * T;
         olc_te_post(f->post_transform, a, T);
         int64_t o = (row0 + r) * T;
-        if (dtype == OLC_TE_F32) {
+        if (dtype == OLC_FLOAT) {
             for (int64_t t = 0; t < T; ++t) ((float *)y)[o + t] = (float)a[t];
-        } else if (dtype == OLC_TE_F16) {
+        } else if (dtype == OLC_FLOAT16) {
             for (int64_t t = 0; t < T; ++t) ((uint16_t *)y)[o + t] = olc_te_d2h(a[t]);
         } else {
             for (int64_t t = 0; t < T; ++t) ((double *)y)[o + t] = a[t];

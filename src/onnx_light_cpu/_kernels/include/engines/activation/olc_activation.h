@@ -2,7 +2,11 @@
  *
  * float16 and bfloat16 are computed in float32 and rounded once at the
  * store; double runs a scalar loop on libm.  olc_act_select(op, dtype,
- * level) returns the row function, olc_act_level() the level it uses.
+ * level) returns the row function, olc_act_level() the level it uses;
+ * dtype is an olc_types.h code (OLC_FLOAT, OLC_FLOAT16, OLC_DOUBLE,
+ * OLC_BFLOAT16).  The row functions of float, float16 and bfloat16 are
+ * bodies included per type: olc_activation_scalar.h, olc_activation_avx2.h,
+ * olc_activation_avx512.h.
  *
  * erf(x), float32, max error 2.5 ulp (measured on a dense grid against
  * math.erf): for |x| < 0.875 erf = x P(x^2) (P of degree 5); below 3.92 erf = 1 - exp(-Q(|x| - 0.875))
@@ -16,18 +20,29 @@
 #include <stdint.h>
 #include <string.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_math.h"
+#include "common/olc_types.h"
 
 enum { OLC_ACT_BIAS_GELU = 0, OLC_ACT_SWIGLU = 1 };
 
 #define OLC_ERF_SPLIT 0.875f
 #define OLC_ERF_ONE 3.92f
-#define OLC_ERF_P(X) X(-0x1.46075ep-11f) X(0x1.49fb5ep-8f) X(-0x1.b6fbe6p-6f) X(0x1.ce21b2p-4f) \
-    X(-0x1.81270ep-2f)
-#define OLC_ERF_P_LAST 0x1.20dd74p+0f
-#define OLC_ERF_Q(X) X(0x1.ea47bap-17f) X(-0x1.06cc82p-12f) X(0x1.0c929ep-9f) X(-0x1.6ac8dap-7f) \
-    X(0x1.7e3fd4p-5f) X(0x1.a73d26p-1f) X(0x1.3710f6p+1f)
-#define OLC_ERF_Q_LAST 0x1.886734p+0f
+/* P(u) = ((((P0 u + P1) u + P2) u + P3) u + P4) u + P5, Q of degree 7 alike. */
+#define OLC_ERF_P0 (-0x1.46075ep-11f)
+#define OLC_ERF_P1 0x1.49fb5ep-8f
+#define OLC_ERF_P2 (-0x1.b6fbe6p-6f)
+#define OLC_ERF_P3 0x1.ce21b2p-4f
+#define OLC_ERF_P4 (-0x1.81270ep-2f)
+#define OLC_ERF_P5 0x1.20dd74p+0f
+#define OLC_ERF_Q0 0x1.ea47bap-17f
+#define OLC_ERF_Q1 (-0x1.06cc82p-12f)
+#define OLC_ERF_Q2 0x1.0c929ep-9f
+#define OLC_ERF_Q3 (-0x1.6ac8dap-7f)
+#define OLC_ERF_Q4 0x1.7e3fd4p-5f
+#define OLC_ERF_Q5 0x1.a73d26p-1f
+#define OLC_ERF_Q6 0x1.3710f6p+1f
+#define OLC_ERF_Q7 0x1.886734p+0f
 #define OLC_SQRT1_2 0x1.6a09e6p-1f
 
 /* ---- scalar twins ---- */
@@ -35,15 +50,23 @@ static inline float olc_erff_(float x) {
     float a = fabsf(x), r;
     if (a < OLC_ERF_SPLIT) {
         float u = a * a, p = 0.0f;
-#define OLC_H_(c) p = olc_fmaf_(p, u, c);
-        OLC_ERF_P(OLC_H_)
-        p = olc_fmaf_(p, u, OLC_ERF_P_LAST);
+        p = olc_fmaf_(p, u, OLC_ERF_P0);
+        p = olc_fmaf_(p, u, OLC_ERF_P1);
+        p = olc_fmaf_(p, u, OLC_ERF_P2);
+        p = olc_fmaf_(p, u, OLC_ERF_P3);
+        p = olc_fmaf_(p, u, OLC_ERF_P4);
+        p = olc_fmaf_(p, u, OLC_ERF_P5);
         r = a * p;
     } else if (a < OLC_ERF_ONE) {
         float t = a - OLC_ERF_SPLIT, q = 0.0f;
-#define OLC_HQ_(c) q = olc_fmaf_(q, t, c);
-        OLC_ERF_Q(OLC_HQ_)
-        q = olc_fmaf_(q, t, OLC_ERF_Q_LAST);
+        q = olc_fmaf_(q, t, OLC_ERF_Q0);
+        q = olc_fmaf_(q, t, OLC_ERF_Q1);
+        q = olc_fmaf_(q, t, OLC_ERF_Q2);
+        q = olc_fmaf_(q, t, OLC_ERF_Q3);
+        q = olc_fmaf_(q, t, OLC_ERF_Q4);
+        q = olc_fmaf_(q, t, OLC_ERF_Q5);
+        q = olc_fmaf_(q, t, OLC_ERF_Q6);
+        q = olc_fmaf_(q, t, OLC_ERF_Q7);
         r = 1.0f - olc_expf_(-q);
     } else {
         r = a == a ? 1.0f : a;  /* NaN stays NaN */
@@ -66,15 +89,23 @@ static inline OLC_TARGET_AVX2 __m256 olc_erf_ps_avx2(__m256 x) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 a = _mm256_andnot_ps(sign, x);
     __m256 u = _mm256_mul_ps(a, a), p = _mm256_setzero_ps();
-#define OLC_V2P_(c) p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(c));
-    OLC_ERF_P(OLC_V2P_)
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P_LAST));
+p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P0));
+    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P1));
+    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P2));
+    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P3));
+    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P4));
+    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P5));
     __m256 small = _mm256_mul_ps(a, p);
     __m256 t = _mm256_sub_ps(_mm256_min_ps(a, _mm256_set1_ps(OLC_ERF_ONE)), _mm256_set1_ps(OLC_ERF_SPLIT));
     __m256 q = _mm256_setzero_ps();
-#define OLC_V2Q_(c) q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(c));
-    OLC_ERF_Q(OLC_V2Q_)
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q_LAST));
+q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q0));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q1));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q2));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q3));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q4));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q5));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q6));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q7));
     __m256 large = _mm256_sub_ps(_mm256_set1_ps(1.0f), olc_exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), q)));
     large = _mm256_blendv_ps(large, _mm256_set1_ps(1.0f), _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_ONE), _CMP_GE_OQ));
     __m256 r = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ));
@@ -97,15 +128,23 @@ static inline OLC_TARGET_AVX2 __m256 olc_swish_ps_avx2(__m256 a, __m256 alpha) {
 static inline OLC_TARGET_AVX512 __m512 olc_erf_ps_avx512(__m512 x) {
     __m512 a = _mm512_abs_ps(x);
     __m512 u = _mm512_mul_ps(a, a), p = _mm512_setzero_ps();
-#define OLC_V5P_(c) p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(c));
-    OLC_ERF_P(OLC_V5P_)
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P_LAST));
+p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P0));
+    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P1));
+    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P2));
+    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P3));
+    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P4));
+    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P5));
     __m512 small = _mm512_mul_ps(a, p);
     __m512 t = _mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(OLC_ERF_ONE)), _mm512_set1_ps(OLC_ERF_SPLIT));
     __m512 q = _mm512_setzero_ps();
-#define OLC_V5Q_(c) q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
-    OLC_ERF_Q(OLC_V5Q_)
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q_LAST));
+q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q0));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q1));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q2));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q3));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q4));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q5));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q6));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q7));
     /* exp(-q) for q in [0.7, 17]: olc_exp_ps_avx512 without its range clamp. */
     __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(q, _mm512_set1_ps(-OLC_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -148,22 +187,37 @@ typedef struct {
 } olc_act_args;
 typedef void (*olc_act_fn)(const olc_act_args *p, int64_t r0, int64_t r1);
 
-/* bias_row: whether b is indexed per row (BiasGelu) or alongside a (SwiGLU). */
-#define OLC_ACT_SCALAR(tname, T, load, store)                                        \
-    static void olc_bias_gelu_##tname##_scalar(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        for (int64_t r = r0; r < r1; ++r)                                          \
-            for (int64_t j = 0; j < p->n; ++j)                                     \
-                y[r * p->n + j] = store(olc_geluf_(load(a[r * p->n + j]) + load(b[j]))); \
-    }                                                                              \
-    static void olc_swiglu_##tname##_scalar(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        for (int64_t i = r0 * p->n; i < r1 * p->n; ++i)                            \
-            y[i] = store(olc_swishf_(load(a[i]), p->alpha) * load(b[i]));          \
-    }
-OLC_ACT_SCALAR(f32, float, OLC_IDENTITY_, OLC_IDENTITY_)
-OLC_ACT_SCALAR(f16, uint16_t, olc_h2f, olc_f2h)
-OLC_ACT_SCALAR(bf16, uint16_t, olc_bf2f, olc_f2bf)
+/* Element types by name (f32, f16, bf16), as the bodies use them: the C
+ * type, the load to float32 and the store from it. */
+typedef float olc_act_t_f32;
+typedef uint16_t olc_act_t_f16;
+typedef uint16_t olc_act_t_bf16;
+#define OLC_ACT_LD_f32(v) (v)
+#define OLC_ACT_LD_f16(v) olc_h2f(v)
+#define OLC_ACT_LD_bf16(v) olc_bf2f(v)
+#define OLC_ACT_ST_f32(v) (v)
+#define OLC_ACT_ST_f16(v) olc_f2h(v)
+#define OLC_ACT_ST_bf16(v) olc_f2bf(v)
+#define OLC_ACT_T OLC_CAT(olc_act_t, OLC_ACT_TN)
+#define OLC_ACT_LD OLC_CAT(OLC_ACT_LD, OLC_ACT_TN)
+#define OLC_ACT_ST OLC_CAT(OLC_ACT_ST, OLC_ACT_TN)
+#define OLC_ACT_VLD OLC_FN(OLC_CAT(olc_ld, OLC_ACT_TN))
+#define OLC_ACT_VST OLC_FN(OLC_CAT(olc_st, OLC_ACT_TN))
+#define OLC_ACT_FN(name) OLC_FN(OLC_CAT(name, OLC_ACT_TN))
+
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_ACT_TN f32
+#include "engines/activation/olc_activation_scalar.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN f16
+#include "engines/activation/olc_activation_scalar.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN bf16
+#include "engines/activation/olc_activation_scalar.h"
+#undef OLC_ACT_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 
 static void olc_bias_gelu_f64_scalar(const olc_act_args *p, int64_t r0, int64_t r1) {
     const double *a = (const double *)p->a, *b = (const double *)p->b; double *y = (double *)p->y;
@@ -186,116 +240,68 @@ static void olc_swiglu_f64_scalar(const olc_act_args *p, int64_t r0, int64_t r1)
 /* Vector loops: whole vectors, then the tail through the same code
  * (AVX2 via a stack buffer, AVX-512 masked). */
 #if OLC_X86
-#define OLC_ACT_AVX2(tname, T)                                                       \
-    static OLC_TARGET_AVX2 void olc_gelu_span_##tname##_avx2(const T *a, const T *b, T *y, int64_t n) { \
-        int64_t j = 0;                                                             \
-        for (; j + 8 <= n; j += 8)                                                 \
-            olc_st_##tname##_avx2(y + j, olc_gelu_ps_avx2(_mm256_add_ps(           \
-                olc_ld_##tname##_avx2(a + j), olc_ld_##tname##_avx2(b + j))));     \
-        if (j < n) {                                                               \
-            T ba[8] = {0}, bb[8] = {0};                                            \
-            memcpy(ba, a + j, (size_t)(n - j) * sizeof(T));                        \
-            memcpy(bb, b + j, (size_t)(n - j) * sizeof(T));                        \
-            olc_st_##tname##_avx2(ba, olc_gelu_ps_avx2(_mm256_add_ps(              \
-                olc_ld_##tname##_avx2(ba), olc_ld_##tname##_avx2(bb))));           \
-            memcpy(y + j, ba, (size_t)(n - j) * sizeof(T));                        \
-        }                                                                          \
-    }                                                                              \
-    static OLC_TARGET_AVX2 void olc_bias_gelu_##tname##_avx2(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        for (int64_t r = r0; r < r1; ++r)                                          \
-            olc_gelu_span_##tname##_avx2(a + r * p->n, b, y + r * p->n, p->n);     \
-    }                                                                              \
-    static OLC_TARGET_AVX2 void olc_swiglu_##tname##_avx2(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        const __m256 alpha = _mm256_set1_ps(p->alpha);                             \
-        int64_t i = r0 * p->n, end = r1 * p->n;                                    \
-        for (; i + 8 <= end; i += 8)                                               \
-            olc_st_##tname##_avx2(y + i, _mm256_mul_ps(olc_swish_ps_avx2(          \
-                olc_ld_##tname##_avx2(a + i), alpha), olc_ld_##tname##_avx2(b + i))); \
-        if (i < end) {                                                             \
-            T ba[8] = {0}, bb[8] = {0};                                            \
-            memcpy(ba, a + i, (size_t)(end - i) * sizeof(T));                      \
-            memcpy(bb, b + i, (size_t)(end - i) * sizeof(T));                      \
-            olc_st_##tname##_avx2(ba, _mm256_mul_ps(olc_swish_ps_avx2(             \
-                olc_ld_##tname##_avx2(ba), alpha), olc_ld_##tname##_avx2(bb)));    \
-            memcpy(y + i, ba, (size_t)(end - i) * sizeof(T));                      \
-        }                                                                          \
-    }
-OLC_ACT_AVX2(f32, float)
-OLC_ACT_AVX2(f16, uint16_t)
-OLC_ACT_AVX2(bf16, uint16_t)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_ACT_TN f32
+#include "engines/activation/olc_activation_avx2.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN f16
+#include "engines/activation/olc_activation_avx2.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN bf16
+#include "engines/activation/olc_activation_avx2.h"
+#undef OLC_ACT_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_ACT_AVX512(tname, T)                                                     \
-    static OLC_TARGET_AVX512 void olc_bias_gelu_##tname##_avx512(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        int64_t n = p->n;                                                          \
-        for (int64_t r = r0; r < r1; ++r) {                                        \
-            const T *ar = a + r * n; T *yr = y + r * n;                            \
-            for (int64_t j = 0; j < n; j += 16) {                                  \
-                __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1); \
-                olc_st_##tname##_avx512(yr + j, m, olc_gelu_ps_avx512(_mm512_add_ps( \
-                    olc_ld_##tname##_avx512(ar + j, m), olc_ld_##tname##_avx512(b + j, m)))); \
-            }                                                                      \
-        }                                                                          \
-    }                                                                              \
-    static OLC_TARGET_AVX512 void olc_swiglu_##tname##_avx512(const olc_act_args *p, int64_t r0, int64_t r1) { \
-        const T *a = (const T *)p->a, *b = (const T *)p->b; T *y = (T *)p->y;      \
-        const __m512 alpha = _mm512_set1_ps(p->alpha);                             \
-        int64_t end = r1 * p->n;                                                   \
-        for (int64_t i = r0 * p->n; i < end; i += 16) {                            \
-            __mmask16 m = end - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (end - i)) - 1); \
-            olc_st_##tname##_avx512(y + i, m, _mm512_mul_ps(olc_swish_ps_avx512(   \
-                olc_ld_##tname##_avx512(a + i, m), alpha), olc_ld_##tname##_avx512(b + i, m))); \
-        }                                                                          \
-    }
-OLC_ACT_AVX512(f32, float)
-OLC_ACT_AVX512(f16, uint16_t)
-OLC_ACT_AVX512(bf16, uint16_t)
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_ACT_TN f32
+#include "engines/activation/olc_activation_avx512.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN f16
+#include "engines/activation/olc_activation_avx512.h"
+#undef OLC_ACT_TN
+#define OLC_ACT_TN bf16
+#include "engines/activation/olc_activation_avx512.h"
+#undef OLC_ACT_TN
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 
 static int olc_act_level(int dtype, int level) {
-    if (dtype == 11) return OLC_SCALAR;  /* double: libm */
+    if (dtype == OLC_DOUBLE) return OLC_SCALAR;  /* double: libm */
     return olc_build_level(level);
 }
 
-#define OLC_ACT_PICK_(op, tname, level)                                               \
-    do {                                                                              \
-        OLC_ACT_PICK_512_(op, tname, level)                                           \
-        OLC_ACT_PICK_2_(op, tname, level)                                             \
-        return olc_##op##_##tname##_scalar;                                           \
-    } while (0)
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_ACT_PICK_512_(op, tname, level) if (level >= OLC_AVX512) return olc_##op##_##tname##_avx512;
-#else
-#define OLC_ACT_PICK_512_(op, tname, level)
-#endif
-#if OLC_X86
-#define OLC_ACT_PICK_2_(op, tname, level) if (level >= OLC_AVX2) return olc_##op##_##tname##_avx2;
-#else
-#define OLC_ACT_PICK_2_(op, tname, level)
-#endif
-
+/* The row function of op (OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU) for dtype at
+ * the highest level <= level; NULL for an unsupported dtype. */
 static olc_act_fn olc_act_select(int op, int dtype, int level) {
+    /* [op][type: float, float16, bfloat16] */
+    static const olc_act_fn fns_scalar[2][3] = {
+        {olc_bias_gelu_f32_scalar, olc_bias_gelu_f16_scalar, olc_bias_gelu_bf16_scalar},
+        {olc_swiglu_f32_scalar, olc_swiglu_f16_scalar, olc_swiglu_bf16_scalar},
+    };
+#if OLC_X86
+    static const olc_act_fn fns_avx2[2][3] = {
+        {olc_bias_gelu_f32_avx2, olc_bias_gelu_f16_avx2, olc_bias_gelu_bf16_avx2},
+        {olc_swiglu_f32_avx2, olc_swiglu_f16_avx2, olc_swiglu_bf16_avx2},
+    };
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+    static const olc_act_fn fns_avx512[2][3] = {
+        {olc_bias_gelu_f32_avx512, olc_bias_gelu_f16_avx512, olc_bias_gelu_bf16_avx512},
+        {olc_swiglu_f32_avx512, olc_swiglu_f16_avx512, olc_swiglu_bf16_avx512},
+    };
+#endif
+    int k = op == OLC_ACT_BIAS_GELU ? 0 : 1;
+    if (dtype == OLC_DOUBLE) return k == 0 ? olc_bias_gelu_f64_scalar : olc_swiglu_f64_scalar;
+    int t = dtype == OLC_FLOAT ? 0 : dtype == OLC_FLOAT16 ? 1 : dtype == OLC_BFLOAT16 ? 2 : -1;
+    if (t < 0) return NULL;
     level = olc_act_level(dtype, level);
-    if (op == OLC_ACT_BIAS_GELU) {
-        switch (dtype) {
-        case 1: OLC_ACT_PICK_(bias_gelu, f32, level);
-        case 10: OLC_ACT_PICK_(bias_gelu, f16, level);
-        case 16: OLC_ACT_PICK_(bias_gelu, bf16, level);
-        case 11: return olc_bias_gelu_f64_scalar;
-        }
-    } else {
-        switch (dtype) {
-        case 1: OLC_ACT_PICK_(swiglu, f32, level);
-        case 10: OLC_ACT_PICK_(swiglu, f16, level);
-        case 16: OLC_ACT_PICK_(swiglu, bf16, level);
-        case 11: return olc_swiglu_f64_scalar;
-        }
-    }
-    return NULL;
+    return OLC_LEVEL_FN(level, fns)[k][t];
 }
 
 #endif /* OLC_ACTIVATION_H */

@@ -15,12 +15,16 @@
  *     most) staying in L1 while the row blocks pass by.  K is never split:
  *     an output element is summed in the same order whatever the tiling and
  *     the thread count, so results do not depend on either.
+ * The micro-kernels of a level are one function with the row count as a
+ * parameter (olc_ukr_<level>_rows), inlined into one entry per row count
+ * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg).
  * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
  * read once, never packed.
  *
- * double and the integer types use a plain blocked loop stamped per level
- * (olc_gemm_generic): the compiler vectorises its inner loop; integers wrap
- * around as in NumPy (computed in unsigned arithmetic).
+ * double and the integer types use a plain blocked loop (olc_gemm_loop.h),
+ * compiled per level and arithmetic type (olc_gemm_generic.h) so that the
+ * compiler vectorises it for each level; integers wrap around as in NumPy
+ * (computed in unsigned arithmetic).
  *
  * An int8 path (u8 x s8 -> int32) can join as its own packing + micro-kernel
  * pair behind the same tiling (olc_sgemm_tiling, olc_split).
@@ -33,6 +37,8 @@
 #include <string.h>
 #include "common/olc_cpu.h"
 #include "common/olc_types.h"
+#include "common/olc_vec.h"
+#include "common/olc_level.h"
 #include "common/olc_math.h"
 #include "common/olc_openmp.h"
 
@@ -66,31 +72,54 @@ typedef struct {
 #define OLC_S_MR 4
 #define OLC_S_NR 16
 
-#define OLC_UKR_SCALAR(R)                                                                  \
-    static void olc_ukr_scalar_##R(int64_t kc, const float *a, int64_t lda, const float *b, \
-                                   float *c, int64_t ldc, float alpha, int acc,            \
-                                   int64_t ncols) {                                        \
-        (void)lda;                                                                         \
-        float t[R][OLC_S_NR];                                                              \
-        for (int r = 0; r < R; ++r)                                                        \
-            for (int v = 0; v < OLC_S_NR; ++v) t[r][v] = 0.0f;                             \
-        for (int64_t k = 0; k < kc; ++k) {                                                 \
-            const float *bk = b + k * OLC_S_NR;                                            \
-            for (int r = 0; r < R; ++r) {                                                  \
-                float ar = a[k * OLC_S_MR + r];                                            \
-                for (int v = 0; v < OLC_S_NR; ++v) t[r][v] += ar * bk[v];                  \
-            }                                                                              \
-        }                                                                                  \
-        for (int r = 0; r < R; ++r) {                                                      \
-            float *cr = c + r * ldc;                                                       \
-            for (int64_t v = 0; v < ncols; ++v)                                            \
-                cr[v] = acc ? cr[v] + alpha * t[r][v] : alpha * t[r][v];                   \
-        }                                                                                  \
+/* The kernels of every level are written once with the row count R as a
+ * parameter and inlined into one small function per R (olc_ukr_<level>_R,
+ * the entries of olc_sgemm_cfg): R is then a constant, the loops over rows
+ * unroll and the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void
+olc_ukr_scalar_rows(const int R, int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                    float alpha, int acc, int64_t ncols) {
+    float t[OLC_S_MR][OLC_S_NR];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < OLC_S_NR; ++v) t[r][v] = 0.0f;
+    for (int64_t k = 0; k < kc; ++k) {
+        const float *bk = b + k * OLC_S_NR;
+        for (int r = 0; r < R; ++r) {
+            float ar = a[k * OLC_S_MR + r];
+            for (int v = 0; v < OLC_S_NR; ++v) t[r][v] += ar * bk[v];
+        }
     }
-OLC_UKR_SCALAR(1)
-OLC_UKR_SCALAR(2)
-OLC_UKR_SCALAR(3)
-OLC_UKR_SCALAR(4)
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        for (int64_t v = 0; v < ncols; ++v)
+            cr[v] = acc ? cr[v] + alpha * t[r][v] : alpha * t[r][v];
+    }
+}
+
+static void
+olc_ukr_scalar_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    (void)lda;
+    olc_ukr_scalar_rows(1, kc, a, b, c, ldc, alpha, acc, ncols);
+}
+static void
+olc_ukr_scalar_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    (void)lda;
+    olc_ukr_scalar_rows(2, kc, a, b, c, ldc, alpha, acc, ncols);
+}
+static void
+olc_ukr_scalar_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    (void)lda;
+    olc_ukr_scalar_rows(3, kc, a, b, c, ldc, alpha, acc, ncols);
+}
+static void
+olc_ukr_scalar_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    (void)lda;
+    olc_ukr_scalar_rows(4, kc, a, b, c, ldc, alpha, acc, ncols);
+}
 
 /* ---- AVX2 + FMA micro-kernel: MR=6, NR=16 (12 ymm accumulators) ---- */
 
@@ -98,61 +127,117 @@ OLC_UKR_SCALAR(4)
 #define OLC_A2_MR 6
 #define OLC_A2_NR 16
 
-#define OLC_UKR_AVX2_GEN(R, tag, AK)                                                       \
-    static OLC_TARGET_AVX2 void olc_ukr_##tag##_##R(int64_t kc, const float *a, int64_t lda, \
-                                                 const float *b, float *c, int64_t ldc,    \
-                                                 float alpha, int acc, int64_t ncols) {    \
-        (void)lda;                                                                         \
-        __m256 t0[R], t1[R];                                                               \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                              \
-            t0[r] = _mm256_setzero_ps(); t1[r] = _mm256_setzero_ps();                      \
-        }                                                                                  \
-        for (int64_t k = 0; k < kc; ++k) {                                                 \
-            __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);                                \
-            __m256 b1 = _mm256_loadu_ps(b + k * OLC_A2_NR + 8);                            \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                          \
-                __m256 ar = _mm256_broadcast_ss(&(AK));                                    \
-                t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);                                    \
-                t1[r] = _mm256_fmadd_ps(ar, b1, t1[r]);                                    \
-            }                                                                              \
-        }                                                                                  \
-        __m256 va = _mm256_set1_ps(alpha);                                                 \
-        if (ncols == OLC_A2_NR) {                                                          \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                          \
-                float *cr = c + r * ldc;                                                   \
-                if (acc) {                                                                 \
-                    _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, t0[r], _mm256_loadu_ps(cr))); \
-                    _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, t1[r], _mm256_loadu_ps(cr + 8))); \
-                } else {                                                                   \
-                    _mm256_storeu_ps(cr, _mm256_mul_ps(va, t0[r]));                        \
-                    _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, t1[r]));                    \
-                }                                                                          \
-            }                                                                              \
-            return;                                                                        \
-        }                                                                                  \
-        /* Column edge: the same arithmetic through a buffer (unrolled, so the       \
-         * accumulators stay in registers in the main loop). */                           \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {                              \
-            float buf[OLC_A2_NR];                                                          \
-            float *cr = c + r * ldc;                                                       \
-            memset(buf, 0, sizeof buf);                                                    \
-            if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));                       \
-            __m256 x0 = _mm256_loadu_ps(buf), x1 = _mm256_loadu_ps(buf + 8);               \
-            if (acc) { x0 = _mm256_fmadd_ps(va, t0[r], x0); x1 = _mm256_fmadd_ps(va, t1[r], x1); } \
-            else { x0 = _mm256_mul_ps(va, t0[r]); x1 = _mm256_mul_ps(va, t1[r]); }         \
-            _mm256_storeu_ps(buf, x0); _mm256_storeu_ps(buf + 8, x1);                      \
-            memcpy(cr, buf, (size_t)ncols * sizeof(float));                               \
-        }                                                                                  \
+/* direct: row r of A at a + r * lda (A read in place); else a packed
+ * micro-panel, element (k, r) at a[k * MR + r]. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void
+olc_ukr_avx2_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+                  const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    __m256 t0[OLC_A2_MR], t1[OLC_A2_MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        t0[r] = _mm256_setzero_ps(); t1[r] = _mm256_setzero_ps();
     }
-#define OLC_UKR_AVX2(R)                                            \
-    OLC_UKR_AVX2_GEN(R, avx2, a[k * OLC_A2_MR + r])                \
-    OLC_UKR_AVX2_GEN(R, avx2_direct, a[r * lda + k])
-OLC_UKR_AVX2(1)
-OLC_UKR_AVX2(2)
-OLC_UKR_AVX2(3)
-OLC_UKR_AVX2(4)
-OLC_UKR_AVX2(5)
-OLC_UKR_AVX2(6)
+    for (int64_t k = 0; k < kc; ++k) {
+        __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);
+        __m256 b1 = _mm256_loadu_ps(b + k * OLC_A2_NR + 8);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            __m256 ar = _mm256_broadcast_ss(direct ? &a[r * lda + k] : &a[k * OLC_A2_MR + r]);
+            t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);
+            t1[r] = _mm256_fmadd_ps(ar, b1, t1[r]);
+        }
+    }
+    __m256 va = _mm256_set1_ps(alpha);
+    if (ncols == OLC_A2_NR) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            float *cr = c + r * ldc;
+            if (acc) {
+                _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, t0[r], _mm256_loadu_ps(cr)));
+                _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, t1[r], _mm256_loadu_ps(cr + 8)));
+            } else {
+                _mm256_storeu_ps(cr, _mm256_mul_ps(va, t0[r]));
+                _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, t1[r]));
+            }
+        }
+        return;
+    }
+    /* Column edge: the same arithmetic through a buffer (unrolled, so the
+     * accumulators stay in registers in the main loop). */
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        float buf[OLC_A2_NR];
+        float *cr = c + r * ldc;
+        memset(buf, 0, sizeof buf);
+        if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));
+        __m256 x0 = _mm256_loadu_ps(buf), x1 = _mm256_loadu_ps(buf + 8);
+        if (acc) { x0 = _mm256_fmadd_ps(va, t0[r], x0); x1 = _mm256_fmadd_ps(va, t1[r], x1); }
+        else { x0 = _mm256_mul_ps(va, t0[r]); x1 = _mm256_mul_ps(va, t1[r]); }
+        _mm256_storeu_ps(buf, x0); _mm256_storeu_ps(buf + 8, x1);
+        memcpy(cr, buf, (size_t)ncols * sizeof(float));
+    }
+}
+
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+               int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX2 static void
+olc_ukr_avx2_direct_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx2_rows(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
 #endif
 
 /* ---- AVX-512 micro-kernel: MR=12, NR=32 (24 zmm accumulators) ---- */
@@ -161,57 +246,163 @@ OLC_UKR_AVX2(6)
 #define OLC_A5_MR 12
 #define OLC_A5_NR 32
 
-#define OLC_UKR_AVX512_GEN(R, tag, AK)                                                     \
-    static OLC_TARGET_AVX512 void olc_ukr_##tag##_##R(int64_t kc, const float *a,          \
-                                                      int64_t lda, const float *b, float *c, \
-                                                      int64_t ldc, float alpha, int acc,    \
-                                                      int64_t ncols) {                      \
-        (void)lda;                                                                         \
-        __m512 t0[R], t1[R];                                                               \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                             \
-            t0[r] = _mm512_setzero_ps(); t1[r] = _mm512_setzero_ps();                      \
-        }                                                                                  \
-        for (int64_t k = 0; k < kc; ++k) {                                                 \
-            __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);                                \
-            __m512 b1 = _mm512_loadu_ps(b + k * OLC_A5_NR + 16);                           \
-            _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                         \
-                __m512 ar = _mm512_set1_ps(AK);                                            \
-                t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);                                    \
-                t1[r] = _mm512_fmadd_ps(ar, b1, t1[r]);                                    \
-            }                                                                              \
-        }                                                                                  \
-        __m512 va = _mm512_set1_ps(alpha);                                                 \
-        __mmask16 m0 = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1);   \
-        __mmask16 m1 = ncols >= 32 ? (__mmask16)0xffff                                     \
-                       : ncols <= 16 ? (__mmask16)0 : (__mmask16)((1u << (ncols - 16)) - 1); \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; ++r) {                             \
-            float *cr = c + r * ldc;                                                       \
-            if (acc) {                                                                     \
-                __m512 x0 = _mm512_maskz_loadu_ps(m0, cr);                                 \
-                __m512 x1 = _mm512_maskz_loadu_ps(m1, cr + 16);                            \
-                _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], x0));             \
-                _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, t1[r], x1));        \
-            } else {                                                                       \
-                _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));                   \
-                _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, t1[r]));              \
-            }                                                                              \
-        }                                                                                  \
+/* As olc_ukr_avx2_rows; the column edge is masked. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_ukr_avx512_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+                    const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    __m512 t0[OLC_A5_MR], t1[OLC_A5_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        t0[r] = _mm512_setzero_ps(); t1[r] = _mm512_setzero_ps();
     }
-#define OLC_UKR_AVX512(R)                                          \
-    OLC_UKR_AVX512_GEN(R, avx512, a[k * OLC_A5_MR + r])            \
-    OLC_UKR_AVX512_GEN(R, avx512_direct, a[r * lda + k])
-OLC_UKR_AVX512(1)
-OLC_UKR_AVX512(2)
-OLC_UKR_AVX512(3)
-OLC_UKR_AVX512(4)
-OLC_UKR_AVX512(5)
-OLC_UKR_AVX512(6)
-OLC_UKR_AVX512(7)
-OLC_UKR_AVX512(8)
-OLC_UKR_AVX512(9)
-OLC_UKR_AVX512(10)
-OLC_UKR_AVX512(11)
-OLC_UKR_AVX512(12)
+    for (int64_t k = 0; k < kc; ++k) {
+        __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);
+        __m512 b1 = _mm512_loadu_ps(b + k * OLC_A5_NR + 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            __m512 ar = _mm512_set1_ps(direct ? a[r * lda + k] : a[k * OLC_A5_MR + r]);
+            t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);
+            t1[r] = _mm512_fmadd_ps(ar, b1, t1[r]);
+        }
+    }
+    __m512 va = _mm512_set1_ps(alpha);
+    __mmask16 m0 = olc_tail_mask16(ncols);
+    __mmask16 m1 = ncols > 16 ? olc_tail_mask16(ncols - 16) : (__mmask16)0;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        if (acc) {
+            __m512 x0 = _mm512_maskz_loadu_ps(m0, cr);
+            __m512 x1 = _mm512_maskz_loadu_ps(m1, cr + 16);
+            _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], x0));
+            _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, t1[r], x1));
+        } else {
+            _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));
+            _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, t1[r]));
+        }
+    }
+}
+
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_7(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(7, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_8(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(8, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_9(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(9, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_10(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                  int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(10, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_11(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                  int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(11, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_12(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                  int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(12, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_7(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(7, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_8(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(8, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_9(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                        int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(9, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_10(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                         int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(10, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_11(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                         int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(11, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_TARGET_AVX512 static void
+olc_ukr_avx512_direct_12(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                         int64_t ldc, float alpha, int acc, int64_t ncols) {
+    olc_ukr_avx512_rows(12, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
 #endif
 
 /* The configuration of a level (capped to what the build has). */
@@ -261,10 +452,11 @@ static int olc_sgemm_nr(int level) { olc_sgemm_cfg c; olc_sgemm_config(level, &c
 /* ---- packing (portable: it moves data, the micro-kernel does the work) ---- */
 
 /* Element i of a float32, float16 or bfloat16 array, as float. */
-#define OLC_LOAD_F(dtype, p, i)                                                       \
-    ((dtype) == OLC_FLOAT ? ((const float *)(p))[i]                              \
-     : (dtype) == OLC_FLOAT16 ? olc_h2f(((const uint16_t *)(p))[i])              \
-                                   : olc_bf2f(((const uint16_t *)(p))[i]))
+static inline float olc_gemm_load(int dtype, const void *p, int64_t i) {
+    return dtype == OLC_FLOAT ? ((const float *)p)[i]
+           : dtype == OLC_FLOAT16 ? olc_h2f(((const uint16_t *)p)[i])
+                                  : olc_bf2f(((const uint16_t *)p)[i]);
+}
 
 /* Rows m0..m1 and columns pc..pc+kc of A (strides rsa, csa in elements)
  * into micro-panels of mr rows: dst[(i / mr) * mr * kc + k * mr + i % mr]. */
@@ -276,7 +468,7 @@ static void olc_pack_a(int dtype, const void *a, int64_t rsa, int64_t csa, int64
         if (rsa == 1 && csa != 1) { /* transposed A: its stored rows are our columns */
             for (int64_t k = 0; k < kc; ++k)
                 for (int64_t r = 0; r < rows; ++r)
-                    d[k * mr + r] = OLC_LOAD_F(dtype, a, (pc + k) * csa + i + r);
+                    d[k * mr + r] = olc_gemm_load(dtype, a, (pc + k) * csa + i + r);
             continue;
         }
         for (int64_t r = 0; r < rows; ++r) {
@@ -286,7 +478,7 @@ static void olc_pack_a(int dtype, const void *a, int64_t rsa, int64_t csa, int64
                 for (int64_t k = 0; k < kc; ++k) d[k * mr + r] = s[k];
             } else {
                 for (int64_t k = 0; k < kc; ++k)
-                    d[k * mr + r] = OLC_LOAD_F(dtype, a, base + k * csa);
+                    d[k * mr + r] = olc_gemm_load(dtype, a, base + k * csa);
             }
         }
     }
@@ -358,7 +550,7 @@ static void olc_pack_b_panel(int level, int dtype, const void *b, int64_t rsb, i
                 const float *s = (const float *)b + base;
                 for (int64_t k = 0; k < kc; ++k) dst[k * nr + v] = s[k];
             } else {
-                for (int64_t k = 0; k < kc; ++k) dst[k * nr + v] = OLC_LOAD_F(dtype, b, base + k);
+                for (int64_t k = 0; k < kc; ++k) dst[k * nr + v] = olc_gemm_load(dtype, b, base + k);
             }
         }
         for (int64_t k = 0; k < kc; ++k)
@@ -371,7 +563,7 @@ static void olc_pack_b_panel(int level, int dtype, const void *b, int64_t rsb, i
         if (dtype == OLC_FLOAT && csb == 1) {
             memcpy(d, (const float *)b + base, (size_t)cols * sizeof(float));
         } else {
-            for (int64_t v = 0; v < cols; ++v) d[v] = OLC_LOAD_F(dtype, b, base + v * csb);
+            for (int64_t v = 0; v < cols; ++v) d[v] = olc_gemm_load(dtype, b, base + v * csb);
         }
         for (int64_t v = cols; v < nr; ++v) d[v] = 0.0f;
     }
@@ -698,14 +890,7 @@ static OLC_TARGET_AVX512 void olc_sgemv_avx512(int64_t K, const float *a, const 
 #endif
 
 static olc_sgemv_fn olc_sgemv_select(int level) {
-    level = olc_gemm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_sgemv_avx512;
-#endif
-#if OLC_X86
-    if (level == OLC_AVX2) return olc_sgemv_avx2;
-#endif
-    return olc_sgemv_scalar;
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_sgemv);
 }
 
 /* One column range per thread, as wide as possible (long sequential runs
@@ -726,86 +911,36 @@ static void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const flo
 
 /* ---- double and integers: a blocked loop the compiler vectorises ---- */
 
-/* Rows i0..i1 of C (row-major, N columns) = A B; A strided, B row-major
- * contiguous (N columns).  Blocks of 4 rows x 16 columns are summed over
- * all of K in a fixed-size array the compiler keeps in vector registers;
- * the last columns (fewer than 16) go through a plain loop.  Each element
- * is summed in k order either way. */
-#define OLC_GENERIC_LOOP(T, U, name, suffix, attr)                                        \
-    attr static void olc_gemm_##name##_##suffix(const T *a, int64_t rsa, int64_t csa,     \
-                                                const T *b, T *c, int64_t N, int64_t K,   \
-                                                int64_t i0, int64_t i1) {                 \
-        int64_t nfull = N - N % 16;                                                       \
-        for (int64_t i = i0; i < i1; i += 4) {                                            \
-            int64_t rows = i1 - i < 4 ? i1 - i : 4;                                       \
-            for (int64_t j0 = 0; j0 < nfull; j0 += 16) {                                  \
-                U acc[4][16];                                                             \
-                for (int r = 0; r < 4; ++r)                                               \
-                    for (int j = 0; j < 16; ++j) acc[r][j] = 0;                           \
-                for (int64_t k = 0; k < K; ++k) {                                         \
-                    const U *bk = (const U *)(b + k * N + j0);                            \
-                    for (int r = 0; r < 4; ++r) {                                         \
-                        U ar = r < rows ? (U)a[(i + r) * rsa + k * csa] : 0;              \
-                        for (int j = 0; j < 16; ++j) acc[r][j] += ar * bk[j];             \
-                    }                                                                     \
-                }                                                                         \
-                for (int64_t r = 0; r < rows; ++r)                                        \
-                    memcpy(c + (i + r) * N + j0, acc[r], 16 * sizeof(U));                 \
-            }                                                                             \
-            for (int64_t r = 0; r < rows; ++r) {                                          \
-                U *cr = (U *)(c + (i + r) * N);                                           \
-                for (int64_t j = nfull; j < N; ++j) {                                     \
-                    U s = 0;                                                              \
-                    for (int64_t k = 0; k < K; ++k)                                       \
-                        s += (U)a[(i + r) * rsa + k * csa] * ((const U *)b)[k * N + j];   \
-                    cr[j] = s;                                                            \
-                }                                                                         \
-            }                                                                             \
-        }                                                                                 \
-    }
-
-#define OLC_GENERIC_LOOPS(suffix, attr)                                 \
-    OLC_GENERIC_LOOP(double, double, f64, suffix, attr)                \
-    OLC_GENERIC_LOOP(int32_t, uint32_t, i32, suffix, attr)             \
-    OLC_GENERIC_LOOP(int64_t, uint64_t, i64, suffix, attr)             \
-    OLC_GENERIC_LOOP(uint32_t, uint32_t, u32, suffix, attr)            \
-    OLC_GENERIC_LOOP(uint64_t, uint64_t, u64, suffix, attr)
-
-OLC_GENERIC_LOOPS(scalar, )
-#if OLC_X86
-OLC_GENERIC_LOOPS(avx2, OLC_TARGET_AVX2)
-#if OLC_HAVE_AVX512
-OLC_GENERIC_LOOPS(avx512, OLC_TARGET_AVX512)
-#endif
-#endif
-
+/* Rows i0..i1 of C (row-major, N columns) = A B, A strided, B row-major:
+ * olc_gemm_<type>_<level> from olc_gemm_generic.h, one per level and per
+ * arithmetic type (double; int32 and uint32 in uint32, int64 and uint64 in
+ * uint64: unsigned arithmetic wraps around, and gives signed integers the
+ * same bits). */
 typedef void (*olc_gemm_generic_fn)(const void *a, int64_t rsa, int64_t csa, const void *b,
                                     void *c, int64_t N, int64_t K, int64_t i0, int64_t i1);
-#define OLC_AS_GENERIC(fn) ((olc_gemm_generic_fn)(void (*)(void))(fn))
 
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_GPICK(level, name)                                                  \
-    ((level) >= OLC_AVX512 ? OLC_AS_GENERIC(olc_gemm_##name##_avx512)           \
-     : (level) == OLC_AVX2 ? OLC_AS_GENERIC(olc_gemm_##name##_avx2)             \
-                           : OLC_AS_GENERIC(olc_gemm_##name##_scalar))
-#elif OLC_X86
-#define OLC_GPICK(level, name)                                                  \
-    ((level) >= OLC_AVX2 ? OLC_AS_GENERIC(olc_gemm_##name##_avx2)               \
-                         : OLC_AS_GENERIC(olc_gemm_##name##_scalar))
-#else
-#define OLC_GPICK(level, name) OLC_AS_GENERIC(olc_gemm_##name##_scalar)
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#include "engines/gemm/olc_gemm_generic.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#if OLC_X86
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#include "engines/gemm/olc_gemm_generic.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#if OLC_HAVE_AVX512
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "engines/gemm/olc_gemm_generic.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#endif
 #endif
 
 static olc_gemm_generic_fn olc_gemm_generic_select(int dtype, int level) {
-    level = olc_gemm_level(level);
-    switch (dtype) {
-    case OLC_DOUBLE: return OLC_GPICK(level, f64);
-    case OLC_INT32: return OLC_GPICK(level, i32);
-    case OLC_INT64: return OLC_GPICK(level, i64);
-    case OLC_UINT32: return OLC_GPICK(level, u32);
-    case OLC_UINT64: return OLC_GPICK(level, u64);
-    default: return NULL;
-    }
+    return OLC_LEVEL_FN(olc_gemm_level(level), olc_gemm_generic_pick)(dtype);
 }
 
 /* C[q] = A[q] B[q] for q < batch (B[q] row-major at b_offsets[q]); work is

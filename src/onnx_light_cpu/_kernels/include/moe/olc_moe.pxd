@@ -1,0 +1,66 @@
+# The C API of the mixture-of-experts core (olc_moe.h).
+
+from libc.stdint cimport int8_t, int64_t, uint8_t
+
+# The MatMulNBits weights and their int8 preparation, as far as the MoE
+# core fills them (matmul_nbits/olc_matmul_nbits.h; to come from its own
+# .pxd once it has one).
+cdef extern from "matmul_nbits/olc_matmul_nbits.h" nogil:
+    ctypedef struct olc_nb_w:
+        const uint8_t *b
+        const float *scales
+        const float *zp
+        float zp_default
+        int64_t K, N, nb, blob, block
+        int bits
+        int finite
+    ctypedef struct olc_q8_w:
+        const uint8_t *codes
+        const float *scales
+        const uint8_t *zp
+        int64_t K, N, nb, block, tiles
+        int split
+        int packed4
+    int64_t olc_q8_tiles(int64_t N)
+    int64_t olc_q8_block_bytes(int64_t block, int packed4)
+    void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, float *scales,
+                        uint8_t *zp)
+
+cdef extern from "moe/olc_moe.h" nogil:
+    int OLC_MOE_RELU, OLC_MOE_GELU, OLC_MOE_SILU, OLC_MOE_IDENTITY, OLC_MOE_SWIGLU
+    int OLC_MOE_PACKED, OLC_MOE_CODES, OLC_MOE_NBITS
+    int OLC_MOE_SCALE_OUT, OLC_MOE_SCALE_IN
+    int OLC_MOE_PATH_NONE, OLC_MOE_PATH_PANEL, OLC_MOE_PATH_DIRECT, OLC_MOE_PATH_INT8
+
+    ctypedef struct olc_moe_proj:
+        int kind
+        int64_t N, K, E
+        int64_t bsize
+        const float *packed
+        const int8_t *codes
+        const float *scales
+        int64_t ssize
+        int scale_mode, shift
+        int64_t ngs
+        const olc_nb_w *nb
+        const olc_q8_w *q8
+    ctypedef struct olc_moe_args:
+        int64_t T, H, NI, E, k
+        int normalize, op, fused
+        float alpha, beta, limit
+        const float *x
+        const float *logits
+        const float *b1
+        const float *b2
+        const float *b3
+        olc_moe_proj fc1, fc2, fc3
+        float *out
+
+    int64_t olc_moe_codes_size(int level, int64_t N, int64_t K)
+    void olc_moe_pack_codes(int level, const int8_t *q, int64_t se, int64_t sn, int64_t sk,
+                            int64_t E, int64_t N, int64_t K, int8_t *dst)
+    void olc_moe_pack_scales_out(int level, const float *s, int64_t E, int64_t N, int64_t G,
+                                 float *dst)
+    void olc_moe_pack_scales_in(const float *s, int64_t E, int64_t K, int64_t P, int64_t G,
+                                float *dst)
+    int olc_moe_forward(int level, const olc_moe_args *p, int nthreads, int *path)
