@@ -40,13 +40,10 @@ def _pair(types: tuple[int, ...], b: str = "B") -> tuple[Input, Input]:
     return (Input("A", types=types), Input(b, like=0))
 
 
-class _Plan(NamedTuple):
-    """What a run of a binary operator needs beyond its inputs' values."""
-
+class _PowPlan(NamedTuple):
     shape: tuple[int, ...]    # of the output
-    dtype: np.dtype           # of the output
-    element_type: int         # the core's (the inputs')
-    b_shape: tuple | None     # B reshaped to this first (legacy broadcast, PRelu)
+    dtype: np.dtype           # the power is computed in: X's, or a wider float
+    element_type: int         # the core's, of dtype
 
 
 class _ElementWise(KernelOp):
@@ -86,7 +83,8 @@ class _ElementWise(KernelOp):
 
 
 class _Binary(_ElementWise):
-    """y = a op b with both inputs of one type T."""
+    """y = a op b with both inputs of one type T.  Cheap enough that a plan
+    would cost more than the shape work it saves: _run does it all."""
 
     core_op: ClassVar[int]
     bool_output: ClassVar[bool] = False
@@ -94,15 +92,13 @@ class _Binary(_ElementWise):
     # (by default with A's last dimensions, as numpy does).
     attributes = (Attr("broadcast", "int", 0), Attr("axis", "int", None))
 
-    def _plan(self, a, b):
-        b_shape = None
+    def _run(self, a, b):
         if self.broadcast == 1 and self.axis is not None:
-            b_shape = self._legacy_shape(a, b)
-        if b_shape is None:
-            shape = a.shape if a.shape == b.shape else self._broadcast((a, b))
-        else:  # B's dims stand for themselves: a view of that shape, no data
-            shape = self._broadcast((a, np.broadcast_to(np.empty((), b.dtype), b_shape)))
-        return _Plan(shape, BOOL if self.bool_output else a.dtype, ELEMENT_TYPES[a.dtype], b_shape)
+            b = b.reshape(self._legacy_shape(a, b))
+        shape = a.shape if a.shape == b.shape else self._broadcast((a, b))
+        y = self._new_output(shape, BOOL if self.bool_output else a.dtype)
+        self._apply(self.core_op, ELEMENT_TYPES[a.dtype], a, b, y, a.dtype)
+        return (y,)
 
     def _legacy_shape(self, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
         axis = self.axis + a.ndim if self.axis < 0 else self.axis
@@ -112,13 +108,6 @@ class _Binary(_ElementWise):
                 1, f"with shape {b.shape} does not fit input 0's shape {a.shape} "
                 f"from axis {self.axis}"))
         return (1,) * axis + b.shape + (1,) * tail
-
-    def _execute(self, plan: _Plan, a, b):
-        if plan.b_shape is not None:
-            b = b.reshape(plan.b_shape)
-        y = self._new_output(plan.shape, plan.dtype)
-        self._apply(self.core_op, plan.element_type, a, b, y, a.dtype)
-        return (y,)
 
 
 class Add(_Binary):
@@ -168,12 +157,14 @@ class Equal(_Compare):
     onnx_types = NUMERIC + (T.BOOL, T.STRING)
     inputs = (Input("A"), Input("B"))
 
-    def _plan(self, a, b):
+    def _run(self, a, b):
         if a.dtype.kind in "OUS":
             if b.dtype.kind not in "OUS":
                 raise TypeError(self._input_error(
                     1, f"has element type {b.dtype}, expected a string type like input 0"))
-            return _Plan(self._broadcast((a, b)), BOOL, T.STRING, None)
+            self._broadcast((a, b))
+            self._record_path("string", lambda: "equal_string_builtin")
+            return (np.asarray(np.equal(a, b), dtype=BOOL),)
         if a.dtype not in _EQUAL_TYPES:
             raise TypeError(self._input_error(
                 0, f"has element type {a.dtype}, expected one of "
@@ -181,13 +172,7 @@ class Equal(_Compare):
         if b.dtype != a.dtype:
             raise TypeError(self._input_error(
                 1, f"has element type {b.dtype}, expected {a.dtype} like input 0"))
-        return super()._plan(a, b)
-
-    def _execute(self, plan: _Plan, a, b):
-        if plan.element_type == T.STRING:
-            self._record_path("string", lambda: "equal_string_builtin")
-            return (np.asarray(np.equal(a, b), dtype=BOOL),)
-        return super()._execute(plan, a, b)
+        return super()._run(a, b)
 
 
 class Greater(_Compare):
@@ -270,16 +255,17 @@ class PRelu(_Binary):
                     T.INT64), b="slope")
     attributes = ()
 
-    def _plan(self, x, slope):
-        b_shape = None
+    def _run(self, x, slope):
         if slope.shape != x.shape and core.broadcast_shape((x, slope)) != x.shape:
             # As onnx.reference: a 1-D slope whose size matches exactly one
             # dimension of X applies along that dimension.
             if slope.ndim != 1 or x.shape.count(slope.shape[0]) != 1:
                 raise ValueError(self._input_error(
                     1, f"with shape {slope.shape} does not broadcast to X's shape {x.shape}"))
-            b_shape = tuple(d if d == slope.shape[0] else 1 for d in x.shape)
-        return _Plan(x.shape, x.dtype, ELEMENT_TYPES[x.dtype], b_shape)
+            slope = slope.reshape(tuple(d if d == slope.shape[0] else 1 for d in x.shape))
+        y = self._new_output(x.shape, x.dtype)
+        self._apply(self.core_op, ELEMENT_TYPES[x.dtype], x, slope, y, x.dtype)
+        return (y,)
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -305,9 +291,9 @@ class Pow(_ElementWise):
             promoted = _promote(a.dtype, b.dtype)
             if promoted is not None:
                 wide = promoted
-        return _Plan(shape, wide, ELEMENT_TYPES[wide], None)
+        return _PowPlan(shape, wide, ELEMENT_TYPES[wide])
 
-    def _execute(self, plan: _Plan, a, b):
+    def _execute(self, plan: _PowPlan, a, b):
         if plan.dtype != a.dtype:
             # Computed in the wider float, rounded (or cast) to X's type.
             y = np.empty(plan.shape, dtype=plan.dtype)

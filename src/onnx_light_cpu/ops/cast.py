@@ -137,6 +137,15 @@ class Cast(KernelOp):
 
     # -- planning -------------------------------------------------------------
 
+    def _plan_for(self, args: tuple):
+        """The plan of the input's dtype at the SIMD level in use: nothing
+        else (its shape, the thread setting) changes it."""
+        key = (args[0].dtype, simd.state.level)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(*args)
+        return plan
+
     def _plan(self, x):
         dtype, level = x.dtype, simd.state.level
         src = T.STRING if dtype.kind in "OUS" else _DTYPE_TYPES.get(dtype)
@@ -185,8 +194,9 @@ class Cast(KernelOp):
     # -- running --------------------------------------------------------------
 
     def _execute(self, plan: _Plan, x):
-        kind = plan.kind
-        self._record_path(*plan.path)
+        kind, arg, path = plan
+        if self._usage.enabled:
+            self._record_path(*path)
         if kind == "builtin":
             y = self._reference(x)
             # Never hand the input back as the output.
@@ -198,12 +208,11 @@ class Cast(KernelOp):
         y = self._new_output(x.shape, self._out_dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
         if kind == "native":
-            core.convert(x, y, *plan.arg, simd.state.level, threads)
+            core.convert(x, y, arg[0], arg[1], simd.state.level, threads)
         elif kind == "float8":
-            to, src = plan.arg
-            core.convert_float8(x, y, to, self._flags, src, threads)
+            core.convert_float8(x, y, arg[0], self._flags, arg[1], threads)
         else:
-            core.lookup(x, plan.arg, y, threads)
+            core.lookup(x, arg, y, threads)
         return (y,)
 
 

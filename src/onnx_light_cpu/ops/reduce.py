@@ -19,7 +19,8 @@ FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
 class _Reduce(KernelOp):
     min_work_per_thread: ClassVar[int]
 
-    def _path(self, kind: str, dtype: np.dtype, element_type: int, level: int) -> tuple:
+    @staticmethod
+    def _path(kind: str, dtype: np.dtype, element_type: int, level: int) -> tuple:
         """The usage label (key, factory) of ``kind`` on ``dtype`` at ``level``,
         e.g. 'softmax_float32_avx512'."""
 
@@ -30,7 +31,9 @@ class _Reduce(KernelOp):
 
 
 class ReduceSum(_Reduce):
-    """Sum over ``axes`` (attribute before opset 13, input since)."""
+    """Sum over ``axes`` (attribute before opset 13, input since).  The
+    passes depend on the axes' values: no plan; _run calls _reduced_axes
+    and _passes."""
 
     inputs = (Input("data", types=(T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS),
               Input("axes", types=(T.INT64,), optional=True))
@@ -44,21 +47,16 @@ class ReduceSum(_Reduce):
     # 19.3).  Two threads from 256K elements.
     min_work_per_thread = 1 << 17
 
-    def _plan(self, x, axes=None):
+    def _run(self, x, axes=None):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
-        return (element_type, level, self._path("reducesum", x.dtype, element_type, level),
-                self._path("reducesum_noop", x.dtype, element_type, 0))
-
-    def _execute(self, plan, x, axes=None):
-        element_type, level, path, noop_path = plan
         reduced = self._reduced_axes(x, axes)
         if reduced is None:  # no axes and noop_with_empty_axes
-            self._record_path(*noop_path)
+            self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
             return (np.array(x, copy=True),)
         shape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape)) if self.keepdims \
             else tuple(d for k, d in enumerate(x.shape) if k not in reduced)
-        self._record_path(*path)
+        self._record_path(*self._path("reducesum", x.dtype, element_type, level))
         out = self._new_output(shape, x.dtype)
         if x.size == 0:
             out[...] = 0

@@ -28,7 +28,9 @@ class _Unary(KernelOp):
     def _run(self, x):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
-        self._record_path((element_type, level), lambda: self._label(x.dtype, element_type, level))
+        if self._usage.enabled:
+            self._record_path((element_type, level),
+                              lambda: self._label(x.dtype, element_type, level))
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
         y = self._new_output(x.shape, x.dtype)
