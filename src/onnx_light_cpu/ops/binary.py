@@ -338,6 +338,8 @@ class _Variadic(_ElementWise):
 
     def _plan(self, first, *rest):
         for i, x in enumerate(rest, 1):
+            if x is None:  # only the first input is declared required
+                raise ValueError(self._input_error(i, "is required but missing"))
             if x.dtype != first.dtype:
                 raise TypeError(self._input_error(
                     i, f"has element type {x.dtype}, expected {first.dtype} like input 0"))

@@ -121,8 +121,8 @@ class Cast(KernelOp):
         # Without the attributes (before opsets 19 and 24) the defaults apply.
         self._flags = ((core.SATURATE if self.saturate else 0)
                        | _ROUND_MODES.get(self.round_mode, 0))
-        self._out_dtype = (None if self.to in (T.STRING, None)
-                           else np.dtype(tensor_dtype_to_np_dtype(self.to)))
+        self._out_dtype = (np.dtype(tensor_dtype_to_np_dtype(self.to))
+                           if self.to in targets and self.to != T.STRING else None)
 
     def _parse_to(self, att: onnx.AttributeProto) -> int | None:
         if att.type != onnx.AttributeProto.STRING:

@@ -102,6 +102,8 @@ class Concat(_Movement):
         axis = self._axis(self.axis, rank)
         total = 0
         for i, x in enumerate((first, *rest)):
+            if x is None:  # only the first input is declared required
+                raise ValueError(self._input_error(i, "is required but missing"))
             if x.dtype != first.dtype:
                 raise TypeError(self._input_error(
                     i, f"has element type {x.dtype}, expected {first.dtype} like input 0"))

@@ -12,19 +12,19 @@
  *   OLC_BIN_KIND    OLC_BIN_FLOAT, OLC_BIN_SIGNED or OLC_BIN_UNSIGNED
  *   OLC_BIN_GROUPS  the groups of operations to compile (OLC_BIN_G_*)
  *
- * Each operation is an element function olc_bin_<op> and three kernels
- * olc_b_<op>_vv, _sv, _vs (olc_bin_fn) running it over a row;
- * olc_bin_table_<type>_<level> lists them by operation (NULL: not compiled
+ * Each operation is an element function OLC_TFN(olc_bin_<op>) and three
+ * kernels OLC_TFN(olc_b_<op>_vv), _sv, _vs (olc_bin_fn) running it over a
+ * row; OLC_TFN(olc_bin_table) lists them by operation (NULL: not compiled
  * for this type and level).
  */
 
 /* The loop of an operation in variant v, always inlined with a constant
- * op and v, so that each kernel compiles to its one loop with the
- * operation inlined:
+ * op and v: each kernel is its own function holding one loop, the
+ * operation inlined.
  *   vv: y[i] = a[i] op b[i]     sv: y[i] = a[0] op b[i]     vs: y[i] = a[i] op b[0]
- * One function per variant, and a loaded first, then b: the compiler
- * orders the operands of a commutative operation by that, which decides
- * the NaN payload x86 returns when both are NaN. */
+ * (Three loops in one function let GCC merge their scalar tails, which
+ * swaps the operands of a commutative operation and so the NaN payload x86
+ * returns when both are NaN; a is loaded before b for the same reason.) */
 static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_TFN(olc_bin_map)(
     OLC_T (*op)(OLC_T, OLC_T), int v, const void *pa, const void *pb, void *py, int64_t n) {
     const OLC_T *a = (const OLC_T *)pa, *b = (const OLC_T *)pb;
