@@ -250,3 +250,30 @@ def test_engine_row_masked_whole_by_the_bias_is_zeros_even_with_nan(T):
             out = np.full(q.shape, 7, np.float32)
             core.attend(q, k, v, out, scale=0.5, bias=bias, threads=threads, level=level)
             assert same_bits(out, want), (level, threads)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16])
+@pytest.mark.parametrize("packed", [False, True])
+def test_append_rows_matches_twin(dtype, packed):
+    """GroupQueryAttention's present cache: the core fills rows [start,
+    start + count) from strided new rows and zeros the rest, as the twin;
+    rows before start keep what they held."""
+    rng = np.random.default_rng(7)
+    B, S, Nkv, H, L = 3, 5, 2, 12, 16
+    if packed:   # key/value as slices of a packed QKV buffer
+        qkv = rng.standard_normal((B, S, 4 + 2 * Nkv, H)).astype(dtype)
+        new_k, new_v = qkv[:, :, 4:4 + Nkv], qkv[:, :, 4 + Nkv:]
+    else:
+        new_k = rng.standard_normal((B, S, Nkv, H)).astype(dtype)
+        new_v = rng.standard_normal((B, S, Nkv, H)).astype(dtype)
+    start = np.array([0, 7, 11], np.int64)
+    count = np.array([5, 0, 5], np.int64)
+    base = rng.standard_normal((B, Nkv, L, H)).astype(dtype)
+    want_k, want_v = base.copy(), base.copy()
+    twin.append_rows(new_k, new_v, start, count, want_k, want_v)
+    got_k, got_v = base.copy(), base.copy()
+    core.append_rows(new_k, new_v, start, count, got_k, got_v)
+    assert same_bits(got_k, want_k) and same_bits(got_v, want_v)
+    assert same_bits(got_k[1, :, :7], base[1, :, :7])
+    with pytest.raises(ValueError, match="count"):
+        core.append_rows(new_k, new_v, start, count + S, got_k, got_v)

@@ -341,7 +341,8 @@ BAD = [
     (lambda f: f, dict(softcap=float("inf")), ValueError, "softcap"),
     # issue 12
     (lambda f: f, dict(do_rotary=5), ValueError, "attribute do_rotary must be 0 or 1"),
-    (lambda f: f, dict(rotary_interleaved=-1), ValueError, "rotary_interleaved must be 0 or 1"),
+    (lambda f: f, dict(rotary_interleaved=-1), ValueError,
+     "rotary_interleaved must be 0 or 1"),
     (lambda f: f, dict(smooth_softmax=2), ValueError, "smooth_softmax must be 0 or 1"),
     (lambda f: f, dict(scale=float("nan")), ValueError, "attribute scale must be finite"),
     (lambda f: {**f, "total_sequence_length": np.array(0, np.int32)}, {}, ValueError,

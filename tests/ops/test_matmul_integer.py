@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 from onnx_light_cpu._kernels.engines import gemm_int8
-from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels, capped_simd_level
 
 from differential import check_node, node_model, run_ours, unaligned
 
@@ -192,9 +192,9 @@ def test_matmul_integer_bad_input():
     _error("MatMulInteger", [np.zeros((2, 3, 4), U8), np.zeros((3, 4, 5), S8)], ValueError,
            "MatMulInteger: input 1.*do not broadcast")
     _error("MatMulInteger", [a.astype(np.int16), b], TypeError,
-           "MatMulInteger: input 0.*int16, expected uint8 or int8")
+           "MatMulInteger: input 0.*int16, expected one of uint8, int8")
     _error("MatMulInteger", [a, b, np.zeros(1, S8)], TypeError,
-           "MatMulInteger: input 2.*int8 but input 0 has uint8")
+           "MatMulInteger: input 2.*int8, expected uint8 like input 0")
     _error("MatMulInteger", [a, b, np.zeros(2, U8)], ValueError,
            r"MatMulInteger: input 2.*\[M\] or \[..., M, 1\]")
     _error("MatMulInteger", [a, b, np.zeros(1, U8), np.zeros((4,), S8)], ValueError,
@@ -277,9 +277,10 @@ def test_qlinear_matmul_bad_input():
         _error("QLinearMatMul", inputs, exc, match, opset)
 
     bad(1, np.array(1.0, np.float64), TypeError, "QLinearMatMul: input 1.*float64")
-    bad(1, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 1.*opset 10", opset=10)
-    bad(4, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 4.*but input 1", 21)
-    bad(2, np.array(1, S8), TypeError, "QLinearMatMul: input 2.*int8 but input 0 has uint8")
+    bad(1, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 1.*float16, expected "
+        "one of float32$", opset=10)
+    bad(4, np.array(1.0, np.float16), TypeError, "QLinearMatMul: input 4.*like input 1", 21)
+    bad(2, np.array(1, S8), TypeError, "QLinearMatMul: input 2.*int8, expected uint8 like input 0")
     bad(1, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 1.*scale must have")
     bad(6, np.ones(2, np.float32), ValueError, "QLinearMatMul: input 6.*one-element")
     bad(6, np.ones((1, 1, 1), np.float32), ValueError, "QLinearMatMul: input 6.*scalars")
@@ -297,21 +298,19 @@ def test_qlinear_matmul_bad_input():
         run_ours(model, good8)
 
 
-def test_engine_kind_names():
-    kinds = {gemm_int8.KIND_NAMES[gemm_int8.kind(level)] for level in range(3)}
-    assert "scalar" in kinds
+def test_engine_level_names():
+    used = {LEVEL_NAMES[gemm_int8.level_used(level)] for level in range(3)}
+    assert "scalar" in used
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
-def test_every_engine_kind_directly(pair):
-    """Each engine kind this CPU can run, AVX-512 without VNNI included
-    (check_node reaches only the best kind of each SIMD level)."""
+def test_every_engine_level_directly(pair):
+    """The core at each level this CPU can run, AVX-512 with and without
+    VNNI included."""
     rng = np.random.default_rng(11)
     ta, tb = pair
-    kinds = {0} | {gemm_int8.kind(level) for level in range(len(available_simd_levels()))}
-    if 3 in kinds:
-        kinds.add(2)
-    for kind in sorted(kinds):
+    levels = {gemm_int8.level_used(level) for level in range(len(available_simd_levels()))}
+    for level in sorted(levels):
         for M, K, N, batch in [(13, 259, 47, 1), (3, 1000, 70, 2), (1, 1, 1, 1)]:
             a, b = _rand(rng, (batch, M, K), ta), _rand(rng, (batch, K, N), tb)
             za, zb = _rand(rng, (batch, M), ta), _rand(rng, (N,), tb)
@@ -319,12 +318,12 @@ def test_every_engine_kind_directly(pair):
             b_off = np.arange(batch, dtype=np.int64) * K * N
             packed = np.empty(batch * gemm_int8.packed_size(K, N), np.int8)
             sums = np.empty(batch * gemm_int8.colsum_size(N), np.int32)
-            gemm_int8.pack_b(kind, tb == S8, b.view(np.uint8), b_off, K, N, packed, sums, 2)
+            gemm_int8.pack_b(b.view(np.uint8), b_off, packed, sums, K, N, tb == S8, level, 2)
             za_s = za.astype(np.int32) + (128 if ta == S8 else 0)
             zb_s = zb.astype(np.int32) - (0 if tb == S8 else 128)
             y = np.empty((batch, M, N), np.int32)
-            gemm_int8.gemm(kind, ta == S8, a.view(np.uint8), a_off, packed, sums,
-                           np.arange(batch, dtype=np.int64), za_s, M, 1, zb_s, 0, 1, M, N, K,
-                           y, 2)
+            gemm_int8.gemm(a.view(np.uint8), a_off, packed, sums,
+                           np.arange(batch, dtype=np.int64), za_s, zb_s, y, M, 1, 0, 1, M, N, K,
+                           ta == S8, level, 2)
             want = np.matmul(a.astype(np.int64) - za[..., None], b.astype(np.int64) - zb)
-            np.testing.assert_array_equal(y, want.astype(np.int32), err_msg=f"kind {kind}")
+            np.testing.assert_array_equal(y, want.astype(np.int32), err_msg=f"level {level}")

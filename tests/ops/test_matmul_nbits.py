@@ -28,6 +28,7 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
+from onnx_light_cpu import simd
 from onnx_light_cpu._kernels import matmul_nbits as core
 from onnx_light_cpu.reference.matmul_nbits import codes_matrix, dequantize, matmul_nbits
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
@@ -335,8 +336,9 @@ def test_three_bit_vs_dequantize_oracle(zp, M):
 
 
 def test_int8_kinds_agree():
-    """Every int8 engine kind (AVX-512 without VNNI included) gives the same
-    result as the portable one, to float rounding."""
+    """The int8 engine at every level (AVX-512 without VNNI included, under
+    capped_simd_level("avx512")) gives the same result as the portable one,
+    to float rounding."""
     rng = np.random.default_rng(30)
     for bits in (2, 4, 8):
         K, N, M = 200, 37, 6
@@ -348,17 +350,10 @@ def test_int8_kinds_agree():
         op = MatMulNBits(node, {"opsets": {"com.microsoft": 1}, "log": None, "new_ops": None})
         prepared = core.prepare(b, scales, op._zero_points(zero_points), bits, 32, K, N, 4)
         results = {}
-        top = len(available_simd_levels()) - 1
-        for kind in range(len(core.KIND_NAMES)):
-            level = min(kind, 2)
-            if level > top:
-                continue
-            previous = core.set_int8_kind_cap(kind)
-            try:
+        for name in available_simd_levels():
+            with capped_simd_level(name):
                 y = np.empty((M, N), np.float32)
-                results[core.matmul(prepared, a, y, None, 1, level)] = y
-            finally:
-                core.set_int8_kind_cap(previous)
+                results[core.matmul(prepared, a, None, y, simd.state.level, 1)] = y
         expected = matmul_nbits(*inputs, **attrs, accuracy_level=4)
         for label, y in results.items():
             np.testing.assert_allclose(y, expected, rtol=0, atol=tolerance(expected, K),
@@ -382,7 +377,7 @@ def test_thread_count_invariance(bits):
             results = []
             for threads in (1, 2, 3):
                 y = np.empty((M, N), np.float32)
-                label = core.matmul(prepared, a, y, None, threads, simd_level)
+                label = core.matmul(prepared, a, None, y, simd_level, threads)
                 results.append(y)
             for y in results[1:]:
                 assert same_bits(results[0], y), (M, level, label)

@@ -139,7 +139,7 @@ def test_core_in_place_on_transposed_view(dtype, interleaved):
                                      rotary_embedding_dim=rot).astype(dtype)
                 work = buf.copy()
                 view = work.transpose(0, 2, 1, 3)
-                core.rotate(view, view, c, sn, pos, interleaved, rot, threads, level)
+                core.rotate(view, c, sn, pos, view, interleaved, rot, level, threads)
                 assert work.tobytes() == ref.tobytes(), (level, threads, cache_type)
 
 
@@ -148,14 +148,14 @@ def test_core_rejects_contract_violations():
     cos = np.zeros((3, 4), np.float32)
     pos = np.zeros((1, 2), np.int64)
     with pytest.raises(ValueError, match="rotary_dim"):
-        core.rotate(x, x, cos, cos, pos, False, 7, 1, 0)
+        core.rotate(x, cos, cos, pos, x, False, 7, 0, 1)
     with pytest.raises(ValueError, match="contiguous"):
         half = cos[:, :2].copy()
-        core.rotate(x[..., ::2], x[..., ::2], half, half, pos, False, 4, 1, 0)
+        core.rotate(x[..., ::2], half, half, pos, x[..., ::2], False, 4, 0, 1)
     with pytest.raises(TypeError):
-        core.rotate(x, x.astype(np.float16), cos, cos, pos, False, 8, 1, 0)
+        core.rotate(x, cos, cos, pos, x.astype(np.float16), False, 8, 0, 1)
     with pytest.raises(ValueError, match="positions"):
-        core.rotate(x, x, cos, cos, pos.astype(np.int32), False, 8, 1, 0)
+        core.rotate(x, cos, cos, pos.astype(np.int32), x, False, 8, 0, 1)
 
 
 # ------------------------------------------------------- com.microsoft
@@ -253,16 +253,18 @@ def _assert_untouched(inputs, before):
 
 BAD_ONNX = [
     # (description, mutate(inputs) -> inputs, attrs, error, match)
-    ("position out of range", lambda i: i[:3] + [i[3] + 11], {}, ValueError, "position_ids"),
+    ("position out of range", lambda i: i[:3] + [i[3] + 11], {}, ValueError,
+     r"input 3 \('x3'\) has positions"),
     ("negative position", lambda i: i[:3] + [i[3] - 20], {}, ValueError, "outside"),
     ("cos too short", lambda i: [i[0], i[1][:, :2], i[2][:, :2], i[3]], {}, ValueError,
-     "cos_cache"),
-    ("sin shape", lambda i: [i[0], i[1], i[2][:3], i[3]], {}, ValueError, "sin_cache"),
+     r"input 1 \('x1'\) must have shape"),
+    ("sin shape", lambda i: [i[0], i[1], i[2][:3], i[3]], {}, ValueError, r"input 2 \('x2'\)"),
     ("cache dtype", lambda i: [i[0], i[1].astype(np.float16), i[2], i[3]], {}, TypeError,
-     "cos_cache"),
+     r"input 1 \('x1'\) has element type float16, expected float32 like input 0"),
     ("x dtype", lambda i: [i[0].astype(np.float64)] + i[1:], {}, TypeError, "element type"),
-    ("x rank", lambda i: [i[0][0, 0]] + i[1:], {}, ValueError, "rank 3 or 4"),
-    ("positions shape", lambda i: i[:3] + [i[3][:, :1]], {}, ValueError, "position_ids"),
+    ("x rank", lambda i: [i[0][0, 0]] + i[1:], {}, ValueError, "expected one of ranks 3, 4"),
+    ("positions shape", lambda i: i[:3] + [i[3][:, :1]], {}, ValueError,
+     r"input 3 \('x3'\) must have shape"),
     ("positions dtype", lambda i: i[:3] + [i[3].astype(np.int32)], {}, TypeError, "int64"),
     ("odd rotary dim", lambda i: i, {"rotary_embedding_dim": 3}, ValueError, "rotary_embedding"),
     ("rotary dim > head", lambda i: i, {"rotary_embedding_dim": 10}, ValueError, "rotary_embed"),
@@ -270,9 +272,10 @@ BAD_ONNX = [
      {}, ValueError, "num_heads"),
     ("heads do not divide", lambda i: [i[0].transpose(0, 2, 1, 3).reshape(2, 3, 16)] + i[1:],
      {"num_heads": 3}, ValueError, "not a multiple"),
-    ("direct caches shape", lambda i: i[:3], {}, ValueError, "cos_cache"),
+    ("direct caches shape", lambda i: i[:3], {}, ValueError, r"input 1 \('x1'\) must have shape"),
     # issue 12: flags out of range, missing inputs, an output that cannot fit
-    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError, "interleaved must be 0 or 1"),
+    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError,
+     "attribute interleaved must be 0 or 1, got 5"),
     ("negative num_heads", lambda i: i, {"num_heads": -2}, ValueError, "num_heads"),
 ]
 
@@ -294,11 +297,11 @@ BAD_MS = [
     ("negative offset", lambda i: [i[0], np.array([-1], np.int64)] + i[2:], {}, ValueError,
      "offset"),
     ("position out of range", lambda i: [i[0], np.full((2, 3), 16, np.int64)] + i[2:], {},
-     ValueError, "position_ids"),
+     ValueError, r"input 1 \('x1'\) has positions"),
     ("positions shape", lambda i: [i[0], np.zeros(2, np.int64)] + i[2:], {}, ValueError,
-     "position_ids"),
+     r"input 1 \('x1'\) must have shape"),
     ("cache too short", lambda i: [i[0], i[1], i[2][:, :3], i[3][:, :3]], {}, ValueError,
-     "cos_cache"),
+     r"input 2 \('x2'\) must have shape"),
     ("rotary dim without heads", lambda i: i, {"rotary_embedding_dim": 4}, ValueError, "num_heads"),
     ("scale", lambda i: i, {"scale": 2.0}, NotImplementedError, "scale"),
     ("packed batching", lambda i: i, {"is_packed_batching": 1}, NotImplementedError, "packed"),
@@ -306,9 +309,10 @@ BAD_MS = [
      lambda i: [i[0].transpose(0, 2, 1, 3).reshape(2, 3, 16)[..., :12]] + i[1:], {}, ValueError,
      "multiple"),
     ("cache dtype", lambda i: [i[0], i[1], i[2].astype(np.float16), i[3]], {}, TypeError,
-     "cos_cache"),
+     r"input 2 \('x2'\) has element type float16, expected float32 like input 0"),
     # issue 12
-    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError, "interleaved must be 0 or 1"),
+    ("interleaved 5", lambda i: i, {"interleaved": 5}, ValueError,
+     "attribute interleaved must be 0 or 1, got 5"),
 ]
 
 

@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Depthwise causal convolution with a carried state (CausalConvWithState).
 
-    causal_conv(dtype, level, x, state, w, bias, y, present, dilation, silu,
-                channels_last, threads)
+    causal_conv(x, state, w, bias, y, present, dilation, silu, channels_last,
+                dtype, level, threads)
 
 - channels-first: x, y [B, C, L]; state, present [B, C, SL];
   channels-last: x, y [B, L, C]; state, present [B, SL, C];
@@ -25,22 +25,10 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_causal_conv_with_state cimport (
+    olc_cconv_args, olc_cconv_cl_tiles, olc_cconv_fn, olc_cconv_level, olc_cconv_select)
 
-cdef extern from "causal_conv_with_state/olc_causal_conv_with_state.h" nogil:
-    ctypedef struct olc_cconv_args:
-        const void *x
-        const void *state
-        void *y
-        void *present
-        const float *w
-        const float *bias
-        int64_t B, C, L, K, SL, dil
-        int silu
-    ctypedef void (*olc_cconv_fn)(const olc_cconv_args *p, int64_t t0, int64_t t1)
-    olc_cconv_fn olc_cconv_select(int dtype, int channels_last, int level)
-    int olc_cconv_level(int level)
-    int64_t olc_cconv_cl_tiles(int64_t L)
+cnp.import_array()
 
 
 def level_used(int level):
@@ -55,9 +43,9 @@ def tasks(int64_t batch, int64_t channels, int64_t length, bint channels_last):
     return batch * channels
 
 
-def causal_conv(int dtype, int level, cnp.ndarray x, object state, cnp.ndarray w, object bias,
-                cnp.ndarray y, cnp.ndarray present, int64_t dilation, bint silu,
-                bint channels_last, int threads):
+def causal_conv(cnp.ndarray x, object state, cnp.ndarray w, object bias, cnp.ndarray y,
+                cnp.ndarray present, int64_t dilation, bint silu, bint channels_last, int dtype,
+                int level, int threads):
     """See the module docstring; the adapter has checked every shape."""
     cdef olc_cconv_fn fn = olc_cconv_select(dtype, channels_last, level)
     if fn == NULL:

@@ -11,47 +11,34 @@ the thread count.
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t
+from olc_block_codes cimport olc_bc_zp_bytes
+from olc_gather_block_quantized cimport olc_gbq_args, olc_gbq_fn, olc_gbq_level, olc_gbq_select
 
 cnp.import_array()
 
-cdef extern from "gather_block_quantized/olc_gather_block_quantized.h" nogil:
-    ctypedef struct olc_gbq_args:
-        const uint8_t *data
-        const void *idx
-        const void *scales
-        const uint8_t *zp
-        void *out
-        int64_t V
-        int64_t inner
-        int64_t P
-        int64_t D
-        int64_t G
-        int64_t zp_bytes
-        int64_t block
-        int idx64
-        int scale_f16
-    ctypedef void (*olc_gbq_fn)(const olc_gbq_args *a, int64_t r0, int64_t r1)
-    olc_gbq_fn olc_gbq_select(int bits, int out_f16, int level)
-    int olc_gbq_level(int bits, int level)
 
+def zero_point_bytes(int64_t groups, int bits):
+    """Bytes of one row's packed zero points for ``groups`` blocks."""
+    return olc_bc_zp_bytes(groups, bits)
 
 def level_used(int bits, int level):
     """The instruction-set level the row function for bits runs at."""
     return olc_gbq_level(bits, level)
 
 
-def apply(int bits, int level, cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp,
-          cnp.ndarray out, int64_t V, int64_t inner, int64_t block, int nthreads):
+def apply(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.ndarray out,
+          int64_t V, int64_t inner, int64_t block, int bits, int dtype, int level, int threads):
     """Dequantize the rows of data selected by idx into out.
 
-    data is [V * inner, P] bytes, scales [V * inner, G] float32/float16, zp
-    [V * inner, zp_bytes] bytes or None, idx int32/int64 (any shape), out
-    [idx.size * inner, D] of the scales' type; all C-contiguous.
+    data is [V * inner, P] bytes, scales [V * inner, G] and out
+    [idx.size * inner, D] of element type dtype (TensorProto FLOAT or
+    FLOAT16), zp
+    [V * inner, zp_bytes] bytes or None, idx int32/int64 (any shape); all
+    C-contiguous.
     """
-    cdef bint f16 = cnp.PyArray_TYPE(scales) == cnp.NPY_FLOAT16
-    cdef olc_gbq_fn fn = olc_gbq_select(bits, f16, level)
+    cdef olc_gbq_fn fn = olc_gbq_select(bits, dtype, level)
     if fn == NULL:
-        raise ValueError(f"gather_bq core: no function for bits={bits}")
+        raise ValueError(f"gather_bq core: no function for bits={bits}, dtype={dtype}")
     cdef olc_gbq_args a
     cdef int nd = cnp.PyArray_NDIM(data)
     a.data = <const uint8_t *>cnp.PyArray_DATA(data)
@@ -69,18 +56,19 @@ def apply(int bits, int level, cnp.ndarray data, cnp.ndarray idx, cnp.ndarray sc
     a.zp_bytes = 0 if zp is None else cnp.PyArray_DIM(<cnp.ndarray>zp, nd - 1)
     a.block = block
     a.idx64 = cnp.PyArray_TYPE(idx) == cnp.NPY_INT64
-    a.scale_f16 = f16
+    a.bits = bits
+    a.dtype = dtype
     cdef int64_t rows = cnp.PyArray_SIZE(idx) * inner
     cdef int64_t t, r0, r1, nblocks
     if rows == 0 or a.D == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             fn(&a, 0, rows)
         return
     # One contiguous block of rows per thread.
-    nblocks = nthreads if nthreads < rows else rows
-    for t in prange(nblocks, nogil=True, num_threads=nthreads, schedule="static"):
+    nblocks = threads if threads < rows else rows
+    for t in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
         r0 = rows * t // nblocks
         r1 = rows * (t + 1) // nblocks
         fn(&a, r0, r1)

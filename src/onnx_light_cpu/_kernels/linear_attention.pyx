@@ -3,8 +3,8 @@
 (batch, kv head) over the tokens, state in float32.
 
 The adapter passes C-contiguous arrays, the validated sizes and the element
-type codes (0 float32, 1 float16, 2 bfloat16) of the activations and of the
-state; this module picks the level's block kernel once and hands the
+types (onnx.TensorProto codes: FLOAT, FLOAT16, BFLOAT16) of the state and of
+the activations; this module picks the level's block kernel once and hands the
 (batch, kv head) pairs to the threads one at a time, each thread with its
 own scratch, so the result does not depend on the thread count.
 """
@@ -13,33 +13,12 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uintptr_t
 
+from olc_linear_attention cimport (
+    olc_la_args, olc_la_block_fn, olc_la_level, olc_la_prepare, olc_la_run,
+    olc_la_scratch_floats, olc_la_select)
 from olc_openmp cimport omp_get_thread_num
 
 cnp.import_array()
-
-cdef extern from "linear_attention/olc_linear_attention.h" nogil:
-    ctypedef struct olc_la_args:
-        const void *q
-        const void *k
-        const void *v
-        const void *past
-        const void *decay
-        const void *beta
-        void *out
-        void *present
-        int64_t B, T, Hq, Hk, Hkv, dk, dv, W
-        int tdt, sdt
-        int gated, delta, decay_rows, beta_heads
-        float scale
-    ctypedef struct olc_la_chunk:
-        pass
-    ctypedef void (*olc_la_block_fn)(const olc_la_chunk *c, float *blk, int64_t j0, int64_t jn)
-    int olc_la_level(int level)
-    olc_la_block_fn olc_la_select(int level, int64_t dv, int64_t *JB)
-    void olc_la_prepare(olc_la_args *p, int level)
-    int64_t olc_la_scratch_floats(const olc_la_args *p, int64_t JB)
-    void olc_la_run(const olc_la_args *p, olc_la_block_fn fn, int64_t JB, float *scratch,
-                    int64_t i0, int64_t i1)
 
 
 def level_used(int level):
@@ -47,29 +26,31 @@ def level_used(int level):
     return olc_la_level(level)
 
 
-def scratch_floats(int level, int64_t Hq, int64_t Hkv, int64_t dk, int64_t dv, int nthreads):
+def scratch_floats(int64_t Hq, int64_t Hkv, int64_t dk, int64_t dv, int level, int threads):
     """Floats of the scratch array ``apply`` needs for these sizes and threads."""
     cdef olc_la_args p
     p.Hq, p.Hkv, p.dk, p.dv = Hq, Hkv, dk, dv
     cdef int64_t JB = 0
     olc_la_select(level, dv, &JB)
-    return olc_la_scratch_floats(&p, JB) * max(nthreads, 1) + 16
+    return olc_la_scratch_floats(&p, JB) * max(threads, 1) + 16
 
 
 cdef const void *_data(object a):
     return NULL if a is None else cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-def apply(int level, cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object past, object decay,
-          object beta, cnp.ndarray out, cnp.ndarray present, int64_t Hq, int64_t Hk,
-          int64_t Hkv, int64_t dk, int64_t dv, int64_t W, int tdt, int sdt, bint gated,
-          bint delta, bint decay_rows, bint beta_heads, float scale, int nthreads,
-          cnp.ndarray scratch_array):
+def apply(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object past, object decay, object beta,
+          cnp.ndarray out, cnp.ndarray present, cnp.ndarray scratch_array, int64_t Hq,
+          int64_t Hk, int64_t Hkv, int64_t dk, int64_t dv, int64_t W, bint gated, bint delta,
+          bint decay_rows, bint beta_heads, float scale, int state_dtype, int dtype, int level,
+          int threads):
     """Run the recurrence: out [B, T, max(Hq, Hkv) * dv] and present [W, B, Hkv,
     dk, dv] (W >= 1) from q [B, T, Hq * dk], k [B, T, Hk * dk], v [B, T, Hkv * dv],
     past (None or one [B, Hkv, dk, dv] slot), decay and beta (None when the
     rule has none); scratch_array is a float32 array of at least
-    ``scratch_floats`` elements for this thread count."""
+    ``scratch_floats`` elements for this thread count.  dtype: the element
+    type of q, k, v, decay, beta and out; state_dtype: that of past and
+    present."""
     cdef olc_la_args p
     p.q = cnp.PyArray_DATA(q)
     p.k = cnp.PyArray_DATA(k)
@@ -82,7 +63,7 @@ def apply(int level, cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object past, o
     p.B = cnp.PyArray_DIM(q, 0)
     p.T = cnp.PyArray_DIM(q, 1)
     p.Hq, p.Hk, p.Hkv, p.dk, p.dv, p.W = Hq, Hk, Hkv, dk, dv, W
-    p.tdt, p.sdt = tdt, sdt
+    p.tdt, p.sdt = dtype, state_dtype
     p.gated, p.delta, p.decay_rows, p.beta_heads = gated, delta, decay_rows, beta_heads
     p.scale = scale
     olc_la_prepare(&p, level)
@@ -92,23 +73,23 @@ def apply(int level, cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object past, o
     cdef int64_t JB = 0
     cdef olc_la_block_fn fn = olc_la_select(level, dv, &JB)
     cdef int64_t per = olc_la_scratch_floats(&p, JB)
-    if nthreads > items:
-        nthreads = <int>items
-    if nthreads < 1:
-        nthreads = 1
+    if threads > items:
+        threads = <int>items
+    if threads < 1:
+        threads = 1
     if (cnp.PyArray_TYPE(scratch_array) != cnp.NPY_FLOAT32
-            or cnp.PyArray_SIZE(scratch_array) < per * nthreads + 16
+            or cnp.PyArray_SIZE(scratch_array) < per * threads + 16
             or not cnp.PyArray_IS_C_CONTIGUOUS(scratch_array)):
         raise ValueError("linear_attention core: scratch array too small")
     cdef uintptr_t addr = <uintptr_t>cnp.PyArray_DATA(scratch_array)
     cdef float *scratch = <float *>((addr + 63) & ~(<uintptr_t>63))
     cdef int64_t t
-    if nthreads == 1:
+    if threads == 1:
         with nogil:
             olc_la_run(&p, fn, JB, scratch, 0, items)
         return
     # One (batch, kv head) pair at a time, to whichever thread is free: on a
     # shared machine a descheduled thread then holds up one pair, not half
     # the work.  A pair's result does not depend on the thread that runs it.
-    for t in prange(items, nogil=True, num_threads=nthreads, schedule="dynamic", chunksize=1):
+    for t in prange(items, nogil=True, num_threads=threads, schedule="dynamic", chunksize=1):
         olc_la_run(&p, fn, JB, scratch + omp_get_thread_num() * per, t, t + 1)

@@ -21,14 +21,20 @@ panel_layout=False)``
     many bytes as b; worth it for weights used many times).  The arrays are referenced, not
     copied: the caller keeps them unchanged while the result lives.
 
-``matmul(prepared, a, y, bias, threads, level)`` -> path label.  ``a``:
-    float32 [M, K] C-contiguous; ``y``: float32 [M, N] C-contiguous, fully
-    written; ``bias``: float32 [N] or None; ``threads``: OpenMP threads
-    (work is split over rows and columns, never K); ``level``: the SIMD level
-    (``simd.state.level``).  Returns the label of the code that ran:
-    ``int{bits}_direct_{level}`` (small M, codes read in place),
+``matmul(prepared, a, bias, y, level, threads)`` -> path label.  ``a``:
+    float32 [M, K] C-contiguous; ``bias``: float32 [N] or None; ``y``:
+    float32 [M, N] C-contiguous, fully written; ``level``: the SIMD level
+    (``simd.state.level``; the int8 engine keeps AVX-512 VNNI, every other
+    path runs its AVX-512 code there); ``threads``: OpenMP threads (work is
+    split over rows and columns, never K).  Returns the label of the code
+    that ran: ``int{bits}_direct_{level}`` (small M, codes read in place),
     ``int{bits}_panel_{level}`` (decoded panels) or ``int8_prepared_{kind}``
     (kind scalar, avx2, avx512 or vnni).
+
+``unpack_zero_points(packed, out, bits)`` unpacks MatMulNBits' packed
+    uint8 zero points into the one-byte-a-block form ``prepare`` takes
+    (olc_block_codes.h's rules); ``zero_point_bytes(groups, bits)`` is the
+    bytes of one row of them.
 
 ``PreparedWeights.prepared_bytes`` counts the arrays preparation made;
 ``PreparedWeights.scratch_bytes(M, threads)`` the temporary bytes of one
@@ -37,68 +43,40 @@ call (after a call at the SIMD level in question).
 
 cimport numpy as cnp
 import numpy as np
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t
+from olc_block_codes cimport olc_bc_unpack_zp, olc_bc_zp_bytes, olc_bc_zp_default
+from olc_matmul_nbits cimport (olc_nb_float, olc_nb_panel_level, olc_nb_prepare_rows,
+                               olc_nb_route, olc_nb_rows_bytes, olc_nb_rows_params,
+                               olc_nb_scratch, olc_nb_w, olc_q8_block_bytes, olc_q8_level,
+                               olc_q8_prepare, olc_q8_run, olc_q8_scratch, olc_q8_tiles,
+                               olc_q8_w)
 
 cnp.import_array()
 
-cdef extern from "matmul_nbits/olc_matmul_nbits.h" nogil:
-    ctypedef struct olc_nb_w:
-        const uint8_t *b
-        const float *scales
-        const float *zp
-        float zp_default
-        int64_t K, N, nb, blob, block
-        int bits
-        int finite
-        int panel_rows
-        const uint8_t *rows
-        const float *rscales
-        const float *roffs
-    ctypedef struct olc_q8_w:
-        const uint8_t *codes
-        const float *scales
-        const uint8_t *zp
-        int64_t K, N, nb, block, tiles
-        int split
-        int packed4
-    int olc_nb_panel_level(int level)
-    int64_t olc_nb_panel_scratch()
-    int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
-                     int level, int nthreads)
-    int olc_nb_float(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
-                     int level, int nthreads, int *route)
-    int64_t olc_nb_scratch(const olc_nb_w *w, int64_t M, int level, int nthreads)
-    int olc_nb_route(const olc_nb_w *w, int64_t M, int level)
-    int64_t olc_nb_rows_bytes(const olc_nb_w *w)
-    int64_t olc_nb_rows_params(const olc_nb_w *w)
-    void olc_nb_prepare_rows(const olc_nb_w *w, uint8_t *rows, float *rscales, float *roffs)
-    int olc_q8_kind(int level)
-    int64_t olc_q8_tiles(int64_t N)
-    int64_t olc_q8_block_bytes(int64_t block, int packed4)
-    void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, float *scales,
-                        uint8_t *zp)
-    int64_t olc_q8_scratch(int64_t M, int64_t nb, int64_t block)
-    int olc_q8_run(int kind, const olc_q8_w *w, const float *a, int64_t M, const float *bias,
-                   float *y, int nthreads)
-
 LEVEL_NAMES = ("scalar", "avx2", "avx512")
-#: Names of the int8 engine kinds.
-KIND_NAMES = ("scalar", "avx2", "avx512", "vnni")
-
-# Rows quantized by one thread before a second one helps (a row of K=4096
-# takes about 3 µs).
-_INT8_LABELS = tuple("int8_prepared_" + name for name in KIND_NAMES)
-# Tests cap the int8 engine's kind (to reach AVX-512 without VNNI here).
-cdef int _kind_cap = 3
+# Labels of the int8 engine at each of its levels (olc_q8_level).
+_INT8_LABELS = tuple("int8_prepared_" + name for name in ("scalar", "avx2", "avx512", "vnni"))
 
 
-def set_int8_kind_cap(cap):
-    """Caps the int8 engine kind (an index into KIND_NAMES; None lifts the
-    cap), for tests; returns the previous cap."""
-    global _kind_cap
-    previous = _kind_cap
-    _kind_cap = 3 if cap is None else int(cap)
-    return previous
+def zero_point_bytes(int64_t groups, int bits):
+    """Bytes of one row's packed zero points for ``groups`` blocks."""
+    return olc_bc_zp_bytes(groups, bits)
+
+
+def unpack_zero_points(cnp.ndarray packed, cnp.ndarray out, int bits):
+    """out (uint8 [rows, groups]) = the zero points of packed (uint8
+    [rows, zero_point_bytes(groups, bits)]), both C-contiguous."""
+    cdef int64_t rows = cnp.PyArray_DIM(out, 0), groups = cnp.PyArray_DIM(out, 1)
+    cdef int64_t row_bytes = olc_bc_zp_bytes(groups, bits)
+    if (cnp.PyArray_NDIM(out) != 2 or cnp.PyArray_SIZE(packed) != rows * row_bytes
+            or packed.dtype != np.uint8 or out.dtype != np.uint8
+            or not cnp.PyArray_IS_C_CONTIGUOUS(packed) or not cnp.PyArray_IS_C_CONTIGUOUS(out)):
+        raise ValueError("matmul_nbits core: zero points must be uint8 [rows, "
+                         f"{row_bytes}] and out uint8 [rows, {groups}], C-contiguous")
+    cdef const uint8_t *pp = <const uint8_t *>cnp.PyArray_DATA(packed)
+    cdef uint8_t *po = <uint8_t *>cnp.PyArray_DATA(out)
+    with nogil:
+        olc_bc_unpack_zp(pp, rows, row_bytes, groups, bits, po)
 
 
 cdef class PreparedWeights:
@@ -151,7 +129,7 @@ def prepare(b, scales, zero_points, int bits, int64_t block_size, int64_t K, int
     p.w.zp = NULL
     if azp is not None:
         p.w.zp = <const float *>cnp.PyArray_DATA(azp)
-    p.w.zp_default = float(1 << (bits - 1))
+    p.w.zp_default = olc_bc_zp_default(bits)
     p.w.K, p.w.N, p.w.nb, p.w.blob, p.w.block, p.w.bits = K, N, nb, blob, block_size, bits
     keep = [ab, asc, azp]
     p.prepared_bytes = 0
@@ -218,7 +196,7 @@ def int8_format(int bits, int64_t block_size):
     return bits != 2 or 32 <= block_size <= 128
 
 
-def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, int level):
+def matmul(PreparedWeights p, cnp.ndarray a, bias, cnp.ndarray y, int level, int threads):
     """See the module docstring."""
     cdef int64_t M = cnp.PyArray_DIM(a, 0) if cnp.PyArray_NDIM(a) == 2 else -1
     if (M < 0 or cnp.PyArray_DIM(a, 1) != p.K or cnp.PyArray_TYPE(a) != cnp.NPY_FLOAT32
@@ -235,18 +213,18 @@ def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, i
         pb = <const float *>cnp.PyArray_DATA(<cnp.ndarray>bias)
     cdef const float *pa = <const float *>cnp.PyArray_DATA(a)
     cdef float *py = <float *>cnp.PyArray_DATA(y)
-    cdef int status = 0, kind, route = 0
+    cdef int status = 0, used, route = 0
     p.simd_level = level
     if M == 0 or p.N == 0:
         return _panel_label(p, level)
     if p.int8:
-        kind = min(olc_q8_kind(level), _kind_cap)
+        used = olc_q8_level(level)
         with nogil:
-            status = olc_q8_run(kind, &p.q8, pa, M, pb, py, threads)
+            status = olc_q8_run(&p.q8, pa, M, pb, py, level, threads)
         if status < 0:
             raise MemoryError("matmul_nbits core: no memory for the quantized activations")
         if status == 0:
-            return _INT8_LABELS[kind]
+            return _INT8_LABELS[used]
         # A row holding a value that is not finite keeps float semantics
         # (the panel engine below); the other rows keep the int8 engine's
         # result, so that no row depends on the rows batched with it.
@@ -255,11 +233,11 @@ def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, i
             rest = ~finite
             y_finite = np.empty((int(finite.sum()), p.N), np.float32)
             y_rest = np.empty((M - y_finite.shape[0], p.N), np.float32)
-            matmul(p, np.ascontiguousarray(a[finite]), y_finite, bias, threads, level)
-            matmul(p, np.ascontiguousarray(a[rest]), y_rest, bias, threads, level)
+            matmul(p, np.ascontiguousarray(a[finite]), bias, y_finite, level, threads)
+            matmul(p, np.ascontiguousarray(a[rest]), bias, y_rest, level, threads)
             y[finite] = y_finite
             y[rest] = y_rest
-            return _INT8_LABELS[kind]
+            return _INT8_LABELS[used]
     if p._want_rows and p.w.rows == NULL and olc_nb_route(&p.w, M, level) == 2:
         _prepare_rows(p)
     with nogil:
@@ -272,7 +250,3 @@ def matmul(PreparedWeights p, cnp.ndarray a, cnp.ndarray y, bias, int threads, i
 def _panel_label(PreparedWeights p, int level, int route=0):
     return p._labels[route == 1][olc_nb_panel_level(level)]
 
-
-def int8_kind_name(int level):
-    """Name of the int8 engine kind at a SIMD level."""
-    return KIND_NAMES[min(olc_q8_kind(level), _kind_cap)]

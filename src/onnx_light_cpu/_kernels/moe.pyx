@@ -25,8 +25,9 @@ from olc_moe cimport (OLC_MOE_CODES, OLC_MOE_GELU, OLC_MOE_IDENTITY, OLC_MOE_NBI
                       OLC_MOE_PATH_NONE, OLC_MOE_RELU, OLC_MOE_SCALE_IN, OLC_MOE_SCALE_OUT,
                       OLC_MOE_SILU, OLC_MOE_SWIGLU, olc_moe_args, olc_moe_codes_size,
                       olc_moe_forward, olc_moe_pack_codes, olc_moe_pack_scales_in,
-                      olc_moe_pack_scales_out, olc_moe_proj, olc_nb_w, olc_q8_block_bytes,
-                      olc_q8_prepare, olc_q8_tiles, olc_q8_w)
+                      olc_moe_pack_scales_out, olc_moe_proj)
+from olc_matmul_nbits cimport (olc_nb_w, olc_q8_block_bytes, olc_q8_prepare, olc_q8_tiles,
+                               olc_q8_w)
 
 cnp.import_array()
 

@@ -20,8 +20,7 @@ class BiasGelu(BiasGeluBase):
     kernel_prefix = "Naive"
 
     def _compute(self, a, bias, element_type):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, f"naive_{a.dtype.name}_numpy")
+        self._record_path((a.dtype.name,), lambda: f"naive_{a.dtype.name}_numpy")
         # float16/bfloat16 add in float32 as the optimized family does.
         wide = np.float64 if a.dtype == np.float64 else np.float32
         x = (a.astype(wide) + bias.astype(wide)).astype(np.float64)

@@ -19,8 +19,7 @@ class MicrosoftCausalConvWithState(MicrosoftCausalConvBase):
     kernel_prefix = "Naive"
 
     def _compute(self, x, weight, bias, past_state, channels, state_shape):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, f"naive_{x.dtype.name}_numpy")
+        self._record_path((x.dtype.name,), lambda: f"naive_{x.dtype.name}_numpy")
         batch, k = x.shape[0], weight.shape[2]
         state_len = (k - 1) * self.dilation
         # Work channels-first, (B, C, time), in float32.

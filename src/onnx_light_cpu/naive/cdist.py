@@ -16,8 +16,8 @@ class CDist(CDistBase):
     kernel_prefix = "Naive"
 
     def _compute(self, a, b, element_type):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, f"naive_{self.metric}_{a.dtype.name}_numpy")
+        self._record_path((self.metric, a.dtype.name),
+                          lambda: f"naive_{self.metric}_{a.dtype.name}_numpy")
         y = np.empty((a.shape[0], b.shape[0]), dtype=a.dtype)
         for i in range(a.shape[0]):
             d = b - a[i]

@@ -45,9 +45,8 @@ class MicrosoftLinearAttention(MicrosoftLinearAttentionBase):
 
     def _compute(self, q, k, v, past, decay, beta, B, S, Hq, Hk, Hkv, dk, dv,
                  decay_rows, beta_heads, scale):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name,
-                               f"naive_{self.update_rule}_{q.dtype.name}_reference")
+        self._record_path((self.update_rule, q.dtype.name),
+                          lambda: f"naive_{self.update_rule}_{q.dtype.name}_reference")
         heads = max(Hq, Hkv)
         q = _repeat_heads(q, Hq, heads)
         k = _repeat_heads(k, Hk, Hkv)

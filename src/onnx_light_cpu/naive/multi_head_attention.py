@@ -19,9 +19,8 @@ class MultiHeadAttention(MultiHeadAttentionBase):
     computes_in_numpy = True
 
     def _compute(self, q4, k4, v4, out4, scale, p, lengths, binary, attention_bias):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name,
-                               f"naive_multi_head_attention_{q4.dtype.name}_numpy")
+        self._record_path((q4.dtype.name,),
+                          lambda: f"naive_multi_head_attention_{q4.dtype.name}_numpy")
         # (B, N, S, T): scale * Q K^T + attention_bias + padding, causal hidden
         scores = self.dense_scores(q4, k4, scale, p, lengths, binary, attention_bias)
         if scores.shape[-1] == 0:  # no key: nothing to attend

@@ -17,8 +17,7 @@ class _NaiveSkipNorm(SkipNormBase):
     kernel_prefix = "Naive"
 
     def _compute(self, x, skip, gamma, beta, bias):
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, f"naive_{x.dtype.name}_numpy")
+        self._record_path((x.dtype.name,), lambda: f"naive_{x.dtype.name}_numpy")
         with np.errstate(all="ignore"):  # NaN/inf rows give NaN, silently
             return self._formulas(x, skip, gamma, beta, bias)
 

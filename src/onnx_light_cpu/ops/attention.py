@@ -29,6 +29,7 @@ as the operator's text says.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -38,7 +39,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels.engines import attention as engine
 from ..memory import check_buffer
-from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from ._base import ELEMENT_TYPES, EVERY_INPUT, Attr, Input, KernelOp
 from ._layout import compact, engine_ready
 
 T = TensorProto
@@ -140,6 +141,26 @@ def engine_level_name(level: int) -> str:
     return simd.LEVEL_NAMES[engine.level_used(level)]
 
 
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes decide."""
+
+    element_type: int
+    b: int
+    nq: int
+    s: int
+    dk: int
+    nkv: int
+    dv: int
+    p: int              # past positions
+    t: int              # key positions
+    mask_shape: tuple | None  # attn_mask as 4-D (size-1 dims broadcast), or None
+    width: int          # keys attn_mask covers (the others are masked)
+    begin: np.ndarray | None  # key ranges the shapes decide (no nonpad_kv_seqlen)
+    end: np.ndarray | None
+    scale: float
+    threads: int
+
+
 class Attention(KernelOp):
     """ai.onnx Attention, every version from 23 (window attributes from 25,
     ``nonpad_kv_seqlen`` from 24)."""
@@ -147,7 +168,22 @@ class Attention(KernelOp):
     strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     since_version = 23
-    onnx_types = FLOATS
+    inputs = (Input("Q", types=FLOATS, ranks=(3, 4)),
+              Input("K", like=0, ranks=(3, 4)),
+              Input("V", types=FLOATS, ranks=(3, 4)),
+              Input("attn_mask", ranks=(1, 2, 3, 4), optional=True),
+              Input("past_key", like=1, ranks=(4,), optional=True),
+              Input("past_value", like=2, ranks=(4,), optional=True),
+              Input("nonpad_kv_seqlen", types=(T.INT64,), optional=True))
+    attributes = (Attr("scale", "float", None),
+                  Attr("is_causal", "flag", 0),
+                  Attr("q_num_heads", "int", 0),
+                  Attr("kv_num_heads", "int", 0),
+                  Attr("softcap", "float", 0.0),
+                  Attr("qk_matmul_output_mode", "int", 0, allowed=(0, 1, 2, 3)),
+                  Attr("softmax_precision", "int", None, allowed=SOFTMAX_PRECISIONS),
+                  Attr("left_window_size", "int", -1),
+                  Attr("right_window_size", "int", -1))
     # Work is B * N * S * T * (Dk + Dv) multiply-adds.  The engine is
     # GroupQueryAttention's, whose measurement on 2 cores puts the break-even
     # of a second thread near 2^18 of B * N * S * T * H: 2^19 here, where
@@ -157,58 +193,35 @@ class Attention(KernelOp):
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        atts = {a.name: onnx.helper.get_attribute_value(a) for a in onnx_node.attribute}
-        self.given = set(atts)
+        self.given = {a.name for a in onnx_node.attribute}
         # float32 like the attribute: the built-in takes its square root in
         # float32 (the default scale's in float64), which DOUBLE can see
-        self.scale = None if atts.get("scale") is None else np.float32(atts["scale"])
-        self.is_causal = self._flag("is_causal")
-        self.q_heads = int(atts.get("q_num_heads", 0))
-        self.kv_heads = int(atts.get("kv_num_heads", 0))
-        self.softcap = float(atts.get("softcap", 0.0))
-        self.mode = int(atts.get("qk_matmul_output_mode", 0))
-        self.softmax_precision = atts.get("softmax_precision")
+        if self.scale is not None:
+            self.scale = np.float32(self.scale)
         self.softmax_dtype = {T.FLOAT: np.float32, T.DOUBLE: np.float64}.get(
             self.softmax_precision)
-        self.left = int(atts.get("left_window_size", -1))
-        self.right = int(atts.get("right_window_size", -1))
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
-        if self.mode not in (0, 1, 2, 3):
-            self._reject_attribute(f"attribute qk_matmul_output_mode must be 0, 1, 2 or 3, "
-                                   f"got {self.mode}")
-        if self.left < -1 or self.right < -1:
+        if self.left_window_size < -1 or self.right_window_size < -1:
             self._reject_attribute("attributes left_window_size and right_window_size must be "
-                                   f"-1 or nonnegative, got {self.left} and {self.right}")
-        if (self.softmax_precision is not None
-                and self.softmax_precision not in SOFTMAX_PRECISIONS):
-            self._reject_attribute("attribute softmax_precision must be 1, 10, 11 or 16, got "
-                                   f"{self.softmax_precision}")
-        if self.q_heads < 0 or self.kv_heads < 0:
+                                   f"-1 or nonnegative, got {self.left_window_size} and "
+                                   f"{self.right_window_size}")
+        if self.q_num_heads < 0 or self.kv_num_heads < 0:
             self._reject_attribute("attributes q_num_heads and kv_num_heads must be positive, "
-                                   f"got {self.q_heads} and {self.kv_heads}")
+                                   f"got {self.q_num_heads} and {self.kv_num_heads}")
 
     # -- validation -----------------------------------------------------
 
-    def _float_tensor(self, index: int, x) -> int:
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
-        element_type = ELEMENT_TYPES.get(x.dtype)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                index, f"has element type {x.dtype}, expected one of "
-                       f"{', '.join(self.element_types)}"))
-        return element_type
-
-    def _layout(self, Q, K, V):
-        """(B, N, S, D) views of Q, K and V, validated."""
-        if not (Q.ndim == K.ndim == V.ndim) or Q.ndim not in (3, 4):
+    def _layout(self, Q, K, V) -> tuple[int, int, int, int, int, int, int]:
+        """(B, Nq, S, Dk, Nkv, T, Dv) of the (B, N, S, D) views of Q, K and V,
+        validated."""
+        if not (Q.ndim == K.ndim == V.ndim):
             raise ValueError(self._input_error(
                 0, f"Q, K and V must all have rank 3 or all rank 4, got shapes {Q.shape}, "
                    f"{K.shape} and {V.shape}"))
         if Q.ndim == 3:
-            nq, nkv = self.q_heads, self.kv_heads
+            nq, nkv = self.q_num_heads, self.kv_num_heads
             if nq <= 0 or nkv <= 0:
                 raise ValueError("Attention: rank-3 inputs need attributes q_num_heads and "
                                  f"kv_num_heads, got {nq} and {nkv}")
@@ -217,38 +230,43 @@ class Attention(KernelOp):
                     raise ValueError(self._input_error(
                         i, f"has shape {x.shape}: its hidden size is not a multiple of the "
                            f"head count {n}"))
-            q4, k4, v4 = heads_view(Q, nq), heads_view(K, nkv), heads_view(V, nkv)
+            b, s, dk = Q.shape[0], Q.shape[1], Q.shape[2] // nq
+            t, kdk, dv = K.shape[1], K.shape[2] // nkv, V.shape[2] // nkv
+            vn, vt = nkv, V.shape[1]
         else:
             if self.opset >= 25 and {"q_num_heads", "kv_num_heads"} & self.given:
                 raise ValueError("Attention: q_num_heads and kv_num_heads must not be set for "
                                  "rank-4 inputs")
-            q4, k4, v4 = Q, K, V
-        b, nq, _, dk = q4.shape
-        nkv = k4.shape[1]
+            b, nq, s, dk = Q.shape
+            nkv, t, kdk = K.shape[1], K.shape[2], K.shape[3]
+            vn, vt, dv = V.shape[1], V.shape[2], V.shape[3]
         if K.shape[0] != b or V.shape[0] != b:
             raise ValueError(self._input_error(
                 1, f"batch sizes differ: Q {Q.shape}, K {K.shape}, V {V.shape}"))
-        if v4.shape[1] != nkv or v4.shape[2] != k4.shape[2]:
+        if vn != nkv or vt != t:
             raise ValueError(self._input_error(
                 2, f"has shape {V.shape}, which disagrees with K {K.shape} (heads, sequence)"))
-        if k4.shape[3] != dk:
+        if kdk != dk:
             raise ValueError(self._input_error(
-                1, f"has head size {k4.shape[3]}, expected Q's {dk} (Q {Q.shape}, K {K.shape})"))
+                1, f"has head size {kdk}, expected Q's {dk} (Q {Q.shape}, K {K.shape})"))
         if nkv == 0 or nq % nkv:
             raise ValueError(self._input_error(
                 1, f"has {nkv} heads, which do not divide Q's {nq} heads"))
-        return q4, k4, v4
+        return b, nq, s, dk, nkv, t, dv
 
-    def _mask_bias(self, mask, b, nq, s, t, double):
-        """The float32 bias of ``attn_mask`` as a 4-D array (size-1 dims kept,
-        to broadcast) and its key width (the keys after it are masked)."""
-        if not isinstance(mask, np.ndarray):
-            raise TypeError(self._input_error(3, f"must be a tensor, got {type(mask).__name__}"))
+    def _views(self, Q, K, V):
+        """The (B, N, S, D) views of Q, K and V."""
+        if Q.ndim == 4:
+            return Q, K, V
+        nq, nkv = self.q_num_heads, self.kv_num_heads
+        return heads_view(Q, nq), heads_view(K, nkv), heads_view(V, nkv)
+
+    def _mask_shape(self, mask, b, nq, s, t):
+        """``attn_mask``'s shape as 4-D (size-1 dims kept, to broadcast),
+        checked."""
         if mask.dtype.kind not in "biuf" and ELEMENT_TYPES.get(mask.dtype) != T.BFLOAT16:
             raise TypeError(self._input_error(3, f"has element type {mask.dtype}, expected bool "
                                                  "or a numeric type"))
-        if not 1 <= mask.ndim <= 4:
-            raise ValueError(self._input_error(3, f"must have rank 1 to 4, got shape {mask.shape}"))
         shape = (1,) * (4 - mask.ndim) + mask.shape
         for dim, full, what in zip(shape[:3], (b, nq, s), ("batch", "q_num_heads",
                                                            "q_sequence_length")):
@@ -259,18 +277,22 @@ class Attention(KernelOp):
         if shape[3] > t:
             raise ValueError(self._input_error(
                 3, f"has shape {mask.shape}: its last dimension exceeds total_sequence_length {t}"))
+        return shape
+
+    def _mask_bias(self, mask, shape, double):
+        """The float32 bias of ``attn_mask`` as a 4-D array of ``shape``."""
         small = compact(mask)   # a broadcast mask stays broadcast
         if mask.dtype == np.bool_:
             bias = np.where(small, np.float32(0), np.float32(-np.inf))
         else:  # float64 keeps its precision for the DOUBLE path
             wide = mask.dtype == np.float64 and double
             bias = small.astype(np.float64 if wide else np.float32, copy=False)
-        return np.broadcast_to(bias, mask.shape).reshape(shape), shape[3]
+        return np.broadcast_to(bias, mask.shape).reshape(shape)
 
     def _key_ranges(self, b, s, t, past, nonpad):
         """[begin, end) of the keys each query may attend (int32 (B, S)), or
         (None, None) when every query sees every key."""
-        windowed = self.left >= 0 or self.right >= 0
+        windowed = self.left_window_size >= 0 or self.right_window_size >= 0
         if not (self.is_causal or windowed or nonpad is not None):
             return None, None
         if nonpad is not None:  # external cache: the queries end at nonpad
@@ -281,32 +303,22 @@ class Attention(KernelOp):
         end = np.full((b, s), t, dtype=np.int64)
         if self.is_causal:
             end = np.minimum(end, pos + 1)
-        if self.right >= 0:
-            end = np.minimum(end, pos + self.right + 1)
+        if self.right_window_size >= 0:
+            end = np.minimum(end, pos + self.right_window_size + 1)
         if nonpad is not None:
             end = np.minimum(end, nonpad.astype(np.int64)[:, None])
-        begin = np.maximum(pos - self.left, 0) if self.left >= 0 else np.zeros((b, s), np.int64)
+        left = self.left_window_size
+        begin = np.maximum(pos - left, 0) if left >= 0 else np.zeros((b, s), np.int64)
         end = np.clip(end, 0, t)
         begin = np.minimum(begin, end)
         return begin.astype(np.int32), end.astype(np.int32)
 
     # -- run --------------------------------------------------------------
 
-    def _run(self, Q=None, K=None, V=None, attn_mask=None, past_key=None, past_value=None,
-             nonpad_kv_seqlen=None):
-        op = "Attention"
-        for i, x in enumerate((Q, K, V)):
-            if x is None:
-                raise ValueError(self._input_error(i, "is required (inputs Q, K and V)"))
-        tq = self._float_tensor(0, Q)
-        self._float_tensor(1, K)
-        self._float_tensor(2, V)
-        if K.dtype != Q.dtype:
-            raise TypeError(self._input_error(1, f"has element type {K.dtype}, expected "
-                                                 f"{Q.dtype} like Q"))
-        q4, k4, v4 = self._layout(Q, K, V)
-        b, nq, s, dk = q4.shape
-        nkv, dv = k4.shape[1], v4.shape[3]
+    def _plan(self, Q, K, V, attn_mask=None, past_key=None, past_value=None,
+              nonpad_kv_seqlen=None):
+        tq = ELEMENT_TYPES[Q.dtype]
+        b, nq, s, dk, nkv, t, dv = self._layout(Q, K, V)
         if (past_key is None) != (past_value is None):
             raise ValueError(self._input_error(4, "past_key and past_value must be given together"))
         p = 0
@@ -314,12 +326,8 @@ class Attention(KernelOp):
             if nonpad_kv_seqlen is not None:
                 raise ValueError(self._input_error(
                     6, "nonpad_kv_seqlen cannot be combined with past_key / past_value"))
-            for i, (past, d, like) in enumerate(((past_key, dk, K), (past_value, dv, V)), 4):
-                self._float_tensor(i, past)
-                if past.dtype != like.dtype:
-                    raise TypeError(self._input_error(
-                        i, f"has element type {past.dtype}, expected {like.dtype}"))
-                if past.ndim != 4 or past.shape[:2] != (b, nkv) or past.shape[3] != d:
+            for i, (past, d) in enumerate(((past_key, dk), (past_value, dv)), 4):
+                if past.shape[:2] != (b, nkv) or past.shape[3] != d:
                     raise ValueError(self._input_error(
                         i, f"has shape {past.shape}, expected (batch, kv_num_heads, "
                            f"past_sequence_length, head_size) = ({b}, {nkv}, P, {d})"))
@@ -327,72 +335,84 @@ class Attention(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     5, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
-            for i, x4 in ((4, k4), (5, v4)):
-                check_buffer(op, f"output {i - 3} (present, input {i} + new keys)",
-                            x4.shape[:2] + (p + x4.shape[2], x4.shape[3]), x4.itemsize)
-            k4 = concat_cache(past_key, k4)
-            v4 = concat_cache(past_value, v4)
-            present_k, present_v = k4, v4
-        else:
-            for i, x4 in ((1, k4), (2, v4)):
-                if self.wants[i]:
-                    check_buffer(op, f"output {i} (present, from input {i})", x4.shape,
-                                x4.itemsize)
-            present_k = fresh(k4, K) if self.wants[1] else None
-            present_v = fresh(v4, V) if self.wants[2] else None
-        t = k4.shape[2]
-        nonpad = None
-        if nonpad_kv_seqlen is not None:
-            nonpad = nonpad_kv_seqlen
-            if not isinstance(nonpad, np.ndarray) or nonpad.dtype != np.int64:
-                raise TypeError(self._input_error(6, "must be an int64 tensor"))
-            if nonpad.shape != (b,):
-                raise ValueError(self._input_error(
-                    6, f"has shape {nonpad.shape}, expected (batch_size,) = ({b},)"))
-            if nonpad.size and (nonpad.min() < 0 or nonpad.max() > t):
-                raise ValueError(self._input_error(
-                    6, f"has values outside [0, {t}] (the key sequence length): {nonpad}"))
+        t += p
+        if nonpad_kv_seqlen is not None and nonpad_kv_seqlen.shape != (b,):
+            raise ValueError(self._input_error(
+                6, f"has shape {nonpad_kv_seqlen.shape}, expected (batch_size,) = ({b},)"))
 
-        # sizes first: the mask bias and the key ranges are (B, S)-sized too
+        mask_shape, width = None, t
+        if attn_mask is not None:
+            mask_shape = self._mask_shape(attn_mask, b, nq, s, t)
+            width = mask_shape[3]
+        begin = end = None
+        if nonpad_kv_seqlen is None:
+            begin, end = self._key_ranges(b, s, t, p, None)
+        scale = self.scale if self.scale is not None else (1.0 / math.sqrt(dk) if dk else 1.0)
+        work = b * nq * s * min(width, t) * (dk + dv)
+        return Plan(tq, b, nq, s, dk, nkv, dv, p, t, mask_shape, width, begin, end, scale,
+                    self._num_threads(work, self.min_work_per_thread))
+
+    def _execute(self, plan, Q, K, V, attn_mask=None, past_key=None, past_value=None,
+                 nonpad_kv_seqlen=None):
+        op = "Attention"
+        tq, b, nq, s, t = plan.element_type, plan.b, plan.nq, plan.s, plan.t
+        dk, nkv, dv = plan.dk, plan.nkv, plan.dv
+        # sizes first, nothing allocated yet
+        for i, (x, d) in ((1, (K, dk)), (2, (V, dv))):
+            if past_key is not None:
+                check_buffer(op, f"output {i} (present, input {i + 3} + new keys)",
+                             (b, nkv, t, d), x.itemsize)
+            elif self.wants[i]:
+                check_buffer(op, f"output {i} (present, from input {i})", (b, nkv, t, d),
+                             x.itemsize)
         check_buffer(op, "output 0 (Y)", (b, nq, s, dv), Q.itemsize)
         if tq in NUMPY_TYPES or self.wants[3]:
             # materialised scores, bias and probabilities: a few (B, Nq, S, T)
             check_buffer(op, "the materialised scores (qk_matmul_output)", (4, b, nq, s, t), 8)
-        bias, width = None, t
+        q4, k4, v4 = self._views(Q, K, V)
+        if past_key is not None:
+            k4 = concat_cache(past_key, k4)
+            v4 = concat_cache(past_value, v4)
+            present_k, present_v = k4, v4
+        else:
+            present_k = fresh(k4, K) if self.wants[1] else None
+            present_v = fresh(v4, V) if self.wants[2] else None
+        begin, end = plan.begin, plan.end
+        if nonpad_kv_seqlen is not None:
+            nonpad = nonpad_kv_seqlen
+            if nonpad.size and (nonpad.min() < 0 or nonpad.max() > t):
+                raise ValueError(self._input_error(
+                    6, f"has values outside [0, {t}] (the key sequence length): {nonpad}"))
+            begin, end = self._key_ranges(b, s, t, plan.p, nonpad)
+        bias, width = None, plan.width
         if attn_mask is not None:
-            bias, width = self._mask_bias(attn_mask, b, nq, s, t, tq == T.DOUBLE)
-        begin, end = self._key_ranges(b, s, t, p, nonpad)
-        scale = self.scale if self.scale is not None else (1.0 / math.sqrt(dk) if dk else 1.0)
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, self._path(tq))
+            bias = self._mask_bias(attn_mask, plan.mask_shape, tq == T.DOUBLE)
+        self._record_path((tq, simd.state.level), lambda: self._path(tq))
         dense = None
         if tq in NUMPY_TYPES:
-            dense = self._dense(q4, k4, v4, scale, bias, width, begin, end, NUMPY_TYPES[tq])
+            dense = self._dense(q4, k4, v4, plan.scale, bias, width, begin, end, NUMPY_TYPES[tq])
             out4 = dense[0]
         else:
-            out4 = self._attend(q4, k4, v4, scale, bias, width, begin, end, Q.ndim == 3)
+            out4 = self._attend(q4, k4, v4, plan.scale, bias, width, begin, end, Q.ndim == 3,
+                                plan.threads)
         y = out4 if Q.ndim == 4 else out4.transpose(0, 2, 1, 3).reshape(b, s, nq * dv)
         if y.dtype != Q.dtype:
             y = y.astype(Q.dtype)
         results = [y, present_k, present_v, None]
         if self.wants[3]:
             if dense is None:
-                dense = self._dense(q4, k4, v4, scale, bias, width, begin, end, np.float32,
+                dense = self._dense(q4, k4, v4, plan.scale, bias, width, begin, end, np.float32,
                                     need_y=False)
             results[3] = dense[1].astype(Q.dtype)
         return tuple(results[: max(self.n_outputs, 1)])
 
     def _path(self, element_type: int) -> str:
-        key = (element_type, simd.state.level)
-        path = self._paths.get(key)
-        if path is None:
-            dtype = onnx.helper.tensor_dtype_to_np_dtype(element_type)
-            name = "bfloat16" if element_type == T.BFLOAT16 else np.dtype(dtype).name
-            used = "numpy" if element_type in NUMPY_TYPES else engine_level_name(key[1])
-            path = self._paths[key] = f"attention_{name}_{used}"
-        return path
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(element_type)
+        name = "bfloat16" if element_type == T.BFLOAT16 else np.dtype(dtype).name
+        used = "numpy" if element_type in NUMPY_TYPES else engine_level_name(simd.state.level)
+        return f"attention_{name}_{used}"
 
-    def _attend(self, q4, k4, v4, scale, bias, width, begin, end, fused) -> np.ndarray:
+    def _attend(self, q4, k4, v4, scale, bias, width, begin, end, fused, threads) -> np.ndarray:
         """Y as (B, Nq, S, Dv) from the engine (for ``fused`` rank-3 outputs
         a view of a (B, S, Nq, Dv) buffer, so no transpose copy follows)."""
         b, nq, s, dk = q4.shape
@@ -410,11 +430,9 @@ class Attention(KernelOp):
             out4 = np.empty((b, s, nq, dv), dtype=q4.dtype).transpose(0, 2, 1, 3)
         else:
             out4 = np.empty((b, nq, s, dv), dtype=q4.dtype)
-        work = b * nq * s * k4.shape[2] * (dk + dv)
         run_engine(engine_ready(q4), engine_ready(k4), engine_ready(v4), out4, scale=float(scale),
                    bias=bias, begin=begin, end=end, softcap=max(self.softcap, 0.0),
-                   softcap_first=True, threads=self._num_threads(work, self.min_work_per_thread),
-                   level=simd.state.level)
+                   softcap_first=True, threads=threads, level=simd.state.level)
         return out4
 
     def _dense(self, q4, k4, v4, scale, bias, width, begin, end, dtype, need_y=True):
@@ -441,7 +459,7 @@ class Attention(KernelOp):
                 full = np.where(allowed, full, dtype(-np.inf))
         with_bias = scores if full is None else scores + full
         probs = None
-        if self.mode == 3 or need_y:
+        if self.qk_matmul_output_mode == 3 or need_y:
             masked = None
             if full is not None and t:
                 masked = np.isneginf(full.max(axis=-1, keepdims=True))
@@ -453,7 +471,8 @@ class Attention(KernelOp):
                 probs = guarded_softmax(with_bias.astype(wide), masked).astype(dtype)
             else:
                 probs = guarded_softmax(with_bias, masked)
-        qk = probs if self.mode == 3 else with_bias if self.mode == 2 else scores
+        mode = self.qk_matmul_output_mode
+        qk = probs if mode == 3 else with_bias if mode == 2 else scores
         y = dense_values(probs, v4) if need_y else None
         return y, qk
 

@@ -23,64 +23,52 @@ from __future__ import annotations
 
 import math
 import types
+from typing import NamedTuple
 
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import causal_conv_with_state as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
+FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 ACTIVATIONS = ("none", "silu", "swish")
 # CUDA-only attributes of the com.microsoft schema and their defaults.
 _EXTENDED = {"state_length": 0, "input_channels": 0, "input_channel_offset": 0,
              "state_channels_last": -1, "state_update_capacity": 0}
 
 
-class CausalConvBase(KernelOp):
-    """Attribute parsing, input validation and output planning shared by
-    both domains and both families; subclasses implement ``_compute``."""
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes decide."""
 
-    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
-    input_names = ("input", "weight", "bias", "past_state")
+    channels: int
+    state_shape: tuple[int, ...]
+    length: int
+    threads: int
+
+
+class CausalConvBase(KernelOp):
+    """Input validation and output planning shared by both domains and both
+    families; subclasses implement ``_compute``."""
+
+    inputs = (Input("input", types=FLOATS, ranks=(3,)),
+              Input("weight", like=0, ranks=(3,)),
+              Input("bias", like=0, ranks=(1,), optional=True),
+              Input("past_state", like=0, optional=True))
+    attributes = (Attr("activation", "string", "none", allowed=ACTIVATIONS),)
+    dilation = 1
+    channels_last = False
+    #: Work units one thread must have before a second one helps (the
+    #: OPTIMIZED family sets it; the NAIVE one runs on one thread).
+    min_work_per_thread = 1 << 62
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._attrs = {a.name: a for a in onnx_node.attribute}
-        act = self._attrs.get("activation")
-        self.activation = act.s.decode() if act is not None else "none"
         self.silu = self.activation in ("silu", "swish")
-        self.dilation = 1
-        self.channels_last = False
-        self._unsupported: str | None = None
-        if self.activation not in ACTIVATIONS:
-            self._unsupported = (f"activation {self.activation!r} is not one of "
-                                 f"{', '.join(ACTIVATIONS)}")
 
-    def _int(self, name: str, default: int) -> int:
-        att = self._attrs.get(name)
-        return int(att.i) if att is not None else default
-
-    def _input_error(self, index: int, message: str) -> str:
-        name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
-        return (f"{self.onnx_node.op_type}: input {index} {self.input_names[index]} ({name!r}) "
-                f"{message}")
-
-    def _run(self, x, weight, bias=None, past_state=None):
-        if self._unsupported is not None:
-            error = NotImplementedError if "not supported" in self._unsupported else ValueError
-            raise error(f"{self.onnx_node.op_type}: {self._unsupported}")
-        for i, v in enumerate((x, weight, bias, past_state)):
-            if v is not None and not isinstance(v, np.ndarray):
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
-        if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {x.dtype}, expected one of {', '.join(self.element_types)}"))
-        for i, v in ((1, weight), (2, bias), (3, past_state)):
-            if v is not None and v.dtype != x.dtype:
-                raise TypeError(self._input_error(i, f"has element type {v.dtype}, expected "
-                                                     f"{x.dtype} like the input"))
+    def _plan(self, x, weight, bias=None, past_state=None):
         if self.channels_last:
             if x.ndim < 3:
                 raise ValueError(self._input_error(
@@ -92,14 +80,14 @@ class CausalConvBase(KernelOp):
                 raise ValueError(self._input_error(
                     0, f"must have rank 3 (batch, channels, length), got shape {x.shape}"))
             channels = x.shape[1]
-        if weight.ndim != 3 or weight.shape[0] != channels or weight.shape[1] != 1 \
-                or weight.shape[2] < 1:
+        if weight.shape[0] != channels or weight.shape[1] != 1 or weight.shape[2] < 1:
             raise ValueError(self._input_error(
                 1, f"must have shape ({channels}, 1, k) with k >= 1, got {weight.shape}"))
         if bias is not None and bias.shape != (channels,):
             raise ValueError(self._input_error(
                 2, f"must have shape ({channels},), got {bias.shape}"))
-        state_len = (weight.shape[2] - 1) * self.dilation
+        k = weight.shape[2]
+        state_len = (k - 1) * self.dilation
         batch = x.shape[0]
         if self.channels_last:
             state_shape = (batch, state_len, *x.shape[2:])
@@ -109,7 +97,14 @@ class CausalConvBase(KernelOp):
             raise ValueError(self._input_error(
                 3, f"must have shape {state_shape} ((k - 1) * dilation = {state_len} positions), "
                    f"got {past_state.shape}"))
-        return self._compute(x, weight, bias, past_state, channels, state_shape)
+        length = x.shape[1] if self.channels_last else x.shape[2]
+        # Taps and state copies: an empty-sequence state handoff is not free.
+        work = batch * channels * (length * k + state_len)
+        return Plan(channels, state_shape, length,
+                    self._num_threads(work, self.min_work_per_thread))
+
+    def _execute(self, plan, x, weight, bias=None, past_state=None):
+        return self._compute(x, weight, bias, past_state, plan.channels, plan.state_shape)
 
 
 class _Optimized:
@@ -139,18 +134,13 @@ class _Optimized:
     def _float32(bias: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(bias, dtype=np.float32)
 
-    def _compute(self, x, weight, bias, past_state, channels, state_shape):
+    def _execute(self, plan, x, weight, bias=None, past_state=None):
         level = simd.state.level
-        if self._usage.enabled:
-            key = (self.channels_last, x.dtype, level)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(level)]
-                layout = "cl" if self.channels_last else "cf"
-                path = self._paths[key] = f"causal_conv_{layout}_{x.dtype.name}_{used}"
-            self._usage.record(self.kernel_name, path)
+        self._record_path((self.channels_last, x.dtype, level), lambda: (
+            f"causal_conv_{'cl' if self.channels_last else 'cf'}_{x.dtype.name}_"
+            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
         y = self._new_output(x.shape, x.dtype, 0)
-        present = self._new_output(state_shape, x.dtype, 1)
+        present = self._new_output(plan.state_shape, x.dtype, 1)
         if y.size == 0 and present.size == 0:
             return y, present
         x = np.ascontiguousarray(x)
@@ -159,15 +149,10 @@ class _Optimized:
         if bias is not None:
             bias = self._prepared_input(2, 2, bias, lambda: self._float32(bias))
         w = self._prepared_input(1, 1, weight, lambda: self._tap_major(weight))
-        batch, k = x.shape[0], weight.shape[2]
-        length = x.shape[1] if self.channels_last else x.shape[2]
         if self.channels_last:  # (B, L, d...) as (B, L, C)
-            x = x.reshape(batch, length, channels)
-        # Taps and state copies: an empty-sequence state handoff is not free.
-        work = batch * channels * (length * k + (k - 1) * self.dilation)
-        threads = self._num_threads(work, self.min_work_per_thread)
-        core.causal_conv(ELEMENT_TYPES[x.dtype], level, x, past_state, w, bias, y, present,
-                         self.dilation, self.silu, self.channels_last, threads)
+            x = x.reshape(x.shape[0], plan.length, plan.channels)
+        core.causal_conv(x, past_state, w, bias, y, present, self.dilation, self.silu,
+                         self.channels_last, ELEMENT_TYPES[x.dtype], level, plan.threads)
         return y, present
 
 
@@ -178,32 +163,40 @@ class CausalConvWithState(_Optimized, CausalConvBase):
 
 
 class MicrosoftCausalConvBase(CausalConvBase):
-    """com.microsoft CausalConvWithState: adds dilation and channels_last."""
+    """com.microsoft CausalConvWithState: adds dilation and channels_last
+    (the input's rank is checked by the plan: 3 channels-first, 3 or more
+    channels-last)."""
 
     op_domain = "com.microsoft"
+    inputs = (Input("input", types=FLOATS),) + CausalConvBase.inputs[1:]
+    attributes = CausalConvBase.attributes + (
+        Attr("dilation", "int", 1), Attr("channels_last", "flag", 0), Attr("ndim", "int", 1),
+        Attr("state_window", "int", 0),
+        *(Attr(name, "int", default) for name, default in _EXTENDED.items()))
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self.dilation = self._int("dilation", 1)
-        self.channels_last = self._flag("channels_last")
-        if self._unsupported is not None:
-            return
-        ndim, window = self._int("ndim", 1), self._int("state_window", 0)
+        self._unsupported: str | None = None
         extended = [name for name, default in _EXTENDED.items()
-                    if self._int(name, default) != default]
+                    if getattr(self, name) != default]
         if self.dilation < 1:
-            self._unsupported = f"dilation must be >= 1, got {self.dilation}"
-        elif ndim != 1:
-            self._unsupported = (f"ndim={ndim} is not supported "
+            self._reject_attribute(f"attribute dilation must be >= 1, got {self.dilation}")
+        elif self.ndim != 1:
+            self._unsupported = (f"ndim={self.ndim} is not supported "
                                  "(ONNX Runtime's CPU kernel runs ndim=1)")
-        elif window != 0:
-            self._unsupported = (f"state_window={window} is not supported "
+        elif self.state_window != 0:
+            self._unsupported = (f"state_window={self.state_window} is not supported "
                                  "(CUDA only in ONNX Runtime)")
         elif extended:
             self._unsupported = (f"{', '.join(extended)} not supported (CUDA-only extended "
                                  "channel/state options)")
         elif len(onnx_node.output) > 2 and onnx_node.output[2]:
             self._unsupported = "the state_update output is not supported (CUDA only)"
+
+    def _plan(self, *args):
+        if self._unsupported is not None:
+            raise NotImplementedError(f"{self.onnx_node.op_type}: {self._unsupported}")
+        return super()._plan(*args)
 
 
 class MicrosoftCausalConvWithState(_Optimized, MicrosoftCausalConvBase):

@@ -37,22 +37,22 @@ need not be multiples of 8 (16 with rotary).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
-import onnx
-from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
 from ..memory import check_buffer
-from ._base import EVERY_INPUT, KernelOp
+from ._base import EVERY_INPUT, Attr, Input, KernelOp
+from ._contract import REQUIRED
 from ._layout import engine_ready
 
 T = TensorProto
 _INT32_MAX = 2**31 - 1
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(bfloat16))
+FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 
 #: Input positions in ONNX Runtime's order.
 INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
@@ -61,121 +61,109 @@ INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
           "k_norm_weight", "query_seqlens")
 
 
-def rotate_numpy(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, positions: np.ndarray,
-                 interleaved: bool) -> np.ndarray:
-    """x [B, S, N, H] rotated by the cache rows at positions [B, S] (float32
-    arithmetic, one rounding); cos/sin [P, R/2] rotate the first R dims."""
-    half = cos.shape[1]
-    R = 2 * half
-    c = cos[positions].astype(np.float32)[:, :, None, :]   # [B, S, 1, R/2]
-    s = sin[positions].astype(np.float32)[:, :, None, :]
-    xf = x.astype(np.float32)
-    out = xf.copy()
-    if interleaved:
-        x1, x2 = xf[..., 0:R:2], xf[..., 1:R:2]
-        out[..., 0:R:2] = x1 * c - x2 * s
-        out[..., 1:R:2] = x2 * c + x1 * s
-    else:
-        x1, x2 = xf[..., :half], xf[..., half:R]
-        out[..., :half] = x1 * c - x2 * s
-        out[..., half:R] = x2 * c + x1 * s
-    return out.astype(x.dtype)
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes and the attributes decide."""
+
+    B: int
+    S: int
+    N: int
+    Nkv: int
+    H: int
+    packed: bool
+    P: int          # past_key's length (the cache capacity of a static cache)
+    scale: float
 
 
 class GroupQueryAttentionBase(KernelOp):
     """Attributes, validation, positions, key ranges and the present cache,
-    shared by both families; subclasses implement ``_rotate`` and ``_attend``."""
+    shared by both families; subclasses implement ``_rotate``, ``_append``
+    and ``_attend``.  The plan checks what the shapes and attributes decide;
+    ``_execute`` what the values of seqlens_k, total_sequence_length,
+    query_seqlens and position_ids decide, then runs."""
 
     strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
     op_domain = "com.microsoft"
-    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    inputs = (Input("query", types=FLOATS, ranks=(3,)),
+              Input("key", like=0, ranks=(3,), optional=True),
+              Input("value", like=0, ranks=(3,), optional=True),
+              # the caches' types are checked by the plan: integer caches
+              # (quantized) are not implemented
+              Input("past_key", ranks=(4,), optional=True),
+              Input("past_value", ranks=(4,), optional=True),
+              Input("seqlens_k", types=(T.INT32,), ranks=(1,)),
+              Input("total_sequence_length", types=(T.INT32,)),
+              # read only with do_rotary (ignored without, as ORT does)
+              Input("cos_cache", optional=True),
+              Input("sin_cache", optional=True),
+              Input("position_ids", optional=True),
+              Input("attention_bias", like=0, ranks=(4,), optional=True),
+              Input("head_sink", like=0, ranks=(1,), optional=True),
+              Input("k_scale", optional=True),
+              Input("v_scale", optional=True),
+              Input("q_norm_weight", optional=True),
+              Input("k_norm_weight", optional=True),
+              Input("query_seqlens", types=(T.INT32,), ranks=(1,), optional=True))
+    attributes = (Attr("num_heads", "int", REQUIRED),
+                  Attr("kv_num_heads", "int", REQUIRED),
+                  Attr("scale", "float", 0.0),
+                  Attr("softcap", "float", 0.0),
+                  Attr("causal", "flag", 1),
+                  Attr("local_window_size", "int", -1),
+                  Attr("do_rotary", "flag", 0),
+                  Attr("rotary_interleaved", "flag", 0),
+                  Attr("smooth_softmax", "flag", 0),
+                  Attr("qk_output", "int", 0, allowed=(0, 1, 2)),
+                  Attr("sliding_window_cache", "flag", 0),
+                  Attr("k_quant_type", "string", "NONE"),
+                  Attr("v_quant_type", "string", "NONE"),
+                  Attr("kv_cache_bit_width", "int", 0))
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        a = {att.name: onnx.helper.get_attribute_value(att) for att in onnx_node.attribute}
         op = onnx_node.op_type
-        errors = []
-        self.num_heads = int(a.get("num_heads", 0))
-        self.kv_num_heads = int(a.get("kv_num_heads", 0))
-        if "num_heads" not in a or "kv_num_heads" not in a:
-            errors.append(f"{op}: attributes num_heads and kv_num_heads are required")
-        elif self.num_heads <= 0 or self.kv_num_heads <= 0:
-            errors.append(f"{op}: num_heads ({self.num_heads}) and kv_num_heads "
-                          f"({self.kv_num_heads}) must be positive")
-        elif self.num_heads % self.kv_num_heads:
-            errors.append(f"{op}: num_heads ({self.num_heads}) must be a multiple of "
-                          f"kv_num_heads ({self.kv_num_heads})")
-        self.scale_attr = float(a.get("scale", 0.0))
-        if not math.isfinite(self.scale_attr):
-            errors.append(f"{op}: attribute scale must be finite (0: 1/sqrt(head_size)), "
-                          f"got {self.scale_attr}")
-        self.softcap = float(a.get("softcap", 0.0))
+        N, Nkv, window = self.num_heads, self.kv_num_heads, self.local_window_size
+        if N is not None and Nkv is not None:
+            if N <= 0 or Nkv <= 0:
+                self._reject_attribute(f"num_heads ({N}) and kv_num_heads ({Nkv}) must be "
+                                       "positive")
+            elif N % Nkv:
+                self._reject_attribute(f"num_heads ({N}) must be a multiple of kv_num_heads "
+                                       f"({Nkv})")
+        if not math.isfinite(self.scale):
+            self._reject_attribute("attribute scale must be finite (0: 1/sqrt(head_size)), "
+                                   f"got {self.scale}")
         if not math.isfinite(self.softcap):
-            errors.append(f"{op}: attribute softcap must be finite, got {self.softcap}")
+            self._reject_attribute(f"attribute softcap must be finite, got {self.softcap}")
         self.softcap = max(self.softcap, 0.0)   # <= 0: no softcap, as ORT
-        self.causal = int(a.get("causal", 1))
-        if self.causal not in (0, 1):
-            errors.append(f"{op}: attribute causal must be 0 or 1, got {self.causal}")
-        self.window = int(a.get("local_window_size", -1))
-        if self.window == 0 or self.window < -1 or self.window > _INT32_MAX:
-            errors.append(f"{op}: attribute local_window_size must be -1 or in "
-                          f"[1, {_INT32_MAX}], got {self.window}")
-        elif self.window > 0 and self.causal == 0:
-            errors.append(f"{op}: attribute local_window_size must be -1 when causal is 0, "
-                          f"got {self.window}")
-        for name in ("do_rotary", "rotary_interleaved", "smooth_softmax"):
-            if int(a.get(name, 0)) not in (0, 1):
-                errors.append(f"{op}: attribute {name} must be 0 or 1, got {a[name]}")
-        self.do_rotary = int(a.get("do_rotary", 0)) == 1
-        self.interleaved = int(a.get("rotary_interleaved", 0)) == 1
-        self.smooth = int(a.get("smooth_softmax", 0)) == 1
-        self.qk_output = int(a.get("qk_output", 0))
-        if self.qk_output not in (0, 1, 2):
-            errors.append(f"{op}: attribute qk_output must be 0, 1 or 2, got {self.qk_output}")
-        self.sliding = int(a.get("sliding_window_cache", 0))
+        if window == 0 or window < -1 or window > _INT32_MAX:
+            self._reject_attribute(f"attribute local_window_size must be -1 or in "
+                                   f"[1, {_INT32_MAX}], got {window}")
+        elif window > 0 and not self.causal:
+            self._reject_attribute(f"attribute local_window_size must be -1 when causal is 0, "
+                                   f"got {window}")
         self._unsupported = None
-        if self.sliding not in (0, 1):
-            errors.append(f"{op}: attribute sliding_window_cache must be 0 or 1, "
-                          f"got {self.sliding}")
         for name in ("k_quant_type", "v_quant_type"):
-            v = a.get(name, b"NONE")
-            v = v.decode() if isinstance(v, bytes) else v
-            if v != "NONE":
-                self._unsupported = f"{op}: quantized KV caches ({name}={v!r}) are not implemented"
-        if "kv_cache_bit_width" in a and int(a["kv_cache_bit_width"]) not in (0,):
+            if getattr(self, name) != "NONE":
+                self._unsupported = (f"{op}: quantized KV caches ({name}="
+                                     f"{getattr(self, name)!r}) are not implemented")
+        if self.kv_cache_bit_width != 0:
             self._unsupported = (f"{op}: quantized KV caches (kv_cache_bit_width) are not "
                                  "implemented")
         outputs = onnx_node.output
         self._n_outputs = len(outputs)
         if self._n_outputs > 3 and outputs[3] and self.qk_output == 0:
-            errors.append(f"{op}: output 3 (output_qk) needs attribute qk_output 1 or 2")
+            self._reject_attribute("output 3 (output_qk) needs attribute qk_output 1 or 2")
         self._want_qk = self._n_outputs > 3 and bool(outputs[3]) and self.qk_output > 0
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        self._attr_error = errors[0] if errors else None
 
     # -- validation -------------------------------------------------------
-
-    def _tensor(self, i, x, dtype=None, rank=None):
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(i, f"must be a tensor, got {type(x).__name__}"))
-        if dtype is not None and x.dtype != dtype:
-            raise TypeError(self._input_error(i, f"has element type {x.dtype}, expected {dtype}"))
-        if rank is not None and x.ndim != rank:
-            raise ValueError(self._input_error(i, f"must have rank {rank}, got shape {x.shape}"))
-        return x
 
     def _shape(self, i, x, shape):
         if x.shape != tuple(shape):
             raise ValueError(self._input_error(i, f"must have shape {tuple(shape)}, got {x.shape}"))
 
-    def _run(self, *args):
+    def _plan(self, *args):
         op = self.onnx_node.op_type
-        if self._attr_error:
-            raise ValueError(self._attr_error)
-        if len(args) > len(INPUTS):
-            raise ValueError(f"{op}: at most {len(INPUTS)} inputs, got {len(args)}")
         x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
         for i in (12, 13, 14, 15):
             if x[INPUTS[i]] is not None:
@@ -184,14 +172,7 @@ class GroupQueryAttentionBase(KernelOp):
         if self._unsupported:
             raise NotImplementedError(self._unsupported)
         q = x["query"]
-        if q is None or x["seqlens_k"] is None or x["total_sequence_length"] is None:
-            raise ValueError(f"{op}: inputs query, seqlens_k and total_sequence_length "
-                             "are required")
-        self._tensor(0, q, rank=3)
         dt = q.dtype
-        if dt not in _FLOATS:
-            raise TypeError(self._input_error(
-                0, f"has element type {dt}, expected one of {', '.join(self.element_types)}"))
         N, Nkv = self.num_heads, self.kv_num_heads
         B, S, D = q.shape
         key, value = x["key"], x["value"]
@@ -213,7 +194,6 @@ class GroupQueryAttentionBase(KernelOp):
                     0, f"last dimension {D} is not a multiple of num_heads {N}"))
             H = D // N
             for i, t in ((1, key), (2, value)):
-                self._tensor(i, t, dt, 3)
                 self._shape(i, t, (B, S, Nkv * H))
         if H == 0:
             raise ValueError(self._input_error(0, f"gives head size 0 (shape {q.shape})"))
@@ -222,23 +202,90 @@ class GroupQueryAttentionBase(KernelOp):
             raise ValueError(f"{op}: past_key and past_value must be given together")
         P = 0
         if pk is not None:
-            if isinstance(pk, np.ndarray) and pk.dtype != dt and pk.dtype.kind in "iuV":
+            if pk.dtype != dt and pk.dtype.kind in "iuV":
                 raise NotImplementedError(self._input_error(
                     3, "quantized KV caches are not implemented"))
-            self._tensor(3, pk, dt, 4)
-            self._tensor(4, pv, dt, 4)
+            for i, past in ((3, pk), (4, pv)):
+                if past.dtype != dt:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {past.dtype}, expected {dt} like input 0"))
             P = pk.shape[2]
             self._shape(3, pk, (B, Nkv, P, H))
             self._shape(4, pv, (B, Nkv, P, H))
-        seqlens = self._tensor(5, x["seqlens_k"], np.dtype(np.int32))
-        self._shape(5, seqlens, (B,))
-        tot = self._tensor(6, x["total_sequence_length"], np.dtype(np.int32))
+        self._shape(5, x["seqlens_k"], (B,))
+        tot = x["total_sequence_length"]
         if tot.size != 1 or tot.ndim > 1:
             raise ValueError(self._input_error(6, f"must be a scalar, got shape {tot.shape}"))
-        total = int(tot.reshape(()))
+        qsl = x["query_seqlens"]
+        if qsl is not None:
+            self._shape(16, qsl, (B,))
+            if not self.causal:
+                raise ValueError(self._input_error(16, "requires causal=1"))
+            if pk is None:
+                raise ValueError(self._input_error(16, "requires past_key and past_value"))
+        if self.sliding_window_cache:
+            if self.local_window_size <= 0:
+                raise ValueError(f"{op}: sliding_window_cache=1 needs local_window_size > 0")
+            if pk is None:
+                raise ValueError(f"{op}: sliding_window_cache=1 needs past_key and past_value "
+                                 "(their length is the cache capacity)")
+            if P < self.local_window_size:
+                raise ValueError(self._input_error(
+                    3, f"sliding_window_cache: capacity {P} must be at least local_window_size "
+                       f"({self.local_window_size})"))
+            if self._want_qk:
+                raise NotImplementedError(f"{op}: output_qk with sliding_window_cache=1 is not "
+                                          "implemented")
+        if self.do_rotary:   # (without do_rotary the caches are ignored, as ORT does)
+            cos, sin = x["cos_cache"], x["sin_cache"]
+            if cos is None or sin is None:
+                raise ValueError(f"{op}: do_rotary=1 needs inputs cos_cache and sin_cache")
+            for i, c in ((7, cos), (8, sin)):
+                if c.dtype != dt:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {c.dtype}, expected {dt} like input 0"))
+                if c.ndim != 2:
+                    raise ValueError(self._input_error(
+                        i, f"has rank {c.ndim} (shape {c.shape}), expected rank 2"))
+            if sin.shape != cos.shape:
+                raise ValueError(self._input_error(8, f"has shape {sin.shape}, expected "
+                                                      f"{cos.shape} like cos_cache"))
+            if cos.shape[1] == 0 or 2 * cos.shape[1] > H:
+                raise ValueError(self._input_error(
+                    7, f"shape {cos.shape}: the rotary dimension 2 * {cos.shape[1]} must be in "
+                       f"[2, head size {H}]"))
+            pid = x["position_ids"]
+            if pid is not None:
+                if pid.dtype != np.int64:
+                    raise TypeError(self._input_error(
+                        9, f"has element type {pid.dtype}, expected one of int64"))
+                if pid.ndim != 2:
+                    raise ValueError(self._input_error(
+                        9, f"has rank {pid.ndim} (shape {pid.shape}), expected rank 2"))
+                self._shape(9, pid, (B, S))
+        bias = x["attention_bias"]
+        if bias is not None and (bias.shape[0] not in (1, B) or bias.shape[1] not in (1, N)
+                                 or bias.shape[2] != S):
+            raise ValueError(self._input_error(
+                10, f"must have shape (1 or {B}, 1 or {N}, {S}, total_sequence_length), got "
+                    f"{bias.shape}"))
+        if x["head_sink"] is not None:
+            self._shape(11, x["head_sink"], (N,))
+        scale = self.scale if self.scale != 0.0 else 1.0 / math.sqrt(H)
+        return Plan(B, S, N, Nkv, H, packed, P, scale)
+
+    def _execute(self, plan, *args):
+        op = self.onnx_node.op_type
+        x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
+        B, S, N, Nkv, H, P = plan.B, plan.S, plan.N, plan.Nkv, plan.H, plan.P
+        q, pk, pv = x["query"], x["past_key"], x["past_value"]
+        dt = q.dtype
+        seqlens = x["seqlens_k"]
+        total = int(x["total_sequence_length"].reshape(()))
         if total <= 0 and B:
             raise ValueError(self._input_error(6, f"must be positive, got {total}"))
-        if x["query_seqlens"] is None and total < S:
+        qsl = x["query_seqlens"]
+        if qsl is None and total < S:
             raise ValueError(self._input_error(
                 6, f"({total}) must be at least the sequence length {S}"))
         lens = seqlens.astype(np.int64) + 1                      # total length per entry
@@ -248,16 +295,9 @@ class GroupQueryAttentionBase(KernelOp):
             raise ValueError(self._input_error(
                 5, f"values {seqlens.tolist()}: seqlens_k + 1 must not exceed "
                    f"total_sequence_length ({total})"))
-        qsl = x["query_seqlens"]
         first = False
         if qsl is not None:
             # right-padded chunks: entry b appends its first Q[b] rows
-            self._tensor(16, qsl, np.dtype(np.int32), 1)
-            self._shape(16, qsl, (B,))
-            if not self.causal:
-                raise ValueError(self._input_error(16, "requires causal=1"))
-            if pk is None:
-                raise ValueError(self._input_error(16, "requires past_key and past_value"))
             append = qsl.astype(np.int64)
             if B and (append.min() < 0 or (append > np.minimum(lens, S)).any()):
                 raise ValueError(self._input_error(
@@ -278,19 +318,7 @@ class GroupQueryAttentionBase(KernelOp):
                 if B > 1 and S > 1:
                     raise ValueError(f"{op}: batch_size must be 1 when sequence_length > 1 and "
                                      f"past context is given (got batch {B}, sequence {S})")
-        if self.sliding:
-            if self.window <= 0:
-                raise ValueError(f"{op}: sliding_window_cache=1 needs local_window_size > 0")
-            if pk is None:
-                raise ValueError(f"{op}: sliding_window_cache=1 needs past_key and past_value "
-                                 "(their length is the cache capacity)")
-            if P < self.window:
-                raise ValueError(self._input_error(
-                    3, f"sliding_window_cache: capacity {P} must be at least local_window_size "
-                       f"({self.window})"))
-            if self._want_qk:
-                raise NotImplementedError(f"{op}: output_qk with sliding_window_cache=1 is not "
-                                          "implemented")
+        if self.sliding_window_cache:
             L = P
         else:
             L = max(P, total)                                      # present length
@@ -312,25 +340,12 @@ class GroupQueryAttentionBase(KernelOp):
                         f"{int((past_len + S).max())- S} cached ones does not fit the KV cache "
                         f"capacity {L}"))
 
-        # rotary
+        # rotary positions
         positions = None
         cos, sin = x["cos_cache"], x["sin_cache"]
-        if self.do_rotary:   # (without do_rotary the caches are ignored, as ORT does)
-            if cos is None or sin is None:
-                raise ValueError(f"{op}: do_rotary=1 needs inputs cos_cache and sin_cache")
-            self._tensor(7, cos, dt, 2)
-            self._tensor(8, sin, dt, 2)
-            if sin.shape != cos.shape:
-                raise ValueError(self._input_error(8, f"has shape {sin.shape}, expected "
-                                                      f"{cos.shape} like cos_cache"))
-            if cos.shape[1] == 0 or 2 * cos.shape[1] > H:
-                raise ValueError(self._input_error(
-                    7, f"shape {cos.shape}: the rotary dimension 2 * {cos.shape[1]} must be in "
-                       f"[2, head size {H}]"))
+        if self.do_rotary:
             pid = x["position_ids"]
             if pid is not None:
-                self._tensor(9, pid, np.dtype(np.int64), 2)
-                self._shape(9, pid, (B, S))
                 # ONNX Runtime's first prompt reads only position_ids[0, 0]:
                 # every entry counts up from it.
                 positions = (np.broadcast_to(pid[0, 0] + np.arange(S, dtype=np.int64), (B, S))
@@ -344,26 +359,20 @@ class GroupQueryAttentionBase(KernelOp):
                     f"{int(positions.max())} (min {int(positions.min())}) are needed"))
 
         bias = x["attention_bias"]
-        if bias is not None:
-            self._tensor(10, bias, dt, 4)
-            if (bias.shape[0] not in (1, B) or bias.shape[1] not in (1, N)
-                    or bias.shape[2] != S or bias.shape[3] != total):
-                raise ValueError(self._input_error(
-                    10, f"must have shape (1 or {B}, 1 or {N}, {S}, {total}), got {bias.shape}"))
+        if bias is not None and bias.shape[3] != total:
+            raise ValueError(self._input_error(
+                10, f"must have shape (1 or {B}, 1 or {N}, {S}, {total}), got {bias.shape}"))
         sink = x["head_sink"]
-        if sink is not None:
-            self._tensor(11, sink, dt, 1)
-            self._shape(11, sink, (N,))
 
         # Sizes first, nothing allocated yet (a broadcast past or query can
         # describe more than memory holds)
         for i, name in ((1, "present_key"), (2, "present_value")):
             check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
-                        (B, Nkv, L, H), dt.itemsize)
+                         (B, Nkv, L, H), dt.itemsize)
         check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
         if self.do_rotary:
             check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
-                        dt.itemsize)
+                         dt.itemsize)
         if self._want_qk:
             # output_qk (B, N, S, total) and its float32 work
             check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
@@ -371,26 +380,24 @@ class GroupQueryAttentionBase(KernelOp):
         # Q, new K/V as [B, S, heads, H] views (a strided or broadcast input:
         # a compact copy whose last axis the engine can read)
         q = engine_ready(q)
-        if not packed:
-            key, value = engine_ready(key), engine_ready(value)
-        if packed:
+        if plan.packed:
             q4 = q.reshape(B, S, N + 2 * Nkv, H)
             qv, kv, vv = q4[:, :, :N], q4[:, :, N:N + Nkv], q4[:, :, N + Nkv:]
         else:
             qv = q.reshape(B, S, N, H)
-            kv = key.reshape(B, S, Nkv, H)
-            vv = value.reshape(B, S, Nkv, H)
+            kv = engine_ready(x["key"]).reshape(B, S, Nkv, H)
+            vv = engine_ready(x["value"]).reshape(B, S, Nkv, H)
         if self.do_rotary:
             qv = self._rotate(qv, cos, sin, positions)
             kv = self._rotate(kv, cos, sin, positions)
 
-        scale = self.scale_attr if self.scale_attr != 0.0 else 1.0 / math.sqrt(H)
+        scale = plan.scale
         fbias = None
         if bias is not None:
             fbias = np.broadcast_to(engine_ready(bias, np.float32), (B, N, S, total))
         if sink is not None:
             fsink = sink.astype(np.float32)
-        elif self.smooth:
+        elif self.smooth_softmax:
             fsink = np.zeros(N, np.float32)
         else:
             fsink = None
@@ -400,23 +407,21 @@ class GroupQueryAttentionBase(KernelOp):
         qt, ot = qv.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
         pos_q = past_len[:, None] + np.arange(S, dtype=np.int64)[None, :]   # absolute
         qk = None
-        if self.sliding:
+        if self.sliding_window_cache:
             self._windowed(qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
                            scale, fbias, fsink)
         else:
-            # The engine copies the past rows (while it reads them).
-            for b in range(B):
-                p0, a = int(past_len[b]), int(append[b])
-                for dst, new in ((present_k, kv), (present_v, vv)):
-                    dst[b, :, p0:p0 + a] = new[b, :a].transpose(1, 0, 2)
-                    dst[b, :, p0 + a:] = 0
+            # The new rows now; the engine copies the past rows (while it
+            # reads them).
+            self._append(kv, vv, past_len, append, present_k, present_v)
             past = None
             if pk is not None and P:
                 past = (engine_ready(pk), engine_ready(pv),
                         np.ascontiguousarray(past_len, dtype=np.int32))
             if self.causal:
                 end = np.minimum(pos_q + 1, lens[:, None])
-                begin = np.maximum(end - self.window, 0) if self.window > 0 else 0 * end
+                window = self.local_window_size
+                begin = np.maximum(end - window, 0) if window > 0 else 0 * end
             else:
                 end = np.broadcast_to(lens[:, None], (B, S))
                 begin = 0 * end
@@ -438,7 +443,7 @@ class GroupQueryAttentionBase(KernelOp):
         T - G ceil((T - C) / G) with G = C - W + 1.  Each entry attends over
         its resident past rows followed by its new rows (staged), then keeps
         the newest L(T) of them."""
-        C, W = present_k.shape[2], self.window
+        C, W = present_k.shape[2], self.local_window_size
         G = C - W + 1
 
         def resident(t):
@@ -498,6 +503,12 @@ class GroupQueryAttentionBase(KernelOp):
     def _rotate(self, x, cos, sin, positions):
         raise NotImplementedError
 
+    def _append(self, new_k, new_v, start, count, present_k, present_v):
+        """Rows [start[b], start[b] + count[b]) of the present caches [B, Nkv,
+        L, H] from rows [0, count[b]) of new_k/new_v [B, S, Nkv, H], zeros
+        after them (int64 start, count)."""
+        raise NotImplementedError
+
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
         """Attention into ``out``; ``past`` (past_k, past_v, lens): rows t <
         lens[b] of k and v come from the past cache first."""
@@ -518,20 +529,19 @@ class GroupQueryAttention(GroupQueryAttentionBase):
     def _rotate(self, x, cos, sin, positions):
         out = np.empty(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_rotary_per_thread)
-        rotary_core.rotate(x, out, np.ascontiguousarray(cos), np.ascontiguousarray(sin),
-                           np.ascontiguousarray(positions, dtype=np.int64), self.interleaved,
-                           2 * cos.shape[1], threads, simd.state.level)
+        rotary_core.rotate(x, np.ascontiguousarray(cos), np.ascontiguousarray(sin),
+                           np.ascontiguousarray(positions, dtype=np.int64), out,
+                           self.rotary_interleaved,
+                           2 * cos.shape[1], simd.state.level, threads)
         return out
+
+    def _append(self, new_k, new_v, start, count, present_k, present_v):
+        core.append_rows(new_k, new_v, start, count, present_k, present_v)
 
     def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
         level = simd.state.level
-        if self._usage.enabled:
-            key = (out.dtype, level)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(level)]
-                path = self._paths[key] = f"group_query_attention_{out.dtype.name}_{used}"
-            self._usage.record(self.kernel_name, path)
+        self._record_path((out.dtype, level), lambda: (
+            f"group_query_attention_{out.dtype.name}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
         B, N, S, H = q.shape
         work = B * N * S * max(k.shape[2], 1) * H
         threads = self._num_threads(work, self.min_work_per_thread)

@@ -26,177 +26,62 @@ past read from slot W - 1 (ONNX Runtime runs this on CUDA only).
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
-import onnx
 from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import linear_attention as core
-from ._base import KernelOp
+from ._base import Attr, Input, KernelOp
+from ._contract import REQUIRED
 
 T = TensorProto
+FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 RULES = ("linear", "gated", "delta", "gated_delta")
 INPUTS = ("query", "key", "value", "past_state", "decay", "beta")
-# Element type codes of the core.
-CODES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(bfloat16): 2}
+# Element type codes of the core (onnx.TensorProto numbering).
+CODES = {np.dtype(np.float32): T.FLOAT, np.dtype(np.float16): T.FLOAT16,
+         np.dtype(bfloat16): T.BFLOAT16}
 MAX_STATE_WINDOW = 8
 
 
-class LinearAttentionBase(KernelOp):
-    """Attribute parsing and input validation shared by every LinearAttention
-    adapter; subclasses implement ``_compute``."""
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes decide."""
 
-    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    B: int
+    S: int
+    Hq: int
+    Hk: int
+    Hkv: int
+    dk: int
+    dv: int
+    decay_rows: bool
+    beta_heads: bool
+    scale: float
+    threads: int
+
+
+class LinearAttentionBase(KernelOp):
+    """Input validation shared by every LinearAttention adapter (all of it
+    on shapes: the plan); the NAIVE family implements ``_compute``, the
+    OPTIMIZED one ``_execute``."""
+
+    inputs = (Input("query", types=FLOATS, ranks=(3,)),
+              Input("key", like=0, ranks=(3,)),
+              Input("value", like=0, ranks=(3,)),
+              Input("past_state", types=FLOATS, optional=True),
+              Input("decay", like=0, ranks=(3,), optional=True),
+              Input("beta", like=0, ranks=(3,), optional=True))
+    attributes = (Attr("update_rule", "string", "gated_delta", allowed=RULES),
+                  Attr("q_num_heads", "int", REQUIRED),
+                  Attr("kv_num_heads", "int", REQUIRED),
+                  Attr("scale", "float", 0.0))
     #: com.microsoft's extensions (key heads, inverse GQA, state windows,
     #: unused decay/beta ignored)
     microsoft = False
-
-    def __init__(self, onnx_node, run_params, context=None, initializers=None):
-        super().__init__(onnx_node, run_params, context, initializers)
-        values = {att.name: onnx.helper.get_attribute_value(att) for att in onnx_node.attribute}
-        rule = values.get("update_rule", "gated_delta")
-        if isinstance(rule, bytes):
-            rule = rule.decode("utf-8", "replace")
-        self.update_rule = rule
-        self.q_num_heads = values.get("q_num_heads")
-        self.kv_num_heads = values.get("kv_num_heads")
-        self.scale = float(values.get("scale", 0.0))
-        self.state_window = int(values.get("state_window", 0)) if self.microsoft else 0
-        self.gated = rule in ("gated", "gated_delta")
-        self.delta = rule in ("delta", "gated_delta")
-        # Raised at run time: a constructor error would break building the
-        # evaluator or registering kernels on it.
-        op = "LinearAttention"
-        error = None
-        if rule not in RULES:
-            error = f"{op}: attribute update_rule must be one of {', '.join(RULES)}, got {rule!r}"
-        elif self.q_num_heads is None or self.kv_num_heads is None:
-            error = f"{op}: attributes q_num_heads and kv_num_heads are required"
-        elif self.q_num_heads <= 0 or self.kv_num_heads <= 0:
-            error = (f"{op}: q_num_heads ({self.q_num_heads}) and kv_num_heads "
-                     f"({self.kv_num_heads}) must be positive")
-        elif self.microsoft and (self.q_num_heads % self.kv_num_heads
-                                 and self.kv_num_heads % self.q_num_heads):
-            error = (f"{op}: q_num_heads ({self.q_num_heads}) and kv_num_heads "
-                     f"({self.kv_num_heads}) must be multiples one of the other")
-        elif not self.microsoft and self.q_num_heads % self.kv_num_heads:
-            error = (f"{op}: q_num_heads ({self.q_num_heads}) must be a positive multiple "
-                     f"of kv_num_heads ({self.kv_num_heads})")
-        elif not 0 <= self.state_window <= MAX_STATE_WINDOW:
-            error = (f"{op}: attribute state_window must be in [0, {MAX_STATE_WINDOW}], "
-                     f"got {self.state_window}")
-        self._attribute_error = error
-
-    def _tensor(self, args, i: int, dtype=None, ndim: int = 3) -> np.ndarray | None:
-        """Input ``i`` (None when absent), checked: a tensor of rank ``ndim``
-        and element type ``dtype`` (any accepted type when None)."""
-        x = args[i] if i < len(args) else None
-        if x is None:
-            return None
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(i, f"({INPUTS[i]}) must be a tensor, got "
-                                                 f"{type(x).__name__}"))
-        if dtype is None:
-            if x.dtype not in CODES:
-                raise TypeError(self._input_error(
-                    i, f"({INPUTS[i]}) has element type {x.dtype}, expected one of "
-                       f"{', '.join(self.element_types)}"))
-        elif x.dtype != dtype:
-            raise TypeError(self._input_error(
-                i, f"({INPUTS[i]}) has element type {x.dtype}, expected {dtype} like query"))
-        if x.ndim != ndim:
-            raise ValueError(self._input_error(
-                i, f"({INPUTS[i]}) must have rank {ndim}, got shape {x.shape}"))
-        return x
-
-    def _run(self, *args):
-        op = "LinearAttention"
-        if not 3 <= len(args) <= 6 or any(a is None for a in args[:3]):
-            raise ValueError(f"{op}: expects query, key, value and optional past_state, decay, "
-                             f"beta, got {len(args)} inputs")
-        q = self._tensor(args, 0)
-        k = self._tensor(args, 1, q.dtype)
-        v = self._tensor(args, 2, q.dtype)
-        B, S, hidden = q.shape
-        for i, x in ((1, k), (2, v)):
-            if x.shape[:2] != (B, S):
-                raise ValueError(self._input_error(
-                    i, f"({INPUTS[i]}) has shape {x.shape}: its batch and sequence sizes must "
-                       f"equal query's {(B, S)}"))
-        Hq, Hkv = self.q_num_heads, self.kv_num_heads
-        if hidden % Hq:
-            raise ValueError(self._input_error(
-                0, f"(query) last dimension {hidden} is not a multiple of q_num_heads {Hq}"))
-        dk = hidden // Hq
-        if self.microsoft and dk:
-            # key may carry fewer heads, each shared by Hkv / Hk kv heads
-            Hk = k.shape[2] // dk
-            if k.shape[2] % dk or Hk == 0 or Hkv % Hk:
-                raise ValueError(self._input_error(
-                    1, f"(key) last dimension {k.shape[2]} must be H * {dk} (d_k) with H "
-                       f"dividing kv_num_heads {Hkv}"))
-        else:
-            Hk = Hkv
-            if k.shape[2] != Hkv * dk:
-                raise ValueError(self._input_error(
-                    1, f"(key) last dimension {k.shape[2]} must be kv_num_heads * d_k = "
-                       f"{Hkv} * {dk}"))
-        if v.shape[2] % Hkv:
-            raise ValueError(self._input_error(
-                2, f"(value) last dimension {v.shape[2]} is not a multiple of kv_num_heads {Hkv}"))
-        dv = v.shape[2] // Hkv
-
-        decay = self._tensor(args, 4, q.dtype)
-        beta = self._tensor(args, 5, q.dtype)
-        for i, x, needed, rules in ((4, decay, self.gated, "gated and gated_delta"),
-                                    (5, beta, self.delta, "delta and gated_delta")):
-            if needed and x is None:
-                raise ValueError(f"{op}: update_rule {self.update_rule!r} requires input {i} "
-                                 f"({INPUTS[i]})")
-            if not needed and x is not None and not self.microsoft:
-                raise ValueError(self._input_error(
-                    i, f"({INPUTS[i]}) is only allowed with update_rule {rules}, "
-                       f"not {self.update_rule!r}"))
-        decay = decay if self.gated else None
-        beta = beta if self.delta else None
-        decay_rows = False
-        if decay is not None:
-            last = decay.shape[2]
-            if decay.shape[:2] != (B, S) or last not in (Hkv, Hkv * dk):
-                raise ValueError(self._input_error(
-                    4, f"(decay) has shape {decay.shape}, expected {(B, S, Hkv * dk)} (per key "
-                       f"dimension) or {(B, S, Hkv)} (per head)"))
-            decay_rows = last != Hkv
-        beta_heads = False
-        if beta is not None:
-            if beta.shape[:2] != (B, S) or beta.shape[2] not in (Hkv, 1):
-                raise ValueError(self._input_error(
-                    5, f"(beta) has shape {beta.shape}, expected {(B, S, Hkv)} or {(B, S, 1)}"))
-            beta_heads = beta.shape[2] == Hkv and Hkv != 1
-
-        W = self.state_window
-        state_shape = (B, Hkv, dk, dv) if W == 0 else (W, B, Hkv, dk, dv)
-        past = self._tensor(args, 3, None, len(state_shape))
-        if past is not None and past.shape != state_shape:
-            raise ValueError(self._input_error(
-                3, f"(past_state) has shape {past.shape}, expected {state_shape} "
-                   f"(batch, kv_num_heads, d_k, d_v)" + (" with state_window slots first"
-                                                         if W else "")))
-        scale = self.scale if self.scale != 0.0 else (
-            1.0 / np.sqrt(dk) if dk else float("inf"))
-        return self._compute(q, k, v, past, decay, beta, B, S, Hq, Hk, Hkv, dk, dv,
-                             decay_rows, beta_heads, scale)
-
-
-def _contiguous(x):
-    return x if x is None or x.flags.c_contiguous else np.ascontiguousarray(x)
-
-
-class LinearAttentionKernel(LinearAttentionBase):
-    """The optimized adapter, shared by both domains."""
-
+    state_window = 0
     # Work is B * Hkv * dk * dv * (T + 2): the recurrence touches each state
     # element once a token, and reading the past state and writing the
     # present one cost about two tokens more.  Threads split (batch, kv
@@ -206,40 +91,144 @@ class LinearAttentionKernel(LinearAttentionBase):
     # 38 µs; prefill T=16, H=4, d=64 (295K) 20.5 -> 20.5 µs, H=16, d=64
     # decode (196K) 14.6 -> 17.2 µs.
     min_work_per_thread = 1 << 18
-    _scratch = None
 
-    def _compute(self, q, k, v, past, decay, beta, B, S, Hq, Hk, Hkv, dk, dv,
-                 decay_rows, beta_heads, scale):
-        level = simd.state.level
-        if self._usage.enabled:
-            key = (self.update_rule, q.dtype, level)
-            path = self._paths.get(key)
-            if path is None:
-                used = simd.LEVEL_NAMES[core.level_used(level)]
-                path = self._paths[key] = (f"linear_attention_{self.update_rule}_"
-                                           f"{q.dtype.name}_{used}")
-            self._usage.record(self.kernel_name, path)
+    def __init__(self, onnx_node, run_params, context=None, initializers=None):
+        super().__init__(onnx_node, run_params, context, initializers)
+        rule = self.update_rule
+        self.gated = rule in ("gated", "gated_delta")
+        self.delta = rule in ("delta", "gated_delta")
+        Hq, Hkv = self.q_num_heads, self.kv_num_heads
+        if Hq is None or Hkv is None:
+            return  # kept: the attribute is required
+        if Hq <= 0 or Hkv <= 0:
+            self._reject_attribute(f"q_num_heads ({Hq}) and kv_num_heads ({Hkv}) must be "
+                                   "positive")
+        elif self.microsoft and (Hq % Hkv and Hkv % Hq):
+            self._reject_attribute(f"q_num_heads ({Hq}) and kv_num_heads ({Hkv}) must be "
+                                   "multiples one of the other")
+        elif not self.microsoft and Hq % Hkv:
+            self._reject_attribute(f"q_num_heads ({Hq}) must be a positive multiple of "
+                                   f"kv_num_heads ({Hkv})")
+        elif not 0 <= self.state_window <= MAX_STATE_WINDOW:
+            self._reject_attribute(f"attribute state_window must be in [0, {MAX_STATE_WINDOW}], "
+                                   f"got {self.state_window}")
+
+    def _plan(self, q, k, v, past=None, decay=None, beta=None):
+        op = "LinearAttention"
+        B, S, hidden = q.shape
+        for i, x in ((1, k), (2, v)):
+            if x.shape[:2] != (B, S):
+                raise ValueError(self._input_error(
+                    i, f"has shape {x.shape}: its batch and sequence sizes must equal query's "
+                       f"{(B, S)}"))
+        Hq, Hkv = self.q_num_heads, self.kv_num_heads
+        if hidden % Hq:
+            raise ValueError(self._input_error(
+                0, f"last dimension {hidden} is not a multiple of q_num_heads {Hq}"))
+        dk = hidden // Hq
+        if self.microsoft and dk:
+            # key may carry fewer heads, each shared by Hkv / Hk kv heads
+            Hk = k.shape[2] // dk
+            if k.shape[2] % dk or Hk == 0 or Hkv % Hk:
+                raise ValueError(self._input_error(
+                    1, f"last dimension {k.shape[2]} must be H * {dk} (d_k) with H dividing "
+                       f"kv_num_heads {Hkv}"))
+        else:
+            Hk = Hkv
+            if k.shape[2] != Hkv * dk:
+                raise ValueError(self._input_error(
+                    1, f"last dimension {k.shape[2]} must be kv_num_heads * d_k = {Hkv} * {dk}"))
+        if v.shape[2] % Hkv:
+            raise ValueError(self._input_error(
+                2, f"last dimension {v.shape[2]} is not a multiple of kv_num_heads {Hkv}"))
+        dv = v.shape[2] // Hkv
+
+        for i, x, needed, rules in ((4, decay, self.gated, "gated and gated_delta"),
+                                    (5, beta, self.delta, "delta and gated_delta")):
+            if needed and x is None:
+                raise ValueError(f"{op}: update_rule {self.update_rule!r} requires input {i} "
+                                 f"({INPUTS[i]})")
+            if not needed and x is not None and not self.microsoft:
+                raise ValueError(self._input_error(
+                    i, f"is only allowed with update_rule {rules}, not {self.update_rule!r}"))
+        decay_rows = False
+        if self.gated:
+            last = decay.shape[2]
+            if decay.shape[:2] != (B, S) or last not in (Hkv, Hkv * dk):
+                raise ValueError(self._input_error(
+                    4, f"has shape {decay.shape}, expected {(B, S, Hkv * dk)} (per key "
+                       f"dimension) or {(B, S, Hkv)} (per head)"))
+            decay_rows = last != Hkv
+        beta_heads = False
+        if self.delta:
+            if beta.shape[:2] != (B, S) or beta.shape[2] not in (Hkv, 1):
+                raise ValueError(self._input_error(
+                    5, f"has shape {beta.shape}, expected {(B, S, Hkv)} or {(B, S, 1)}"))
+            beta_heads = beta.shape[2] == Hkv and Hkv != 1
+
         W = self.state_window
-        state_dtype = q.dtype if past is None else past.dtype
-        Ho = max(Hq, Hkv)
-        out = self._new_output((B, S, Ho * dv), q.dtype, 0)
-        present = self._new_output((max(W, 1), B, Hkv, dk, dv), state_dtype, 1)
+        state_shape = (B, Hkv, dk, dv) if W == 0 else (W, B, Hkv, dk, dv)
         if past is not None:
-            past = np.ascontiguousarray(past[W - 1] if W else past)
+            if past.ndim != len(state_shape):
+                raise ValueError(self._input_error(
+                    3, f"has rank {past.ndim} (shape {past.shape}), expected rank "
+                       f"{len(state_shape)}"))
+            if past.shape != state_shape:
+                raise ValueError(self._input_error(
+                    3, f"has shape {past.shape}, expected {state_shape} (batch, kv_num_heads, "
+                       "d_k, d_v)" + (" with state_window slots first" if W else "")))
+        scale = self.scale if self.scale != 0.0 else (
+            1.0 / np.sqrt(dk) if dk else float("inf"))
         threads = 1
         if B * Hkv > 1:
             threads = self._num_threads(B * Hkv * max(dk * dv, 1) * (S + 2),
                                         self.min_work_per_thread)
+        return Plan(B, S, Hq, Hk, Hkv, dk, dv, decay_rows, beta_heads, scale, threads)
+
+    def _execute(self, plan, q, k, v, past=None, decay=None, beta=None):
+        p = plan
+        return self._compute(q, k, v, past, decay if self.gated else None,
+                             beta if self.delta else None, p.B, p.S, p.Hq, p.Hk, p.Hkv, p.dk,
+                             p.dv, p.decay_rows, p.beta_heads, p.scale)
+
+    def _compute(self, q, k, v, past, decay, beta, B, S, Hq, Hk, Hkv, dk, dv,
+                 decay_rows, beta_heads, scale):
+        raise NotImplementedError
+
+
+def _contiguous(x):
+    return x if x is None or x.flags.c_contiguous else np.ascontiguousarray(x)
+
+
+class LinearAttentionKernel(LinearAttentionBase):
+    """The optimized adapter, shared by both domains."""
+
+    _scratch = None
+
+    def _execute(self, plan, q, k, v, past=None, decay=None, beta=None):
+        level = simd.state.level
+        self._record_path((self.update_rule, q.dtype, level), lambda: (
+            f"linear_attention_{self.update_rule}_{q.dtype.name}_"
+            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
+        B, S, Hq, Hkv, dk, dv = plan.B, plan.S, plan.Hq, plan.Hkv, plan.dk, plan.dv
+        W = self.state_window
+        state_dtype = q.dtype if past is None else past.dtype
+        out = self._new_output((B, S, max(Hq, Hkv) * dv), q.dtype, 0)
+        present = self._new_output((max(W, 1), B, Hkv, dk, dv), state_dtype, 1)
+        if past is not None:
+            past = np.ascontiguousarray(past[W - 1] if W else past)
         # The scratch (state blocks, staged tokens) stays with the node:
         # a fresh one would be mapped and faulted in again on every call.
-        need = core.scratch_floats(level, Hq, Hkv, dk, dv, threads)
+        need = core.scratch_floats(Hq, Hkv, dk, dv, level, plan.threads)
         scratch = self._scratch
         if scratch is None or scratch.size < need:
             scratch = self._scratch = np.empty(need, dtype=np.float32)
-        core.apply(level, _contiguous(q), _contiguous(k), _contiguous(v), past,
-                   _contiguous(decay), _contiguous(beta), out, present, Hq, Hk, Hkv, dk, dv,
-                   max(W, 1), CODES[q.dtype], CODES[state_dtype], self.gated, self.delta,
-                   decay_rows, beta_heads, scale, threads, scratch)
+        core.apply(_contiguous(q), _contiguous(k), _contiguous(v), past,
+                   _contiguous(decay) if self.gated else None,
+                   _contiguous(beta) if self.delta else None, out, present, scratch, Hq,
+                   plan.Hk, Hkv, dk, dv, max(W, 1), self.gated, self.delta, plan.decay_rows,
+                   plan.beta_heads, plan.scale, CODES[state_dtype], CODES[q.dtype], level,
+                   plan.threads)
         return out, (present if W else present.reshape(B, Hkv, dk, dv))
 
 
@@ -249,12 +238,17 @@ class LinearAttention(LinearAttentionKernel):
     since_version = 27
 
 
+#: com.microsoft's attributes: ai.onnx's and the state window.
+MICROSOFT_ATTRIBUTES = LinearAttentionBase.attributes + (Attr("state_window", "int", 0),)
+
+
 class MicrosoftLinearAttentionBase(LinearAttentionBase):
     """Validation of the com.microsoft contract, for the NAIVE family."""
 
     op_type = "LinearAttention"
     op_domain = "com.microsoft"
     microsoft = True
+    attributes = MICROSOFT_ATTRIBUTES
 
 
 class MicrosoftLinearAttention(LinearAttentionKernel):
@@ -263,6 +257,7 @@ class MicrosoftLinearAttention(LinearAttentionKernel):
     op_type = "LinearAttention"
     op_domain = "com.microsoft"
     microsoft = True
+    attributes = MICROSOFT_ATTRIBUTES
     since_version = 1
 
 

@@ -42,20 +42,20 @@ with floating zero points, 2-bit blocks larger than 256, and bits=3.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
-import onnx
 from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import cast as cast_core
 from .._kernels import matmul_nbits as core
-from ._base import KernelOp, type_string
+from ._base import Attr, Input, KernelOp, type_string
 
 T = TensorProto
 _UINT8 = np.dtype(np.uint8)
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(bfloat16))
+_FLOAT_TYPES = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 _F32 = np.dtype(np.float32)
 # FLOAT16 and BFLOAT16 are widened and narrowed by the cast core (F16C and
 # AVX-512 loops; NumPy's float16 conversion is ~60x slower).
@@ -65,12 +65,28 @@ _SIZE_LIMIT = 1 << 62
 _EMPTY_LABEL = "matmul_nbits_omitted_weights"
 
 
+class _Plan(NamedTuple):
+    omitted: bool  # B has a zero dimension: Y is the bias, or zeros
+    M: int
+    out_shape: tuple
+    threads: int       # on the float engine
+    int8_threads: int  # on the int8 engine
+
+
 class MatMulNBits(KernelOp):
-    """Adapter of the matmul_nbits core; attributes are checked at run time
-    (a constructor error would break building the evaluator)."""
+    """Adapter of the matmul_nbits core."""
 
     op_domain = "com.microsoft"
     element_types = tuple(type_string(t) for t in (T.FLOAT, T.FLOAT16, T.BFLOAT16, T.UINT8))
+    # scales may be left out with an omitted B; zero points are uint8 or A's
+    # type (checked by _plan); g_idx is rejected.
+    inputs = (Input("A", types=_FLOAT_TYPES), Input("B", types=(T.UINT8,)),
+              Input("scales", like=0, optional=True),
+              Input("zero_points", types=(T.UINT8,) + _FLOAT_TYPES, optional=True),
+              Input("g_idx", optional=True), Input("bias", like=0, optional=True))
+    attributes = (Attr("K", "int"), Attr("N", "int"), Attr("bits", "int", 4, allowed=(2, 3, 4, 8)),
+                  Attr("block_size", "int"), Attr("accuracy_level", "int", 0),
+                  Attr("weight_prepacked", "int", 0))
     # Multiply-adds one thread must have before a second one helps.
     # Measured on 2 cores (AVX-512, 4-bit, block 32, M=1): the float engine
     # breaks even at 64K (4.3 µs either way), two threads win from 128K
@@ -81,50 +97,35 @@ class MatMulNBits(KernelOp):
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        attrs = {att.name: onnx.helper.get_attribute_value(att) for att in onnx_node.attribute}
-        op = onnx_node.op_type
-        self.K = attrs.get("K")
-        self.N = attrs.get("N")
-        self.bits = attrs.get("bits", 4)
-        self.block_size = attrs.get("block_size")
-        self.accuracy_level = attrs.get("accuracy_level", 0)
-        self.weight_prepacked = attrs.get("weight_prepacked", 0)
         self.prepared_bytes = 0
         self.scratch_bytes = 0
         self._prepared = None
         self._prepared_key = None
-        self._attr_error = None
-        block = self.block_size
-        if not isinstance(self.K, int) or not isinstance(self.N, int) or self.K < 1 or self.N < 1:
-            self._attr_error = (f"{op}: attributes K and N must be positive integers, "
-                                f"got K={self.K!r}, N={self.N!r}")
-        elif self.bits not in (2, 3, 4, 8):
-            self._attr_error = f"{op}: attribute bits must be 2, 3, 4 or 8, got {self.bits!r}"
-        elif not (isinstance(block, int) and block >= 16 and block & (block - 1) == 0):
-            self._attr_error = (f"{op}: attribute block_size must be a power of two >= 16, "
-                                f"got {block!r}")
-        elif self.bits == 3 and block != 32:
-            self._attr_error = f"{op}: bits=3 takes block_size 32, got {block}"
+        K, N, bits, block = self.K, self.N, self.bits, self.block_size
+        if self._attribute_error is not None:
+            return
+        if K < 1 or N < 1:
+            self._reject_attribute(f"attributes K and N must be positive integers, "
+                                   f"got K={K!r}, N={N!r}")
+        elif not (block >= 16 and block & (block - 1) == 0):
+            self._reject_attribute(f"attribute block_size must be a power of two >= 16, "
+                                   f"got {block!r}")
+        elif bits == 3 and block != 32:
+            self._reject_attribute(f"bits=3 takes block_size 32, got {block}")
         elif self.weight_prepacked != 0:
-            self._attr_error = (f"{op}: weight_prepacked={self.weight_prepacked} (a provider's "
-                                "prepacked layout) is not supported; pass weight_prepacked=0")
+            self._reject_attribute(f"weight_prepacked={self.weight_prepacked} (a provider's "
+                                   "prepacked layout) is not supported; pass weight_prepacked=0")
         elif len(onnx_node.input) > 4 and onnx_node.input[4]:
-            self._attr_error = f"{op}: input 4 (g_idx) is deprecated and not supported"
+            self._reject_attribute("input 4 (g_idx) is deprecated and not supported")
         else:
-            self.nb = -(-self.K // block)
-            self.blob = 12 if self.bits == 3 else block * self.bits // 8
-            self.zp_bytes = self.nb if self.bits in (3, 8) else -(-self.nb * self.bits // 8)
-            sizes = (self.N * self.nb * self.blob, self.K * self.N, self.N * self.nb * block * 2)
+            self.nb = -(-K // block)
+            self.blob = 12 if bits == 3 else block * bits // 8
+            self.zp_bytes = core.zero_point_bytes(self.nb, bits)
+            sizes = (N * self.nb * self.blob, K * N, N * self.nb * block * 2)
             if max(sizes) >= _SIZE_LIMIT:
-                self._attr_error = (f"{op}: K={self.K}, N={self.N} make sizes that overflow "
-                                    "64-bit indexing")
+                self._reject_attribute(f"K={K}, N={N} make sizes that overflow 64-bit indexing")
 
-    # ---- validation ----
-
-    def _check_tensor(self, index: int, value) -> None:
-        if not isinstance(value, np.ndarray):
-            raise TypeError(self._input_error(
-                index, f"must be a tensor, got {type(value).__name__}"))
+    # ---- plan: shapes and types ----
 
     def _check_flat(self, index: int, value: np.ndarray, rows: int, cols: int, what: str) -> None:
         if value.shape not in ((rows, cols), (rows * cols,)):
@@ -132,25 +133,15 @@ class MatMulNBits(KernelOp):
                 index, f"must have shape ({rows}, {cols}) or ({rows * cols},) {what}, "
                 f"got {value.shape}"))
 
-    def _validate(self, a, b, scales, zero_points, g_idx, bias) -> bool:
-        """Checks every input before any buffer is touched; True when B is
-        an omitted projection (a zero dimension)."""
-        if self._attr_error:
-            raise ValueError(self._attr_error)
+    def _plan(self, a, b, scales=None, zero_points=None, g_idx=None, bias=None):
         if g_idx is not None:
             raise ValueError(self._input_error(4, "(g_idx) is deprecated and not supported"))
-        for i, v in ((0, a), (1, b)):
-            self._check_tensor(i, v)
         dtype = a.dtype
-        if dtype not in _FLOATS:
-            raise TypeError(self._input_error(
-                0, f"has element type {dtype}, expected float32, float16 or bfloat16"))
         if a.ndim < 1 or a.shape[-1] != self.K:
             raise ValueError(self._input_error(
                 0, f"must have rank >= 1 and last dimension K={self.K}, got shape {a.shape}"))
-        if b.dtype != _UINT8:
-            raise TypeError(self._input_error(1, f"has element type {b.dtype}, expected uint8"))
         want = (self.N, self.nb, self.blob)
+        omitted = False
         if b.shape != want:
             if b.ndim == 3 and b.size == 0 and all(d in (0, w) for d, w in zip(b.shape, want)):
                 omitted = True
@@ -158,40 +149,34 @@ class MatMulNBits(KernelOp):
                 raise ValueError(self._input_error(
                     1, f"must have shape {want} (K={self.K}, N={self.N}, bits={self.bits}, "
                     f"block_size={self.block_size}), got {b.shape}"))
-        else:
-            omitted = False
-        if bias is not None:
-            self._check_tensor(5, bias)
-            if bias.dtype != dtype:
-                raise TypeError(self._input_error(
-                    5, f"has element type {bias.dtype}, expected {dtype} like input 0"))
-            if bias.shape != (self.N,):
-                raise ValueError(self._input_error(5, f"must have shape ({self.N},), "
-                                                      f"got {bias.shape}"))
-        if omitted:
-            return True
-        self._check_tensor(2, scales)
-        if scales.dtype != dtype:
-            raise TypeError(self._input_error(
-                2, f"has element type {scales.dtype}, expected {dtype} like input 0"))
-        self._check_flat(2, scales, self.N, self.nb, "(N, ceil(K / block_size))")
-        if zero_points is not None:
-            self._check_tensor(3, zero_points)
-            if zero_points.dtype == _UINT8:
-                how = ("(one byte a block)" if self.bits in (3, 8)
-                       else f"({self.nb} blocks packed {8 // self.bits} a byte)")
-                self._check_flat(3, zero_points, self.N, self.zp_bytes, how)
-                if self.bits == 3 and zero_points.size and int(zero_points.max()) > 7:
-                    raise ValueError(self._input_error(
-                        3, f"holds {int(zero_points.max())}: 3-bit zero points are in [0, 7]"))
-            elif zero_points.dtype == dtype:
-                if self.bits == 3:
+        if bias is not None and bias.shape != (self.N,):
+            raise ValueError(self._input_error(5, f"must have shape ({self.N},), "
+                                                  f"got {bias.shape}"))
+        if not omitted:
+            if scales is None:
+                raise ValueError(self._input_error(2, "is required but missing"))
+            self._check_flat(2, scales, self.N, self.nb, "(N, ceil(K / block_size))")
+            if zero_points is not None:
+                if zero_points.dtype == _UINT8:
+                    how = ("(one byte a block)" if self.bits in (3, 8)
+                           else f"({self.nb} blocks packed {8 // self.bits} a byte)")
+                    self._check_flat(3, zero_points, self.N, self.zp_bytes, how)
+                elif zero_points.dtype != dtype:
+                    raise TypeError(self._input_error(
+                        3, f"has element type {zero_points.dtype}, expected uint8 or {dtype}"))
+                elif self.bits == 3:
                     raise TypeError(self._input_error(3, "must be uint8 for bits=3"))
-                self._check_flat(3, zero_points, self.N, self.nb, "(N, ceil(K / block_size))")
-            else:
-                raise TypeError(self._input_error(
-                    3, f"has element type {zero_points.dtype}, expected uint8 or {dtype}"))
-        return False
+                else:
+                    self._check_flat(3, zero_points, self.N, self.nb,
+                                     "(N, ceil(K / block_size))")
+        M = math.prod(a.shape[:-1])
+        if M * self.K >= _SIZE_LIMIT or M * self.N >= _SIZE_LIMIT:
+            raise ValueError(f"{self.onnx_node.op_type}: input 0 of shape {a.shape} makes "
+                             "sizes that overflow")
+        work = M * self.N * self.K
+        return _Plan(omitted, M, a.shape[:-1] + (self.N,),
+                     self._num_threads(work, self.min_work_per_thread),
+                     self._num_threads(work, self.min_int8_work_per_thread))
 
     # ---- preparation ----
 
@@ -201,13 +186,9 @@ class MatMulNBits(KernelOp):
             return None
         if zero_points.dtype != _UINT8:
             return zero_points.reshape(self.N, self.nb).astype(np.float32)
-        zp = zero_points.reshape(self.N, self.zp_bytes)
-        if self.bits in (3, 8):
-            return np.ascontiguousarray(zp)
-        per_byte = 8 // self.bits
-        shifts = (np.arange(per_byte, dtype=np.uint8) * self.bits).astype(np.uint8)
-        codes = (zp[..., None] >> shifts) & np.uint8((1 << self.bits) - 1)
-        return np.ascontiguousarray(codes.reshape(self.N, -1)[:, : self.nb])
+        codes = np.empty((self.N, self.nb), dtype=np.uint8)
+        core.unpack_zero_points(np.ascontiguousarray(zero_points), codes, self.bits)
+        return codes
 
     def _prepare(self, b, scales, zero_points, constant: bool):
         level = self.accuracy_level if constant else 0
@@ -220,6 +201,14 @@ class MatMulNBits(KernelOp):
     def _weights(self, dtype, b, scales, zero_points):
         """Prepared weights: made once when B, scales and zero points are
         initializers (the same arrays every run), else for this call."""
+        key = self._prepared_key
+        if (key is not None and key[0] is b and key[1] is scales and key[2] is zero_points
+                and key[3] == dtype):
+            return self._prepared
+        if (self.bits == 3 and zero_points is not None and zero_points.dtype == _UINT8
+                and zero_points.size and int(zero_points.max()) > 7):
+            raise ValueError(self._input_error(
+                3, f"holds {int(zero_points.max())}: 3-bit zero points are in [0, 7]"))
         constant = (self._constant_input(1) is b and self._constant_input(2) is scales
                     and (zero_points is None or self._constant_input(3) is zero_points))
         prepared = self._prepare(b, scales, zero_points, constant)
@@ -227,30 +216,15 @@ class MatMulNBits(KernelOp):
             self._prepared, self._prepared_key = prepared, (b, scales, zero_points, dtype)
         return prepared
 
-    # ---- run ----
+    # ---- execute ----
 
-    def _run(self, a, b, scales=None, zero_points=None, g_idx=None, bias=None):
-        key = self._prepared_key
-        if (key is not None and key[0] is b and key[1] is scales and key[2] is zero_points
-                and g_idx is None and type(a) is np.ndarray and a.dtype == key[3]
-                and a.ndim >= 1 and a.shape[-1] == self.K
-                and (bias is None or (type(bias) is np.ndarray and bias.dtype == key[3]
-                                      and bias.shape == (self.N,)))):
-            # the prepared constant weights, inputs as checked before
-            prepared = self._prepared
-        else:
-            if self._validate(a, b, scales, zero_points, g_idx, bias):
-                return self._omitted(a, bias)
-            prepared = self._weights(a.dtype, b, scales, zero_points)
+    def _execute(self, plan, a, b, scales=None, zero_points=None, g_idx=None, bias=None):
+        if plan.omitted:
+            return self._omitted(plan, a, bias)
         dtype = a.dtype
-        M = math.prod(a.shape[:-1])
-        out_shape = a.shape[:-1] + (self.N,)
-        if M * self.K >= _SIZE_LIMIT or M * self.N >= _SIZE_LIMIT:
-            raise ValueError(f"{self.onnx_node.op_type}: input 0 of shape {a.shape} makes "
-                             "sizes that overflow")
-        level = simd.state.level
-        threads = self._num_threads(M * self.N * self.K, self.min_int8_work_per_thread
-                                    if prepared.int8 else self.min_work_per_thread)
+        prepared = self._weights(dtype, b, scales, zero_points)
+        M, level = plan.M, simd.state.level
+        threads = plan.int8_threads if prepared.int8 else plan.threads
         a2 = a.reshape(M, self.K)
         if not a2.flags.c_contiguous:
             a2 = np.ascontiguousarray(a2)
@@ -261,27 +235,25 @@ class MatMulNBits(KernelOp):
         if bias is not None and (bias.dtype != _F32 or not bias.flags.c_contiguous):
             bias = np.ascontiguousarray(bias, dtype=np.float32)
         if dtype == _F32:
-            y = self._new_output(out_shape, dtype)
+            y = self._new_output(plan.out_shape, dtype)
             y2 = y.reshape(M, self.N)
         else:
             y2 = np.empty((M, self.N), dtype=np.float32)
-        label = core.matmul(prepared, a2, y2, bias, threads, level)
+        label = core.matmul(prepared, a2, bias, y2, level, threads)
         self.prepared_bytes = prepared.prepared_bytes
         self.scratch_bytes = prepared.scratch_bytes(M, threads)
         if dtype != _F32:
-            y = self._new_output(out_shape, dtype)
+            y = self._new_output(plan.out_shape, dtype)
             cast_core.convert(y2, y, _NARROW[dtype], TensorProto.FLOAT, level, threads)
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, label)
+        self._record_path(label, lambda: label)
         return (y,)
 
-    def _omitted(self, a, bias):
+    def _omitted(self, plan, a, bias):
         """Y of an omitted projection: the bias, or zeros."""
-        y = self._new_output(a.shape[:-1] + (self.N,), a.dtype)
+        y = self._new_output(plan.out_shape, a.dtype)
         y[...] = 0 if bias is None else bias
         self.prepared_bytes = self.scratch_bytes = 0
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, _EMPTY_LABEL)
+        self._record_path(_EMPTY_LABEL, lambda: _EMPTY_LABEL)
         return (y,)
 
 

@@ -29,22 +29,38 @@ raise NotImplementedError.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
-import onnx
 from onnx import TensorProto
 
 from .. import simd
 from ..memory import check_buffer
-from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from ._base import EVERY_INPUT, Attr, Input, KernelOp
+from ._contract import REQUIRED
 from ._layout import engine_ready
 from .attention import concat_cache, engine_level_name, fresh, heads_view, run_engine
 
 T = TensorProto
+FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
 # most: the key is as good as absent, so a range can skip it.
 EXCLUDING_FILTER = -100.0
+
+
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes decide."""
+
+    b: int
+    s: int
+    n: int
+    h: int
+    hv: int
+    width: int
+    p: int          # past positions
+    t: int          # total key positions
+    lengths: bool   # key_padding_mask holds key lengths (else a binary mask, or none)
+    scale: float
 
 
 class MultiHeadAttentionBase(KernelOp):
@@ -56,70 +72,55 @@ class MultiHeadAttentionBase(KernelOp):
     computes_in_numpy: ClassVar[bool] = False
 
     op_domain = "com.microsoft"
-    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    # query's rank is checked by the plan: rank 5 (packed QKV) is not implemented
+    inputs = (Input("query", types=FLOATS),
+              Input("key", like=0, optional=True),
+              Input("value", like=0, optional=True),
+              Input("bias", like=0, ranks=(1,), optional=True),
+              Input("key_padding_mask", types=(T.INT32,), optional=True),
+              Input("attention_bias", like=0, ranks=(4,), optional=True),
+              Input("past_key", like=0, ranks=(4,), optional=True),
+              Input("past_value", like=0, ranks=(4,), optional=True),
+              Input("past_sequence_length", optional=True),
+              Input("cache_indirection", optional=True))
+    attributes = (Attr("num_heads", "int", REQUIRED),
+                  Attr("scale", "float", 0.0),
+                  Attr("mask_filter_value", "float", -10000.0),
+                  # ONNX Runtime reads any value but 1 as 0: a typo must not go unnoticed
+                  Attr("unidirectional", "flag", 0))
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        atts = {a.name: onnx.helper.get_attribute_value(a) for a in onnx_node.attribute}
-        self.num_heads = int(atts.get("num_heads", 0))
-        self.scale = float(atts.get("scale", 0.0))
-        self.mask_filter_value = float(atts.get("mask_filter_value", -10000.0))
-        unidirectional = atts.get("unidirectional", 0)
-        self.unidirectional = unidirectional == 1
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
-        # Raised by every run (KernelOp.run): a constructor error would break
-        # building the evaluator or registering kernels on it.
-        if self.num_heads <= 0:
+        if self.num_heads is not None and self.num_heads <= 0:
             self._reject_attribute("attribute num_heads is required and must be positive, "
                                    f"got {self.num_heads}")
-        elif unidirectional not in (0, 1):
-            # ONNX Runtime reads any value but 1 as 0: a typo must not go unnoticed
-            self._reject_attribute(f"attribute unidirectional must be 0 or 1, got {unidirectional}")
         elif not math.isfinite(self.scale):
             self._reject_attribute("attribute scale must be finite (0: 1/sqrt(head_size)), "
                                    f"got {self.scale}")
         elif math.isnan(self.mask_filter_value):
             self._reject_attribute("attribute mask_filter_value must not be NaN")
 
-    def _tensor(self, index: int, x, dtype) -> None:
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
-        if dtype is None:
-            if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
-                raise TypeError(self._input_error(
-                    index, f"has element type {x.dtype}, expected one of "
-                           f"{', '.join(self.element_types)}"))
-        elif x.dtype != dtype:
-            raise TypeError(self._input_error(
-                index, f"has element type {x.dtype}, expected {dtype} like the query"))
-
-    def _run(self, query=None, key=None, value=None, bias=None, key_padding_mask=None,
-             attention_bias=None, past_key=None, past_value=None, *rest):
-        op = "MultiHeadAttention"
-        if query is None:
-            raise ValueError(self._input_error(0, "(query) is required"))
+    def _plan(self, query, key=None, value=None, bias=None, key_padding_mask=None,
+              attention_bias=None, past_key=None, past_value=None, *rest):
         for i, x in enumerate(rest, 8):
             if x is not None:
                 raise NotImplementedError(self._input_error(
                     i, "(past_sequence_length / cache_indirection, buffer sharing) is not "
                        "supported"))
-        self._tensor(0, query, None)
-        dtype = query.dtype
         n = self.num_heads
         if query.ndim == 5:
             raise NotImplementedError(self._input_error(0, "packed QKV (rank 5) is not supported"))
         if query.ndim != 3:
             raise ValueError(self._input_error(
                 0, f"must have rank 3 (batch, sequence, hidden), got shape {query.shape}"))
-        if isinstance(key, np.ndarray) and key.ndim == 5:
+        if key is not None and key.ndim == 5:
             raise NotImplementedError(self._input_error(1, "packed KV (rank 5) is not supported"))
         if key is None or value is None:
             raise ValueError(self._input_error(1, "key and value are required (packed QKV is not "
                                                   "supported)"))
-        self._tensor(1, key, dtype)
-        self._tensor(2, value, dtype)
         b, s, width = query.shape
         if width % n:
             raise ValueError(self._input_error(
@@ -148,30 +149,20 @@ class MultiHeadAttentionBase(KernelOp):
             raise ValueError(self._input_error(
                 1, f"key and value must both have rank 3 or both rank 4, got {key.shape} and "
                    f"{value.shape}"))
+        length = key.shape[1] if key.ndim == 3 else key.shape[2]
 
         if bias is not None:
-            self._tensor(3, bias, dtype)
             if bias.shape != (2 * width + n * hv,):
                 raise ValueError(self._input_error(
                     3, f"has shape {bias.shape}, expected ({2 * width + n * hv},) = 2 * hidden + "
                        "v_hidden"))
-            for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
-                check_buffer(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
-            query = query + bias[:width]
-            if key.ndim == 3:  # rank-4 cross attention keys are taken as they are
-                key = key + bias[width: 2 * width]
-                value = value + bias[2 * width:]
-        q4 = heads_view(query, n)
-        k4 = heads_view(key, n) if key.ndim == 3 else key
-        v4 = heads_view(value, n) if value.ndim == 3 else value
 
         if (past_key is None) != (past_value is None):
             raise ValueError(self._input_error(6, "past_key and past_value must be given together"))
         p = 0
         if past_key is not None:
             for i, (past, d) in enumerate(((past_key, h), (past_value, hv)), 6):
-                self._tensor(i, past, dtype)
-                if past.ndim != 4 or past.shape[:2] != (b, n) or past.shape[3] != d:
+                if past.shape[:2] != (b, n) or past.shape[3] != d:
                     raise ValueError(self._input_error(
                         i, f"has shape {past.shape}, expected (batch, num_heads, past_sequence, "
                            f"head_size) = ({b}, {n}, P, {d})"))
@@ -179,54 +170,73 @@ class MultiHeadAttentionBase(KernelOp):
             if past_value.shape[2] != p:
                 raise ValueError(self._input_error(
                     7, f"has shape {past_value.shape}: its length differs from past_key's {p}"))
-            for i, x4 in enumerate((k4, v4), 6):
-                check_buffer(op, f"output {i - 5} (present, input {i} + new keys)",
-                            (b, n, p + x4.shape[2], x4.shape[3]), x4.itemsize)
-            k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)
-            present_k, present_v = k4, v4
-        else:
-            for i, x4 in ((1, k4), (2, v4)):
-                if self.wants[i]:
-                    check_buffer(op, f"output {i} (present, from input {i})", x4.shape,
-                                x4.itemsize)
-            present_k = fresh(k4, key) if self.wants[1] else None
-            present_v = fresh(v4, value) if self.wants[2] else None
-        t = k4.shape[2]
+        t = p + length
 
-        lengths = binary = None
         if key_padding_mask is not None:
             mask = key_padding_mask
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.int32:
-                raise TypeError(self._input_error(4, "must be an int32 tensor"))
-            if mask.shape == (b,):
-                if mask.size and (mask.min() < 0 or mask.max() > t):
-                    raise ValueError(self._input_error(
-                        4, f"holds key lengths outside [0, {t}] (total sequence length)"))
-                lengths = mask
-            elif mask.shape in ((b, t), (b, s, t)):
-                binary = mask
-            else:
+            if mask.shape not in ((b,), (b, t), (b, s, t)):
                 raise ValueError(self._input_error(
                     4, f"has shape {mask.shape}, expected lengths ({b},) or a mask ({b}, {t}) or "
                        f"({b}, {s}, {t}) (batch, [sequence,] total_sequence)"))
         if attention_bias is not None:
-            self._tensor(5, attention_bias, dtype)
             ab = attention_bias.shape
-            if (attention_bias.ndim != 4 or ab[0] not in (1, b) or ab[1] not in (1, n)
-                    or ab[2:] != (s, t)):
+            if ab[0] not in (1, b) or ab[1] not in (1, n) or ab[2:] != (s, t):
                 raise ValueError(self._input_error(
                     5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
+        lengths = key_padding_mask is not None and key_padding_mask.shape == (b,)
+        return Plan(b, s, n, h, hv, width, p, t, lengths, scale)
+
+    def _execute(self, plan, query, key=None, value=None, bias=None, key_padding_mask=None,
+                 attention_bias=None, past_key=None, past_value=None, *rest):
+        op = "MultiHeadAttention"
+        b, s, n, h, hv, width, p, t = plan.b, plan.s, plan.n, plan.h, plan.hv, plan.width, \
+            plan.p, plan.t
+        # sizes first, nothing allocated yet
+        if bias is not None:
+            for i, x in enumerate((query, key, value) if key.ndim == 3 else (query,)):
+                check_buffer(op, f"input {i} plus its projection bias", x.shape, x.itemsize)
+        for i, d in ((1, h), (2, hv)):
+            if past_key is not None:
+                check_buffer(op, f"output {i} (present, input {i + 5} + new keys)",
+                             (b, n, t, d), query.itemsize)
+            elif self.wants[i]:
+                check_buffer(op, f"output {i} (present, from input {i})", (b, n, t, d),
+                             query.itemsize)
         check_buffer(op, "output 0", (b, s, n, hv), query.itemsize)
         if self.wants[3] or self.computes_in_numpy:
             # materialised (B, N, S, T) float32 scores (the qk output, the NAIVE family)
             check_buffer(op, "the materialised scores (qk)", (3, b, n, s, t), 4)
         if self.computes_in_numpy:
             check_buffer(op, "the float32 values", (b, n, t, hv), 4)
-        out = np.empty((b, s, n, hv), dtype=dtype)
+        lengths = binary = None
+        if key_padding_mask is not None:
+            if plan.lengths:
+                mask = key_padding_mask
+                if mask.size and (mask.min() < 0 or mask.max() > t):
+                    raise ValueError(self._input_error(
+                        4, f"holds key lengths outside [0, {t}] (total sequence length)"))
+                lengths = mask
+            else:
+                binary = key_padding_mask
+        if bias is not None:
+            query = query + bias[:width]
+            if key.ndim == 3:  # rank-4 cross attention keys are taken as they are
+                key = key + bias[width: 2 * width]
+                value = value + bias[2 * width:]
+        q4 = heads_view(query, n)
+        k4 = heads_view(key, n) if key.ndim == 3 else key
+        v4 = heads_view(value, n) if value.ndim == 3 else value
+        if past_key is not None:
+            k4, v4 = concat_cache(past_key, k4), concat_cache(past_value, v4)
+            present_k, present_v = k4, v4
+        else:
+            present_k = fresh(k4, key) if self.wants[1] else None
+            present_v = fresh(v4, value) if self.wants[2] else None
+        out = np.empty((b, s, n, hv), dtype=query.dtype)
         out4 = out.transpose(0, 2, 1, 3)
-        qk = self._compute(q4, k4, v4, out4, scale, p, lengths, binary, attention_bias)
+        qk = self._compute(q4, k4, v4, out4, plan.scale, p, lengths, binary, attention_bias)
         results = [out.reshape(b, s, n * hv), present_k, present_v, qk]
         return tuple(results[: max(self.n_outputs, 1)])
 
@@ -289,13 +299,8 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         b, n, s, h = q4.shape
         t = k4.shape[2]
         level = simd.state.level
-        if self._usage.enabled:
-            key = (q4.dtype, level)
-            path = self._paths.get(key)
-            if path is None:
-                path = self._paths[key] = (f"multi_head_attention_{q4.dtype.name}_"
-                                           f"{engine_level_name(level)}")
-            self._usage.record(self.kernel_name, path)
+        self._record_path((q4.dtype, level), lambda: (
+            f"multi_head_attention_{q4.dtype.name}_{engine_level_name(level)}"))
         ends = self._causal_ends(s, t, p)
         given_lengths, given_binary = lengths, binary
         if binary is not None and binary.ndim == 2 and self.mask_filter_value <= EXCLUDING_FILTER:

@@ -20,16 +20,30 @@ Positions outside the caches raise ValueError naming the operator and input.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels.engines import rotary as core
 from ..memory import check_buffer
-from ._base import ELEMENT_TYPES, EVERY_INPUT, KernelOp
+from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._layout import engine_ready
 
 T = TensorProto
+FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+
+
+class Plan(NamedTuple):
+    """What a run needs that the inputs' shapes decide."""
+
+    n_heads: int
+    head_size: int
+    rot: int
+    threads: int
+    #: the [B, S] positions when the shapes decide them (direct caches), else None
+    positions: np.ndarray | None
 
 
 class _Rotary(KernelOp):
@@ -37,7 +51,8 @@ class _Rotary(KernelOp):
 
     strided_inputs = EVERY_INPUT  # engine_ready copies only what the core cannot read
 
-    onnx_types = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+    attributes = (Attr("interleaved", "flag", 0), Attr("rotary_embedding_dim", "int", 0),
+                  Attr("num_heads", "int", 0))
     # Rotated elements one thread must have before a second one helps.
     # Measured through the evaluator on 2 cores (AVX-512, float32, 32 heads
     # of 128): 32K elements are a wash (10.6 µs both), 64K win (14.5 -> 11.5
@@ -49,60 +64,17 @@ class _Rotary(KernelOp):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        attrs = {a.name: a for a in onnx_node.attribute}
-        ints = {name: int(a.i) for name, a in attrs.items()}
-        self.interleaved = bool(ints.get("interleaved", 0))
-        self.rotary_dim = ints.get("rotary_embedding_dim", 0)
-        self.num_heads = ints.get("num_heads", 0)
-        # Raised by every run (KernelOp.run): a constructor error would break
-        # building the evaluator or registering kernels on it.
-        if ints.get("interleaved", 0) not in (0, 1):
-            self._reject_attribute(f"attribute interleaved must be 0 or 1, "
-                                   f"got {ints['interleaved']}")
-        elif self.num_heads < 0 or self.rotary_dim < 0:
+        if self.num_heads < 0 or self.rotary_embedding_dim < 0:
             self._reject_attribute("attributes num_heads and rotary_embedding_dim must be "
-                                   f"nonnegative, got {self.num_heads} and {self.rotary_dim}")
+                                   f"nonnegative, got {self.num_heads} and "
+                                   f"{self.rotary_embedding_dim}")
         self._arange: dict[tuple[int, int, int], np.ndarray] = {}
         self._label = "rotary_interleaved" if self.interleaved else "rotary"
 
-    def _input_error(self, index: int, message: str) -> str:
-        """The base message with the schema's name of the input."""
-        name = self.onnx_node.input[index] if index < len(self.onnx_node.input) else index
-        return (f"{self.onnx_node.op_type}: input {index} {self.input_names[index]} ({name!r}) "
-                f"{message}")
-
-    def _record(self, dtype: np.dtype, level: int) -> None:
-        key = (self._label, dtype, level)
-        path = self._paths.get(key)
-        if path is None:
-            used = simd.LEVEL_NAMES[core.level_used(level)]
-            path = self._paths[key] = f"{self._label}_{dtype.name}_{used}"
-        self._usage.record(self.kernel_name, path)
-
-    def _check_tensor(self, index: int, value, dtype=None) -> np.ndarray:
-        if value is None:
-            raise ValueError(self._input_error(index, "is required"))
-        if not isinstance(value, np.ndarray):
-            raise TypeError(self._input_error(
-                index, f"must be a tensor, got {type(value).__name__}"))
-        if dtype is not None and value.dtype != dtype:
-            raise TypeError(self._input_error(
-                index, f"has element type {value.dtype}, expected {dtype} like the input"))
-        return value
-
-    def _check_x(self, x) -> np.ndarray:
-        x = self._check_tensor(self.x_index, x)
-        if ELEMENT_TYPES.get(x.dtype) not in self._allowed:
-            raise TypeError(self._input_error(
-                self.x_index, f"has element type {x.dtype}, expected one of "
-                              f"{', '.join(self.element_types)}"))
-        if x.ndim not in (3, 4):
-            raise ValueError(self._input_error(
-                self.x_index, f"must have rank 3 or 4, got shape {x.shape}"))
+    def _check_output(self, x) -> None:
         # the output has x's shape: a broadcast (stride-0) input can ask a lot
         check_buffer(self.onnx_node.op_type, f"output 0 (shaped like input {self.x_index})",
-                    x.shape, x.itemsize)
-        return x
+                     x.shape, x.itemsize)
 
     def _heads(self, x: np.ndarray, num_heads: int) -> tuple[int, int]:
         """(N, H) of x: rank 4 is (B, N, S, H), rank 3 (B, S, N*H)."""
@@ -118,17 +90,16 @@ class _Rotary(KernelOp):
         return num_heads, x.shape[2] // num_heads
 
     def _rot(self, head_size: int) -> int:
-        rot = self.rotary_dim or head_size
+        rot = self.rotary_embedding_dim or head_size
         if rot % 2 or rot > head_size or rot < 0:
             raise ValueError(f"{self.onnx_node.op_type}: rotary_embedding_dim {rot} must be even "
                              f"and at most the head size {head_size}")
         return rot
 
-    def _check_caches(self, cos, sin, dtype, rows: tuple, half: int):
-        """cos and sin of x's dtype and shape (*rows, half); rows=None: a
-        2-D table of any length."""
+    def _check_caches(self, cos, sin, rows: tuple | None, half: int):
+        """cos and sin of shape (*rows, half); rows=None: a 2-D table of any
+        length."""
         for k, c in ((self.cos_index, cos), (self.cos_index + 1, sin)):
-            self._check_tensor(k, c, dtype)
             expected = (*(rows or c.shape[:1]), half)
             if c.shape != expected:
                 what = ("(P, rotary dim / 2)" if rows is None
@@ -139,21 +110,27 @@ class _Rotary(KernelOp):
             raise ValueError(self._input_error(
                 self.cos_index + 1, f"shape {sin.shape} differs from cos_cache's {cos.shape}"))
 
-    def _check_positions(self, index: int, pos, shape: tuple[int, int], cache_len: int):
-        pos = self._check_tensor(index, pos, np.dtype(np.int64))
+    def _check_positions_shape(self, index: int, pos, shape: tuple[int, int]) -> None:
         if pos.shape != shape:
             raise ValueError(self._input_error(index, f"must have shape {shape}, got {pos.shape}"))
+
+    def _check_positions(self, index: int, pos, cache_len: int) -> np.ndarray:
         if pos.size and (pos.min() < 0 or pos.max() >= cache_len):
             raise ValueError(self._input_error(
                 index, f"has positions in [{pos.min()}, {pos.max()}], outside the cos/sin "
                        f"caches' [0, {cache_len})"))
         return np.ascontiguousarray(pos)
 
-    def _rotate(self, x, n_heads, head_size, rot, cos, sin, positions):
+    def _threads(self, x, n_heads: int, head_size: int, rot: int) -> int:
+        rows = x.size // head_size if head_size else 0
+        return self._num_threads(rows * rot, self.min_work_per_thread)
+
+    def _rotate(self, plan: Plan, x, cos, sin, positions):
         """The output for x (rank 3 or 4) rotated with table rows ``positions``."""
+        self._check_output(x)
         level = simd.state.level
-        if self._usage.enabled:
-            self._record(x.dtype, level)
+        self._record_path((self._label, x.dtype, level), lambda: (
+            f"{self._label}_{x.dtype.name}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
         y = self._new_output(x.shape, x.dtype)
         if y.size == 0:
             return (y,)
@@ -164,12 +141,12 @@ class _Rotary(KernelOp):
             xv, yv = x.transpose(0, 2, 1, 3), y.transpose(0, 2, 1, 3)
         else:
             b, s = x.shape[:2]
-            xv, yv = x.reshape(b, s, n_heads, head_size), y.reshape(b, s, n_heads, head_size)
+            xv = x.reshape(b, s, plan.n_heads, plan.head_size)
+            yv = y.reshape(b, s, plan.n_heads, plan.head_size)
         cos = np.ascontiguousarray(cos)   # [P, rot / 2] tables (or [B * S, rot / 2])
         sin = np.ascontiguousarray(sin)
-        rows = xv.shape[0] * xv.shape[1] * xv.shape[2]
-        threads = self._num_threads(rows * rot, self.min_work_per_thread)
-        core.rotate(xv, yv, cos, sin, positions, self.interleaved, rot, threads, level)
+        core.rotate(xv, cos, sin, positions, yv, self.interleaved, plan.rot, level,
+                    plan.threads)
         return (y,)
 
     def _arange_positions(self, b: int, s: int, start: int = 0) -> np.ndarray:
@@ -188,23 +165,35 @@ class RotaryEmbedding(_Rotary):
     """ai.onnx RotaryEmbedding (23): X, cos_cache, sin_cache[, position_ids]."""
 
     since_version = 23
-    input_names = ("X", "cos_cache", "sin_cache", "position_ids")
+    inputs = (Input("X", types=FLOATS, ranks=(3, 4)),
+              Input("cos_cache", like=0),
+              Input("sin_cache", like=0),
+              Input("position_ids", types=(T.INT64,), optional=True))
 
-    def _run(self, x=None, cos=None, sin=None, position_ids=None):
-        x = self._check_x(x)
+    def _plan(self, x, cos, sin, position_ids=None):
         n_heads, head_size = self._heads(x, self.num_heads)
         rot = self._rot(head_size)
         b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
         half = rot // 2
+        positions = None
         if position_ids is None:
             # Direct caches [B, S, rot/2]: row b*S + s belongs to token (b, s).
-            self._check_caches(cos, sin, x.dtype, (b, s), half)
-            cos, sin = cos.reshape(b * s, half), sin.reshape(b * s, half)
+            self._check_caches(cos, sin, (b, s), half)
             positions = self._arange_positions(1, b * s).reshape(b, s)
         else:
-            self._check_caches(cos, sin, x.dtype, None, half)
-            positions = self._check_positions(3, position_ids, (b, s), cos.shape[0])
-        return self._rotate(x, n_heads, head_size, rot, cos, sin, positions)
+            self._check_caches(cos, sin, None, half)
+            self._check_positions_shape(3, position_ids, (b, s))
+        return Plan(n_heads, head_size, rot, self._threads(x, n_heads, head_size, rot),
+                    positions)
+
+    def _execute(self, plan, x, cos, sin, position_ids=None):
+        if position_ids is None:
+            rows = (plan.positions.size, plan.rot // 2)
+            cos, sin = cos.reshape(rows), sin.reshape(rows)
+            positions = plan.positions
+        else:
+            positions = self._check_positions(3, position_ids, cos.shape[0])
+        return self._rotate(plan, x, cos, sin, positions)
 
 
 class _MicrosoftRotary(_Rotary):
@@ -212,30 +201,24 @@ class _MicrosoftRotary(_Rotary):
 
     op_domain = "com.microsoft"
     cos_index = 2
-    input_names = ("input", "position_ids", "cos_cache", "sin_cache")
+    inputs = (Input("input", types=FLOATS, ranks=(3, 4)),
+              Input("position_ids", types=(T.INT64,)),
+              Input("cos_cache", like=0, ranks=(2,)),
+              Input("sin_cache", like=0))
+    attributes = _Rotary.attributes + (Attr("scale", "float", 1.0),
+                                       Attr("is_packed_batching", "int", 0))
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        attrs = {a.name: a for a in onnx_node.attribute}
-        self.scale = float(attrs["scale"].f) if "scale" in attrs else 1.0
-        self.packed = int(attrs["is_packed_batching"].i) if "is_packed_batching" in attrs else 0
-
-    def _run(self, x=None, position_ids=None, cos=None, sin=None):
+    def _plan(self, x, position_ids, cos, sin):
         op = self.onnx_node.op_type
         if self.scale != 1.0:
             raise NotImplementedError(f"{op} (com.microsoft): scale={self.scale} is not supported "
                                       "(ONNX Runtime's CPU kernel ignores it); only 1.0")
-        if self.packed:
+        if self.is_packed_batching:
             raise NotImplementedError(
                 f"{op} (com.microsoft): is_packed_batching=1 is not supported")
-        if self.rotary_dim and self.num_heads <= 0:
+        if self.rotary_embedding_dim and self.num_heads <= 0:
             raise ValueError(
                 f"{op} (com.microsoft): num_heads must be given with rotary_embedding_dim")
-        x = self._check_x(x)
-        cos = self._check_tensor(2, cos, x.dtype)
-        sin = self._check_tensor(3, sin, x.dtype)
-        if cos.ndim != 2:
-            raise ValueError(self._input_error(2, f"must have rank 2, got shape {cos.shape}"))
         num_heads = self.num_heads
         if x.ndim == 3 and num_heads <= 0:
             # The head size comes from the caches (full rotation).
@@ -247,11 +230,16 @@ class _MicrosoftRotary(_Rotary):
             num_heads = x.shape[2] // head
         n_heads, head_size = self._heads(x, num_heads)
         rot = self._rot(head_size)
-        half = rot // 2
-        self._check_caches(cos, sin, x.dtype, None, half)
+        self._check_caches(cos, sin, None, rot // 2)
         b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
-        pos = self._check_tensor(1, position_ids, np.dtype(np.int64))
-        if pos.size == 1 and pos.ndim <= 1:
+        if not (position_ids.size == 1 and position_ids.ndim <= 1):
+            self._check_positions_shape(1, position_ids, (b, s))
+        return Plan(n_heads, head_size, rot, self._threads(x, n_heads, head_size, rot), None)
+
+    def _execute(self, plan, x, position_ids, cos, sin):
+        pos = position_ids
+        if pos.size == 1 and pos.ndim <= 1:  # an offset: token s takes offset + s
+            b, s = x.shape[0], x.shape[2] if x.ndim == 4 else x.shape[1]
             offset = int(pos.reshape(()))
             if offset < 0 or offset + s > cos.shape[0]:
                 raise ValueError(self._input_error(
@@ -259,8 +247,8 @@ class _MicrosoftRotary(_Rotary):
                        f"caches' [0, {cos.shape[0]})"))
             positions = self._arange_positions(b, s, offset)
         else:
-            positions = self._check_positions(1, pos, (b, s), cos.shape[0])
-        return self._rotate(x, n_heads, head_size, rot, cos, sin, positions)
+            positions = self._check_positions(1, pos, cos.shape[0])
+        return self._rotate(plan, x, cos, sin, positions)
 
 
 class MicrosoftRotaryEmbedding(_MicrosoftRotary):

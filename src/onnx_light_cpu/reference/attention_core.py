@@ -22,8 +22,8 @@ import numpy as np
 
 
 def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None,
-           softcap=0.0, softcap_first=False, sink=None, threads=1, level=None,
-           past=None) -> None:
+           softcap=0.0, softcap_first=False, sink=None, past=None, level=None,
+           threads=1) -> None:
     """Write attention of ``q`` [B, Nq, S, Dk] over ``k`` [B, Nkv, T, Dk] /
     ``v`` [B, Nkv, T, Dv] into ``out`` [B, Nq, S, Dv].
 
@@ -83,3 +83,15 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None,
                     denom += np.exp(np.float32(sink[h]) - m)
                 acc = e @ vh[lo:hi] if hi > lo else np.zeros(vh.shape[1], np.float32)
                 out[b, h, s] = (acc / denom).astype(out.dtype)
+
+
+def append_rows(new_k, new_v, start, count, present_k, present_v) -> None:
+    """The twin of ``_kernels.engines.attention.append_rows``: for each batch
+    b, rows [start[b], start[b] + count[b]) of present_k/present_v [B, Nkv,
+    L, H] take rows [0, count[b]) of new_k/new_v [B, S, Nkv, H], and the
+    rows after them become zeros."""
+    for b in range(present_k.shape[0]):
+        p0, a = int(start[b]), int(count[b])
+        for dst, new in ((present_k, new_k), (present_v, new_v)):
+            dst[b, :, p0:p0 + a] = new[b, :a].transpose(1, 0, 2)
+            dst[b, :, p0 + a:] = 0

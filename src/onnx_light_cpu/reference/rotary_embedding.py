@@ -8,6 +8,11 @@ arithmetic, one rounding to the input type.  A test oracle, not registered
 x is (B, S, N*H) or (B, N, S, H); position_ids is (B, S) or a one-element
 offset (token s of every batch takes position offset + s); the caches are
 (max_position, rotary_dim / 2).
+
+    y = rotate(x, cos, sin, positions, interleaved)
+
+is the twin of the rotary engine on (B, S, N, H) rows, as NAIVE
+GroupQueryAttention's do_rotary uses it.
 """
 
 from __future__ import annotations
@@ -56,3 +61,26 @@ def rotary_embedding(x: np.ndarray, position_ids: np.ndarray, cos_cache: np.ndar
     if x.ndim == 4:
         return out.transpose(0, 2, 1, 3).copy()
     return out.reshape(x.shape)
+
+
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, positions: np.ndarray,
+           interleaved: bool) -> np.ndarray:
+    """x [B, S, N, H] rotated by the cache rows at positions [B, S] (float32
+    arithmetic, one rounding); cos/sin [P, R/2] rotate the first R dims.
+    The twin of ``_kernels.engines.rotary.rotate`` (GroupQueryAttention's
+    ``do_rotary``)."""
+    half = cos.shape[1]
+    R = 2 * half
+    c = cos[positions].astype(np.float32)[:, :, None, :]   # [B, S, 1, R/2]
+    s = sin[positions].astype(np.float32)[:, :, None, :]
+    xf = x.astype(np.float32)
+    out = xf.copy()
+    if interleaved:
+        x1, x2 = xf[..., 0:R:2], xf[..., 1:R:2]
+        out[..., 0:R:2] = x1 * c - x2 * s
+        out[..., 1:R:2] = x2 * c + x1 * s
+    else:
+        x1, x2 = xf[..., :half], xf[..., half:R]
+        out[..., :half] = x1 * c - x2 * s
+        out[..., half:R] = x2 * c + x1 * s
+    return out.astype(x.dtype)

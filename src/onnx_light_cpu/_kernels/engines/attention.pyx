@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The attention engine (see include/olc_attention.h): the C twin of
+"""The attention engine (see include/engines/attention/olc_attention.h): the C twin of
 :func:`onnx_light_cpu.reference.attention_core.attend`, same signature and
 semantics.
 
@@ -14,47 +14,17 @@ from ml_dtypes import bfloat16
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, int32_t
 
+from olc_attention cimport (
+    OLC_ATTN_KC, OLC_ATTN_RMAX, OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16, olc_attn_append_args,
+    olc_attn_append_rows, olc_attn_args, olc_attn_combine_fn, olc_attn_combine_select,
+    olc_attn_copy_past, olc_attn_level, olc_attn_scratch_floats, olc_attn_task_fn,
+    olc_attn_task_select)
+
 cnp.import_array()
 
-cdef extern from "engines/attention/olc_attention.h" nogil:
-    int OLC_ATTN_F32, OLC_ATTN_F16, OLC_ATTN_BF16
-    int OLC_ATTN_TB, OLC_ATTN_KC, OLC_ATTN_RMAX
-    ctypedef struct olc_attn_args:
-        const void *q
-        const void *k
-        const void *v
-        void *out
-        int64_t B, Nq, Nkv, S, T, Dk, Dv
-        int64_t qs[3]
-        int64_t ks[3]
-        int64_t vs[3]
-        int64_t os[3]
-        const float *bias
-        int64_t bs[3]
-        const int32_t *kbeg
-        const int32_t *kend
-        const float *sink
-        float scale, softcap
-        int softcap_first, dtype
-        int64_t hb, sb, nhb, nsb, nchunks, chunk
-        float *partial
-        int64_t prow
-        const void *pk
-        const void *pv
-        int64_t pks[3]
-        int64_t pvs[3]
-        const int32_t *plen
-        int fuse_copy
-    ctypedef void (*olc_attn_task_fn)(const olc_attn_args *p, int64_t task, float *scratch)
-    ctypedef void (*olc_attn_combine_fn)(const olc_attn_args *p, int64_t row)
-    olc_attn_task_fn olc_attn_task_select(int level)
-    olc_attn_combine_fn olc_attn_combine_select(int level)
-    int olc_attn_level(int level)
-    int64_t olc_attn_scratch_floats(int64_t Dk, int64_t Dv)
-    void olc_attn_copy_past(const olc_attn_args *p, int64_t bg)
-
-_DTYPES = {np.dtype(np.float32): OLC_ATTN_F32, np.dtype(np.float16): OLC_ATTN_F16,
-           np.dtype(bfloat16): OLC_ATTN_BF16}
+# NumPy dtype -> the element type code (onnx.TensorProto numbering).
+_DTYPES = {np.dtype(np.float32): OLC_FLOAT, np.dtype(np.float16): OLC_FLOAT16,
+           np.dtype(bfloat16): OLC_BFLOAT16}
 
 
 def level_used(int level):
@@ -75,9 +45,8 @@ cdef void _strides(cnp.ndarray a, int64_t *dst, str name) except *:
         dst[i] = a.strides[i] // item
 
 
-def attend(q, k, v, out, *, scale, bias=None,
-           key_begin=None, key_end=None, softcap=0.0, softcap_first=False, sink=None,
-           int threads=1, level=None, past=None):
+def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, softcap=0.0,
+           softcap_first=False, sink=None, past=None, level=None, int threads=1):
     """out[B, Nq, S, Dv] = attention of q [B, Nq, S, Dk] over k [B, Nkv, T, Dk]
     and v [B, Nkv, T, Dv] (see the module docstring of the NumPy twin).
 
@@ -229,3 +198,57 @@ def attend(q, k, v, out, *, scale, bias=None,
         with nogil:
             for t in range(rows):
                 comb(&p, t)
+
+
+cdef void _row_strides(cnp.ndarray x, int64_t *dst, int64_t D) except *:
+    cdef int64_t item = x.itemsize
+    if x.size == 0:  # never read
+        dst[0] = dst[1] = dst[2] = 0
+        return
+    if D > 1 and x.strides[3] != item:
+        raise ValueError("append_rows: the last axis must be contiguous")
+    for j in range(3):
+        if x.strides[j] % item:
+            raise ValueError("append_rows: strides must be whole elements")
+        dst[j] = x.strides[j] // item
+
+
+def append_rows(new_k, new_v, start, count, present_k, present_v):
+    """GroupQueryAttention's present cache: for each batch b and kv head,
+    rows [start[b], start[b] + count[b]) of present_k/present_v [B, Nkv, L, H]
+    take rows [0, count[b]) of new_k/new_v [B, S, Nkv, H] (any strides, the
+    last axis contiguous), and the rows after them become zeros; the rows
+    before start[b] are left to ``attend``'s ``past``.  start and count:
+    C-contiguous int64 [B], 0 <= count[b] <= S."""
+    cdef olc_attn_append_args a[2]
+    cdef cnp.ndarray src, dst, st, ct
+    if not all(isinstance(x, np.ndarray) for x in (new_k, new_v, start, count, present_k,
+                                                    present_v)):
+        raise TypeError("append_rows: every argument must be a numpy array")
+    st, ct = start, count
+    for x in (st, ct):
+        if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous:
+            raise ValueError("append_rows: start and count must be C-contiguous int64 [B]")
+    for i, (src, dst) in enumerate(((new_k, present_k), (new_v, present_v))):
+        if src.ndim != 4 or dst.ndim != 4 or src.dtype != dst.dtype:
+            raise ValueError("append_rows: new and present rows must be 4-D of one dtype")
+        B, S, N, D = src.shape[0], src.shape[1], src.shape[2], src.shape[3]
+        if (dst.shape[0] != B or dst.shape[1] != N or dst.shape[3] != D
+                or st.shape[0] != B or ct.shape[0] != B):
+            raise ValueError(f"append_rows: inconsistent shapes {(<object>src).shape} -> "
+                             f"{(<object>dst).shape}")
+        if B and (st.min() < 0 or ct.min() < 0 or ct.max() > S):
+            raise ValueError("append_rows: start >= 0 and 0 <= count <= S per batch")
+        a[i].src = cnp.PyArray_DATA(src)
+        a[i].dst = cnp.PyArray_DATA(dst)
+        a[i].N, a[i].L, a[i].D, a[i].esize = N, dst.shape[2], D, src.itemsize
+        _row_strides(src, a[i].ss, D)
+        _row_strides(dst, a[i].ds, D)
+        a[i].start = <const int64_t *> cnp.PyArray_DATA(st)
+        a[i].count = <const int64_t *> cnp.PyArray_DATA(ct)
+    cdef int64_t bn, rows0 = a[0].N * st.shape[0], rows1 = a[1].N * st.shape[0]
+    with nogil:
+        for bn in range(rows0):
+            olc_attn_append_rows(&a[0], bn)
+        for bn in range(rows1):
+            olc_attn_append_rows(&a[1], bn)

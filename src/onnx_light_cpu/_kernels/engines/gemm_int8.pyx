@@ -3,38 +3,23 @@
 
 The adapter passes uint8/int8 arrays (viewed as bytes), int64 arrays of
 element offsets per batch, shifted zero points as int32 arrays with element
-strides, the SIMD level and a thread count.  The GIL is released for the
-arithmetic.
+strides, the SIMD level and a thread count.  The packed layout of B depends
+on the level the engine runs at (:func:`level_used`).  The GIL is released
+for the arithmetic.
 """
 
 cimport numpy as cnp
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from olc_gemm_int8 cimport (olc_i8_gemm, olc_i8_level, olc_i8_pack_b, olc_i8_packed_size,
+                            olc_i8_panels, olc_i8_requantize)
 
 cnp.import_array()
 
-cdef extern from "engines/gemm_int8/olc_gemm_int8.h" nogil:
-    int olc_i8_kind(int level)
-    int64_t olc_i8_packed_size(int64_t K, int64_t N)
-    int64_t olc_i8_panels(int64_t N)
-    void olc_i8_pack_b(int kind, int b_signed, int64_t nb, const uint8_t *b,
-                       const int64_t *b_offsets, int64_t K, int64_t N, int8_t *dst,
-                       int32_t *colsum, int nthreads)
-    int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
-                    const int64_t *a_offsets, const int8_t *bp, const int32_t *colsum,
-                    const int64_t *b_index, const int32_t *za, int64_t za_bs, int64_t za_rs,
-                    const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N,
-                    int64_t K, int32_t *y, int nthreads)
-    void olc_i8_requantize(int level, int64_t batch, int64_t M, int64_t N, const int32_t *c,
-                           const double *mult, int64_t m_bs, int64_t m_rs, int64_t m_cs,
-                           double zp, int out_signed, void *y, int nthreads)
 
-#: Names of the engine kinds olc_i8_kind returns.
-KIND_NAMES = ("scalar", "avx2", "avx512", "avx512vnni")
-
-
-def kind(int level):
-    """The engine kind (index into KIND_NAMES) used at a SIMD level."""
-    return olc_i8_kind(level)
+def level_used(int level):
+    """The level the engine runs at for a SIMD level (an index into
+    simd.LEVEL_NAMES; AVX-512 VNNI kept)."""
+    return olc_i8_level(level)
 
 
 def packed_size(int64_t K, int64_t N):
@@ -47,10 +32,10 @@ def colsum_size(int64_t N):
     return olc_i8_panels(N) * 16
 
 
-def pack_b(int kind, bint b_signed, cnp.ndarray b, cnp.ndarray b_offsets, int64_t K, int64_t N,
-           cnp.ndarray dst, cnp.ndarray colsum, int nthreads):
+def pack_b(cnp.ndarray b, cnp.ndarray b_offsets, cnp.ndarray dst, cnp.ndarray colsum,
+           int64_t K, int64_t N, bint b_signed, int level, int threads):
     """Packs len(b_offsets) row-major K x N matrices of ``b`` into ``dst``
-    (int8) and their column sums into ``colsum`` (int32)."""
+    (int8) and their column sums into ``colsum`` (int32), for ``level``."""
     cdef int64_t nb = cnp.PyArray_SIZE(b_offsets)
     if (cnp.PyArray_NBYTES(dst) < nb * olc_i8_packed_size(K, N)
             or cnp.PyArray_SIZE(colsum) < nb * olc_i8_panels(N) * 16):
@@ -60,14 +45,15 @@ def pack_b(int kind, bint b_signed, cnp.ndarray b, cnp.ndarray b_offsets, int64_
     cdef int8_t *pd = <int8_t *>cnp.PyArray_DATA(dst)
     cdef int32_t *ps = <int32_t *>cnp.PyArray_DATA(colsum)
     with nogil:
-        olc_i8_pack_b(kind, b_signed, nb, pb, off, K, N, pd, ps, nthreads)
+        olc_i8_pack_b(pb, off, nb, K, N, b_signed, pd, ps, level, threads)
 
 
-def gemm(int kind, bint a_signed, cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndarray packed,
-         cnp.ndarray colsum, cnp.ndarray b_index, cnp.ndarray za, int64_t za_bs, int64_t za_rs,
-         cnp.ndarray zb, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N, int64_t K,
-         cnp.ndarray y, int nthreads):
-    """y[q] = (a[q] - za)(B[b_index[q]] - zb), int32, for q < len(a_offsets)."""
+def gemm(cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndarray packed, cnp.ndarray colsum,
+         cnp.ndarray b_index, cnp.ndarray za, cnp.ndarray zb, cnp.ndarray y, int64_t za_bs,
+         int64_t za_rs, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N, int64_t K,
+         bint a_signed, int level, int threads):
+    """y[q] = (a[q] - za)(B[b_index[q]] - zb), int32, for q < len(a_offsets);
+    ``packed``/``colsum`` from :func:`pack_b` at the same level."""
     cdef const uint8_t *pa = <const uint8_t *>cnp.PyArray_DATA(a)
     cdef const int64_t *aoff = <const int64_t *>cnp.PyArray_DATA(a_offsets)
     cdef const int8_t *pp = <const int8_t *>cnp.PyArray_DATA(packed)
@@ -79,15 +65,15 @@ def gemm(int kind, bint a_signed, cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndar
     cdef int64_t batch = cnp.PyArray_SIZE(a_offsets)
     cdef int status
     with nogil:
-        status = olc_i8_gemm(kind, a_signed, batch, pa, aoff, pp, pc, bidx, pza, za_bs, za_rs,
-                             pzb, zb_bs, zb_cs, M, N, K, py, nthreads)
+        status = olc_i8_gemm(pa, aoff, batch, pp, pc, bidx, pza, za_bs, za_rs, pzb, zb_bs,
+                             zb_cs, py, M, N, K, a_signed, level, threads)
     if status != 0:
         raise MemoryError("gemm_int8 core: no memory for packing buffers")
 
 
-def requantize(int level, cnp.ndarray c, int64_t batch, int64_t M, int64_t N, cnp.ndarray mult,
-               int64_t m_bs, int64_t m_rs, int64_t m_cs, double zp, bint out_signed,
-               cnp.ndarray y, int nthreads):
+def requantize(cnp.ndarray c, cnp.ndarray mult, cnp.ndarray y, int64_t batch, int64_t M,
+               int64_t N, int64_t m_bs, int64_t m_rs, int64_t m_cs, double zp,
+               bint out_signed, int level, int threads):
     """y = saturate(rint(c * mult + zp)) as int8/uint8 (mult: float64 read
     with element strides per batch, row, column; the column stride 0 or 1)."""
     if m_cs not in (0, 1):
@@ -96,5 +82,5 @@ def requantize(int level, cnp.ndarray c, int64_t batch, int64_t M, int64_t N, cn
     cdef const double *pm = <const double *>cnp.PyArray_DATA(mult)
     cdef void *py = cnp.PyArray_DATA(y)
     with nogil:
-        olc_i8_requantize(level, batch, M, N, pc, pm, m_bs, m_rs, m_cs, zp, out_signed, py,
-                          nthreads)
+        olc_i8_requantize(pc, pm, m_bs, m_rs, m_cs, py, batch, M, N, zp, out_signed, level,
+                          threads)

@@ -2,8 +2,8 @@
 """Rotary position embedding (RoPE) core, shared by RotaryEmbedding (ai.onnx
 and com.microsoft) and GroupQueryAttention's ``do_rotary``.
 
-    rotate(x, out, cos_cache, sin_cache, positions, interleaved, rotary_dim,
-           threads, level)
+    rotate(x, cos_cache, sin_cache, positions, out, interleaved, rotary_dim,
+           level, threads)
 
 - ``x``, ``out``: 4-D [B, S, N, H] arrays of one dtype (float32, float16 or
   ml_dtypes.bfloat16), any strides that are whole elements, the last axis
@@ -31,24 +31,15 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
+from olc_rotary cimport (
+    OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16, olc_rope_args, olc_rope_fn, olc_rope_level,
+    olc_rope_select)
+
 cnp.import_array()
 
-cdef extern from "engines/rotary/olc_rotary.h" nogil:
-    ctypedef struct olc_rope_args:
-        const void *x
-        void *y
-        const void *cos
-        const void *sin
-        const int64_t *pos
-        int64_t S, N, H, half
-        int64_t xs_b, xs_s, xs_n
-        int64_t ys_b, ys_s, ys_n
-    ctypedef void (*olc_rope_fn)(const olc_rope_args *p, int64_t r0, int64_t r1)
-    olc_rope_fn olc_rope_select(int xtype, int ctype, int interleaved, int level)
-    int olc_rope_level(int level)
-
-# NumPy dtype -> ONNX element type code the header selects on.
-_CODES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(bfloat16): 16}
+# NumPy dtype -> element type code (onnx.TensorProto numbering).
+_CODES = {np.dtype(np.float32): OLC_FLOAT, np.dtype(np.float16): OLC_FLOAT16,
+          np.dtype(bfloat16): OLC_BFLOAT16}
 
 
 def level_used(int level):
@@ -56,14 +47,14 @@ def level_used(int level):
     return olc_rope_level(level)
 
 
-def rotate(cnp.ndarray x, cnp.ndarray out, cnp.ndarray cos_cache, cnp.ndarray sin_cache,
-           cnp.ndarray positions, bint interleaved, int rotary_dim, int threads, int level):
+def rotate(cnp.ndarray x, cnp.ndarray cos_cache, cnp.ndarray sin_cache, cnp.ndarray positions,
+           cnp.ndarray out, bint interleaved, int rotary_dim, int level, int threads):
     """Rotate x into out (see the module docstring for the contract)."""
     xtype = _CODES.get(x.dtype)
     ctype = _CODES.get(cos_cache.dtype)
     if xtype is None or out.dtype != x.dtype:
         raise TypeError(f"rotary core: x and out must share a float dtype, got {x.dtype}, {out.dtype}")
-    if cos_cache.dtype != sin_cache.dtype or (ctype != xtype and ctype != 1):
+    if cos_cache.dtype != sin_cache.dtype or (ctype != xtype and ctype != OLC_FLOAT):
         raise TypeError(f"rotary core: caches must be {x.dtype} or float32, "
                         f"got {cos_cache.dtype}, {sin_cache.dtype}")
     if x.ndim != 4 or out.ndim != 4 or (<object>x).shape != (<object>out).shape:

@@ -8,12 +8,12 @@
  * and the readout all work column by column), so the state is processed
  * in column blocks of JB floats that stay in L1 for a whole chunk of
  * tokens: a [dk, dv] = [128, 128] state (64 KB) would otherwise stream from
- * L2 two or three times a token.  The blocks use GCC vector extensions,
- * stamped per level with its register width (SSE2 baseline, AVX2+FMA,
- * AVX-512), so one body serves the three levels.
+ * L2 two or three times a token.  The blocks use GCC vector extensions of
+ * each level's register width (SSE2 baseline, AVX2+FMA, AVX-512): one
+ * body, olc_linear_attention_block.h, included per level and block width.
  *
- * Activations and state may be float32, float16 or bfloat16 (codes
- * OLC_LA_F32/F16/BF16, each independently); the recurrence always runs in
+ * Activations and state may be float32, float16 or bfloat16 (OLC_FLOAT,
+ * OLC_FLOAT16, OLC_BFLOAT16, each independently); the recurrence runs in
  * float32: a chunk of narrow inputs is widened into scratch first, and
  * outputs are rounded once on the way out.
  *
@@ -33,11 +33,10 @@
 #include <stdint.h>
 #include <string.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_math.h"
-
-#define OLC_LA_F32 0
-#define OLC_LA_F16 1
-#define OLC_LA_BF16 2
+#include "common/olc_types.h"
+#include "common/olc_vec.h"
 
 /* Tokens staged (widened, exp of the decay taken) per chunk. */
 #define OLC_LA_CHUNK 64
@@ -82,39 +81,39 @@ typedef struct {
 typedef void (*olc_la_block_fn)(const olc_la_chunk *c, float *blk, int64_t j0, int64_t jn);
 
 static inline float olc_la_get(const void *p, int dt, int64_t i) {
-    if (dt == OLC_LA_F32) return ((const float *)p)[i];
-    if (dt == OLC_LA_F16) return olc_h2f(((const uint16_t *)p)[i]);
+    if (dt == OLC_FLOAT) return ((const float *)p)[i];
+    if (dt == OLC_FLOAT16) return olc_h2f(((const uint16_t *)p)[i]);
     return olc_bf2f(((const uint16_t *)p)[i]);
 }
 
 /* Plain loops rather than memcpy: the rows are short (a block is 16 to 32
  * floats wide) and a library call each would cost more than the copy. */
 static inline void olc_la_widen(float *dst, const void *src, int dt, int64_t n) {
-    if (dt == OLC_LA_F32) {
+    if (dt == OLC_FLOAT) {
         const float *s = (const float *)src;
         for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
-        return;
+    } else if (dt == OLC_FLOAT16) {
+        olc_widen_f16_scalar((const uint16_t *)src, dst, n);
+    } else {
+        olc_widen_bf16_scalar((const uint16_t *)src, dst, n);
     }
-    const uint16_t *s = (const uint16_t *)src;
-    if (dt == OLC_LA_F16) for (int64_t i = 0; i < n; ++i) dst[i] = olc_h2f(s[i]);
-    else for (int64_t i = 0; i < n; ++i) dst[i] = olc_bf2f(s[i]);
 }
 
 static inline void olc_la_narrow(void *dst, int dt, const float *src, int64_t n) {
-    if (dt == OLC_LA_F32) {
+    if (dt == OLC_FLOAT) {
         float *d = (float *)dst;
         for (int64_t i = 0; i < n; ++i) d[i] = src[i];
-        return;
+    } else if (dt == OLC_FLOAT16) {
+        olc_narrow_f16_scalar(src, (uint16_t *)dst, n);
+    } else {
+        olc_narrow_bf16_scalar(src, (uint16_t *)dst, n);
     }
-    uint16_t *d = (uint16_t *)dst;
-    if (dt == OLC_LA_F16) for (int64_t i = 0; i < n; ++i) d[i] = olc_f2h(src[i]);
-    else for (int64_t i = 0; i < n; ++i) d[i] = olc_f2bf(src[i]);
 }
 
-static inline int64_t olc_la_esize(int dt) { return dt == OLC_LA_F32 ? 4 : 2; }
+static inline int64_t olc_la_esize(int dt) { return dt == OLC_FLOAT ? 4 : 2; }
 
-/* The same conversions a vector at a time (F16C, and the bfloat16 helpers
- * of olc_math.h; rounding to nearest even like the scalar ones). */
+/* The conversions of each level (common/olc_vec.h; rounding to nearest
+ * even at every level), and dst = exp(widened src). */
 static void olc_la_widen_scalar(float *dst, const void *src, int dt, int64_t n) {
     olc_la_widen(dst, src, dt, n);
 }
@@ -127,22 +126,14 @@ static void olc_la_exp_scalar(float *dst, const void *src, int dt, int64_t n) {
 }
 #if OLC_X86
 static OLC_TARGET_AVX2 void olc_la_widen_avx2(float *dst, const void *src, int dt, int64_t n) {
-    const uint16_t *s = (const uint16_t *)src;
-    int64_t i = 0;
-    if (dt == OLC_LA_F16)
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, olc_ld_f16_avx2(s + i));
-    else if (dt == OLC_LA_BF16)
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, olc_ld_bf16_avx2(s + i));
-    olc_la_widen(dst + i, (const char *)src + i * olc_la_esize(dt), dt, n - i);
+    if (dt == OLC_FLOAT16) olc_widen_f16_avx2((const uint16_t *)src, dst, n);
+    else if (dt == OLC_BFLOAT16) olc_widen_bf16_avx2((const uint16_t *)src, dst, n);
+    else olc_la_widen(dst, src, dt, n);
 }
 static OLC_TARGET_AVX2 void olc_la_narrow_avx2(void *dst, int dt, const float *src, int64_t n) {
-    uint16_t *d = (uint16_t *)dst;
-    int64_t i = 0;
-    if (dt == OLC_LA_F16)
-        for (; i + 8 <= n; i += 8) olc_st_f16_avx2(d + i, _mm256_loadu_ps(src + i));
-    else if (dt == OLC_LA_BF16)
-        for (; i + 8 <= n; i += 8) olc_st_bf16_avx2(d + i, _mm256_loadu_ps(src + i));
-    olc_la_narrow((char *)dst + i * olc_la_esize(dt), dt, src + i, n - i);
+    if (dt == OLC_FLOAT16) olc_narrow_f16_avx2(src, (uint16_t *)dst, n);
+    else if (dt == OLC_BFLOAT16) olc_narrow_bf16_avx2(src, (uint16_t *)dst, n);
+    else olc_la_narrow(dst, dt, src, n);
 }
 static OLC_TARGET_AVX2 void olc_la_exp_avx2(float *dst, const void *src, int dt, int64_t n) {
     olc_la_widen_avx2(dst, src, dt, n);
@@ -152,28 +143,19 @@ static OLC_TARGET_AVX2 void olc_la_exp_avx2(float *dst, const void *src, int dt,
 }
 #if OLC_HAVE_AVX512
 static OLC_TARGET_AVX512 void olc_la_widen_avx512(float *dst, const void *src, int dt, int64_t n) {
-    const uint16_t *s = (const uint16_t *)src;
-    if (dt == OLC_LA_F32) { olc_la_widen(dst, src, dt, n); return; }
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 v = dt == OLC_LA_F16 ? olc_ld_f16_avx512(s + i, m) : olc_ld_bf16_avx512(s + i, m);
-        _mm512_mask_storeu_ps(dst + i, m, v);
-    }
+    if (dt == OLC_FLOAT16) olc_widen_f16_avx512((const uint16_t *)src, dst, n);
+    else if (dt == OLC_BFLOAT16) olc_widen_bf16_avx512((const uint16_t *)src, dst, n);
+    else olc_la_widen(dst, src, dt, n);
 }
 static OLC_TARGET_AVX512 void olc_la_narrow_avx512(void *dst, int dt, const float *src, int64_t n) {
-    uint16_t *d = (uint16_t *)dst;
-    if (dt == OLC_LA_F32) { olc_la_narrow(dst, dt, src, n); return; }
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(m, src + i);
-        if (dt == OLC_LA_F16) olc_st_f16_avx512(d + i, m, v);
-        else olc_st_bf16_avx512(d + i, m, v);
-    }
+    if (dt == OLC_FLOAT16) olc_narrow_f16_avx512(src, (uint16_t *)dst, n);
+    else if (dt == OLC_BFLOAT16) olc_narrow_bf16_avx512(src, (uint16_t *)dst, n);
+    else olc_la_narrow(dst, dt, src, n);
 }
 static OLC_TARGET_AVX512 void olc_la_exp_avx512(float *dst, const void *src, int dt, int64_t n) {
     olc_la_widen_avx512(dst, src, dt, n);
     for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 m = olc_tail_mask16(n - i);
         _mm512_mask_storeu_ps(dst + i, m, olc_exp_ps_avx512(_mm512_maskz_loadu_ps(m, dst + i)));
     }
 }
@@ -200,164 +182,73 @@ static void olc_la_store_block(olc_la_narrow_fn narrow, void *dst, int dt, const
         narrow((char *)dst + (i * dv + j0) * es, dt, blk + i * JB, jn);
 }
 
-/* Row factor of the decay: none, per key row, one per head. */
-#define OLC_LA_NONE_(x, i) (x)
-#define OLC_LA_ROW_(x, i) ((x) * e[i])
-#define OLC_LA_HEAD_(x, i) ((x) * e0)
+/* The decay rule of a block pass: none, per key row, one per head. */
+enum { OLC_LA_NONE = 0, OLC_LA_ROW = 1, OLC_LA_HEAD = 2 };
 
-/* A block row is NV native vectors: row i, part x is S[i * NV + x].  The
- * loops over x have a constant trip count, so they unroll and the small
- * arrays stay in registers.  A pass reads its rows from src (row stride ss
- * floats): the block itself, or on the first token the caller's float32
- * past state, so decode reads the past once instead of copying it in
- * first; the update pass also writes the new rows to `keep` (the present
- * state, row stride dv) when the state of this token is kept. */
-#define OLC_LA_LD_(p) ({ vf v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define OLC_LA_ST_(p, v) do { vf v_ = (v); memcpy((p), &v_, sizeof v_); } while (0)
-
-/* S = S * factor + k u^T over the block's rows, with the readout of the
- * first query head (two accumulators so the FMA chains overlap). */
-#define OLC_LA_UPDATE_(FACTOR)                                                      \
-    {                                                                               \
-        int64_t i = 0;                                                              \
-        for (; i + 2 <= dk; i += 2) {                                               \
-            const float k0 = k[i], k1 = k[i + 1], q0 = q[i], q1 = q[i + 1];         \
-            for (int x = 0; x < NV; ++x) {                                          \
-                vf s0 = FACTOR(OLC_LA_LD_(src + i * ss + x * VW), i) + k0 * u[x];   \
-                vf s1 = FACTOR(OLC_LA_LD_(src + (i + 1) * ss + x * VW), i + 1) + k1 * u[x]; \
-                if (keep_s) { S[i * NV + x] = s0; S[(i + 1) * NV + x] = s1; }       \
-                if (keep) {                                                         \
-                    OLC_LA_ST_(keep + i * dv + x * VW, s0);                         \
-                    OLC_LA_ST_(keep + (i + 1) * dv + x * VW, s1);                   \
-                }                                                                   \
-                o0[x] += s0 * q0; o1[x] += s1 * q1;                                 \
-            }                                                                       \
-        }                                                                           \
-        if (i < dk)                                                                 \
-            for (int x = 0; x < NV; ++x) {                                          \
-                vf s0 = FACTOR(OLC_LA_LD_(src + i * ss + x * VW), i) + k[i] * u[x]; \
-                if (keep_s) S[i * NV + x] = s0;                                     \
-                if (keep) OLC_LA_ST_(keep + i * dv + x * VW, s0);                   \
-                o0[x] += s0 * q[i];                                                 \
-            }                                                                       \
-    }
-
-/* r = (S * factor)^T k, storing the decayed state when there is a factor. */
-#define OLC_LA_RETRIEVE_(FACTOR, STORE)                                             \
-    {                                                                               \
-        int64_t i = 0;                                                              \
-        for (; i + 2 <= dk; i += 2) {                                               \
-            const float k0 = k[i], k1 = k[i + 1];                                   \
-            for (int x = 0; x < NV; ++x) {                                          \
-                vf s0 = FACTOR(OLC_LA_LD_(src + i * ss + x * VW), i);               \
-                vf s1 = FACTOR(OLC_LA_LD_(src + (i + 1) * ss + x * VW), i + 1);     \
-                if (STORE) { S[i * NV + x] = s0; S[(i + 1) * NV + x] = s1; }        \
-                r0[x] += s0 * k0; r1[x] += s1 * k1;                                 \
-            }                                                                       \
-        }                                                                           \
-        if (i < dk)                                                                 \
-            for (int x = 0; x < NV; ++x) {                                          \
-                vf s0 = FACTOR(OLC_LA_LD_(src + i * ss + x * VW), i);               \
-                if (STORE) S[i * NV + x] = s0;                                      \
-                r0[x] += s0 * k[i];                                                 \
-            }                                                                       \
-        if (STORE) { src = blk; ss = JB; }                                          \
-    }
-
-#define OLC_LA_BLOCK(VWIDTH, NVEC, suffix, attr)                                              \
-attr static void olc_la_block_##suffix(const olc_la_chunk *c, float *blk, int64_t j0, int64_t jn) { \
-    typedef float vf __attribute__((vector_size(4 * VWIDTH), aligned(16)));             \
-    enum { VW = VWIDTH, NV = NVEC, JB = VWIDTH * NVEC };                                \
-    vf *S = (vf *)blk;                                                                  \
-    const int64_t dk = c->dk, dv = c->dv, nq = c->nq;                                   \
-    const vf zero = {0};                                                                \
-    /* float32 state, whole block: rows move as vectors, in the passes */               \
-    const int fast = c->sdt == OLC_LA_F32 && jn == JB;                                  \
-    const float *src = blk;                                                             \
-    int64_t ss = JB;                                                                    \
-    if (c->load) {                                                                      \
-        if (!c->init)                                                                   \
-            for (int64_t i = 0; i < dk * NV; ++i) S[i] = zero;                          \
-        else if (fast) { src = (const float *)c->init + j0; ss = dv; }                  \
-        else olc_la_load_block(c->widen, blk, JB, c->init, c->sdt, dk, dv, j0, jn);     \
-    }                                                                                   \
-    for (int64_t t = 0; t < c->n; ++t) {                                                \
-        const float *k = c->k + t * c->ks, *vv = c->v + t * c->vs + j0;                 \
-        const float *q = c->q + t * c->qs;                                              \
-        const float *e = c->gated ? c->e + t * c->es : NULL;                            \
-        const float e0 = e ? e[0] : 1.0f;                                               \
-        char *slot = NULL;                                                              \
-        float *keep = NULL;                                                             \
-        if (t >= c->store_from) {                                                       \
-            slot = (char *)c->slot0                                                     \
-                 + (t - c->store_from) * c->slot_stride * olc_la_esize(c->sdt);         \
-            if (fast) keep = (float *)slot + j0;                                        \
-        }                                                                               \
-        /* the item's last token, written to present, read by one head: the            \
-         * block itself needs no update (decode writes the state once) */               \
-        const int keep_s = !(keep && nq == 1 && c->last && t == c->n - 1);              \
-        vf u[NV], o0[NV], o1[NV];                                                       \
-        if (jn == JB) memcpy(u, vv, sizeof u);                                          \
-        else {                                                                          \
-            float tmp[VWIDTH * NVEC] = {0};                                                 \
-            for (int64_t cc = 0; cc < jn; ++cc) tmp[cc] = vv[cc];                       \
-            memcpy(u, tmp, sizeof u);                                                   \
-        }                                                                               \
-        for (int x = 0; x < NV; ++x) o0[x] = o1[x] = zero;                              \
-        if (c->delta) {                                                                 \
-            vf r0[NV], r1[NV];                                                          \
-            for (int x = 0; x < NV; ++x) r0[x] = r1[x] = zero;                          \
-            /* the first pass stores the (decayed) state in the block, which the        \
-             * update then reads from L1 */                                             \
-            if (!e) OLC_LA_RETRIEVE_(OLC_LA_NONE_, src != blk)                          \
-            else if (c->decay_rows) OLC_LA_RETRIEVE_(OLC_LA_ROW_, 1)                    \
-            else OLC_LA_RETRIEVE_(OLC_LA_HEAD_, 1)                                      \
-            const float bt = c->beta[t];                                                \
-            for (int x = 0; x < NV; ++x) u[x] = (u[x] - (r0[x] + r1[x])) * bt;          \
-            OLC_LA_UPDATE_(OLC_LA_NONE_)                                                \
-        } else if (!e) OLC_LA_UPDATE_(OLC_LA_NONE_)                                     \
-        else if (c->decay_rows) OLC_LA_UPDATE_(OLC_LA_ROW_)                             \
-        else OLC_LA_UPDATE_(OLC_LA_HEAD_)                                               \
-        src = blk;                                                                      \
-        ss = JB;                                                                        \
-        for (int64_t g = 0; g < nq; ++g) {                                              \
-            if (g > 0) {  /* the other query heads of the group read S again */         \
-                const float *qg = q + g * c->qg;                                        \
-                for (int x = 0; x < NV; ++x) o0[x] = o1[x] = zero;                      \
-                int64_t i = 0;                                                          \
-                for (; i + 2 <= dk; i += 2)                                             \
-                    for (int x = 0; x < NV; ++x) {                                      \
-                        o0[x] += S[i * NV + x] * qg[i];                                 \
-                        o1[x] += S[(i + 1) * NV + x] * qg[i + 1];                       \
-                    }                                                                   \
-                if (i < dk)                                                             \
-                    for (int x = 0; x < NV; ++x) o0[x] += S[i * NV + x] * qg[i];        \
-            }                                                                           \
-            vf o[NV];                                                                   \
-            for (int x = 0; x < NV; ++x) o[x] = (o0[x] + o1[x]) * c->scale;             \
-            float *out = c->out + t * c->os + g * c->og + j0;                           \
-            if (jn == JB) memcpy(out, o, sizeof o);                                     \
-            else {                                                                      \
-                float tmp[VWIDTH * NVEC];                                                 \
-                memcpy(tmp, o, sizeof o);                                               \
-                for (int64_t cc = 0; cc < jn; ++cc) out[cc] = tmp[cc];                  \
-            }                                                                           \
-        }                                                                               \
-        if (slot && !fast)                                                              \
-            olc_la_store_block(c->narrow, slot, c->sdt, blk, JB, dk, dv, j0, jn);       \
-    }                                                                                   \
-}
-
-/* Two widths per level (two native vectors a row, one when dv is small). */
-OLC_LA_BLOCK(4, 2, scalar_w, )
-OLC_LA_BLOCK(4, 1, scalar_n, )
+/* Each level's native float vector (unaligned rows: aligned(16)). */
+typedef float olc_la_vf_scalar __attribute__((vector_size(16), aligned(16)));
 #if OLC_X86
-OLC_LA_BLOCK(8, 2, avx2_w, OLC_TARGET_AVX2)
-OLC_LA_BLOCK(8, 1, avx2_n, OLC_TARGET_AVX2)
+typedef float olc_la_vf_avx2 __attribute__((vector_size(32), aligned(16)));
 #if OLC_HAVE_AVX512
-OLC_LA_BLOCK(16, 2, avx512_w, OLC_TARGET_AVX512)
-OLC_LA_BLOCK(16, 1, avx512_n, OLC_TARGET_AVX512)
+typedef float olc_la_vf_avx512 __attribute__((vector_size(64), aligned(16)));
 #endif
+#endif
+
+/* The block kernels: two widths per level (two native vectors a row, one
+ * when dv is small), olc_la_block_w_<level> and olc_la_block_n_<level>. */
+#define OLC_LA_FN(name) OLC_FN(OLC_CAT(name, OLC_LA_WIDTH))
+
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_LA_VW 4
+#define OLC_LA_NV 2
+#define OLC_LA_WIDTH w
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#define OLC_LA_NV 1
+#define OLC_LA_WIDTH n
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#undef OLC_LA_VW
+#undef OLC_LVL_ATTR
+#undef OLC_LVL
+#if OLC_X86
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_LA_VW 8
+#define OLC_LA_NV 2
+#define OLC_LA_WIDTH w
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#define OLC_LA_NV 1
+#define OLC_LA_WIDTH n
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#undef OLC_LA_VW
+#undef OLC_LVL_ATTR
+#undef OLC_LVL
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_LA_VW 16
+#define OLC_LA_NV 2
+#define OLC_LA_WIDTH w
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#define OLC_LA_NV 1
+#define OLC_LA_WIDTH n
+#include "linear_attention/olc_linear_attention_block.h"
+#undef OLC_LA_NV
+#undef OLC_LA_WIDTH
+#undef OLC_LA_VW
+#undef OLC_LVL_ATTR
+#undef OLC_LVL
 #endif
 
 static inline int olc_la_level(int level) { return olc_build_level(level); }
@@ -367,19 +258,19 @@ static olc_la_block_fn olc_la_select(int level, int64_t dv, int64_t *JB) {
     level = olc_la_level(level);
 #if OLC_X86 && OLC_HAVE_AVX512
     if (level >= OLC_AVX512) {
-        if (dv <= 16) { *JB = 16; return olc_la_block_avx512_n; }
-        *JB = 32; return olc_la_block_avx512_w;
+        if (dv <= 16) { *JB = 16; return olc_la_block_n_avx512; }
+        *JB = 32; return olc_la_block_w_avx512;
     }
 #endif
 #if OLC_X86
     if (level >= OLC_AVX2) {
-        if (dv <= 8) { *JB = 8; return olc_la_block_avx2_n; }
-        *JB = 16; return olc_la_block_avx2_w;
+        if (dv <= 8) { *JB = 8; return olc_la_block_n_avx2; }
+        *JB = 16; return olc_la_block_w_avx2;
     }
 #endif
     (void)level;
-    if (dv <= 4) { *JB = 4; return olc_la_block_scalar_n; }
-    *JB = 8; return olc_la_block_scalar_w;
+    if (dv <= 4) { *JB = 4; return olc_la_block_n_scalar; }
+    *JB = 8; return olc_la_block_w_scalar;
 }
 
 /* Fills in the conversions of this level. */
@@ -420,7 +311,7 @@ static void olc_la_run(const olc_la_args *p, olc_la_block_fn fn, int64_t JB, flo
     const int64_t nblk = (dv + JB - 1) / JB;
     const int64_t tes = olc_la_esize(p->tdt), ses = olc_la_esize(p->sdt);
     const int64_t slot = B * Hkv * dk * dv;
-    const int narrow = p->tdt != OLC_LA_F32;
+    const int narrow = p->tdt != OLC_FLOAT;
     float *st = scratch;
     float *qs = st + nblk * JB * dk, *ks = qs + OLC_LA_CHUNK * nq * dk;
     float *vs = ks + OLC_LA_CHUNK * dk, *es = vs + OLC_LA_CHUNK * dv;

@@ -45,6 +45,16 @@
  *
  * Threads take disjoint (row block, column tile) tiles and never split K,
  * so every output is computed the same way whatever the thread count.
+ *
+ * Code: codes are unpacked by engines/block_codes/olc_block_codes.h; the
+ * int8 engine's dot-product steps are those of
+ * engines/gemm_int8/olc_int8_dot.h (shared with MatMulInteger), and its
+ * AVX-512 tile is one body, olc_matmul_nbits_q8.h, compiled for avx512 and
+ * avx512vnni.  Micro-kernels for 1 to 4 (8) rows are one rows function per
+ * level taking the row count, and one small function a row count calling
+ * it with a constant (olc_nb_dot<mr>_<level>, olc_nb_direct<mr>_<level>,
+ * olc_q8_tile<mr>_<level>).
+ * API: see olc_matmul_nbits.pxd.
  */
 #ifndef OLC_MATMUL_NBITS_H
 #define OLC_MATMUL_NBITS_H
@@ -55,8 +65,12 @@
 #include <string.h>
 
 #include "common/olc_cpu.h"
-#include "engines/gemm/olc_gemm.h"
+#include "common/olc_level.h"
 #include "common/olc_openmp.h"
+#include "common/olc_vec.h"
+#include "engines/block_codes/olc_block_codes.h"
+#include "engines/gemm/olc_gemm.h"
+#include "engines/gemm_int8/olc_int8_dot.h"
 
 #define OLC_NB_NC 4      /* columns of a decoded panel */
 #define OLC_NB_KC 1024   /* reduction elements of a decoded panel */
@@ -65,15 +79,6 @@
 #define OLC_Q8_NR 16     /* columns of a prepared int8 tile */
 #define OLC_Q8_MB 32     /* rows of an int8-engine tile (past decode) */
 
-#define OLC_Q8_SCALAR 0
-#define OLC_Q8_AVX2 1
-#define OLC_Q8_AVX512 2
-#define OLC_Q8_VNNI 3
-
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_TARGET_NB_VNNI \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#endif
 
 /* The quantized weights as the panel engine reads them. */
 typedef struct {
@@ -93,22 +98,7 @@ typedef struct {
     const float *roffs;   /* [ceil(N / 16)][nb][16]: -z * s */
 } olc_nb_w;
 
-/* ---- decoding codes ---- */
-
-/* Code p (0 <= p < block) of one block's blob. */
-static inline unsigned olc_nb_code(const uint8_t *blob, int bits, int64_t p) {
-    switch (bits) {
-    case 8: return blob[p];
-    case 4: return (blob[p >> 1] >> ((p & 1) << 2)) & 15u;
-    case 2: return (blob[p >> 2] >> ((p & 3) << 1)) & 3u;
-    default: { /* 3 bits: code p in bits [3p, 3p + 3), least significant first */
-        int64_t bit = 3 * p;
-        unsigned v = blob[bit >> 3];
-        if ((bit & 7) > 5) v |= (unsigned)blob[(bit >> 3) + 1] << 8;
-        return (v >> (bit & 7)) & 7u;
-    }
-    }
-}
+/* ---- decoding codes (olc_block_codes.h) ---- */
 
 /* dst[k - k0] = (q[n, k] - z) * s for k in [k0, k1), portable. */
 static void olc_nb_decode_scalar(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
@@ -121,31 +111,11 @@ static void olc_nb_decode_scalar(const olc_nb_w *w, int64_t n, int64_t k0, int64
         float s = w->scales[n * w->nb + b];
         float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
         for (int64_t p = k - b * w->block; k < end; ++k, ++p)
-            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+            dst[k - k0] = ((float)olc_bc_code(blob, w->bits, p) - z) * s;
     }
 }
 
 #if OLC_X86
-/* 16 codes of 4 or 8 bits starting at code p (a multiple of 16) as bytes. */
-static inline __m128i olc_nb_codes16(const uint8_t *blob, int bits, int64_t p) {
-    if (bits == 8) return _mm_loadu_si128((const __m128i *)(blob + p));
-    __m128i x = _mm_loadl_epi64((const __m128i *)(blob + (p >> 1)));
-    __m128i m = _mm_set1_epi8(15);
-    return _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
-}
-
-/* 2-bit codes p..p+7 and p+8..p+15 (p a multiple of 16) as int32: the
- * 32 bits of the 16 codes shifted per lane. */
-static inline OLC_TARGET_AVX2 void olc_nb_codes2x8(const uint8_t *blob, int64_t p, __m256i *lo,
-                                                   __m256i *hi) {
-    uint32_t u;
-    memcpy(&u, blob + (p >> 2), 4);
-    __m256i v = _mm256_set1_epi32((int)u), m3 = _mm256_set1_epi32(3);
-    *lo = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), m3);
-    *hi = _mm256_and_si256(
-        _mm256_srlv_epi32(v, _mm256_setr_epi32(16, 18, 20, 22, 24, 26, 28, 30)), m3);
-}
-
 /* The same decode, 16 codes at a time for 2, 4 and 8 bits. */
 OLC_TARGET_AVX2
 static void olc_nb_decode_avx2(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
@@ -166,9 +136,9 @@ static void olc_nb_decode_avx2(const olc_nb_w *w, int64_t n, int64_t k0, int64_t
         for (; k + 16 <= end; k += 16, p += 16) {
             __m256i c0, c1;
             if (w->bits == 2) {
-                olc_nb_codes2x8(blob, p, &c0, &c1);
+                olc_bc_codes2x16_avx2(blob, p, &c0, &c1);
             } else {
-                __m128i c = olc_nb_codes16(blob, w->bits, p);
+                __m128i c = olc_bc_codes16(blob, w->bits, p);
                 c0 = _mm256_cvtepu8_epi32(c);
                 c1 = _mm256_cvtepu8_epi32(_mm_srli_si128(c, 8));
             }
@@ -177,25 +147,11 @@ static void olc_nb_decode_avx2(const olc_nb_w *w, int64_t n, int64_t k0, int64_t
             _mm256_storeu_ps(dst + (k - k0) + 8, _mm256_mul_ps(_mm256_sub_ps(hi, vz), vs));
         }
         for (; k < end; ++k, ++p)
-            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+            dst[k - k0] = ((float)olc_bc_code(blob, w->bits, p) - z) * s;
     }
 }
 
 #if OLC_HAVE_AVX512
-/* 16 codes of 2, 4 or 8 bits starting at code p (a multiple of 16). */
-static inline OLC_TARGET_AVX512 __m512i olc_nb_codes16_512(const uint8_t *blob, int bits,
-                                                          int64_t p) {
-    if (bits == 2) {
-        uint32_t u;
-        memcpy(&u, blob + (p >> 2), 4);
-        const __m512i sh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                             28, 30);
-        return _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)u), sh),
-                                _mm512_set1_epi32(3));
-    }
-    return _mm512_cvtepu8_epi32(olc_nb_codes16(blob, bits, p));
-}
-
 OLC_TARGET_AVX512
 static void olc_nb_decode_avx512(const olc_nb_w *w, int64_t n, int64_t k0, int64_t k1,
                                  float *dst) {
@@ -213,119 +169,164 @@ static void olc_nb_decode_avx512(const olc_nb_w *w, int64_t n, int64_t k0, int64
         __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z);
         int64_t p = k - b * w->block;
         for (; k + 16 <= end; k += 16, p += 16) {
-            __m512 q = _mm512_cvtepi32_ps(olc_nb_codes16_512(blob, w->bits, p));
+            __m512 q = _mm512_cvtepi32_ps(olc_bc_codes16_avx512(blob, w->bits, p));
             _mm512_storeu_ps(dst + (k - k0), _mm512_mul_ps(_mm512_sub_ps(q, vz), vs));
         }
         for (; k < end; ++k, ++p)
-            dst[k - k0] = ((float)olc_nb_code(blob, w->bits, p) - z) * s;
+            dst[k - k0] = ((float)olc_bc_code(blob, w->bits, p) - z) * s;
     }
 }
 #endif
 #endif
 
 /* ---- the dot-panel micro-kernels: y[r, c] += sum_k a[r, k] w[c, k] ----
- * Up to MR rows (one kernel per row count, the loops fully unrolled) and
- * up to 4 panel columns (missing ones read column 0 and are not stored). */
+ * Up to OLC_NB_MR rows and up to 4 panel columns (missing ones read column
+ * 0 and are not stored).  One rows function a level takes the row count
+ * mr; olc_nb_dot<mr>_<level> calls it with mr constant, so that each row
+ * count gets its own copy with the row loops fully unrolled. */
 
-#define OLC_NB_DOT_SCALAR(MR)                                                              \
-    static void olc_nb_dot##MR##_scalar(const float *a, int64_t lda, const float *w,        \
-                                        int64_t ldw, int nr, int64_t kc, float *y,          \
-                                        int64_t ldy) {                                      \
-        for (int r = 0; r < MR; ++r)                                                        \
-            for (int c = 0; c < nr; ++c) {                                                  \
-                const float *ar = a + r * lda, *wc = w + c * ldw;                           \
-                float acc[4] = {0.f, 0.f, 0.f, 0.f};                                        \
-                int64_t k = 0;                                                              \
-                for (; k + 4 <= kc; k += 4)                                                 \
-                    for (int l = 0; l < 4; ++l) acc[l] += ar[k + l] * wc[k + l];            \
-                for (; k < kc; ++k) acc[0] += ar[k] * wc[k];                                \
-                y[r * ldy + c] += (acc[0] + acc[1]) + (acc[2] + acc[3]);                    \
-            }                                                                               \
-    }
-OLC_NB_DOT_SCALAR(1)
-OLC_NB_DOT_SCALAR(2)
-OLC_NB_DOT_SCALAR(3)
-OLC_NB_DOT_SCALAR(4)
+static inline __attribute__((always_inline)) void olc_nb_dot_rows_scalar(
+    int mr, const float *a, int64_t lda, const float *w, int64_t ldw, int nr, int64_t kc,
+    float *y, int64_t ldy) {
+    for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < nr; ++c) {
+            const float *ar = a + r * lda, *wc = w + c * ldw;
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            int64_t k = 0;
+            for (; k + 4 <= kc; k += 4)
+                for (int l = 0; l < 4; ++l) acc[l] += ar[k + l] * wc[k + l];
+            for (; k < kc; ++k) acc[0] += ar[k] * wc[k];
+            y[r * ldy + c] += (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        }
+}
+
+/* One function per row count, the rows function inlined with it constant. */
+static void olc_nb_dot1_scalar(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_scalar(1, a, lda, w, ldw, nr, kc, y, ldy);
+}
+static void olc_nb_dot2_scalar(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_scalar(2, a, lda, w, ldw, nr, kc, y, ldy);
+}
+static void olc_nb_dot3_scalar(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_scalar(3, a, lda, w, ldw, nr, kc, y, ldy);
+}
+static void olc_nb_dot4_scalar(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_scalar(4, a, lda, w, ldw, nr, kc, y, ldy);
+}
 
 #if OLC_X86
-
 /* AVX2 has 16 registers: 4 rows x 2 columns of accumulators a pass. */
-#define OLC_NB_DOT_AVX2(MR)                                                                 \
-    OLC_TARGET_AVX2 static void olc_nb_dot##MR##_avx2(const float *a, int64_t lda,          \
-                                                      const float *w, int64_t ldw, int nr,  \
-                                                      int64_t kc, float *y, int64_t ldy) {  \
-        int64_t tail = kc & 7;                                                              \
-        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)tail),                     \
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));       \
-        for (int c0 = 0; c0 < nr; c0 += 2) {                                                \
-            const float *w0 = w + c0 * ldw, *w1 = c0 + 1 < nr ? w0 + ldw : w0;              \
-            __m256 acc[MR][2];                                                              \
-            for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();       \
-            int64_t k = 0;                                                                  \
-            for (; k + 8 <= kc; k += 8) {                                                   \
-                __m256 x0 = _mm256_loadu_ps(w0 + k), x1 = _mm256_loadu_ps(w1 + k);         \
-                for (int r = 0; r < MR; ++r) {                                              \
-                    __m256 v = _mm256_loadu_ps(a + r * lda + k);                            \
-                    acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);                          \
-                    acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);                          \
-                }                                                                           \
-            }                                                                               \
-            if (tail) {                                                                     \
-                __m256 x0 = _mm256_maskload_ps(w0 + k, mask);                               \
-                __m256 x1 = _mm256_maskload_ps(w1 + k, mask);                               \
-                for (int r = 0; r < MR; ++r) {                                              \
-                    __m256 v = _mm256_maskload_ps(a + r * lda + k, mask);                   \
-                    acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);                          \
-                    acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);                          \
-                }                                                                           \
-            }                                                                               \
-            for (int r = 0; r < MR; ++r) {                                                  \
-                y[r * ldy + c0] += olc_hsum_ps_avx2(acc[r][0]);                             \
-                if (c0 + 1 < nr) y[r * ldy + c0 + 1] += olc_hsum_ps_avx2(acc[r][1]);        \
-            }                                                                               \
-        }                                                                                   \
+static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void olc_nb_dot_rows_avx2(
+    int mr, const float *a, int64_t lda, const float *w, int64_t ldw, int nr, int64_t kc,
+    float *y, int64_t ldy) {
+    int64_t tail = kc & 7;
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)tail),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int c0 = 0; c0 < nr; c0 += 2) {
+        const float *w0 = w + c0 * ldw, *w1 = c0 + 1 < nr ? w0 + ldw : w0;
+        __m256 acc[OLC_NB_MR][2];
+        for (int r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 x0 = _mm256_loadu_ps(w0 + k), x1 = _mm256_loadu_ps(w1 + k);
+            for (int r = 0; r < mr; ++r) {
+                __m256 v = _mm256_loadu_ps(a + r * lda + k);
+                acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);
+            }
+        }
+        if (tail) {
+            __m256 x0 = _mm256_maskload_ps(w0 + k, mask);
+            __m256 x1 = _mm256_maskload_ps(w1 + k, mask);
+            for (int r = 0; r < mr; ++r) {
+                __m256 v = _mm256_maskload_ps(a + r * lda + k, mask);
+                acc[r][0] = _mm256_fmadd_ps(v, x0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(v, x1, acc[r][1]);
+            }
+        }
+        for (int r = 0; r < mr; ++r) {
+            y[r * ldy + c0] += olc_hsum_ps_avx2(acc[r][0]);
+            if (c0 + 1 < nr) y[r * ldy + c0 + 1] += olc_hsum_ps_avx2(acc[r][1]);
+        }
     }
-OLC_NB_DOT_AVX2(1)
-OLC_NB_DOT_AVX2(2)
-OLC_NB_DOT_AVX2(3)
-OLC_NB_DOT_AVX2(4)
+}
+
+OLC_TARGET_AVX2
+static void olc_nb_dot1_avx2(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                             int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx2(1, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_dot2_avx2(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                             int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx2(2, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_dot3_avx2(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                             int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx2(3, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_dot4_avx2(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                             int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx2(4, a, lda, w, ldw, nr, kc, y, ldy);
+}
 
 #if OLC_HAVE_AVX512
-#define OLC_NB_DOT_AVX512(MR)                                                               \
-    OLC_TARGET_AVX512 static void olc_nb_dot##MR##_avx512(const float *a, int64_t lda,      \
-                                                          const float *w, int64_t ldw,      \
-                                                          int nr, int64_t kc, float *y,     \
-                                                          int64_t ldy) {                    \
-        const float *wc[4];                                                                 \
-        for (int c = 0; c < 4; ++c) wc[c] = w + (c < nr ? c : 0) * ldw;                     \
-        __m512 acc[MR][4];                                                                  \
-        for (int r = 0; r < MR; ++r)                                                        \
-            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();                    \
-        int64_t k = 0;                                                                      \
-        for (; k + 16 <= kc; k += 16) {                                                     \
-            __m512 x[4];                                                                    \
-            for (int c = 0; c < 4; ++c) x[c] = _mm512_loadu_ps(wc[c] + k);                  \
-            for (int r = 0; r < MR; ++r) {                                                  \
-                __m512 v = _mm512_loadu_ps(a + r * lda + k);                                \
-                for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]); \
-            }                                                                               \
-        }                                                                                   \
-        if (k < kc) {                                                                       \
-            __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);                                \
-            __m512 x[4];                                                                    \
-            for (int c = 0; c < 4; ++c) x[c] = _mm512_maskz_loadu_ps(m, wc[c] + k);         \
-            for (int r = 0; r < MR; ++r) {                                                  \
-                __m512 v = _mm512_maskz_loadu_ps(m, a + r * lda + k);                       \
-                for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]); \
-            }                                                                               \
-        }                                                                                   \
-        for (int r = 0; r < MR; ++r)                                                        \
-            for (int c = 0; c < nr; ++c) y[r * ldy + c] += _mm512_reduce_add_ps(acc[r][c]); \
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void olc_nb_dot_rows_avx512(
+    int mr, const float *a, int64_t lda, const float *w, int64_t ldw, int nr, int64_t kc,
+    float *y, int64_t ldy) {
+    const float *wc[4];
+    for (int c = 0; c < 4; ++c) wc[c] = w + (c < nr ? c : 0) * ldw;
+    __m512 acc[OLC_NB_MR][4];
+    for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= kc; k += 16) {
+        __m512 x[4];
+        for (int c = 0; c < 4; ++c) x[c] = _mm512_loadu_ps(wc[c] + k);
+        for (int r = 0; r < mr; ++r) {
+            __m512 v = _mm512_loadu_ps(a + r * lda + k);
+            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]);
+        }
     }
-OLC_NB_DOT_AVX512(1)
-OLC_NB_DOT_AVX512(2)
-OLC_NB_DOT_AVX512(3)
-OLC_NB_DOT_AVX512(4)
+    if (k < kc) {
+        __mmask16 m = (__mmask16)((1u << (kc - k)) - 1);
+        __m512 x[4];
+        for (int c = 0; c < 4; ++c) x[c] = _mm512_maskz_loadu_ps(m, wc[c] + k);
+        for (int r = 0; r < mr; ++r) {
+            __m512 v = _mm512_maskz_loadu_ps(m, a + r * lda + k);
+            for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < nr; ++c) y[r * ldy + c] += _mm512_reduce_add_ps(acc[r][c]);
+}
+
+OLC_TARGET_AVX512
+static void olc_nb_dot1_avx512(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx512(1, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_dot2_avx512(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx512(2, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_dot3_avx512(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx512(3, a, lda, w, ldw, nr, kc, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_dot4_avx512(const float *a, int64_t lda, const float *w, int64_t ldw, int nr,
+                               int64_t kc, float *y, int64_t ldy) {
+    olc_nb_dot_rows_avx512(4, a, lda, w, ldw, nr, kc, y, ldy);
+}
 #endif
 #endif
 
@@ -344,10 +345,9 @@ static int64_t olc_nb_panel_scratch(void) { return (int64_t)OLC_NB_NC * OLC_NB_K
  * memory.  Threads take (row block, column tile) tiles. */
 static int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
                         int level, int nthreads) {
-    olc_nb_dot_fn dots[OLC_NB_MR];
+    olc_nb_dot_fn dots[OLC_NB_MR] = {olc_nb_dot1_scalar, olc_nb_dot2_scalar, olc_nb_dot3_scalar,
+                                     olc_nb_dot4_scalar};
     olc_nb_decode_fn decode = olc_nb_decode_scalar;
-    dots[0] = olc_nb_dot1_scalar; dots[1] = olc_nb_dot2_scalar;
-    dots[2] = olc_nb_dot3_scalar; dots[3] = olc_nb_dot4_scalar;
     level = olc_nb_panel_level(level);
 #if OLC_X86
     if (level == OLC_AVX2) {
@@ -430,146 +430,164 @@ static int olc_nb_route(const olc_nb_w *w, int64_t M, int level) {
 }
 
 #if OLC_X86
-#define OLC_NB_DIRECT_AVX2(MR)                                                              \
-    OLC_TARGET_AVX2 static void olc_nb_direct##MR##_avx2(                                   \
-        const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,      \
-        int64_t n1, const float *bias, float *y, int64_t ldy) {                            \
-        const int64_t nb = w->nb, block = w->block;                                         \
-        const __m128i m15 = _mm_set1_epi8(15);                                              \
-        for (int64_t n = n0; n < n1; ++n) {                                                 \
-            __m256 acc[MR];                                                                 \
-            float corr[MR];                                                                 \
-            for (int r = 0; r < MR; ++r) { acc[r] = _mm256_setzero_ps(); corr[r] = 0.f; }  \
-            for (int64_t b = 0; b < nb; ++b) {                                              \
-                const uint8_t *blob = w->b + (n * nb + b) * w->blob;                        \
-                const float *x = ap + b * block;                                            \
-                float s = w->scales[n * nb + b];                                            \
-                float zs = (w->zp ? w->zp[n * nb + b] : w->zp_default) * s;                 \
-                __m256 ba[MR];                                                              \
-                for (int r = 0; r < MR; ++r) ba[r] = _mm256_setzero_ps();                   \
-                if (w->bits == 4) {                                                         \
-                    for (int64_t g = 0; g < block; g += 32) {                               \
-                        __m128i v = _mm_loadu_si128((const __m128i *)(blob + g / 2));       \
-                        __m128i lo = _mm_and_si128(v, m15);                                 \
-                        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m15);              \
-                        __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));           \
-                        __m256 q1 =                                                         \
-                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))); \
-                        __m256 q2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));           \
-                        __m256 q3 =                                                         \
-                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))); \
-                        for (int r = 0; r < MR; ++r) {                                      \
-                            const float *xr = x + r * kp + g;                               \
-                            ba[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xr), ba[r]);        \
-                            ba[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(xr + 8), ba[r]);    \
-                            ba[r] = _mm256_fmadd_ps(q2, _mm256_loadu_ps(xr + 16), ba[r]);   \
-                            ba[r] = _mm256_fmadd_ps(q3, _mm256_loadu_ps(xr + 24), ba[r]);   \
-                        }                                                                   \
-                    }                                                                       \
-                } else {                                                                    \
-                    for (int64_t g = 0; g < block; g += 8) {                                \
-                        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(                 \
-                            _mm_loadl_epi64((const __m128i *)(blob + g))));                 \
-                        for (int r = 0; r < MR; ++r)                                        \
-                            ba[r] = _mm256_fmadd_ps(q, _mm256_loadu_ps(x + r * kp + g), ba[r]); \
-                    }                                                                       \
-                }                                                                           \
-                __m256 vs = _mm256_set1_ps(s);                                              \
-                for (int r = 0; r < MR; ++r) {                                              \
-                    acc[r] = _mm256_fmadd_ps(ba[r], vs, acc[r]);                            \
-                    corr[r] += zs * asum[r * nb + b];                                       \
-                }                                                                           \
-            }                                                                               \
-            for (int r = 0; r < MR; ++r)                                                    \
-                y[r * ldy + n] = (olc_hsum_ps_avx2(acc[r]) - corr[r]) + (bias ? bias[n] : 0.f); \
-        }                                                                                   \
+/* Rows [0, mr) of the AVX2 route, mr a constant at each call
+ * (olc_nb_direct<mr>_avx2 below). */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void olc_nb_direct_rows_avx2(
+    int mr, const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,
+    int64_t n1, const float *bias, float *y, int64_t ldy) {
+    const int64_t nb = w->nb, block = w->block;
+    const __m128i m15 = _mm_set1_epi8(15);
+    for (int64_t n = n0; n < n1; ++n) {
+        __m256 acc[OLC_NB_MR];
+        float corr[OLC_NB_MR];
+        for (int r = 0; r < mr; ++r) {
+            acc[r] = _mm256_setzero_ps();
+            corr[r] = 0.f;
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t *blob = w->b + (n * nb + b) * w->blob;
+            const float *x = ap + b * block;
+            float s = w->scales[n * nb + b];
+            float zs = (w->zp ? w->zp[n * nb + b] : w->zp_default) * s;
+            __m256 ba[OLC_NB_MR];
+            for (int r = 0; r < mr; ++r) ba[r] = _mm256_setzero_ps();
+            if (w->bits == 4) {
+                for (int64_t g = 0; g < block; g += 32) {
+                    __m128i v = _mm_loadu_si128((const __m128i *)(blob + g / 2));
+                    __m128i lo = _mm_and_si128(v, m15);
+                    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m15);
+                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+                    __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+                    __m256 q2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+                    __m256 q3 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+                    for (int r = 0; r < mr; ++r) {
+                        const float *xr = x + r * kp + g;
+                        ba[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(xr), ba[r]);
+                        ba[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(xr + 8), ba[r]);
+                        ba[r] = _mm256_fmadd_ps(q2, _mm256_loadu_ps(xr + 16), ba[r]);
+                        ba[r] = _mm256_fmadd_ps(q3, _mm256_loadu_ps(xr + 24), ba[r]);
+                    }
+                }
+            } else {
+                for (int64_t g = 0; g < block; g += 8) {
+                    __m256 q = _mm256_cvtepi32_ps(
+                        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blob + g))));
+                    for (int r = 0; r < mr; ++r)
+                        ba[r] = _mm256_fmadd_ps(q, _mm256_loadu_ps(x + r * kp + g), ba[r]);
+                }
+            }
+            __m256 vs = _mm256_set1_ps(s);
+            for (int r = 0; r < mr; ++r) {
+                acc[r] = _mm256_fmadd_ps(ba[r], vs, acc[r]);
+                corr[r] += zs * asum[r * nb + b];
+            }
+        }
+        for (int r = 0; r < mr; ++r)
+            y[r * ldy + n] = (olc_hsum_ps_avx2(acc[r]) - corr[r]) + (bias ? bias[n] : 0.f);
     }
-OLC_NB_DIRECT_AVX2(1)
-OLC_NB_DIRECT_AVX2(2)
-OLC_NB_DIRECT_AVX2(3)
-OLC_NB_DIRECT_AVX2(4)
+}
+
+/* One function per row count, the rows function inlined with it constant. */
+OLC_TARGET_AVX2
+static void olc_nb_direct1_avx2(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                int64_t n0, int64_t n1, const float *bias, float *y, int64_t ldy) {
+    olc_nb_direct_rows_avx2(1, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_direct2_avx2(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                int64_t n0, int64_t n1, const float *bias, float *y, int64_t ldy) {
+    olc_nb_direct_rows_avx2(2, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_direct3_avx2(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                int64_t n0, int64_t n1, const float *bias, float *y, int64_t ldy) {
+    olc_nb_direct_rows_avx2(3, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_nb_direct4_avx2(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                int64_t n0, int64_t n1, const float *bias, float *y, int64_t ldy) {
+    olc_nb_direct_rows_avx2(4, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
 
 #if OLC_HAVE_AVX512
 /* Bytes ahead of the codes in use the direct route asks for: the codes of
  * large matrices stream from memory. */
 #define OLC_NB_PREFETCH 1024
 
-/* The zero-point term z s sum(a) is summed after the blocks, 16 blocks a
+/* Rows [0, mr) of the AVX-512 route, mr a constant at each call.  The
+ * zero-point term z s sum(a) is summed after the blocks, 16 blocks a
  * vector (the scales of a column are contiguous). */
-#define OLC_NB_DIRECT_AVX512(MR)                                                            \
-    OLC_TARGET_AVX512 static void olc_nb_direct##MR##_avx512(                               \
-        const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,      \
-        int64_t n1, const float *bias, float *y, int64_t ldy) {                            \
-        const int64_t nb = w->nb, block = w->block;                                         \
-        /* 4-bit: lane j takes byte 4 (j % 4) + j / 4 of the 16 bytes broadcast to     \
-         * each quarter, its low nibble then its high one (a shift, no shuffle;     \
-         * olc_nb_direct orders the activations to match) */                          \
-        const __m512i sh0 = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16,      \
-                                              24, 24, 24, 24);                              \
-        const __m512i sh1 = _mm512_add_epi32(sh0, _mm512_set1_epi32(4));                    \
-        const __m512i m15d = _mm512_set1_epi32(15);                                          \
-        for (int64_t n = n0; n < n1; ++n) {                                                 \
-            const uint8_t *blob = w->b + n * nb * w->blob;                                  \
-            const float *sc = w->scales + n * nb;                                           \
-            __m512 acc[MR];                                                                 \
-            for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();                      \
-            for (int64_t b = 0; b < nb; ++b, blob += w->blob) {                             \
-                const float *x = ap + b * block;                                            \
-                _mm_prefetch((const char *)(blob + OLC_NB_PREFETCH), _MM_HINT_T0);          \
-                __m512 ba[MR];                                                              \
-                for (int r = 0; r < MR; ++r) ba[r] = _mm512_setzero_ps();                   \
-                if (w->bits == 4) {                                                         \
-                    for (int64_t g = 0; g < block; g += 32) {                               \
-                        __m512i v = _mm512_broadcast_i32x4(                                 \
-                            _mm_loadu_si128((const __m128i *)(blob + g / 2)));              \
-                        __m512i c0 = _mm512_and_si512(_mm512_srlv_epi32(v, sh0), m15d);     \
-                        __m512i c1 = _mm512_and_si512(_mm512_srlv_epi32(v, sh1), m15d);     \
-                        __m512 q0 = _mm512_cvtepi32_ps(c0), q1 = _mm512_cvtepi32_ps(c1);    \
-                        for (int r = 0; r < MR; ++r) {                                      \
-                            const float *xr = x + r * kp + g;                               \
-                            ba[r] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(xr), ba[r]);        \
-                            ba[r] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(xr + 16), ba[r]);   \
-                        }                                                                   \
-                    }                                                                       \
-                } else {                                                                    \
-                    for (int64_t g = 0; g < block; g += 16) {                               \
-                        __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(                 \
-                            _mm_loadu_si128((const __m128i *)(blob + g))));                 \
-                        for (int r = 0; r < MR; ++r)                                        \
-                            ba[r] = _mm512_fmadd_ps(q, _mm512_loadu_ps(x + r * kp + g), ba[r]); \
-                    }                                                                       \
-                }                                                                           \
-                __m512 vs = _mm512_set1_ps(sc[b]);                                          \
-                for (int r = 0; r < MR; ++r) acc[r] = _mm512_fmadd_ps(ba[r], vs, acc[r]);   \
-            }                                                                               \
-            __m512 corr[MR];                                                                \
-            for (int r = 0; r < MR; ++r) corr[r] = _mm512_setzero_ps();                     \
-            for (int64_t b = 0; b < nb; b += 16) {                                          \
-                __mmask16 m = nb - b >= 16 ? (__mmask16)0xffff                              \
-                                           : (__mmask16)((1u << (nb - b)) - 1);             \
-                __m512 zs = _mm512_maskz_loadu_ps(m, sc + b);                               \
-                zs = w->zp ? _mm512_mul_ps(zs, _mm512_maskz_loadu_ps(m, w->zp + n * nb + b)) \
-                           : _mm512_mul_ps(zs, _mm512_set1_ps(w->zp_default));              \
-                for (int r = 0; r < MR; ++r)                                                \
-                    corr[r] = _mm512_fmadd_ps(zs, _mm512_maskz_loadu_ps(m, asum + r * nb + b), \
-                                              corr[r]);                                     \
-            }                                                                               \
-            for (int r = 0; r < MR; ++r)                                                    \
-                y[r * ldy + n] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[r], corr[r]))       \
-                                 + (bias ? bias[n] : 0.f);                                  \
-        }                                                                                   \
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void olc_nb_direct_rows_avx512(
+    int mr, const olc_nb_w *w, const float *ap, int64_t kp, const float *asum, int64_t n0,
+    int64_t n1, const float *bias, float *y, int64_t ldy) {
+    const int64_t nb = w->nb, block = w->block;
+    /* 4-bit: lane j takes byte 4 (j % 4) + j / 4 of the 16 bytes broadcast to
+     * each quarter, its low nibble then its high one (a shift, no shuffle;
+     * olc_nb_direct orders the activations to match) */
+    const __m512i sh0 = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24,
+                                          24);
+    const __m512i sh1 = _mm512_add_epi32(sh0, _mm512_set1_epi32(4));
+    const __m512i m15d = _mm512_set1_epi32(15);
+    for (int64_t n = n0; n < n1; ++n) {
+        const uint8_t *blob = w->b + n * nb * w->blob;
+        const float *sc = w->scales + n * nb;
+        __m512 acc[OLC_NB_DIRECT_MAX];
+        for (int r = 0; r < mr; ++r) acc[r] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b, blob += w->blob) {
+            const float *x = ap + b * block;
+            _mm_prefetch((const char *)(blob + OLC_NB_PREFETCH), _MM_HINT_T0);
+            __m512 ba[OLC_NB_DIRECT_MAX];
+            for (int r = 0; r < mr; ++r) ba[r] = _mm512_setzero_ps();
+            if (w->bits == 4) {
+                for (int64_t g = 0; g < block; g += 32) {
+                    __m512i v =
+                        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blob + g / 2)));
+                    __m512i c0 = _mm512_and_si512(_mm512_srlv_epi32(v, sh0), m15d);
+                    __m512i c1 = _mm512_and_si512(_mm512_srlv_epi32(v, sh1), m15d);
+                    __m512 q0 = _mm512_cvtepi32_ps(c0), q1 = _mm512_cvtepi32_ps(c1);
+                    for (int r = 0; r < mr; ++r) {
+                        const float *xr = x + r * kp + g;
+                        ba[r] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(xr), ba[r]);
+                        ba[r] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(xr + 16), ba[r]);
+                    }
+                }
+            } else {
+                for (int64_t g = 0; g < block; g += 16) {
+                    __m512 q = _mm512_cvtepi32_ps(
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blob + g))));
+                    for (int r = 0; r < mr; ++r)
+                        ba[r] = _mm512_fmadd_ps(q, _mm512_loadu_ps(x + r * kp + g), ba[r]);
+                }
+            }
+            __m512 vs = _mm512_set1_ps(sc[b]);
+            for (int r = 0; r < mr; ++r) acc[r] = _mm512_fmadd_ps(ba[r], vs, acc[r]);
+        }
+        __m512 corr[OLC_NB_DIRECT_MAX];
+        for (int r = 0; r < mr; ++r) corr[r] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b += 16) {
+            __mmask16 m = olc_tail_mask16(nb - b);
+            __m512 zs = _mm512_maskz_loadu_ps(m, sc + b);
+            zs = w->zp ? _mm512_mul_ps(zs, _mm512_maskz_loadu_ps(m, w->zp + n * nb + b))
+                       : _mm512_mul_ps(zs, _mm512_set1_ps(w->zp_default));
+            for (int r = 0; r < mr; ++r)
+                corr[r] =
+                    _mm512_fmadd_ps(zs, _mm512_maskz_loadu_ps(m, asum + r * nb + b), corr[r]);
+        }
+        for (int r = 0; r < mr; ++r)
+            y[r * ldy + n] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[r], corr[r])) +
+                             (bias ? bias[n] : 0.f);
     }
-OLC_NB_DIRECT_AVX512(1)
+}
 
 /* One row, 4-bit codes: two columns at a time, so that two independent
  * chains of block accumulations are in flight and the activations are
- * loaded once for both (a lone last column takes the generic kernel). */
+ * loaded once for both (a lone last column takes the generic rows). */
 OLC_TARGET_AVX512
 static void olc_nb_direct1x2_avx512(const olc_nb_w *w, const float *ap, int64_t kp,
                                     const float *asum, int64_t n0, int64_t n1, const float *bias,
                                     float *y, int64_t ldy) {
     if (w->bits != 4) {
-        olc_nb_direct1_avx512(w, ap, kp, asum, n0, n1, bias, y, ldy);
+        olc_nb_direct_rows_avx512(1, w, ap, kp, asum, n0, n1, bias, y, ldy);
         return;
     }
     const int64_t nb = w->nb, block = w->block;
@@ -605,7 +623,7 @@ static void olc_nb_direct1x2_avx512(const olc_nb_w *w, const float *ap, int64_t 
         }
         __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; b += 16) {
-            __mmask16 m = nb - b >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - b)) - 1);
+            __mmask16 m = olc_tail_mask16(nb - b);
             __m512 x = _mm512_maskz_loadu_ps(m, asum + b);
             __m512 z0 = w->zp ? _mm512_maskz_loadu_ps(m, w->zp + n * nb + b)
                               : _mm512_set1_ps(w->zp_default);
@@ -616,16 +634,52 @@ static void olc_nb_direct1x2_avx512(const olc_nb_w *w, const float *ap, int64_t 
         y[n] = _mm512_reduce_add_ps(_mm512_sub_ps(acc0, c0)) + (bias ? bias[n] : 0.f);
         y[n + 1] = _mm512_reduce_add_ps(_mm512_sub_ps(acc1, c1)) + (bias ? bias[n + 1] : 0.f);
     }
-    (void)ldy;
-    if (n < n1) olc_nb_direct1_avx512(w, ap, kp, asum, n, n1, bias, y, ldy);
+    if (n < n1) olc_nb_direct_rows_avx512(1, w, ap, kp, asum, n, n1, bias, y, ldy);
 }
-OLC_NB_DIRECT_AVX512(2)
-OLC_NB_DIRECT_AVX512(3)
-OLC_NB_DIRECT_AVX512(4)
-OLC_NB_DIRECT_AVX512(5)
-OLC_NB_DIRECT_AVX512(6)
-OLC_NB_DIRECT_AVX512(7)
-OLC_NB_DIRECT_AVX512(8)
+
+/* Two to eight rows (one row: olc_nb_direct1x2_avx512). */
+OLC_TARGET_AVX512
+static void olc_nb_direct2_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(2, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct3_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(3, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct4_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(4, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct5_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(5, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct6_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(6, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct7_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(7, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
+OLC_TARGET_AVX512
+static void olc_nb_direct8_avx512(const olc_nb_w *w, const float *ap, int64_t kp, const float *asum,
+                                  int64_t n0, int64_t n1, const float *bias, float *y,
+                                  int64_t ldy) {
+    olc_nb_direct_rows_avx512(8, w, ap, kp, asum, n0, n1, bias, y, ldy);
+}
 #endif
 #endif
 
@@ -709,8 +763,8 @@ static int olc_nb_direct_row_avx512(const olc_nb_w *w, const float *x, float *d,
 static int olc_nb_direct(const olc_nb_w *w, const float *a, int64_t M, const float *bias,
                          float *y, int level, int nthreads) {
     /* rows a pass: 4 in AVX2's 16 registers, 8 in AVX-512's 32 */
-    olc_nb_direct_fn fns[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    int group = 4;
+    olc_nb_direct_fn fns[OLC_NB_DIRECT_MAX] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    int group = OLC_NB_MR;
 #if OLC_X86
     level = olc_build_level(level);
     if (level == OLC_AVX2) {
@@ -723,14 +777,14 @@ static int olc_nb_direct(const olc_nb_w *w, const float *a, int64_t M, const flo
         fns[2] = olc_nb_direct3_avx512; fns[3] = olc_nb_direct4_avx512;
         fns[4] = olc_nb_direct5_avx512; fns[5] = olc_nb_direct6_avx512;
         fns[6] = olc_nb_direct7_avx512; fns[7] = olc_nb_direct8_avx512;
-        group = 8;
+        group = OLC_NB_DIRECT_MAX;
     }
 #endif
 #endif
     if (M < 1 || !fns[0]) return -1;
     /* AVX-512 widens codes with per-lane shifts of a 16-byte broadcast, so
      * lane j holds byte 4 (j % 4) + j / 4; AVX2 widens bytes in order */
-    const int lane_order = group == 8;
+    const int lane_order = group == OLC_NB_DIRECT_MAX;
     const int64_t K = w->K, nb = w->nb, kp = nb * w->block, N = w->N;
     float *ap = (float *)malloc((size_t)(M * kp + M * nb) * sizeof(float));
     if (!ap) return -1;
@@ -820,7 +874,7 @@ static void olc_nb_decode16x16_avx512(const olc_nb_w *w, int64_t n0, int nc, int
         const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
         float s = w->scales[n * w->nb + b];
         float z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
-        __m512 q = _mm512_cvtepi32_ps(olc_nb_codes16_512(blob, w->bits, p));
+        __m512 q = _mm512_cvtepi32_ps(olc_bc_codes16_avx512(blob, w->bits, p));
         r[c] = _mm512_fmadd_ps(q, _mm512_set1_ps(s), _mm512_set1_ps(-z * s));
     }
     olc_transpose16_regs_avx512(r);
@@ -860,7 +914,7 @@ static void olc_nb_prepare_rows(const olc_nb_w *w, uint8_t *rows, float *rscales
                     z = w->zp ? w->zp[n * w->nb + b] : w->zp_default;
                     const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
                     for (int64_t p = 0; p < w->block && b * w->block + p < w->K; ++p) {
-                        unsigned q = olc_nb_code(blob, w->bits, p);
+                        unsigned q = olc_bc_code(blob, w->bits, p);
                         uint8_t *row = rows + (g * kp + b * w->block + p) * rb;
                         if (rb == 8)
                             row[4 * (c % 2) + c / 4] |= (uint8_t)(q << (4 * ((c / 2) % 2)));
@@ -1002,13 +1056,7 @@ static int olc_nb_gemm(const olc_nb_w *w, const float *a, int64_t M, const float
     olc_sgemm_cfg cfg;
     level = olc_build_level(level);
     olc_sgemm_config(level, &cfg);
-    olc_nb_decode_fn decode = olc_nb_decode_scalar;
-#if OLC_X86
-    if (level == OLC_AVX2) decode = olc_nb_decode_avx2;
-#if OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) decode = olc_nb_decode_avx512;
-#endif
-#endif
+    olc_nb_decode_fn decode = OLC_LEVEL_FN(level, olc_nb_decode);
     const int nr = cfg.nr, mr = cfg.mr, tw = OLC_NB_GEMM_PANELS * cfg.nr;
     const int64_t K = w->K, N = w->N, KC = OLC_NB_GEMM_KC;
     const int64_t ct = (N + tw - 1) / tw, mt = (M + OLC_NB_GEMM_MB - 1) / OLC_NB_GEMM_MB;
@@ -1085,9 +1133,9 @@ static int olc_nb_float(const olc_nb_w *w, const float *a, int64_t M, const floa
 
 /* ---- the int8 engine ---- */
 
-/* The int8 engine's kind at a SIMD level: the kinds are numbered as the
- * levels (VNNI where the CPU has it and the level allows it). */
-static int olc_q8_kind(int level) { return olc_int8_level(level); }
+/* The level the int8 engine runs at: the SIMD level, VNNI kept where the
+ * CPU has it (olc_int8_level). */
+static int olc_q8_level(int level) { return olc_int8_level(level); }
 
 /* Prepared weights, in tiles of 16 columns and blocks of `block` codes:
  * 8-bit (and 2/3-bit) codes one a byte, [tiles][nb][block / 4][16][4]
@@ -1139,7 +1187,7 @@ static void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, fl
                 }
                 const uint8_t *blob = w->b + (n * w->nb + b) * w->blob;
                 for (int64_t p = 0; p < valid; ++p) {
-                    unsigned q = olc_nb_code(blob, w->bits, p0 + p);
+                    unsigned q = olc_bc_code(blob, w->bits, p0 + p);
                     if (packed4)
                         dst[(p >> 3) * 4 * OLC_Q8_NR + c * 4 + (p & 3)] |=
                             (uint8_t)(q << ((p & 4) ? 4 : 0));
@@ -1225,12 +1273,8 @@ static int olc_q8_quantize_avx2(const float *a, int64_t K, int64_t nb, int64_t b
                 _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
             _mm_storel_epi64((__m128i *)(q + p), _mm_packs_epi16(c16, c16));
         }
-        __m128i s4 =
-            _mm_add_epi32(_mm256_castsi256_si128(vsum), _mm256_extracti128_si256(vsum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         sa[m * nb + b] = amax / 127.f;
-        sums[m * nb + b] = _mm_cvtsi128_si32(s4);
+        sums[m * nb + b] = olc_i8_hsum_avx2(vsum);
         bad |= nonfinite != 0;
     }
     return bad;
@@ -1267,7 +1311,7 @@ static int olc_q8_quantize_avx512(const float *a, int64_t K, int64_t nb, int64_t
             _mm_storeu_si128((__m128i *)(q + p), _mm512_cvtepi32_epi8(c));
         }
         sa[m * nb + b] = amax / 127.f;
-        sums[m * nb + b] = _mm512_reduce_add_epi32(vsum);
+        sums[m * nb + b] = olc_i8_hsum_avx512(vsum);
         bad |= nonfinite != 0;
     }
     return bad;
@@ -1281,240 +1325,173 @@ static inline int32_t olc_q8_load4(const int8_t *p) {
     return v;
 }
 
-/* One tile of 16 columns times MR rows: y[r, c] = bias[c] + sum over blocks
+/* One tile of 16 columns times mr rows: y[r, c] = bias[c] + sum over blocks
  * of sa[r, b] s[c, b] (dot(qa[r, b], q[c, b]) - z[c, b] sum(qa[r, b])).
- * nc of the 16 columns are stored. */
-#define OLC_Q8_KERNEL_SCALAR(MR)                                                            \
-    static void olc_q8_tile##MR##_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa,    \
-                                         const float *sa, const int32_t *sums,              \
-                                         const float *bias, int nc, float *y, int64_t ldy) { \
-        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
-        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
-        float acc[MR][OLC_Q8_NR];                                                           \
-        for (int r = 0; r < MR; ++r)                                                        \
-            for (int c = 0; c < OLC_Q8_NR; ++c) acc[r][c] = 0.f;                            \
-        for (int64_t b = 0; b < nb; ++b) {                                                  \
-            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
-            const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;                          \
-            const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;                            \
-            for (int r = 0; r < MR; ++r) {                                                  \
-                const int8_t *x = qa + r * kp + b * block;                                  \
-                int32_t dot[OLC_Q8_NR];                                                     \
-                for (int c = 0; c < OLC_Q8_NR; ++c) dot[c] = 0;                             \
-                for (int64_t p = 0; p < block; p += 4)                                      \
-                    for (int c = 0; c < OLC_Q8_NR; ++c) {                                   \
-                        const uint8_t *qc;                                                  \
-                        int sh = 0;                                                         \
-                        if (w->packed4) {                                                   \
-                            qc = q + (p >> 3) * 4 * OLC_Q8_NR + c * 4;                      \
-                            sh = (p & 4) ? 4 : 0;                                           \
-                        } else {                                                            \
-                            qc = q + p * OLC_Q8_NR + c * 4;                                 \
-                        }                                                                   \
-                        int32_t d = 0;                                                      \
-                        for (int i = 0; i < 4; ++i)                                         \
-                            d += (int32_t)(w->packed4 ? (qc[i] >> sh) & 15 : qc[i]) * x[p + i]; \
-                        dot[c] += d;                                                        \
-                    }                                                                       \
-                float f = sa[r * nb + b];                                                   \
-                int32_t sum = sums[r * nb + b];                                             \
-                for (int c = 0; c < OLC_Q8_NR; ++c)                                         \
-                    acc[r][c] += (float)(dot[c] - (int32_t)z[c] * sum) * (s[c] * f);        \
-            }                                                                               \
-        }                                                                                   \
-        for (int r = 0; r < MR; ++r)                                                        \
-            for (int c = 0; c < nc; ++c)                                                    \
-                y[r * ldy + c] = acc[r][c] + (bias ? bias[c] : 0.f);                        \
+ * nc of the 16 columns are stored.  olc_q8_tile<mr>_<level> calls the
+ * level's rows function with mr (1 to OLC_NB_MR) a constant. */
+static inline __attribute__((always_inline)) void olc_q8_rows_scalar(
+    int mr, const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa, const int32_t *sums,
+    const float *bias, int nc, float *y, int64_t ldy) {
+    const int64_t nb = w->nb, block = w->block, kp = nb * block;
+    const int64_t bb = olc_q8_block_bytes(block, w->packed4);
+    float acc[OLC_NB_MR][OLC_Q8_NR];
+    for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < OLC_Q8_NR; ++c) acc[r][c] = 0.f;
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t *q = w->codes + (t * nb + b) * bb;
+        const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;
+        const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;
+        for (int r = 0; r < mr; ++r) {
+            const int8_t *x = qa + r * kp + b * block;
+            int32_t dot[OLC_Q8_NR];
+            for (int c = 0; c < OLC_Q8_NR; ++c) dot[c] = 0;
+            for (int64_t p = 0; p < block; p += 4)
+                for (int c = 0; c < OLC_Q8_NR; ++c) {
+                    const uint8_t *qc;
+                    int sh = 0;
+                    if (w->packed4) {
+                        qc = q + (p >> 3) * 4 * OLC_Q8_NR + c * 4;
+                        sh = (p & 4) ? 4 : 0;
+                    } else {
+                        qc = q + p * OLC_Q8_NR + c * 4;
+                    }
+                    int32_t d = 0;
+                    for (int i = 0; i < 4; ++i)
+                        d += (int32_t)(w->packed4 ? (qc[i] >> sh) & 15 : qc[i]) * x[p + i];
+                    dot[c] += d;
+                }
+            float f = sa[r * nb + b];
+            int32_t sum = sums[r * nb + b];
+            for (int c = 0; c < OLC_Q8_NR; ++c)
+                acc[r][c] += (float)(dot[c] - (int32_t)z[c] * sum) * (s[c] * f);
+        }
     }
-OLC_Q8_KERNEL_SCALAR(1)
-OLC_Q8_KERNEL_SCALAR(2)
-OLC_Q8_KERNEL_SCALAR(3)
-OLC_Q8_KERNEL_SCALAR(4)
-
-#if OLC_X86
-/* AVX2: the 16 columns as two halves of 8; u8 x s8 pairs through
- * vpmaddubsw then vpmaddwd with ones (the high-bit split for 8-bit codes;
- * 4-bit products of two quads fit one int16 sum: 4 x 15 x 127). */
-static inline OLC_TARGET_AVX2 __m256i olc_q8_dot_avx2(__m256i acc, __m256i v, __m256i x,
-                                                      int split) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    if (split) {
-        __m256i vl = _mm256_and_si256(v, _mm256_set1_epi8(0x7f));
-        __m256i vh = _mm256_and_si256(v, _mm256_set1_epi8((char)0x80));
-        return _mm256_add_epi32(acc, _mm256_add_epi32(
-                                         _mm256_madd_epi16(_mm256_maddubs_epi16(vl, x), ones),
-                                         _mm256_madd_epi16(_mm256_maddubs_epi16(vh, x), ones)));
-    }
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(v, x), ones));
+    for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < nc; ++c) y[r * ldy + c] = acc[r][c] + (bias ? bias[c] : 0.f);
 }
 
-#define OLC_Q8_KERNEL_AVX2(MR)                                                              \
-    OLC_TARGET_AVX2 static void olc_q8_tile##MR##_avx2(                                     \
-        const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,                    \
-        const int32_t *sums, const float *bias, int nc, float *y, int64_t ldy) {            \
-        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
-        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
-        const __m256i m15 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);              \
-        __m256 acc[MR][2];                                                                  \
-        for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();           \
-        for (int64_t b = 0; b < nb; ++b) {                                                  \
-            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
-            const int8_t *x0 = qa + b * block;                                              \
-            __m256i dot[MR][2];                                                             \
-            for (int r = 0; r < MR; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();    \
-            if (w->packed4) {                                                               \
-                for (int64_t p = 0; p < block; p += 8)                                      \
-                    for (int h = 0; h < 2; ++h) {                                           \
-                        __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 8 + h * 32)); \
-                        __m256i lo = _mm256_and_si256(v, m15);                              \
-                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);        \
-                        for (int r = 0; r < MR; ++r) {                                      \
-                            __m256i xl = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));  \
-                            __m256i xh = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p + 4)); \
-                            __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl),    \
-                                                           _mm256_maddubs_epi16(hi, xh));   \
-                            dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(s16, ones)); \
-                        }                                                                   \
-                    }                                                                       \
-            } else {                                                                        \
-                for (int64_t p = 0; p < block; p += 4)                                      \
-                    for (int h = 0; h < 2; ++h) {                                           \
-                        __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 16 + h * 32)); \
-                        for (int r = 0; r < MR; ++r) {                                      \
-                            __m256i x = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));   \
-                            dot[r][h] = olc_q8_dot_avx2(dot[r][h], v, x, w->split);         \
-                        }                                                                   \
-                    }                                                                       \
-            }                                                                               \
-            const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;                          \
-            const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;                            \
-            for (int h = 0; h < 2; ++h) {                                                   \
-                __m256 vs = _mm256_loadu_ps(s + 8 * h);                                     \
-                __m256i vz = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(z + 8 * h))); \
-                for (int r = 0; r < MR; ++r) {                                              \
-                    __m256i d = _mm256_sub_epi32(                                           \
-                        dot[r][h], _mm256_mullo_epi32(vz, _mm256_set1_epi32(sums[r * nb + b]))); \
-                    __m256 f = _mm256_mul_ps(vs, _mm256_set1_ps(sa[r * nb + b]));           \
-                    acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), f, acc[r][h]);       \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        for (int r = 0; r < MR; ++r) {                                                      \
-            float out[OLC_Q8_NR];                                                           \
-            _mm256_storeu_ps(out, acc[r][0]);                                               \
-            _mm256_storeu_ps(out + 8, acc[r][1]);                                           \
-            for (int c = 0; c < nc; ++c) y[r * ldy + c] = out[c] + (bias ? bias[c] : 0.f);  \
-        }                                                                                   \
+/* One function per row count, the rows function inlined with it constant. */
+static void olc_q8_tile1_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                                const int32_t *sums, const float *bias, int nc, float *y,
+                                int64_t ldy) {
+    olc_q8_rows_scalar(1, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+static void olc_q8_tile2_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                                const int32_t *sums, const float *bias, int nc, float *y,
+                                int64_t ldy) {
+    olc_q8_rows_scalar(2, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+static void olc_q8_tile3_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                                const int32_t *sums, const float *bias, int nc, float *y,
+                                int64_t ldy) {
+    olc_q8_rows_scalar(3, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+static void olc_q8_tile4_scalar(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                                const int32_t *sums, const float *bias, int nc, float *y,
+                                int64_t ldy) {
+    olc_q8_rows_scalar(4, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+
+#if OLC_X86
+/* AVX2: the 16 columns as two halves of 8 (the steps of olc_int8_dot.h:
+ * 8-bit codes split their high bit, two quads of 4-bit codes share one
+ * int16 sum). */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void olc_q8_rows_avx2(
+    int mr, const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa, const int32_t *sums,
+    const float *bias, int nc, float *y, int64_t ldy) {
+    const int64_t nb = w->nb, block = w->block, kp = nb * block;
+    const int64_t bb = olc_q8_block_bytes(block, w->packed4);
+    const __m256i m15 = _mm256_set1_epi8(15);
+    __m256 acc[OLC_NB_MR][2];
+    for (int r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t *q = w->codes + (t * nb + b) * bb;
+        const int8_t *x0 = qa + b * block;
+        __m256i dot[OLC_NB_MR][2];
+        for (int r = 0; r < mr; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+        if (w->packed4) {
+            for (int64_t p = 0; p < block; p += 8)
+                for (int h = 0; h < 2; ++h) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 8 + h * 32));
+                    __m256i lo = _mm256_and_si256(v, m15);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
+                    for (int r = 0; r < mr; ++r) {
+                        __m256i xl = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));
+                        __m256i xh = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p + 4));
+                        olc_i8_dot4x2_avx2(&dot[r][h], NULL, lo, xl, hi, xh);
+                    }
+                }
+        } else {
+            for (int64_t p = 0; p < block; p += 4)
+                for (int h = 0; h < 2; ++h) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(q + p * 16 + h * 32));
+                    for (int r = 0; r < mr; ++r) {
+                        __m256i x = _mm256_set1_epi32(olc_q8_load4(x0 + r * kp + p));
+                        dot[r][h] = w->split ? olc_i8_dot4_split_avx2(dot[r][h], v, x)
+                                             : olc_i8_dot4_avx2(dot[r][h], v, x);
+                    }
+                }
+        }
+        const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;
+        const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;
+        for (int h = 0; h < 2; ++h) {
+            __m256 vs = _mm256_loadu_ps(s + 8 * h);
+            __m256i vz = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(z + 8 * h)));
+            for (int r = 0; r < mr; ++r) {
+                __m256i d = _mm256_sub_epi32(
+                    dot[r][h], _mm256_mullo_epi32(vz, _mm256_set1_epi32(sums[r * nb + b])));
+                __m256 f = _mm256_mul_ps(vs, _mm256_set1_ps(sa[r * nb + b]));
+                acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), f, acc[r][h]);
+            }
+        }
     }
-OLC_Q8_KERNEL_AVX2(1)
-OLC_Q8_KERNEL_AVX2(2)
-OLC_Q8_KERNEL_AVX2(3)
-OLC_Q8_KERNEL_AVX2(4)
+    for (int r = 0; r < mr; ++r) {
+        float out[OLC_Q8_NR];
+        _mm256_storeu_ps(out, acc[r][0]);
+        _mm256_storeu_ps(out + 8, acc[r][1]);
+        for (int c = 0; c < nc; ++c) y[r * ldy + c] = out[c] + (bias ? bias[c] : 0.f);
+    }
+}
+
+OLC_TARGET_AVX2
+static void olc_q8_tile1_avx2(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                              const int32_t *sums, const float *bias, int nc, float *y,
+                              int64_t ldy) {
+    olc_q8_rows_avx2(1, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_q8_tile2_avx2(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                              const int32_t *sums, const float *bias, int nc, float *y,
+                              int64_t ldy) {
+    olc_q8_rows_avx2(2, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_q8_tile3_avx2(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                              const int32_t *sums, const float *bias, int nc, float *y,
+                              int64_t ldy) {
+    olc_q8_rows_avx2(3, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
+OLC_TARGET_AVX2
+static void olc_q8_tile4_avx2(const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,
+                              const int32_t *sums, const float *bias, int nc, float *y,
+                              int64_t ldy) {
+    olc_q8_rows_avx2(4, w, t, qa, sa, sums, bias, nc, y, ldy);
+}
 
 #if OLC_HAVE_AVX512
-/* AVX-512: one register holds the tile's 16 columns x 4 k.  A row keeps
- * four int32 accumulators, so that at M = 1 four products are in flight
- * (a chain of vpdpbusd on one register waits its 5-cycle latency each
- * time).  STEP4(dA, dB, lo, hi, xl, xh) adds the products of 4-bit quads
- * lo, hi with activations xl, xh; STEP8(d, v, x) of a byte quad: vpdpbusd
- * (VNNI) or vpmaddubsw + vpmaddwd. */
-#define OLC_Q8_KERNEL_512(MR, NAME, TARGET, STEP4, STEP8)                                   \
-    TARGET static void olc_q8_tile##MR##_##NAME(                                            \
-        const olc_q8_w *w, int64_t t, const int8_t *qa, const float *sa,                    \
-        const int32_t *sums, const float *bias, int nc, float *y, int64_t ldy) {            \
-        const int64_t nb = w->nb, block = w->block, kp = nb * block;                        \
-        const int64_t bb = olc_q8_block_bytes(block, w->packed4);                           \
-        const __m512i ones = _mm512_set1_epi16(1), low7 = _mm512_set1_epi8(0x7f);           \
-        const __m512i high = _mm512_set1_epi8((char)0x80), m15 = _mm512_set1_epi8(15);      \
-        const int split = w->split;                                                         \
-        (void)ones; (void)low7; (void)high; (void)split;                                    \
-        __m512 acc[MR];                                                                     \
-        for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();                          \
-        for (int64_t b = 0; b < nb; ++b) {                                                  \
-            const uint8_t *q = w->codes + (t * nb + b) * bb;                                \
-            const int8_t *x0 = qa + b * block;                                              \
-            __m512i d0[MR], d1[MR], d2[MR], d3[MR];                                         \
-            for (int r = 0; r < MR; ++r)                                                    \
-                d0[r] = d1[r] = d2[r] = d3[r] = _mm512_setzero_si512();                     \
-            if (w->packed4) {                                                               \
-                for (int64_t p = 0; p < block; p += 16) {                                   \
-                    __m512i v0 = _mm512_loadu_si512((const void *)(q + p * 8));             \
-                    __m512i v1 = _mm512_loadu_si512((const void *)(q + p * 8 + 64));        \
-                    __m512i lo0 = _mm512_and_si512(v0, m15);                                \
-                    __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m15);          \
-                    __m512i lo1 = _mm512_and_si512(v1, m15);                                \
-                    __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m15);          \
-                    for (int r = 0; r < MR; ++r) {                                          \
-                        const int8_t *xr = x0 + r * kp + p;                                 \
-                        STEP4(d0[r], d1[r], lo0, hi0, _mm512_set1_epi32(olc_q8_load4(xr)),  \
-                              _mm512_set1_epi32(olc_q8_load4(xr + 4)))                      \
-                        STEP4(d2[r], d3[r], lo1, hi1, _mm512_set1_epi32(olc_q8_load4(xr + 8)), \
-                              _mm512_set1_epi32(olc_q8_load4(xr + 12)))                     \
-                    }                                                                       \
-                }                                                                           \
-            } else {                                                                        \
-                for (int64_t p = 0; p < block; p += 16) {                                   \
-                    const uint8_t *qp = q + p * OLC_Q8_NR;                                  \
-                    __m512i v0 = _mm512_loadu_si512((const void *)qp);                      \
-                    __m512i v1 = _mm512_loadu_si512((const void *)(qp + 64));               \
-                    __m512i v2 = _mm512_loadu_si512((const void *)(qp + 128));              \
-                    __m512i v3 = _mm512_loadu_si512((const void *)(qp + 192));              \
-                    for (int r = 0; r < MR; ++r) {                                          \
-                        const int8_t *xr = x0 + r * kp + p;                                 \
-                        STEP8(d0[r], v0, _mm512_set1_epi32(olc_q8_load4(xr)))               \
-                        STEP8(d1[r], v1, _mm512_set1_epi32(olc_q8_load4(xr + 4)))           \
-                        STEP8(d2[r], v2, _mm512_set1_epi32(olc_q8_load4(xr + 8)))           \
-                        STEP8(d3[r], v3, _mm512_set1_epi32(olc_q8_load4(xr + 12)))          \
-                    }                                                                       \
-                }                                                                           \
-            }                                                                               \
-            __m512 vs = _mm512_loadu_ps(w->scales + (t * nb + b) * OLC_Q8_NR);              \
-            __m512i vz = _mm512_cvtepu8_epi32(                                              \
-                _mm_loadu_si128((const __m128i *)(w->zp + (t * nb + b) * OLC_Q8_NR)));      \
-            for (int r = 0; r < MR; ++r) {                                                  \
-                __m512i dot = _mm512_add_epi32(_mm512_add_epi32(d0[r], d1[r]),              \
-                                               _mm512_add_epi32(d2[r], d3[r]));             \
-                __m512i d = _mm512_sub_epi32(                                               \
-                    dot, _mm512_mullo_epi32(vz, _mm512_set1_epi32(sums[r * nb + b])));      \
-                __m512 f = _mm512_mul_ps(vs, _mm512_set1_ps(sa[r * nb + b]));               \
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), f, acc[r]);                 \
-            }                                                                               \
-        }                                                                                   \
-        __mmask16 m = (__mmask16)((1u << nc) - 1);                                          \
-        __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();            \
-        for (int r = 0; r < MR; ++r)                                                        \
-            _mm512_mask_storeu_ps(y + r * ldy, m, _mm512_add_ps(acc[r], vb));               \
-    }
-
-#define OLC_Q8_STEP4_VNNI(dA, dB, lo, hi, xl, xh)                                           \
-    dA = _mm512_dpbusd_epi32(dA, lo, xl);                                                   \
-    dB = _mm512_dpbusd_epi32(dB, hi, xh);
-#define OLC_Q8_STEP8_VNNI(d, v, x) d = _mm512_dpbusd_epi32(d, v, x);
-/* 4-bit: two quads' products fit one int16 sum (4 x 15 x 127) */
-#define OLC_Q8_STEP4_BW(dA, dB, lo, hi, xl, xh)                                             \
-    dA = _mm512_add_epi32(dA, _mm512_madd_epi16(                                            \
-        _mm512_add_epi16(_mm512_maddubs_epi16(lo, xl), _mm512_maddubs_epi16(hi, xh)), ones));
-#define OLC_Q8_STEP8_BW(d, v, x)                                                            \
-    {                                                                                       \
-        __m512i xx = (x);                                                                   \
-        if (split) {                                                                        \
-            __m512i s1 = _mm512_maddubs_epi16(_mm512_and_si512(v, low7), xx);               \
-            __m512i s2 = _mm512_maddubs_epi16(_mm512_and_si512(v, high), xx);               \
-            s1 = _mm512_madd_epi16(s1, ones);                                               \
-            s2 = _mm512_madd_epi16(s2, ones);                                               \
-            d = _mm512_add_epi32(d, _mm512_add_epi32(s1, s2));                              \
-        } else {                                                                            \
-            d = _mm512_add_epi32(d, _mm512_madd_epi16(_mm512_maddubs_epi16(v, xx), ones));  \
-        }                                                                                   \
-    }
-OLC_Q8_KERNEL_512(1, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
-OLC_Q8_KERNEL_512(2, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
-OLC_Q8_KERNEL_512(3, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
-OLC_Q8_KERNEL_512(4, vnni, OLC_TARGET_NB_VNNI, OLC_Q8_STEP4_VNNI, OLC_Q8_STEP8_VNNI)
-OLC_Q8_KERNEL_512(1, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
-OLC_Q8_KERNEL_512(2, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
-OLC_Q8_KERNEL_512(3, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
-OLC_Q8_KERNEL_512(4, avx512, OLC_TARGET_AVX512, OLC_Q8_STEP4_BW, OLC_Q8_STEP8_BW)
+/* AVX-512, with VNNI and without: one body (olc_matmul_nbits_q8.h) around
+ * the level's steps of olc_int8_dot.h: olc_q8_tile<mr>_avx512 and
+ * olc_q8_tile<mr>_avx512vnni. */
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "matmul_nbits/olc_matmul_nbits_q8.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#define OLC_LVL avx512vnni
+#define OLC_LVL_ATTR OLC_TARGET_AVX512_VNNI
+#include "matmul_nbits/olc_matmul_nbits_q8.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 #endif
 
@@ -1531,24 +1508,24 @@ static int64_t olc_q8_scratch(int64_t M, int64_t nb, int64_t block) {
  * quantized (qa, sa, sums as olc_q8_quantize leaves them).  Decode-sized M
  * (up to 4 rows) splits only columns; larger M takes (row block, column
  * tile) tiles. */
-static void olc_q8_gemm(int kind, const olc_q8_w *w, const int8_t *qa, const float *sa,
-                        const int32_t *sums, int64_t M, const float *bias, float *y,
+static void olc_q8_gemm(const olc_q8_w *w, const int8_t *qa, const float *sa,
+                        const int32_t *sums, int64_t M, const float *bias, float *y, int level,
                         int nthreads) {
     olc_q8_tile_fn fns[OLC_NB_MR] = {olc_q8_tile1_scalar, olc_q8_tile2_scalar,
                                      olc_q8_tile3_scalar, olc_q8_tile4_scalar};
 #if OLC_X86
-    if (kind == OLC_Q8_AVX2) {
+    if (level == OLC_AVX2) {
         fns[0] = olc_q8_tile1_avx2; fns[1] = olc_q8_tile2_avx2;
         fns[2] = olc_q8_tile3_avx2; fns[3] = olc_q8_tile4_avx2;
     }
 #if OLC_HAVE_AVX512
-    if (kind == OLC_Q8_AVX512) {
+    if (level == OLC_AVX512) {
         fns[0] = olc_q8_tile1_avx512; fns[1] = olc_q8_tile2_avx512;
         fns[2] = olc_q8_tile3_avx512; fns[3] = olc_q8_tile4_avx512;
     }
-    if (kind == OLC_Q8_VNNI) {
-        fns[0] = olc_q8_tile1_vnni; fns[1] = olc_q8_tile2_vnni;
-        fns[2] = olc_q8_tile3_vnni; fns[3] = olc_q8_tile4_vnni;
+    if (level == OLC_AVX512_VNNI) {
+        fns[0] = olc_q8_tile1_avx512vnni; fns[1] = olc_q8_tile2_avx512vnni;
+        fns[2] = olc_q8_tile3_avx512vnni; fns[3] = olc_q8_tile4_avx512vnni;
     }
 #endif
 #endif
@@ -1569,13 +1546,15 @@ static void olc_q8_gemm(int kind, const olc_q8_w *w, const int8_t *qa, const flo
     }
 }
 
-/* The whole int8 product: quantizes a[M, K] once into scratch of its own
- * (rows split over threads from 2 * OLC_Q8_QROWS rows), then multiplies.
- * Returns 0, -1 when out of memory, 1 when an activation block is not
- * finite (nothing written: the caller keeps float semantics). */
+/* The whole int8 product at a SIMD level (run at olc_q8_level): quantizes
+ * a[M, K] once into scratch of its own (rows split over threads from
+ * 2 * OLC_Q8_QROWS rows), then multiplies.  Returns 0, -1 when out of
+ * memory, 1 when an activation block is not finite (nothing written: the
+ * caller keeps float semantics). */
 #define OLC_Q8_QROWS 8
-static int olc_q8_run(int kind, const olc_q8_w *w, const float *a, int64_t M, const float *bias,
-                      float *y, int nthreads) {
+static int olc_q8_run(const olc_q8_w *w, const float *a, int64_t M, const float *bias, float *y,
+                      int level, int nthreads) {
+    level = olc_q8_level(level);
     const int64_t nb = w->nb, kp = nb * w->block;
     int8_t *qa = (int8_t *)malloc((size_t)olc_q8_scratch(M, nb, w->block));
     if (!qa) return -1;
@@ -1587,19 +1566,19 @@ static int olc_q8_run(int kind, const olc_q8_w *w, const float *a, int64_t M, co
     for (int64_t m = 0; m < M; ++m) {
 #if OLC_X86
 #if OLC_HAVE_AVX512
-        if (kind >= OLC_Q8_AVX512) {
+        if (level >= OLC_AVX512) {
             bad |= olc_q8_quantize_avx512(a, w->K, nb, w->block, m, qa, sa, sums);
             continue;
         }
 #endif
-        if (kind == OLC_Q8_AVX2) {
+        if (level == OLC_AVX2) {
             bad |= olc_q8_quantize_avx2(a, w->K, nb, w->block, m, qa, sa, sums);
             continue;
         }
 #endif
         bad |= olc_q8_quantize(a, w->K, nb, w->block, m, m + 1, qa, sa, sums);
     }
-    if (!bad) olc_q8_gemm(kind, w, qa, sa, sums, M, bias, y, nthreads);
+    if (!bad) olc_q8_gemm(w, qa, sa, sums, M, bias, y, level, nthreads);
     free(qa);
     return bad;
 }

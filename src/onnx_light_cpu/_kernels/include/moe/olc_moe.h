@@ -233,7 +233,7 @@ static int olc_moe_nbits(int level, const olc_moe_proj *p, int64_t e, const floa
     }
     if (q8->codes != NULL) {
         int kind = olc_int8_level(level);
-        int status = olc_q8_run(kind, q8, a, M, bias, y, nthreads);
+        int status = olc_q8_run(q8, a, M, bias, y, kind, nthreads);
         if (status < 0) return -1;
         if (status == 0) {
             *path = OLC_MOE_PATH_INT8 + kind;

@@ -2,29 +2,8 @@
 
 from libc.stdint cimport int8_t, int64_t, uint8_t
 
-# The MatMulNBits weights and their int8 preparation, as far as the MoE
-# core fills them (matmul_nbits/olc_matmul_nbits.h; to come from its own
-# .pxd once it has one).
-cdef extern from "matmul_nbits/olc_matmul_nbits.h" nogil:
-    ctypedef struct olc_nb_w:
-        const uint8_t *b
-        const float *scales
-        const float *zp
-        float zp_default
-        int64_t K, N, nb, blob, block
-        int bits
-        int finite
-    ctypedef struct olc_q8_w:
-        const uint8_t *codes
-        const float *scales
-        const uint8_t *zp
-        int64_t K, N, nb, block, tiles
-        int split
-        int packed4
-    int64_t olc_q8_tiles(int64_t N)
-    int64_t olc_q8_block_bytes(int64_t block, int packed4)
-    void olc_q8_prepare(const olc_nb_w *w, int64_t ablock, uint8_t *codes, float *scales,
-                        uint8_t *zp)
+# The MatMulNBits weights the MoE core fills (olc_nb_w, olc_q8_w).
+from olc_matmul_nbits cimport olc_nb_w, olc_q8_w
 
 cdef extern from "moe/olc_moe.h" nogil:
     int OLC_MOE_RELU, OLC_MOE_GELU, OLC_MOE_SILU, OLC_MOE_IDENTITY, OLC_MOE_SWIGLU

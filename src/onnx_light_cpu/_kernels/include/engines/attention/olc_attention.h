@@ -31,6 +31,12 @@
  * rows are read while still in cache).  Every helper has a scalar twin.
  * A row with a NaN score is NaN (its running max is set to NaN, which no
  * later tile replaces); a row with no key, or only -inf scores, is zeros.
+ *
+ * Layout of this file: the per-level helpers (load/store of OLC_FLOAT,
+ * OLC_FLOAT16 and OLC_BFLOAT16 rows, qk, pv, max, expsum, tanh and their
+ * blocks), the AVX-512 wide tile, then the task and the combine, written
+ * once in olc_attention_task.h and included per level (common/olc_level.h).
+ * olc_attn_append_rows fills GroupQueryAttention's present cache.
  */
 #ifndef OLC_ATTENTION_H
 #define OLC_ATTENTION_H
@@ -40,11 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_math.h"
-
-#define OLC_ATTN_F32 0
-#define OLC_ATTN_F16 1
-#define OLC_ATTN_BF16 2
+#include "common/olc_types.h"
+#include "common/olc_vec.h"
 
 #define OLC_ATTN_TB 64      /* keys per tile */
 #define OLC_ATTN_KC 256     /* keys per decode chunk */
@@ -76,7 +81,7 @@ typedef struct {
 /* k/v rows [t0, min(t1, plen[b])) of (b, kv head g) from the past cache. */
 static inline void olc_attn_copy_rows_(const olc_attn_args *p, int64_t b, int64_t g, int64_t t0,
                                        int64_t t1) {
-    const int64_t es = p->dtype == OLC_ATTN_F32 ? 4 : 2, n = p->plen[b];
+    const int64_t es = p->dtype == OLC_FLOAT ? 4 : 2, n = p->plen[b];
     if (t1 > n) t1 = n;
     char *k = (char *)p->k, *v = (char *)p->v;
     const char *pk = (const char *)p->pk, *pv = (const char *)p->pv;
@@ -112,18 +117,17 @@ static inline int olc_attn_has_nan_(const float *x, const float *bias, int64_t n
 
 /* ---- per-level helpers ---- */
 
-/* scalar */
+/* scalar; load and store: n elements of type dtype (OLC_FLOAT,
+ * OLC_FLOAT16, OLC_BFLOAT16) to float32, and back */
 static inline void olc_attn_load_scalar(int dtype, const void *src, float *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    const uint16_t *s = (const uint16_t *)src;
-    if (dtype == OLC_ATTN_F16) for (int64_t i = 0; i < n; ++i) dst[i] = olc_h2f(s[i]);
-    else for (int64_t i = 0; i < n; ++i) dst[i] = olc_bf2f(s[i]);
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_widen_f16_scalar((const uint16_t *)src, dst, n);
+    else olc_widen_bf16_scalar((const uint16_t *)src, dst, n);
 }
 static inline void olc_attn_store_scalar(int dtype, const float *src, void *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    uint16_t *d = (uint16_t *)dst;
-    if (dtype == OLC_ATTN_F16) for (int64_t i = 0; i < n; ++i) d[i] = olc_f2h(src[i]);
-    else for (int64_t i = 0; i < n; ++i) d[i] = olc_f2bf(src[i]);
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_narrow_f16_scalar(src, (uint16_t *)dst, n);
+    else olc_narrow_bf16_scalar(src, (uint16_t *)dst, n);
 }
 /* dst = scale * src as float32 */
 static inline void olc_attn_load_scaled_scalar(int dtype, const void *src, float *dst, int64_t n,
@@ -165,32 +169,18 @@ static inline void olc_attn_tanh_scalar(float *x, int64_t n) { olc_tanh_f32_scal
 
 #if OLC_X86
 static inline OLC_TARGET_AVX2 void olc_attn_load_avx2(int dtype, const void *src, float *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    const uint16_t *s = (const uint16_t *)src;
-    int64_t i = 0;
-    if (dtype == OLC_ATTN_F16) {
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, olc_ld_f16_avx2(s + i));
-        for (; i < n; ++i) dst[i] = olc_h2f(s[i]);
-    } else {
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, olc_ld_bf16_avx2(s + i));
-        for (; i < n; ++i) dst[i] = olc_bf2f(s[i]);
-    }
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_widen_f16_avx2((const uint16_t *)src, dst, n);
+    else olc_widen_bf16_avx2((const uint16_t *)src, dst, n);
 }
 static inline OLC_TARGET_AVX2 void olc_attn_store_avx2(int dtype, const float *src, void *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    uint16_t *d = (uint16_t *)dst;
-    int64_t i = 0;
-    if (dtype == OLC_ATTN_F16) {
-        for (; i + 8 <= n; i += 8) olc_st_f16_avx2(d + i, _mm256_loadu_ps(src + i));
-        for (; i < n; ++i) d[i] = olc_f2h(src[i]);
-    } else {
-        for (; i + 8 <= n; i += 8) olc_st_bf16_avx2(d + i, _mm256_loadu_ps(src + i));
-        for (; i < n; ++i) d[i] = olc_f2bf(src[i]);
-    }
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_narrow_f16_avx2(src, (uint16_t *)dst, n);
+    else olc_narrow_bf16_avx2(src, (uint16_t *)dst, n);
 }
 static inline OLC_TARGET_AVX2 void olc_attn_load_scaled_avx2(int dtype, const void *src, float *dst,
                                                             int64_t n, float scale) {
-    if (dtype != OLC_ATTN_F32) {
+    if (dtype != OLC_FLOAT) {
         olc_attn_load_avx2(dtype, src, dst, n);
         src = dst;
     }
@@ -292,10 +282,7 @@ static inline OLC_TARGET_AVX2 float olc_attn_expsum_avx2(float *x, int64_t n, fl
         for (int64_t u = 0; j + u < n; ++u) x[j + u] = buf[u];
         sv = _mm256_add_ps(sv, e);
     }
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(sv), _mm256_extractf128_ps(sv, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
+    return olc_hsum_ps_avx2(sv);
 }
 static inline OLC_TARGET_AVX2 void olc_attn_tanh_avx2(float *x, int64_t n) { olc_tanh_f32_avx2(x, x, n); }
 #endif
@@ -305,34 +292,25 @@ static inline OLC_TARGET_AVX512 __mmask16 olc_attn_mask16(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
 }
 static inline OLC_TARGET_AVX512 void olc_attn_load_avx512(int dtype, const void *src, float *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    const uint16_t *s = (const uint16_t *)src;
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = olc_attn_mask16(n - i);
-        __m512 x = dtype == OLC_ATTN_F16 ? olc_ld_f16_avx512(s + i, m) : olc_ld_bf16_avx512(s + i, m);
-        _mm512_mask_storeu_ps(dst + i, m, x);
-    }
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_widen_f16_avx512((const uint16_t *)src, dst, n);
+    else olc_widen_bf16_avx512((const uint16_t *)src, dst, n);
 }
 static inline OLC_TARGET_AVX512 void olc_attn_load_scaled_avx512(int dtype, const void *src, float *dst,
                                                               int64_t n, float scale) {
     const __m512 f = _mm512_set1_ps(scale);
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = olc_attn_mask16(n - i);
-        const __m512 x = dtype == OLC_ATTN_F32 ? _mm512_maskz_loadu_ps(m, (const float *)src + i)
-                       : dtype == OLC_ATTN_F16 ? olc_ld_f16_avx512((const uint16_t *)src + i, m)
+        const __m512 x = dtype == OLC_FLOAT ? _mm512_maskz_loadu_ps(m, (const float *)src + i)
+                       : dtype == OLC_FLOAT16 ? olc_ld_f16_avx512((const uint16_t *)src + i, m)
                        : olc_ld_bf16_avx512((const uint16_t *)src + i, m);
         _mm512_mask_storeu_ps(dst + i, m, _mm512_mul_ps(x, f));
     }
 }
 static inline OLC_TARGET_AVX512 void olc_attn_store_avx512(int dtype, const float *src, void *dst, int64_t n) {
-    if (dtype == OLC_ATTN_F32) { memcpy(dst, src, (size_t)n * 4); return; }
-    uint16_t *d = (uint16_t *)dst;
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = olc_attn_mask16(n - i);
-        __m512 x = _mm512_maskz_loadu_ps(m, src + i);
-        if (dtype == OLC_ATTN_F16) olc_st_f16_avx512(d + i, m, x);
-        else olc_st_bf16_avx512(d + i, m, x);
-    }
+    if (dtype == OLC_FLOAT) memcpy(dst, src, (size_t)n * 4);
+    else if (dtype == OLC_FLOAT16) olc_narrow_f16_avx512(src, (uint16_t *)dst, n);
+    else olc_narrow_bf16_avx512(src, (uint16_t *)dst, n);
 }
 static inline OLC_TARGET_AVX512 __m256 olc_attn_half_avx512(__m512 a) {
     return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
@@ -486,18 +464,24 @@ static inline OLC_TARGET_AVX512 void olc_attn_pv_block_avx512(float *acc, int64_
 #endif
 
 
-#define OLC_ATTN_BLOCKS(LVL, attr)                                                                \
-attr static inline void olc_attn_qk_block_##LVL(const float *q, int64_t R, int64_t D,             \
-        const float *k, int64_t ks, int64_t n, float *sc, int64_t ld) {                           \
-    for (int64_t r = 0; r < R; ++r) olc_attn_qk_##LVL(q + r * D, k, ks, n, D, sc + r * ld);       \
-}                                                                                                 \
-attr static inline void olc_attn_pv_block_##LVL(float *acc, int64_t R, int64_t D,                 \
-        const float *p, int64_t ld, const float *v, int64_t vs, int64_t n) {                      \
-    for (int64_t r = 0; r < R; ++r) olc_attn_pv_##LVL(acc + r * D, p + r * ld, v, vs, n, D);      \
+/* The blocks of the scalar and AVX2 levels: row after row. */
+static inline void olc_attn_qk_block_scalar(const float *q, int64_t R, int64_t D,
+        const float *k, int64_t ks, int64_t n, float *sc, int64_t ld) {
+    for (int64_t r = 0; r < R; ++r) olc_attn_qk_scalar(q + r * D, k, ks, n, D, sc + r * ld);
 }
-OLC_ATTN_BLOCKS(scalar, )
+static inline void olc_attn_pv_block_scalar(float *acc, int64_t R, int64_t D,
+        const float *p, int64_t ld, const float *v, int64_t vs, int64_t n) {
+    for (int64_t r = 0; r < R; ++r) olc_attn_pv_scalar(acc + r * D, p + r * ld, v, vs, n, D);
+}
 #if OLC_X86
-OLC_ATTN_BLOCKS(avx2, OLC_TARGET_AVX2)
+static inline OLC_TARGET_AVX2 void olc_attn_qk_block_avx2(const float *q, int64_t R, int64_t D,
+        const float *k, int64_t ks, int64_t n, float *sc, int64_t ld) {
+    for (int64_t r = 0; r < R; ++r) olc_attn_qk_avx2(q + r * D, k, ks, n, D, sc + r * ld);
+}
+static inline OLC_TARGET_AVX2 void olc_attn_pv_block_avx2(float *acc, int64_t R, int64_t D,
+        const float *p, int64_t ld, const float *v, int64_t vs, int64_t n) {
+    for (int64_t r = 0; r < R; ++r) olc_attn_pv_avx2(acc + r * D, p + r * ld, v, vs, n, D);
+}
 #endif
 
 /* ---- AVX-512 wide tiles: rows >= OLC_ATTN_WIDE_MIN ----
@@ -509,20 +493,8 @@ OLC_ATTN_BLOCKS(avx2, OLC_TARGET_AVX2)
  * the accumulators as it loads them.  Few rows (decode) stay on the dot
  * product path above: there the transpose would cost more than it saves. */
 #define OLC_ATTN_WIDE_MIN 8
-#define OLC_ATTN_WIDE_scalar 0
-#define OLC_ATTN_WIDE_avx2 0
-static inline void olc_attn_wide_tile_scalar(const olc_attn_args *p, int64_t b, int64_t h0, int64_t s0,
-        int64_t ns, int64_t R, int64_t ta, int64_t te, const char *kb, const char *vb, const float *qf,
-        float *acc, float *mrow, float *lrow, const int64_t *lo, const int64_t *hi, float *sc,
-        float *kt, float *vbuf, float *corr) {
-    (void)p; (void)b; (void)h0; (void)s0; (void)ns; (void)R; (void)ta; (void)te; (void)kb; (void)vb;
-    (void)qf; (void)acc; (void)mrow; (void)lrow; (void)lo; (void)hi; (void)sc; (void)kt; (void)vbuf;
-    (void)corr;   /* never called: the dot product path is this level's only path */
-}
-#define olc_attn_wide_tile_avx2 olc_attn_wide_tile_scalar
 
 #if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_ATTN_WIDE_avx512 1
 #define OLC_ATTN_INLINE static inline __attribute__((always_inline)) OLC_TARGET_AVX512
 
 /* 16 rows in, 16 columns out (r[i] lane j <- r[j] lane i). */
@@ -552,8 +524,8 @@ OLC_ATTN_INLINE void olc_attn_transpose16_avx512(__m512 *r) {
     }
 }
 OLC_ATTN_INLINE __m512 olc_attn_ld16_avx512(int dtype, const char *src, __mmask16 m) {
-    if (dtype == OLC_ATTN_F32) return _mm512_maskz_loadu_ps(m, src);
-    if (dtype == OLC_ATTN_F16) return olc_ld_f16_avx512((const uint16_t *)src, m);
+    if (dtype == OLC_FLOAT) return _mm512_maskz_loadu_ps(m, src);
+    if (dtype == OLC_FLOAT16) return olc_ld_f16_avx512((const uint16_t *)src, m);
     return olc_ld_bf16_avx512((const uint16_t *)src, m);
 }
 /* kt[d * TB + j] = k[j][d] (as float32) for d < D, j < n; columns up to the
@@ -561,7 +533,7 @@ OLC_ATTN_INLINE __m512 olc_attn_ld16_avx512(int dtype, const char *src, __mmask1
  * per dtype (a constant here) so that the 16 rows stay in registers. */
 OLC_ATTN_INLINE void olc_attn_pack_kt_dt_avx512(const int dtype, const char *k, int64_t ks,
                                                int64_t n, int64_t D, float *kt) {
-    const int64_t es = dtype == OLC_ATTN_F32 ? 4 : 2;
+    const int64_t es = dtype == OLC_FLOAT ? 4 : 2;
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int64_t nj = n - j0 < 16 ? n - j0 : 16;
         for (int64_t d0 = 0; d0 < D; d0 += 16) {
@@ -585,9 +557,9 @@ OLC_ATTN_INLINE void olc_attn_pack_kt_dt_avx512(const int dtype, const char *k, 
 }
 static inline OLC_TARGET_AVX512 void olc_attn_pack_kt_avx512(int dtype, const char *k, int64_t ks,
                                                             int64_t n, int64_t D, float *kt) {
-    if (dtype == OLC_ATTN_F32) olc_attn_pack_kt_dt_avx512(OLC_ATTN_F32, k, ks, n, D, kt);
-    else if (dtype == OLC_ATTN_F16) olc_attn_pack_kt_dt_avx512(OLC_ATTN_F16, k, ks, n, D, kt);
-    else olc_attn_pack_kt_dt_avx512(OLC_ATTN_BF16, k, ks, n, D, kt);
+    if (dtype == OLC_FLOAT) olc_attn_pack_kt_dt_avx512(OLC_FLOAT, k, ks, n, D, kt);
+    else if (dtype == OLC_FLOAT16) olc_attn_pack_kt_dt_avx512(OLC_FLOAT16, k, ks, n, D, kt);
+    else olc_attn_pack_kt_dt_avx512(OLC_BFLOAT16, k, ks, n, D, kt);
 }
 /* sc[r * ld + j] = dot(q[r], k[j]) for NR rows and the panel's first 16 NC
  * keys (NR, NC: constants). */
@@ -608,26 +580,28 @@ OLC_ATTN_INLINE void olc_attn_qk_rows_avx512(const float *q, int64_t D, const fl
     for (int r = 0; r < NR; ++r)
         for (int c = 0; c < NC; ++c) _mm512_storeu_ps(sc + r * ld + 16 * c, a[r][c]);
 }
-#define OLC_ATTN_QK_NC_(NR)                                                                       \
-    switch (nc) {                                                                                 \
-    case 4: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 4); break;                              \
-    case 3: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 3); break;                              \
-    case 2: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 2); break;                              \
-    default: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 1); break;                             \
+/* NR (a constant) rows x nc (1..4) vectors of 16 keys. */
+OLC_ATTN_INLINE void olc_attn_qk_nc_avx512(const float *q, int64_t D, const float *kt, float *sc,
+                                          int64_t ld, const int NR, int64_t nc) {
+    switch (nc) {
+    case 4: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 4); break;
+    case 3: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 3); break;
+    case 2: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 2); break;
+    default: olc_attn_qk_rows_avx512(q, D, kt, sc, ld, NR, 1); break;
     }
+}
 /* nr (1..6) rows x nc (1..4) vectors of 16 keys. */
 static inline OLC_TARGET_AVX512 void olc_attn_qk_block_wide_avx512(const float *q, int64_t D,
         const float *kt, float *sc, int64_t ld, int64_t nr, int64_t nc) {
     switch (nr) {
-    case 6: OLC_ATTN_QK_NC_(6) break;
-    case 5: OLC_ATTN_QK_NC_(5) break;
-    case 4: OLC_ATTN_QK_NC_(4) break;
-    case 3: OLC_ATTN_QK_NC_(3) break;
-    case 2: OLC_ATTN_QK_NC_(2) break;
-    default: OLC_ATTN_QK_NC_(1) break;
+    case 6: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 6, nc); break;
+    case 5: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 5, nc); break;
+    case 4: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 4, nc); break;
+    case 3: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 3, nc); break;
+    case 2: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 2, nc); break;
+    default: olc_attn_qk_nc_avx512(q, D, kt, sc, ld, 1, nc); break;
     }
 }
-#undef OLC_ATTN_QK_NC_
 /* acc[r] = acc[r] * corr[r] + p[r] @ v for NR rows (keys j < n). */
 OLC_ATTN_INLINE void olc_attn_pv_rows_avx512(float *acc, int64_t D, const float *corr, const float *p,
                                             int64_t ld, const float *v, int64_t vs, int64_t n,
@@ -667,7 +641,7 @@ static inline OLC_TARGET_AVX512 void olc_attn_wide_tile_avx512(const olc_attn_ar
         const char *vb, const float *qf, float *acc, float *mrow, float *lrow, const int64_t *lo,
         const int64_t *hi, float *sc, float *kt, float *vbuf, float *corr) {
     const int64_t Dk = p->Dk, Dv = p->Dv, nu = te - ta, nv = (nu + 15) / 16;
-    const int64_t es = p->dtype == OLC_ATTN_F32 ? 4 : 2;
+    const int64_t es = p->dtype == OLC_FLOAT ? 4 : 2;
     const int64_t npan = (nu + OLC_ATTN_TB - 1) / OLC_ATTN_TB;   /* panels of 64 keys */
     for (int64_t q0 = 0; q0 < npan; ++q0)
         olc_attn_pack_kt_avx512(p->dtype, kb + (ta + q0 * OLC_ATTN_TB) * p->ks[2] * es, p->ks[2],
@@ -675,7 +649,7 @@ static inline OLC_TARGET_AVX512 void olc_attn_wide_tile_avx512(const olc_attn_ar
                                 Dk, kt + q0 * OLC_ATTN_TB * Dk);
     const float *vt;
     int64_t vst;
-    if (p->dtype == OLC_ATTN_F32) {
+    if (p->dtype == OLC_FLOAT) {
         vt = (const float *)vb + ta * p->vs[2]; vst = p->vs[2];
     } else {
         if (p->vs[2] == Dv)
@@ -814,181 +788,6 @@ static inline OLC_TARGET_AVX512 void olc_attn_wide_tile_avx512(const olc_attn_ar
 }
 #endif
 
-/* ---- the task, stamped per level ---- */
-
-/* Task index -> (b, kv head g, head block, position block, key chunk). */
-#define OLC_ATTN_TASK(LVL, attr)                                                                  \
-attr static void olc_attn_task_##LVL(const olc_attn_args *p, int64_t task, float *scratch) {      \
-    const int64_t Dk = p->Dk, Dv = p->Dv, S = p->S, T = p->T, group = p->Nq / p->Nkv;             \
-    const int64_t es = p->dtype == OLC_ATTN_F32 ? 4 : 2;                                          \
-    int64_t rest = task;                                                                          \
-    const int64_t c = rest % p->nchunks; rest /= p->nchunks;                                      \
-    const int64_t sblk = rest % p->nsb; rest /= p->nsb;                                           \
-    const int64_t hblk = rest % p->nhb; rest /= p->nhb;                                           \
-    const int64_t g = rest % p->Nkv, b = rest / p->Nkv;                                           \
-    const int64_t h0 = g * group + hblk * p->hb;                                                  \
-    const int64_t nh = (hblk + 1) * p->hb <= group ? p->hb : group - hblk * p->hb;                \
-    const int64_t s0 = sblk * p->sb, ns = s0 + p->sb <= S ? p->sb : S - s0;                       \
-    const int64_t R = nh * ns;                                                                    \
-    const int64_t c0 = c * p->chunk, c1 = c0 + p->chunk < T ? c0 + p->chunk : T;                  \
-    if (p->fuse_copy) olc_attn_copy_rows_(p, b, g, c0, c1);   /* then read it while hot */       \
-    float *qf = scratch, *acc = qf + OLC_ATTN_RMAX * Dk, *mrow = acc + OLC_ATTN_RMAX * Dv;        \
-    float *lrow = mrow + OLC_ATTN_RMAX, *sc = lrow + OLC_ATTN_RMAX;                               \
-    float *kbuf = sc + OLC_ATTN_RMAX * OLC_ATTN_WTB + 16, *vbuf = kbuf + OLC_ATTN_WTB * Dk;                         \
-    int64_t lo[OLC_ATTN_RMAX], hi[OLC_ATTN_RMAX];                                                 \
-    int64_t ulo = c1, uhi = c0;                                                                   \
-    const float qscale = p->scale;                                                                \
-    for (int64_t r = 0; r < R; ++r) {                                                             \
-        const int64_t h = h0 + r / ns, s = s0 + r % ns;                                           \
-        olc_attn_load_scaled_##LVL(p->dtype, (const char *)p->q +   /* (scale q) . k */          \
-            (b * p->qs[0] + h * p->qs[1] + s * p->qs[2]) * es, qf + r * Dk, Dk, qscale);          \
-        int64_t a = p->kbeg ? p->kbeg[b * S + s] : 0, e = p->kend ? p->kend[b * S + s] : T;       \
-        if (a < c0) a = c0;                                                                       \
-        if (e > c1) e = c1;                                                                       \
-        lo[r] = a; hi[r] = e;                                                                     \
-        if (a < e) { if (a < ulo) ulo = a; if (e > uhi) uhi = e; }                                \
-        mrow[r] = -INFINITY; lrow[r] = 0.0f;                                                      \
-        memset(acc + r * Dv, 0, (size_t)Dv * 4);                                                  \
-    }                                                                                             \
-    const char *kb = (const char *)p->k + (b * p->ks[0] + g * p->ks[1]) * es;                     \
-    const char *vb = (const char *)p->v + (b * p->vs[0] + g * p->vs[1]) * es;                     \
-    const float cap = p->softcap;                                                                 \
-    const int64_t tb = OLC_ATTN_WIDE_##LVL && R >= OLC_ATTN_WIDE_MIN ? OLC_ATTN_WTB : OLC_ATTN_TB; \
-    for (int64_t t0 = ulo; t0 < uhi; t0 += tb) {                                                  \
-        const int64_t t1 = t0 + tb < uhi ? t0 + tb : uhi;                                         \
-        int64_t ta = t1, te = t0;                      /* the rows' keys in this tile */          \
-        for (int64_t r = 0; r < R; ++r) {                                                         \
-            const int64_t a = lo[r] > t0 ? lo[r] : t0, e = hi[r] < t1 ? hi[r] : t1;               \
-            if (a < e) { if (a < ta) ta = a; if (e > te) te = e; }                                \
-        }                                                                                         \
-        if (ta >= te) continue;                                                                   \
-        const int64_t nu = te - ta;                                                               \
-        if (OLC_ATTN_WIDE_##LVL && R >= OLC_ATTN_WIDE_MIN) {                                      \
-            olc_attn_wide_tile_##LVL(p, b, h0, s0, ns, R, ta, te, kb, vb, qf, acc, mrow, lrow,    \
-                                     lo, hi, sc, kbuf, vbuf, vbuf + OLC_ATTN_WTB * Dv);           \
-            continue;                                                                             \
-        }                                                                                         \
-        const float *kt, *vt;                                                                     \
-        int64_t kst, vst;                                                                         \
-        if (p->dtype == OLC_ATTN_F32) {                                                           \
-            kt = (const float *)kb + ta * p->ks[2]; kst = p->ks[2];                               \
-            vt = (const float *)vb + ta * p->vs[2]; vst = p->vs[2];                               \
-        } else {                                                                                  \
-            /* contiguous rows (a BNSH cache) convert in one sweep */                             \
-            if (p->ks[2] == Dk)                                                                   \
-                olc_attn_load_##LVL(p->dtype, kb + ta * Dk * es, kbuf, nu * Dk);                  \
-            else                                                                                  \
-                for (int64_t j = 0; j < nu; ++j)                                                  \
-                    olc_attn_load_##LVL(p->dtype, kb + (ta + j) * p->ks[2] * es, kbuf + j * Dk, Dk); \
-            if (p->vs[2] == Dv)                                                                   \
-                olc_attn_load_##LVL(p->dtype, vb + ta * Dv * es, vbuf, nu * Dv);                  \
-            else                                                                                  \
-                for (int64_t j = 0; j < nu; ++j)                                                  \
-                    olc_attn_load_##LVL(p->dtype, vb + (ta + j) * p->vs[2] * es, vbuf + j * Dv, Dv); \
-            kt = kbuf; kst = Dk; vt = vbuf; vst = Dv;                                             \
-        }                                                                                         \
-        olc_attn_qk_block_##LVL(qf, R, Dk, kt, kst, nu, sc, OLC_ATTN_TB);                         \
-        for (int64_t r = 0; r < R; ++r) {                                                         \
-            float *row = sc + r * OLC_ATTN_TB;                                                    \
-            const int64_t a = lo[r] > ta ? lo[r] : ta, e = hi[r] < te ? hi[r] : te;               \
-            if (a >= e) { memset(row, 0, (size_t)nu * 4); continue; }                             \
-            const int64_t n = e - a;                                                              \
-            float *x = row + (a - ta);                                                            \
-            const float *bias = NULL;                                                             \
-            if (p->bias) {                                                                        \
-                const int64_t h = h0 + r / ns, s = s0 + r % ns;                                   \
-                bias = p->bias + b * p->bs[0] + h * p->bs[1] + s * p->bs[2] + a;                  \
-            }                                                                                     \
-            if (cap > 0.0f) {                                                                     \
-                const float inv = 1.0f / cap;                                                     \
-                if (bias && !p->softcap_first) {                                                  \
-                    for (int64_t j = 0; j < n; ++j) x[j] = (x[j] + bias[j]) * inv;                \
-                    olc_attn_tanh_##LVL(x, n);                                                    \
-                    for (int64_t j = 0; j < n; ++j) x[j] *= cap;                                  \
-                } else {                                                                          \
-                    for (int64_t j = 0; j < n; ++j) x[j] *= inv;                                  \
-                    olc_attn_tanh_##LVL(x, n);                                                    \
-                    for (int64_t j = 0; j < n; ++j) x[j] *= cap;                                  \
-                    if (bias) for (int64_t j = 0; j < n; ++j) x[j] += bias[j];                    \
-                }                                                                                 \
-            } else if (bias) {                                                                    \
-                for (int64_t j = 0; j < n; ++j) x[j] += bias[j];                                  \
-            }                                                                                     \
-            const float mt = olc_attn_max_##LVL(x, n);                                            \
-            if (!(mt > -INFINITY)) {                                                              \
-                if (!olc_attn_has_nan_(x, bias, n)) { memset(row, 0, (size_t)nu * 4); continue; } \
-                mrow[r] = NAN;                /* a NaN score: the row is NaN, as softmax's */     \
-            }                                                                                     \
-            float *ar = acc + r * Dv;                                                             \
-            if (mt > mrow[r]) {                                                                   \
-                if (mrow[r] > -INFINITY) {                                                        \
-                    const float corr = olc_expf_(mrow[r] - mt);                                   \
-                    lrow[r] *= corr;                                                              \
-                    for (int64_t d = 0; d < Dv; ++d) ar[d] *= corr;                               \
-                }                                                                                 \
-                mrow[r] = mt;                                                                     \
-            }                                                                                     \
-            const float m = mrow[r];                                                              \
-            lrow[r] += olc_attn_expsum_##LVL(x, n, m);                                            \
-            /* keys of the tile outside this row's range weigh nothing */                         \
-            memset(row, 0, (size_t)(a - ta) * 4);                                                 \
-            memset(row + (e - ta), 0, (size_t)(te - e) * 4);                                      \
-        }                                                                                         \
-        olc_attn_pv_block_##LVL(acc, R, Dv, sc, OLC_ATTN_TB, vt, vst, nu);                        \
-    }                                                                                             \
-    if (p->nchunks > 1) {                                                                         \
-        float *part = p->partial + task * p->prow * (Dv + 2);                                     \
-        for (int64_t r = 0; r < R; ++r) {                                                         \
-            part[r * (Dv + 2)] = mrow[r]; part[r * (Dv + 2) + 1] = lrow[r];                       \
-            memcpy(part + r * (Dv + 2) + 2, acc + r * Dv, (size_t)Dv * 4);                        \
-        }                                                                                         \
-        return;                                                                                   \
-    }                                                                                             \
-    for (int64_t r = 0; r < R; ++r) {                                                             \
-        const int64_t h = h0 + r / ns, s = s0 + r % ns;                                           \
-        float *ar = acc + r * Dv;                                                                 \
-        olc_attn_finish_(p, h, mrow[r], lrow[r], ar);                                             \
-        olc_attn_store_##LVL(p->dtype, ar, (char *)p->out +                                       \
-            (b * p->os[0] + h * p->os[1] + s * p->os[2]) * es, Dv);                               \
-    }                                                                                             \
-}                                                                                                 \
-/* Split mode: row = (b, h, s) combines its chunks' partials in chunk order. */                   \
-attr static void olc_attn_combine_##LVL(const olc_attn_args *p, int64_t row) {                    \
-    const int64_t Dv = p->Dv, S = p->S, group = p->Nq / p->Nkv;                                   \
-    const int64_t es = p->dtype == OLC_ATTN_F32 ? 4 : 2;                                          \
-    const int64_t s = row % S, h = (row / S) % p->Nq, b = row / (S * p->Nq);                      \
-    const int64_t g = h / group, hblk = (h % group) / p->hb, sblk = s / p->sb;                    \
-    const int64_t nh = (hblk + 1) * p->hb <= group ? p->hb : group - hblk * p->hb;                \
-    const int64_t s0 = sblk * p->sb, ns = s0 + p->sb <= S ? p->sb : S - s0;                       \
-    (void)nh;                                                                                     \
-    const int64_t r = (h % group - hblk * p->hb) * ns + (s - s0);                                 \
-    const int64_t base = (((b * p->Nkv + g) * p->nhb + hblk) * p->nsb + sblk) * p->nchunks;       \
-    float m = -INFINITY;                                                                          \
-    int nan = 0;                                                                                  \
-    for (int64_t c = 0; c < p->nchunks; ++c) {                                                    \
-        const float mc = p->partial[((base + c) * p->prow + r) * (Dv + 2)];                         \
-        m = mc > m ? mc : m;                                                                      \
-        nan |= mc != mc;                                                                          \
-    }                                                                                             \
-    if (nan) m = NAN;                        /* a chunk saw a NaN score */                        \
-    float small[256];                        /* head sizes past 256: heap */                     \
-    float *acc = Dv <= 256 ? small : (float *)malloc((size_t)Dv * 4);                            \
-    if (!acc) return;                                                                             \
-    memset(acc, 0, (size_t)Dv * 4);                                                               \
-    float l = 0.0f;                                                                               \
-    if (m > -INFINITY)                                                                            \
-        for (int64_t c = 0; c < p->nchunks; ++c) {                                                \
-            const float *part = p->partial + ((base + c) * p->prow + r) * (Dv + 2);                 \
-            if (!(part[0] > -INFINITY)) continue;                                                 \
-            const float w = olc_expf_(part[0] - m);                                               \
-            l = olc_fmaf_(part[1], w, l);                                                         \
-            for (int64_t d = 0; d < Dv; ++d) acc[d] = olc_fmaf_(part[2 + d], w, acc[d]);         \
-        }                                                                                         \
-    olc_attn_finish_(p, h, m, l, acc);                                                            \
-    olc_attn_store_##LVL(p->dtype, acc, (char *)p->out +                                          \
-        (b * p->os[0] + h * p->os[1] + s * p->os[2]) * es, Dv);                                   \
-    if (acc != small) free(acc);                                                                  \
-}
 
 /* acc /= the row's denominator (with the head's sink logit); zeros when
  * no key took part. */
@@ -1013,37 +812,72 @@ static inline void olc_attn_finish_(const olc_attn_args *p, int64_t h, float m, 
     for (int64_t d = 0; d < Dv; ++d) acc[d] *= inv;
 }
 
-OLC_ATTN_TASK(scalar, )
+/* ---- the task and the combine, one body per level ---- */
+
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_ATTN_WIDE 0
+#include "engines/attention/olc_attention_task.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_ATTN_WIDE
 #if OLC_X86
-OLC_ATTN_TASK(avx2, OLC_TARGET_AVX2)
-#if OLC_HAVE_AVX512
-OLC_ATTN_TASK(avx512, OLC_TARGET_AVX512)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_ATTN_WIDE 0
+#include "engines/attention/olc_attention_task.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_ATTN_WIDE
 #endif
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_ATTN_WIDE 1
+#include "engines/attention/olc_attention_task.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_ATTN_WIDE
 #endif
 
 static inline int olc_attn_level(int level) { return olc_build_level(level); }
 
 static inline olc_attn_task_fn olc_attn_task_select(int level) {
-    switch (olc_build_level(level)) {
-#if OLC_X86 && OLC_HAVE_AVX512
-    case OLC_AVX512: return olc_attn_task_avx512;
-#endif
-#if OLC_X86
-    case OLC_AVX2: return olc_attn_task_avx2;
-#endif
-    default: return olc_attn_task_scalar;
-    }
+    return OLC_LEVEL_FN(olc_build_level(level), olc_attn_task);
 }
 static inline olc_attn_combine_fn olc_attn_combine_select(int level) {
-    switch (olc_build_level(level)) {
-#if OLC_X86 && OLC_HAVE_AVX512
-    case OLC_AVX512: return olc_attn_combine_avx512;
-#endif
-#if OLC_X86
-    case OLC_AVX2: return olc_attn_combine_avx2;
-#endif
-    default: return olc_attn_combine_scalar;
-    }
+    return OLC_LEVEL_FN(olc_build_level(level), olc_attn_combine);
+}
+
+/* ---- GroupQueryAttention's present cache ---- */
+
+/* New rows appended to a [B, N, L, D] cache: for batch b, rows [start[b],
+ * start[b] + count[b]) of every head get the new rows [0, count[b]) of
+ * src [B, S, N, D] (any strides, the last axis contiguous), and the rows
+ * after them are zeros.  Rows before start[b] are left as they are (the
+ * engine fills them from the past cache while it reads them). */
+typedef struct {
+    const void *src;
+    void *dst;
+    int64_t N, L, D, esize;                /* heads, cache rows, head size, bytes per element */
+    int64_t ss[3], ds[3];                  /* element strides: src (b, s, head), dst (b, head, row) */
+    const int64_t *start, *count;          /* [B] */
+} olc_attn_append_args;
+
+/* The rows of (b, head n) for bn = b * N + n. */
+static inline void olc_attn_append_rows(const olc_attn_append_args *a, int64_t bn) {
+    const int64_t b = bn / a->N, n = bn % a->N, es = a->esize, L = a->L;
+    int64_t r0 = a->start[b], r1 = r0 + a->count[b];
+    if (r0 > L) r0 = L;
+    if (r1 > L) r1 = L;
+    const char *src = (const char *)a->src + (b * a->ss[0] + n * a->ss[2]) * es;
+    char *dst = (char *)a->dst + (b * a->ds[0] + n * a->ds[1]) * es;
+    for (int64_t r = r0; r < r1; ++r)
+        memcpy(dst + r * a->ds[2] * es, src + (r - r0) * a->ss[1] * es, (size_t)(a->D * es));
+    if (a->ds[2] == a->D)
+        memset(dst + r1 * a->D * es, 0, (size_t)((L - r1) * a->D * es));
+    else
+        for (int64_t r = r1; r < L; ++r) memset(dst + r * a->ds[2] * es, 0, (size_t)(a->D * es));
 }
 
 #endif

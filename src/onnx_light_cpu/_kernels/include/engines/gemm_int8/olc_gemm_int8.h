@@ -26,6 +26,15 @@
  *
  * Threads take (batch, column panel, row block) tiles, each writing its own
  * output elements: results do not depend on the thread count.
+ *
+ * The level (olc_i8_level: the SIMD level, VNNI kept) picks the layout and
+ * the micro-kernel; the dot-product steps are those of olc_int8_dot.h,
+ * shared with MatMulNBits' int8 engine; the epilogue and the
+ * requantization are plain C loops compiled per level
+ * (olc_gemm_int8_rows.h).
+ *
+ * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm, olc_i8_requantize
+ * (see olc_gemm_int8.pxd).
  */
 #ifndef OLC_GEMM_INT8_H
 #define OLC_GEMM_INT8_H
@@ -35,50 +44,34 @@
 #include <string.h>
 
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_openmp.h"
+#include "engines/gemm_int8/olc_int8_dot.h"
 
-#define OLC_I8_SCALAR 0
-#define OLC_I8_AVX2 1
-#define OLC_I8_AVX512 2
-#define OLC_I8_VNNI 3
 #define OLC_I8_NR 16
 #define OLC_I8_MR_MAX 8
 #define OLC_I8_LDACC (2 * OLC_I8_NR) /* row stride of a micro-kernel's results */
 
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_TARGET_VNNI \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#endif
+/* The level the engine runs at: the SIMD level, VNNI kept where the CPU
+ * has it (olc_int8_level); the packed layout of B depends on it. */
+static int olc_i8_level(int level) { return olc_int8_level(level); }
 
-/* The engine's kind at a SIMD level: the kinds are numbered as the levels
- * (VNNI where the CPU has it and the level allows it). */
-static int olc_i8_kind(int level) { return olc_int8_level(level); }
-
-static int olc_i8_mr(int kind) {
-    return kind == OLC_I8_AVX2 ? 6 : kind == OLC_I8_SCALAR ? 4 : 8;
+static int olc_i8_mr(int level) {
+    return level == OLC_AVX2 ? 6 : level == OLC_SCALAR ? 4 : 8;
 }
 
 static inline int64_t olc_i8_kpad(int64_t K) { return (K + 3) & ~(int64_t)3; }
 static inline int64_t olc_i8_panels(int64_t N) { return (N + OLC_I8_NR - 1) / OLC_I8_NR; }
 
 #if OLC_X86 && OLC_HAVE_AVX512
-/* c += a (u8) . b (s8) per 4-byte group.  Inline assembly: GCC 12 copies
- * every accumulator around the intrinsic's read-modify-write (16 extra
- * moves a step, measured 1.5x slower). */
-OLC_TARGET_VNNI
-static inline __attribute__((always_inline)) __m512i olc_i8_dpbusd(__m512i c, __m512i a,
-                                                                    __m512i b) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(a), "v"(b));
-    return c;
-}
-
 /* Column sums of a packed VNNI panel: a dot product with ones. */
-OLC_TARGET_VNNI
-static void olc_i8_colsum_vnni(const int8_t *panel, int64_t Kp, int32_t *s) {
+OLC_TARGET_AVX512_VNNI
+static void olc_i8_colsum_avx512vnni(const int8_t *panel, int64_t Kp, int32_t *s) {
     const __m512i ones = _mm512_set1_epi8(1);
     __m512i acc = _mm512_setzero_si512();
     for (int64_t j = 0; j < Kp; j += 4)
-        acc = olc_i8_dpbusd(acc, ones, _mm512_loadu_si512((const void *)(panel + j * OLC_I8_NR)));
+        acc = olc_i8_dot4_avx512vnni(acc, ones,
+                                     _mm512_loadu_si512((const void *)(panel + j * OLC_I8_NR)));
     _mm512_storeu_si512((void *)s, acc);
 }
 #endif
@@ -90,12 +83,13 @@ static int64_t olc_i8_packed_size(int64_t K, int64_t N) {
 
 /* Packs nb matrices of B (row-major K x N, element offsets b_offsets) into
  * dst (nb * olc_i8_packed_size bytes) and their column sums of b' into
- * colsum (nb * panels * 16 int32). */
-static void olc_i8_pack_b(int kind, int b_signed, int64_t nb, const uint8_t *b,
-                          const int64_t *b_offsets, int64_t K, int64_t N, int8_t *dst,
-                          int32_t *colsum, int nthreads) {
+ * colsum (nb * panels * 16 int32), in the layout of the engine's level. */
+static void olc_i8_pack_b(const uint8_t *b, const int64_t *b_offsets, int64_t nb, int64_t K,
+                          int64_t N, int b_signed, int8_t *dst, int32_t *colsum, int level,
+                          int nthreads) {
+    level = olc_i8_level(level);
     const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
-    const int group = kind == OLC_I8_VNNI ? 4 : 2;
+    const int group = level == OLC_AVX512_VNNI ? 4 : 2;
     const uint8_t flip = b_signed ? 0 : 0x80; /* u8 -> s8: b - 128 */
     /* Four panels a task: each row's 64-byte cache line is read once. */
     const int64_t nquads = (np_ + 3) / 4, total = nb * nquads;
@@ -153,8 +147,8 @@ static void olc_i8_pack_b(int kind, int b_signed, int64_t nb, const uint8_t *b,
             /* Column sums from the packed panel: sequential and in cache. */
             int32_t s[OLC_I8_NR] = {0};
 #if OLC_X86 && OLC_HAVE_AVX512
-            if (kind == OLC_I8_VNNI)
-                olc_i8_colsum_vnni(panel, Kp, s);
+            if (level == OLC_AVX512_VNNI)
+                olc_i8_colsum_avx512vnni(panel, Kp, s);
             else
 #endif
             if (group == 4)
@@ -174,13 +168,13 @@ static void olc_i8_pack_b(int kind, int b_signed, int64_t nb, const uint8_t *b,
 /* Copies A (batch matrices of M x K at a_offsets) to dst with a' = a (+128
  * when signed), rows padded to Mp and K to Kp with zeros, as u8 (VNNI) or
  * int16; rowsum gets sum_k a' per (batch, row). */
-static void olc_i8_pack_a(int kind, int a_signed, int64_t batch, const uint8_t *a,
+static void olc_i8_pack_a(int level, int a_signed, int64_t batch, const uint8_t *a,
                           const int64_t *a_offsets, int64_t M, int64_t K, int64_t Mp,
                           void *dst, int32_t *rowsum, int nthreads) {
     const int64_t Kp = olc_i8_kpad(K);
     const uint8_t flip = a_signed ? 0x80 : 0; /* s8 -> u8: a + 128 */
     const int64_t total = batch * Mp;
-    const int wide = kind != OLC_I8_VNNI;
+    const int wide = level != OLC_AVX512_VNNI;
     int64_t t;
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
     for (t = 0; t < total; t++) {
@@ -235,20 +229,23 @@ OLC_TARGET_AVX2
 static void olc_i8_kernel_avx2(const int16_t *a, int64_t Kp, const int8_t *b, int32_t *acc) {
     enum { MR = 6 };
     __m256i c0[MR], c1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_si256();
     for (int64_t kp = 0; kp < Kp / 2; kp++) {
         const int8_t *g = b + kp * 2 * OLC_I8_NR;
         /* 16 columns x (k, k+1), sign-extended: columns 0-7 and 8-15. */
         const __m256i lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)g));
         const __m256i hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(g + 16)));
+#pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             int32_t pair;
             memcpy(&pair, a + r * Kp + 2 * kp, 4);
             const __m256i av = _mm256_set1_epi32(pair);
-            c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(lo, av));
-            c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(hi, av));
+            c0[r] = olc_i8_madd16_avx2(c0[r], lo, av);
+            c1[r] = olc_i8_madd16_avx2(c1[r], hi, av);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         _mm256_storeu_si256((__m256i *)(acc + r * OLC_I8_LDACC), c0[r]);
         _mm256_storeu_si256((__m256i *)(acc + r * OLC_I8_LDACC + 8), c1[r]);
@@ -262,50 +259,59 @@ static void olc_i8_kernel_avx512(const int16_t *a, int64_t Kp, const int8_t *b,
                                  int32_t *acc) {
     enum { MR = 8 };
     __m512i c[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) c[r] = _mm512_setzero_si512();
     for (int64_t kp = 0; kp < Kp / 2; kp++) {
         const __m512i bv =
             _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(b + kp * 2 * OLC_I8_NR)));
+#pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             int32_t pair;
             memcpy(&pair, a + r * Kp + 2 * kp, 4);
-            c[r] = _mm512_add_epi32(c[r], _mm512_madd_epi16(bv, _mm512_set1_epi32(pair)));
+            c[r] = olc_i8_madd16_avx512(c[r], bv, _mm512_set1_epi32(pair));
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC), c[r]);
 }
 
 /* Two adjacent panels (32 columns) at once: 16 accumulators, and each
- * broadcast of A feeds two vpdpbusd. */
-OLC_TARGET_VNNI
-static void olc_i8_kernel_vnni(const uint8_t *a, int64_t Kp, const int8_t *b, int two,
-                               int32_t *acc) {
+ * broadcast of A feeds two vpdpbusd.  The row loops are unrolled early
+ * (pragma): unrolled late, GCC 12 keeps the accumulators in memory across
+ * the loop and copies every one around each vpdpbusd (1.35x slower). */
+OLC_TARGET_AVX512_VNNI
+static void olc_i8_kernel_avx512vnni(const uint8_t *a, int64_t Kp, const int8_t *b, int two,
+                                     int32_t *acc) {
     enum { MR = 8 };
     __m512i c0[MR], c1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_si512();
     const int8_t *b1 = b + OLC_I8_NR * Kp;
     if (two) {
         for (int64_t kg = 0; kg < Kp / 4; kg++) {
             const __m512i bv0 = _mm512_loadu_si512((const void *)(b + kg * 4 * OLC_I8_NR));
             const __m512i bv1 = _mm512_loadu_si512((const void *)(b1 + kg * 4 * OLC_I8_NR));
+#pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 int32_t quad;
                 memcpy(&quad, a + r * Kp + 4 * kg, 4);
                 const __m512i av = _mm512_set1_epi32(quad);
-                c0[r] = olc_i8_dpbusd(c0[r], av, bv0);
-                c1[r] = olc_i8_dpbusd(c1[r], av, bv1);
+                c0[r] = olc_i8_dot4_avx512vnni(c0[r], av, bv0);
+                c1[r] = olc_i8_dot4_avx512vnni(c1[r], av, bv1);
             }
         }
     } else {
         for (int64_t kg = 0; kg < Kp / 4; kg++) {
             const __m512i bv0 = _mm512_loadu_si512((const void *)(b + kg * 4 * OLC_I8_NR));
+#pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 int32_t quad;
                 memcpy(&quad, a + r * Kp + 4 * kg, 4);
-                c0[r] = olc_i8_dpbusd(c0[r], _mm512_set1_epi32(quad), bv0);
+                c0[r] = olc_i8_dot4_avx512vnni(c0[r], _mm512_set1_epi32(quad), bv0);
             }
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC), c0[r]);
         _mm512_storeu_si512((void *)(acc + r * OLC_I8_LDACC + OLC_I8_NR), c1[r]);
@@ -314,20 +320,20 @@ static void olc_i8_kernel_vnni(const uint8_t *a, int64_t Kp, const int8_t *b, in
 #endif
 
 /* Runs the level's micro-kernel on MR packed rows starting at row m. */
-static void olc_i8_tile(int kind, const void *ap, int64_t m, int64_t Kp, const int8_t *bp,
+static void olc_i8_tile(int level, const void *ap, int64_t m, int64_t Kp, const int8_t *bp,
                         int two, int32_t *acc) {
-    switch (kind) {
+    switch (level) {
 #if OLC_X86
-    case OLC_I8_AVX2:
+    case OLC_AVX2:
         olc_i8_kernel_avx2((const int16_t *)ap + m * Kp, Kp, bp, acc);
         return;
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-    case OLC_I8_AVX512:
+    case OLC_AVX512:
         olc_i8_kernel_avx512((const int16_t *)ap + m * Kp, Kp, bp, acc);
         return;
-    case OLC_I8_VNNI:
-        olc_i8_kernel_vnni((const uint8_t *)ap + m * Kp, Kp, bp, two, acc);
+    case OLC_AVX512_VNNI:
+        olc_i8_kernel_avx512vnni((const uint8_t *)ap + m * Kp, Kp, bp, two, acc);
         return;
 #endif
     default:
@@ -335,26 +341,24 @@ static void olc_i8_tile(int kind, const void *ap, int64_t m, int64_t Kp, const i
     }
 }
 
-/* One tile's results with the zero-point terms folded in (unsigned:
- * wraps like int32 sums), stamped per level for the compiler to vectorise. */
-#define OLC_I8_EPILOGUE(SUFFIX, ATTR)                                                          \
-    ATTR static void olc_i8_epilogue_##SUFFIX(const int32_t *acc, int64_t rows, int64_t cols, \
-                                              const uint32_t *u, const uint32_t *w,          \
-                                              const uint32_t *zb, const uint32_t *cs,        \
-                                              int32_t *y, int64_t ldy) {                     \
-        for (int64_t r = 0; r < rows; r++) {                                                 \
-            const uint32_t *a = (const uint32_t *)acc + r * OLC_I8_LDACC;                    \
-            uint32_t *out = (uint32_t *)y + r * ldy;                                         \
-            for (int64_t c = 0; c < cols; c++) out[c] = a[c] - zb[c] * u[r] - w[r] * cs[c];  \
-        }                                                                                    \
-    }
-
-OLC_I8_EPILOGUE(scalar, )
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#include "engines/gemm_int8/olc_gemm_int8_rows.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #if OLC_X86
-OLC_I8_EPILOGUE(avx2, OLC_TARGET_AVX2)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#include "engines/gemm_int8/olc_gemm_int8_rows.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-OLC_I8_EPILOGUE(avx512, OLC_TARGET_AVX512)
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "engines/gemm_int8/olc_gemm_int8_rows.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 
 typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
@@ -362,18 +366,19 @@ typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint
                                    int32_t *, int64_t);
 
 /* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
- * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this kind).  za
+ * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
  * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
  * q * zb_bs + n * zb_cs.  Returns -1 when out of memory. */
-static int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
-                       const int64_t *a_offsets, const int8_t *bp, const int32_t *colsum,
-                       const int64_t *b_index, const int32_t *za, int64_t za_bs, int64_t za_rs,
-                       const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N,
-                       int64_t K, int32_t *y, int nthreads) {
-    const int mr = olc_i8_mr(kind);
+static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                       const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                       const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
+                       int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
+                       int64_t K, int a_signed, int level, int nthreads) {
+    level = olc_i8_level(level);
+    const int mr = olc_i8_mr(level);
     const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
     const int64_t nmb = (M + mr - 1) / mr, Mp = nmb * mr;
-    const size_t elem = kind == OLC_I8_VNNI ? 1 : 2;
+    const size_t elem = level == OLC_AVX512_VNNI ? 1 : 2;
     size_t abytes = (size_t)(batch * Mp * Kp) * elem;
     void *ap = aligned_alloc(64, (abytes + 63) & ~(size_t)63);
     int32_t *rowsum = (int32_t *)malloc((size_t)(batch * M + 1) * sizeof(int32_t));
@@ -382,16 +387,10 @@ static int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
         free(rowsum);
         return -1;
     }
-    olc_i8_pack_a(kind, a_signed, batch, a, a_offsets, M, K, Mp, ap, rowsum, nthreads);
-    olc_i8_epilogue_fn epilogue = olc_i8_epilogue_scalar;
-#if OLC_X86
-    if (kind == OLC_I8_AVX2) epilogue = olc_i8_epilogue_avx2;
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (kind >= OLC_I8_AVX512) epilogue = olc_i8_epilogue_avx512;
-#endif
+    olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, Mp, ap, rowsum, nthreads);
+    olc_i8_epilogue_fn epilogue = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue);
     /* VNNI takes two panels a tile. */
-    const int width = kind == OLC_I8_VNNI ? 2 : 1;
+    const int width = level == OLC_AVX512_VNNI ? 2 : 1;
     const int64_t ntiles = (np_ + width - 1) / width;
     const int64_t total = batch * ntiles * nmb;
     const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
@@ -403,7 +402,7 @@ static int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
         const int64_t bq = b_index[q], m0 = mb * mr, n0 = p * OLC_I8_NR;
         const int two = width == 2 && p + 1 < np_;
         int32_t acc[OLC_I8_MR_MAX * OLC_I8_LDACC];
-        olc_i8_tile(kind, (const char *)ap + (size_t)(q * Mp * Kp) * elem, m0, Kp,
+        olc_i8_tile(level, (const char *)ap + (size_t)(q * Mp * Kp) * elem, m0, Kp,
                     bp + bq * matrix_bytes + p * panel_bytes, two, acc);
         const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
         const int64_t rows = M - m0 < mr ? M - m0 : mr;
@@ -425,62 +424,15 @@ static int olc_i8_gemm(int kind, int a_signed, int64_t batch, const uint8_t *a,
     return 0;
 }
 
-/* y = saturate(round_half_even(c * mult + zp)) as int8/uint8, in double as
- * the reference does it.  One plain loop, stamped per level so the compiler
- * vectorises it with that level's registers; mult is one value (mcs 0) or
- * one per column (mcs 1).  Adding and subtracting 1.5 * 2^52 rounds to the
- * nearest integer, ties to even, for |x| < 2^51 (the value is clamped
- * first); NaN gives 0 as NumPy's cast does on x86. */
-#define OLC_I8_REQUANT_ROW(SUFFIX, ATTR)                                                       \
-    ATTR static void olc_i8_requant_row_##SUFFIX(const int32_t *c, int64_t n,               \
-                                                  const double *m, int64_t mcs, double zp,  \
-                                                  int out_signed, void *y) {                \
-        const double lo = out_signed ? -128.0 : 0.0, hi = out_signed ? 127.0 : 255.0;      \
-        const double magic = 6755399441055744.0, m0 = m[0];                                \
-        int8_t *ys = (int8_t *)y;                                                          \
-        uint8_t *yu = (uint8_t *)y;                                                        \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            double d = (double)c[i] * (mcs ? m[i] : m0) + zp;                              \
-            d = d == d ? d : 0.0;                                                          \
-            d = d < lo - 1.0 ? lo - 1.0 : d;                                               \
-            d = d > hi + 1.0 ? hi + 1.0 : d;                                               \
-            d = (d + magic) - magic;                                                       \
-            d = d < lo ? lo : d;                                                           \
-            d = d > hi ? hi : d;                                                           \
-            const int32_t v = (int32_t)d;                                                  \
-            if (out_signed)                                                                \
-                ys[i] = (int8_t)v;                                                         \
-            else                                                                           \
-                yu[i] = (uint8_t)v;                                                        \
-        }                                                                                  \
-    }
-
-/* No fused multiply-add: the reference rounds c * mult, then adds zp. */
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-OLC_I8_REQUANT_ROW(scalar, )
-#if OLC_X86
-OLC_I8_REQUANT_ROW(avx2, OLC_TARGET_AVX2)
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-OLC_I8_REQUANT_ROW(avx512, OLC_TARGET_AVX512)
-#endif
-#pragma GCC pop_options
-
 typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,
                                   int, void *);
 
-/* mult read at q * m_bs + m * m_rs + n * m_cs (m_cs 0 or 1). */
-static void olc_i8_requantize(int level, int64_t batch, int64_t M, int64_t N, const int32_t *c,
-                              const double *mult, int64_t m_bs, int64_t m_rs, int64_t m_cs,
-                              double zp, int out_signed, void *y, int nthreads) {
-    olc_i8_requant_fn row = olc_i8_requant_row_scalar;
-#if OLC_X86
-    if (level == OLC_AVX2) row = olc_i8_requant_row_avx2;
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) row = olc_i8_requant_row_avx512;
-#endif
+/* y (int8 or uint8, batch x M x N) from the int32 products c; mult read at
+ * q * m_bs + m * m_rs + n * m_cs (m_cs 0 or 1). */
+static void olc_i8_requantize(const int32_t *c, const double *mult, int64_t m_bs, int64_t m_rs,
+                              int64_t m_cs, void *y, int64_t batch, int64_t M, int64_t N,
+                              double zp, int out_signed, int level, int nthreads) {
+    olc_i8_requant_fn row = OLC_LEVEL_FN(olc_build_level(level), olc_i8_requant_row);
     const int64_t rows = batch * M;
     int64_t t;
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
