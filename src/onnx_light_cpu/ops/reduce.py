@@ -52,11 +52,13 @@ class ReduceSum(_Reduce):
         level = simd.state.level
         reduced = self._reduced_axes(x, axes)
         if reduced is None:  # no axes and noop_with_empty_axes
-            self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
+            if self._usage.enabled:
+                self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
             return (np.array(x, copy=True),)
         shape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape)) if self.keepdims \
             else tuple(d for k, d in enumerate(x.shape) if k not in reduced)
-        self._record_path(*self._path("reducesum", x.dtype, element_type, level))
+        if self._usage.enabled:
+            self._record_path(*self._path("reducesum", x.dtype, element_type, level))
         out = self._new_output(shape, x.dtype)
         if x.size == 0:
             out[...] = 0
