@@ -2,8 +2,8 @@
 """Element-wise binary cores with multidirectional broadcasting.
 
 The adapter passes the inputs, a C-contiguous output of the broadcast
-shape, the ONNX element type of the inputs, the SIMD level and a thread
-count.  The core plans the broadcast walk (olc_broadcast.h), picks the
+shape, the operator, the ONNX element type of the inputs, the SIMD level
+and a thread count.  The core plans the broadcast walk (olc_broadcast.h), picks the
 level's loops once and splits the output elements between the threads;
 each element is computed the same way whatever the split.
 """
@@ -13,31 +13,16 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_binary cimport (
+    OLC_BIN_ADD, OLC_BIN_AND, OLC_BIN_BAND, OLC_BIN_BOR, OLC_BIN_BXOR, OLC_BIN_DIV, OLC_BIN_EQ,
+    OLC_BIN_FMOD, OLC_BIN_GE, OLC_BIN_GT, OLC_BIN_LE, OLC_BIN_LT, OLC_BIN_MAX, OLC_BIN_MIN,
+    OLC_BIN_MOD, OLC_BIN_MUL, OLC_BIN_OR, OLC_BIN_POW, OLC_BIN_PRELU, OLC_BIN_SHL, OLC_BIN_SHR,
+    OLC_BIN_SUB, OLC_BIN_XOR, OLC_VV, olc_bin_kernel, olc_bin_variant, olc_binary_run,
+    olc_binary_select,
+)
+from olc_broadcast cimport olc_bcast, olc_bcast_plan, olc_bcast_shape
 
-cdef extern from "binary/olc_binary.h" nogil:
-    ctypedef struct olc_bcast:
-        int ndim
-        int64_t size
-        int64_t shape[64]
-        int64_t stride[4][64]
-    ctypedef struct olc_bin_kernel:
-        int level
-        int in_size
-        int out_size
-    int OLC_BCAST_MAX_DIMS
-    int olc_bcast_shape(int nin, const int *ndims, const int64_t *const *shapes, int64_t *out)
-    int olc_bcast_plan(olc_bcast *p, int out_ndim, const int64_t *out_shape, int nin,
-                       const int *ndims, const int64_t *const *shapes)
-    int olc_binary_select(int op, int dtype, int level, olc_bin_kernel *k)
-    int olc_bin_variant(const olc_bcast *p)
-    void olc_binary_run(const olc_bin_kernel *k, const olc_bcast *p, const char *a,
-                        const char *b, char *y, int64_t begin, int64_t end)
-    int OLC_BIN_ADD, OLC_BIN_SUB, OLC_BIN_MUL, OLC_BIN_DIV, OLC_BIN_MOD, OLC_BIN_FMOD
-    int OLC_BIN_POW, OLC_BIN_EQ, OLC_BIN_GT, OLC_BIN_GE, OLC_BIN_LT, OLC_BIN_LE
-    int OLC_BIN_AND, OLC_BIN_OR, OLC_BIN_XOR, OLC_BIN_BAND, OLC_BIN_BOR, OLC_BIN_BXOR
-    int OLC_BIN_SHL, OLC_BIN_SHR, OLC_BIN_PRELU, OLC_BIN_MIN, OLC_BIN_MAX
-    int OLC_VV, OLC_SV, OLC_VS
+cnp.import_array()
 
 ADD, SUB, MUL, DIV = OLC_BIN_ADD, OLC_BIN_SUB, OLC_BIN_MUL, OLC_BIN_DIV
 MOD, FMOD, POW = OLC_BIN_MOD, OLC_BIN_FMOD, OLC_BIN_POW
@@ -122,8 +107,8 @@ def pattern(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y):
     return "broadcast"
 
 
-def apply(int op, int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarray y,
-          int nthreads):
+def apply(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, int op, int dtype, int level,
+          int threads):
     """y = a op b; y is C-contiguous with the broadcast shape of a and b, and
     may be a itself (the variadic operators accumulate in place)."""
     cdef olc_bin_kernel k
@@ -143,11 +128,11 @@ def apply(int op, int dtype, int level, cnp.ndarray a, cnp.ndarray b, cnp.ndarra
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef int t
     cdef int64_t begin, end
-    if nthreads <= 1 or n < 2 * ALIGN:
+    if threads <= 1 or n < 2 * ALIGN:
         with nogil:
             olc_binary_run(&k, &p, pa, pb, py, 0, n)
         return
-    for t in prange(nthreads, nogil=True, num_threads=nthreads, schedule="static"):
-        begin = (n * t // nthreads) // ALIGN * ALIGN
-        end = n if t == nthreads - 1 else (n * (t + 1) // nthreads) // ALIGN * ALIGN
+    for t in prange(threads, nogil=True, num_threads=threads, schedule="static"):
+        begin = (n * t // threads) // ALIGN * ALIGN
+        end = n if t == threads - 1 else (n * (t + 1) // threads) // ALIGN * ALIGN
         olc_binary_run(&k, &p, pa, pb, py, begin, end)

@@ -12,24 +12,13 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 
+from olc_reduce cimport (
+    OLC_COL_BLOCK, OLC_SUM_BLOCK, olc_bsum_fn, olc_bsum_select, olc_csum_fn, olc_csum_select,
+    olc_isum_fn, olc_isum_select, olc_reduce_level, olc_softmax_cols_f32, olc_softmax_cols_f64,
+    olc_softmax_rows, olc_store_sums,
+)
+
 cnp.import_array()
-
-cdef extern from "reduce/olc_reduce.h" nogil:
-    ctypedef double (*olc_bsum_fn)(const void *x, int64_t n)
-    ctypedef uint64_t (*olc_isum_fn)(const void *x, int64_t n)
-    ctypedef void (*olc_csum_fn)(const void *x, void *out, int64_t R, int64_t B, int64_t b0, int64_t b1)
-    int OLC_SUM_BLOCK, OLC_COL_BLOCK
-    int olc_reduce_level(int level)
-    olc_bsum_fn olc_bsum_select(int dtype, int level)
-    olc_isum_fn olc_isum_select(int dtype)
-    olc_csum_fn olc_csum_select(int dtype, int level)
-    void olc_store_sums(int dtype, const double *partial, const uint64_t *ipartial,
-                        int64_t A, int64_t nblk, void *out)
-    int olc_softmax_rows(int dtype, int level, const void *px, void *py, int64_t n,
-                         int64_t r0, int64_t r1)
-    void olc_softmax_cols_f32(const float *x, float *y, int64_t N, int64_t inner, int64_t c0, int64_t c1)
-    void olc_softmax_cols_f64(const double *x, double *y, int64_t N, int64_t inner, int64_t c0, int64_t c1)
-
 
 def level_used(int dtype, int level):
     """The instruction-set level the float cores run at (integers: scalar)."""
@@ -39,7 +28,7 @@ def level_used(int dtype, int level):
 
 
 def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, int dtype,
-               int level, int nthreads):
+               int level, int threads):
     """out[a, b] = sum over r of x[a, r, b] (both contiguous)."""
     level = olc_reduce_level(level)
     cdef const char *px = <const char *>cnp.PyArray_DATA(x)
@@ -58,12 +47,12 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
     if B > 1:
         ncb = (B + OLC_COL_BLOCK - 1) // OLC_COL_BLOCK
         ntasks = A * ncb
-        if nthreads <= 1 or ntasks < 2:
+        if threads <= 1 or ntasks < 2:
             with nogil:
                 for a in range(A):
                     csum(px + a * R * B * itemsize, po + a * B * itemsize, R, B, 0, B)
             return
-        for t in prange(ntasks, nogil=True, num_threads=nthreads, schedule="static"):
+        for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
             a = t // ncb
             b0 = (t % ncb) * OLC_COL_BLOCK
             b1 = b0 + OLC_COL_BLOCK
@@ -81,7 +70,7 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
         if partial == NULL:
             raise MemoryError()
     try:
-        if nthreads <= 1 or ntasks < 2:
+        if threads <= 1 or ntasks < 2:
             with nogil:
                 for t in range(ntasks):
                     k = (t % nblk) * OLC_SUM_BLOCK
@@ -91,7 +80,7 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
                     else:
                         partial[t] = bsum(px + ((t // nblk) * R + k) * itemsize, n)
         else:
-            for t in prange(ntasks, nogil=True, num_threads=nthreads, schedule="static"):
+            for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
                 k = (t % nblk) * OLC_SUM_BLOCK
                 n = R - k if R - k < OLC_SUM_BLOCK else OLC_SUM_BLOCK
                 if isum != NULL:
@@ -106,7 +95,7 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
 
 
 def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtype, int level,
-                 int nthreads):
+                 int threads):
     """Softmax of each of ``rows`` contiguous rows of ``n`` elements."""
     level = olc_reduce_level(level)
     cdef const void *px = cnp.PyArray_DATA(x)
@@ -115,13 +104,13 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtyp
     cdef int64_t t, r0, r1, per
     if rows == 0 or n == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             status = olc_softmax_rows(dtype, level, px, py, n, 0, rows)
     else:
         # Contiguous row ranges, one per task, a few tasks per thread.
-        per = (rows + 4 * nthreads - 1) // (4 * nthreads)
-        for t in prange((rows + per - 1) // per, nogil=True, num_threads=nthreads,
+        per = (rows + 4 * threads - 1) // (4 * threads)
+        for t in prange((rows + per - 1) // per, nogil=True, num_threads=threads,
                         schedule="static"):
             r0 = t * per
             r1 = r0 + per
@@ -132,7 +121,7 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtyp
 
 
 def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t inner,
-                 int nthreads):
+                 int threads):
     """Softmax over the middle axis of a contiguous float32/double [outer, N, inner]."""
     cdef bint single = cnp.PyArray_ITEMSIZE(x) == 4
     cdef char *px = <char *>cnp.PyArray_DATA(x)
@@ -142,7 +131,7 @@ def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t
     cdef int64_t t, o, c0, c1
     if outer == 0 or N == 0 or inner == 0:
         return
-    if nthreads <= 1:
+    if threads <= 1:
         with nogil:
             for o in range(outer):
                 if single:
@@ -152,7 +141,7 @@ def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t
                     olc_softmax_cols_f64(<const double *>(px + o * block),
                                          <double *>(py + o * block), N, inner, 0, inner)
         return
-    for t in prange(outer * ncb, nogil=True, num_threads=nthreads, schedule="static"):
+    for t in prange(outer * ncb, nogil=True, num_threads=threads, schedule="static"):
         o = t // ncb
         c0 = (t % ncb) * OLC_COL_BLOCK
         c1 = c0 + OLC_COL_BLOCK

@@ -9,40 +9,15 @@ bytes whatever the split, so results never depend on the thread count.
 
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uint8_t, uint16_t
+from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
+from olc_tensor cimport (
+    olc_check_indices, olc_copy_rows_range, olc_gather_rows, olc_nonzero_count, olc_nonzero_fill,
+    olc_nonzero_kind, olc_scatter_fn, olc_scatter_offsets, olc_scatter_select, olc_strided_rows,
+)
+
 cnp.import_array()
-
-cdef extern from "tensor/olc_tensor.h" nogil:
-    void olc_copy_rows_range(char *dst, int64_t dst_stride, const char *src, int64_t src_stride,
-                             int64_t row_bytes, int64_t b0, int64_t b1)
-    void olc_strided_rows(char *dst, const char *src, int nd, const int64_t *dims,
-                          const int64_t *strides, int64_t itemsize, int64_t r0, int64_t r1)
-    int64_t olc_check_indices(const int64_t *idx, int64_t n, int64_t dim)
-    void olc_gather_rows(char *dst, const char *data, const int64_t *idx, int64_t nidx,
-                         int64_t dim, int64_t row_bytes, int64_t r0, int64_t r1)
-    int64_t olc_nonzero_count(const char *x, int64_t n, int64_t itemsize, int kind, int complex_)
-    void olc_nonzero_fill(const char *x, int64_t n, int64_t itemsize, int kind, int complex_,
-                          int nd, const int64_t *dims, int64_t count, int64_t *out)
-    int64_t olc_scatter_offsets(const int64_t *indices, int64_t m, int k, const int64_t *dims,
-                                int64_t slice, int64_t *offsets)
-    void olc_scatter_i8(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_i16(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_i32(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_i64(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_u8(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_u16(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_u32(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_u64(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_f32(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_f64(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_f16(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_bf16(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-    void olc_scatter_bool(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice, int red)
-
-ctypedef void (*scatter_fn)(void *y, const void *u, const int64_t *off, int64_t m,
-                            int64_t slice, int red) noexcept nogil
 
 # Bytes one copy task moves: big enough to amortise the task, small enough
 # that two threads share a few hundred kilobytes.
@@ -55,12 +30,12 @@ cdef int64_t _tasks_of(int64_t nbytes) noexcept nogil:
     return (nbytes + TASK_BYTES - 1) // TASK_BYTES if nbytes > 0 else 0
 
 
-def copy_rows(list dsts, list dst_strides, list srcs, list src_strides, list row_bytes,
-              int64_t nrows, int nthreads):
+def copy_rows(list srcs, list dsts, list src_strides, list dst_strides, list row_bytes,
+              int64_t nrows, int threads):
     """For each part p: nrows rows of row_bytes[p] bytes from srcs[p] (rows
     src_strides[p] bytes apart) to dsts[p] (rows dst_strides[p] apart).
 
-    ``dsts``/``srcs`` are (array, byte offset) pairs.  Concat writes every
+    ``srcs``/``dsts`` are (array, byte offset) pairs.  Concat writes every
     part into one strided output, Split reads every part from one input.
     """
     cdef int nparts = len(dsts)
@@ -81,7 +56,7 @@ def copy_rows(list dsts, list dst_strides, list srcs, list src_strides, list row
             meta[6 * p + 5] = ntasks  # first task of the part
             ntasks += _tasks_of(nrows * <int64_t>row_bytes[p])
         meta[6 * nparts + 5] = ntasks
-        if nthreads <= 1 or ntasks <= 1:
+        if threads <= 1 or ntasks <= 1:
             with nogil:
                 for p in range(nparts):
                     olc_copy_rows_range(<char *>meta[6 * p], meta[6 * p + 1],
@@ -94,7 +69,7 @@ def copy_rows(list dsts, list dst_strides, list srcs, list src_strides, list row
         for p in range(nparts):
             for t in range(meta[6 * p + 5], meta[6 * p + 11]):
                 task_part[t] = p
-        for t in prange(ntasks, nogil=True, num_threads=nthreads, schedule="static"):
+        for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
             p = task_part[t]
             first = meta[6 * p + 5]
             total = nrows * meta[6 * p + 4]
@@ -107,7 +82,7 @@ def copy_rows(list dsts, list dst_strides, list srcs, list src_strides, list row
         free(meta)
 
 
-def strided_copy(cnp.ndarray view, cnp.ndarray out, int nthreads):
+def strided_copy(cnp.ndarray view, cnp.ndarray out, int threads):
     """out (C-contiguous) = view (any strides, possibly negative), nd >= 1."""
     cdef int nd = cnp.PyArray_NDIM(view)
     cdef int64_t dims[MAX_DIMS]
@@ -132,14 +107,14 @@ def strided_copy(cnp.ndarray view, cnp.ndarray out, int nthreads):
     cdef char *dst = <char *>cnp.PyArray_DATA(out)
     if cnp.PyArray_SIZE(view) == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             olc_strided_rows(dst, src, m, dims, strides, itemsize, 0, rows)
         return
     # Row chunks of about TASK_BYTES each.
     chunk = TASK_BYTES // (dims[m - 1] * itemsize) + 1
     nchunks = (rows + chunk - 1) // chunk
-    for c in prange(nchunks, nogil=True, num_threads=nthreads, schedule="static"):
+    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
         r1 = (c + 1) * chunk
         olc_strided_rows(dst, src, m, dims, strides, itemsize, c * chunk, r1 if r1 < rows else rows)
 
@@ -150,7 +125,7 @@ def check_indices(cnp.ndarray idx, int64_t dim):
 
 
 def gather(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray out, int64_t outer, int64_t dim,
-           int64_t row_bytes, int nthreads):
+           int64_t row_bytes, int threads):
     """out[o, j] = data[o, idx[j]] on rows of row_bytes bytes (indices checked)."""
     cdef int64_t nidx = cnp.PyArray_SIZE(idx)
     cdef int64_t rows = outer * nidx, chunk, nchunks, c, r1
@@ -159,26 +134,30 @@ def gather(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray out, int64_t outer, in
     cdef char *dst = <char *>cnp.PyArray_DATA(out)
     if rows == 0 or row_bytes == 0:
         return
-    if nthreads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
         with nogil:
             olc_gather_rows(dst, src, pidx, nidx, dim, row_bytes, 0, rows)
         return
     chunk = TASK_BYTES // row_bytes + 1
     nchunks = (rows + chunk - 1) // chunk
-    for c in prange(nchunks, nogil=True, num_threads=nthreads, schedule="static"):
+    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
         r1 = (c + 1) * chunk
         olc_gather_rows(dst, src, pidx, nidx, dim, row_bytes, c * chunk, r1 if r1 < rows else rows)
 
 
-def nonzero(cnp.ndarray x, int kind, bint complex_):
-    """int64 [ndim, count] coordinates of the non-zero elements of contiguous x."""
+def nonzero(cnp.ndarray x, int dtype):
+    """int64 [ndim, count] coordinates of the non-zero elements of contiguous x
+    (element type dtype)."""
     import numpy as np
     cdef int nd = cnp.PyArray_NDIM(x)
     cdef int64_t dims[MAX_DIMS]
-    cdef int k
+    cdef int k, complex_
+    cdef int kind = olc_nonzero_kind(dtype, &complex_)
     cdef int64_t n = cnp.PyArray_SIZE(x), count
     cdef int64_t itemsize = cnp.PyArray_ITEMSIZE(x)
     cdef const char *px = <const char *>cnp.PyArray_DATA(x)
+    if kind < 0:
+        raise TypeError(f"nonzero: no zero test for element type {dtype}")
     if nd > MAX_DIMS:
         raise ValueError(f"nonzero: {nd} dimensions, at most {MAX_DIMS}")
     for k in range(nd):
@@ -193,41 +172,23 @@ def nonzero(cnp.ndarray x, int kind, bint complex_):
     return out
 
 
-# ScatterND functions by NumPy type character (bool '?', float16 'e',
-# bfloat16 is ml_dtypes' kind 'V' and passed as 'b16').
-cdef scatter_fn _scatter_of(str code):
-    if code == "b": return <scatter_fn>olc_scatter_i8
-    if code == "h": return <scatter_fn>olc_scatter_i16
-    if code == "i": return <scatter_fn>olc_scatter_i32
-    if code == "l" or code == "q": return <scatter_fn>olc_scatter_i64
-    if code == "B": return <scatter_fn>olc_scatter_u8
-    if code == "H": return <scatter_fn>olc_scatter_u16
-    if code == "I": return <scatter_fn>olc_scatter_u32
-    if code == "L" or code == "Q": return <scatter_fn>olc_scatter_u64
-    if code == "f": return <scatter_fn>olc_scatter_f32
-    if code == "d": return <scatter_fn>olc_scatter_f64
-    if code == "e": return <scatter_fn>olc_scatter_f16
-    if code == "b16": return <scatter_fn>olc_scatter_bf16
-    if code == "?": return <scatter_fn>olc_scatter_bool
-    return NULL
+def scatter_supports(int dtype):
+    """Whether ScatterND has a loop for element type dtype."""
+    return olc_scatter_select(dtype) != NULL
 
 
-def scatter_supports(str code):
-    return _scatter_of(code) != NULL
-
-
-def scatter_nd(cnp.ndarray out, cnp.ndarray indices, cnp.ndarray updates, str code, int red,
-               int64_t m, int k):
+def scatter_nd(cnp.ndarray indices, cnp.ndarray updates, cnp.ndarray out, int red, int64_t m,
+               int k, int dtype):
     """In place on ``out`` (a copy of data), ``indices`` int64 [m, k]:
     returns -1 when fine, else the position of the first index tuple out of
     range (nothing is written then)."""
     import numpy as np
-    cdef scatter_fn fn = _scatter_of(code)
+    cdef olc_scatter_fn fn = olc_scatter_select(dtype)
     cdef int64_t dims[MAX_DIMS]
     cdef int64_t slice = 1, status
     cdef int j
     if fn == NULL:
-        raise TypeError(f"scatter_nd: no function for type {code!r}")
+        raise TypeError(f"scatter_nd: no function for element type {dtype}")
     for j in range(k):
         dims[j] = cnp.PyArray_DIM(out, j)
     for j in range(k, cnp.PyArray_NDIM(out)):

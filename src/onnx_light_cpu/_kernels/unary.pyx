@@ -1,22 +1,21 @@
 # cython: language_level=3
 """Element-wise unary cores: Abs, Exp, Log, Sigmoid, Tanh, Not.
 
-The adapter passes contiguous arrays, the ONNX element type, the SIMD level
-and a thread count; this module picks the level's function once and splits
-the array into cache-sized chunks over the OpenMP team.
+The adapter passes contiguous arrays, the operator, the ONNX element type,
+the SIMD level and a thread count; this module picks the level's function
+once and splits the array into cache-sized chunks over the OpenMP team.
 """
 
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-cnp.import_array()
+from olc_unary cimport (
+    OLC_OP_ABS, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_NOT, OLC_OP_SIGMOID, OLC_OP_TANH, olc_unary_fn,
+    olc_unary_level, olc_unary_select,
+)
 
-cdef extern from "unary/olc_unary.h" nogil:
-    ctypedef void (*olc_unary_fn)(const void *x, void *y, int64_t n)
-    olc_unary_fn olc_unary_select(int op, int dtype, int level)
-    int olc_unary_level(int op, int dtype, int level)
-    int OLC_OP_ABS, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT
+cnp.import_array()
 
 ABS = OLC_OP_ABS
 EXP = OLC_OP_EXP
@@ -41,7 +40,7 @@ def level_used(int op, int dtype, int level):
     return olc_unary_level(op, dtype, level)
 
 
-def apply(int op, int dtype, int level, cnp.ndarray x, cnp.ndarray y, int nthreads):
+def apply(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int threads):
     """y = op(x) for C-contiguous arrays of the same size and element type."""
     cdef olc_unary_fn fn = olc_unary_select(op, dtype, level)
     if fn == NULL:
@@ -52,11 +51,11 @@ def apply(int op, int dtype, int level, cnp.ndarray x, cnp.ndarray y, int nthrea
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef int64_t nchunks = (n + CHUNK - 1) // CHUNK
     cdef int64_t c, start, count
-    if nthreads <= 1 or nchunks <= 1:
+    if threads <= 1 or nchunks <= 1:
         with nogil:
             fn(px, py, n)
         return
-    for c in prange(nchunks, nogil=True, num_threads=nthreads, schedule="static"):
+    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
         start = c * CHUNK
         count = n - start if n - start < CHUNK else CHUNK
         fn(px + start * itemsize, py + start * itemsize, count)

@@ -108,7 +108,9 @@ def _value(att: AttributeProto):
 def parse_attributes(node: onnx.NodeProto, declared: tuple[Attr, ...]) -> tuple[dict, str | None]:
     """The declared attributes' values (defaults for those the node leaves
     out) and the first problem found, if any (without the operator name)."""
-    given = {att.name: att for att in node.attribute}
+    # An attribute linked to a calling function's (ref_attr_name) has no value
+    # here: the instance KernelOp makes for the caller's values parses it.
+    given = {att.name: att for att in node.attribute if not att.ref_attr_name}
     values, problem = {}, None
 
     def reject(message: str) -> None:

@@ -11,14 +11,15 @@ NumPy) gives the truncated ``1 / x**-e``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import binary as core
-from ._base import ELEMENT_TYPES, KernelOp, type_string
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
+from ._contract import REQUIRED
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
@@ -34,14 +35,20 @@ CHEAP_WORK_PER_THREAD = 1 << 15
 COSTLY_WORK_PER_THREAD = 1 << 10
 
 
-def _level_name(level: int) -> str:
-    return simd.LEVEL_NAMES[level]
+def _pair(types: tuple[int, ...], b: str = "B") -> tuple[Input, Input]:
+    """Inputs A and B of one element type among ``types``."""
+    return (Input("A", types=types), Input(b, like=0))
+
+
+class _PowPlan(NamedTuple):
+    shape: tuple[int, ...]    # of the output
+    dtype: np.dtype           # the power is computed in: X's, or a wider float
+    element_type: int         # the core's, of dtype
 
 
 class _ElementWise(KernelOp):
-    """Shared checks, broadcasting and usage labels of the families."""
+    """Shared broadcasting, core calls and usage labels of the families."""
 
-    onnx_types: ClassVar[tuple[int, ...]] = ()
     min_work_per_thread: ClassVar[int] = CHEAP_WORK_PER_THREAD
     # Element types whose loop is scalar code (integer division): these
     # go parallel from COSTLY_WORK_PER_THREAD.
@@ -50,29 +57,7 @@ class _ElementWise(KernelOp):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._types = {dt: et for dt, et in ELEMENT_TYPES.items() if et in cls.onnx_types}
         cls.label = cls.__name__.lower()
-
-    def _as_tensor(self, index: int, x) -> np.ndarray:
-        if isinstance(x, np.ndarray):
-            return x
-        if isinstance(x, np.generic):
-            return np.asarray(x)
-        raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
-
-    def _element_type(self, index: int, x: np.ndarray) -> int:
-        et = self._types.get(x.dtype)
-        if et is None:
-            raise TypeError(self._input_error(
-                index, f"has element type {x.dtype}, expected one of "
-                f"{', '.join(self.element_types)}"))
-        return et
-
-    def _same_type(self, index: int, x: np.ndarray, first: np.ndarray) -> None:
-        if x.dtype != first.dtype:
-            raise TypeError(self._input_error(
-                index, f"has element type {x.dtype}, input 0 has {first.dtype}: "
-                "they must be equal"))
 
     def _broadcast(self, arrays: tuple) -> tuple:
         shape = core.broadcast_shape(arrays)
@@ -82,175 +67,167 @@ class _ElementWise(KernelOp):
                 f"{', '.join(str(a.shape) for a in arrays[:shape])}"))
         return shape
 
-    def _record(self, op: int, et: int, level: int, a, b, y, dtype: np.dtype) -> None:
-        pattern = core.pattern(a, b, y)
-        key = (op, et, level, pattern)
-        path = self._paths.get(key)
-        if path is None:
-            used = _level_name(core.level_used(op, et, level))
-            middle = f"{pattern}_" if pattern else ""
-            path = f"{self.label}_{middle}{dtype.name}_{used}"
-            self._paths[key] = path
-        self._usage.record(self.kernel_name, path)
+    def _label(self, op: int, et: int, level: int, pattern: str, dtype: np.dtype) -> str:
+        used = simd.LEVEL_NAMES[core.level_used(op, et, level)]
+        middle = f"{pattern}_" if pattern else ""
+        return f"{self.label}_{middle}{dtype.name}_{used}"
 
     def _apply(self, op: int, et: int, a, b, y, dtype: np.dtype) -> None:
         level = simd.state.level
         if self._usage.enabled:
-            self._record(op, et, level, a, b, y, dtype)
+            pattern = core.pattern(a, b, y)
+            self._record_path((op, et, level, pattern),
+                              lambda: self._label(op, et, level, pattern, dtype))
         work = COSTLY_WORK_PER_THREAD if et in self.costly_types else self.min_work_per_thread
-        core.apply(op, et, level, a, b, y, self._num_threads(y.size, work))
+        core.apply(a, b, y, op, et, level, self._num_threads(y.size, work))
 
 
 class _Binary(_ElementWise):
-    """y = a op b with both inputs of one type T."""
+    """y = a op b with both inputs of one type T.  Cheap enough that a plan
+    would cost more than the shape work it saves: _run does it all."""
 
     core_op: ClassVar[int]
     bool_output: ClassVar[bool] = False
+    # Opsets 1-6: ``broadcast=1`` lines B's shape up with A's from ``axis``
+    # (by default with A's last dimensions, as numpy does).
+    attributes = (Attr("broadcast", "int", 0), Attr("axis", "int", None))
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        # Opsets 1-6: ``broadcast=1`` lines B's shape up with A's from ``axis``
-        # (by default with A's last dimensions, as numpy does).
-        attrs = {a.name: a for a in onnx_node.attribute}
-        self._legacy_axis = None
-        if "broadcast" in attrs and attrs["broadcast"].i == 1 and "axis" in attrs:
-            self._legacy_axis = attrs["axis"].i
+    def _run(self, a, b):
+        if self.broadcast == 1 and self.axis is not None:
+            b = b.reshape(self._legacy_shape(a, b))
+        shape = a.shape if a.shape == b.shape else self._broadcast((a, b))
+        y = self._new_output(shape, BOOL if self.bool_output else a.dtype)
+        self._apply(self.core_op, ELEMENT_TYPES[a.dtype], a, b, y, a.dtype)
+        return (y,)
 
-    def _legacy_reshape(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        axis = self._legacy_axis
-        if axis < 0:
-            axis += a.ndim
+    def _legacy_shape(self, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+        axis = self.axis + a.ndim if self.axis < 0 else self.axis
         tail = a.ndim - axis - b.ndim
         if axis < 0 or tail < 0:
             raise ValueError(self._input_error(
                 1, f"with shape {b.shape} does not fit input 0's shape {a.shape} "
-                f"from axis {self._legacy_axis}"))
-        return b.reshape((1,) * axis + b.shape + (1,) * tail)
-
-    def _run(self, a, b):
-        a = self._as_tensor(0, a)
-        b = self._as_tensor(1, b)
-        et = self._element_type(0, a)
-        if b.dtype != a.dtype:
-            self._same_type(1, b, a)
-        if self._legacy_axis is not None:
-            b = self._legacy_reshape(a, b)
-        shape = a.shape if a.shape == b.shape else self._broadcast((a, b))
-        dtype = BOOL if self.bool_output else a.dtype
-        y = self._new_output(shape, dtype)
-        self._apply(self.core_op, et, a, b, y, a.dtype)
-        return (y,)
+                f"from axis {self.axis}"))
+        return (1,) * axis + b.shape + (1,) * tail
 
 
 class Add(_Binary):
     core_op = core.ADD
-    onnx_types = NUMERIC
+    inputs = _pair(NUMERIC)
 
 
 class Sub(_Binary):
     core_op = core.SUB
-    onnx_types = NUMERIC
+    inputs = _pair(NUMERIC)
 
 
 class Mul(_Binary):
     core_op = core.MUL
-    onnx_types = NUMERIC
+    inputs = _pair(NUMERIC)
 
 
 class Div(_Binary):
     """Integer division truncates toward zero, as onnx.reference does."""
 
     core_op = core.DIV
-    onnx_types = NUMERIC
+    inputs = _pair(NUMERIC)
     costly_types = frozenset(INTS)
 
 
 class Mod(_Binary):
     since_version = 10
-    core_op = core.MOD
-    onnx_types = NUMERIC
+    inputs = _pair(NUMERIC)
+    attributes = _Binary.attributes + (Attr("fmod", "flag", 0),)
     min_work_per_thread = COSTLY_WORK_PER_THREAD
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        fmod = next((a.i for a in onnx_node.attribute if a.name == "fmod"), 0)
-        if fmod not in (0, 1):
-            raise ValueError(f"Mod: attribute fmod must be 0 or 1, got {fmod}")
-        self.core_op = core.FMOD if fmod else core.MOD
-        self.label = "fmod" if fmod else "mod"
+        self.core_op = core.FMOD if self.fmod else core.MOD
+        self.label = "fmod" if self.fmod else "mod"
 
 
 class _Compare(_Binary):
     bool_output = True
-    onnx_types = NUMERIC
 
 
 class Equal(_Compare):
     core_op = core.EQ
+    # Strings (opset 19) have no native kernel: NumPy compares them.  A
+    # string input may be any NumPy string dtype, which the declaration
+    # cannot say: the types are checked here.
     onnx_types = NUMERIC + (T.BOOL, T.STRING)
+    inputs = (Input("A"), Input("B"))
 
     def _run(self, a, b):
-        if isinstance(a, np.ndarray) and a.dtype.kind in "OUS":
-            # Strings (opset 19) have no native kernel: NumPy compares them.
-            b = self._as_tensor(1, b)
+        if a.dtype.kind in "OUS":
             if b.dtype.kind not in "OUS":
-                self._same_type(1, b, a)
+                raise TypeError(self._input_error(
+                    1, f"has element type {b.dtype}, expected a string type like input 0"))
             self._broadcast((a, b))
-            if self._usage.enabled:
-                self._usage.record(self.kernel_name, "equal_string_builtin")
+            self._record_path("string", lambda: "equal_string_builtin")
             return (np.asarray(np.equal(a, b), dtype=BOOL),)
-        return _Binary._run(self, a, b)
+        if a.dtype not in _EQUAL_TYPES:
+            raise TypeError(self._input_error(
+                0, f"has element type {a.dtype}, expected one of "
+                f"{', '.join(dt.name for dt in _EQUAL_TYPES)}, or a string type"))
+        if b.dtype != a.dtype:
+            raise TypeError(self._input_error(
+                1, f"has element type {b.dtype}, expected {a.dtype} like input 0"))
+        return super()._run(a, b)
 
 
 class Greater(_Compare):
     core_op = core.GT
+    inputs = _pair(NUMERIC)
 
 
 class GreaterOrEqual(_Compare):
     since_version = 12
     core_op = core.GE
+    inputs = _pair(NUMERIC)
 
 
 class Less(_Compare):
     core_op = core.LT
+    inputs = _pair(NUMERIC)
 
 
 class LessOrEqual(_Compare):
     since_version = 12
     core_op = core.LE
+    inputs = _pair(NUMERIC)
 
 
 class And(_Binary):
     core_op = core.AND
-    onnx_types = (T.BOOL,)
+    inputs = _pair((T.BOOL,))
 
 
 class Or(_Binary):
     core_op = core.OR
-    onnx_types = (T.BOOL,)
+    inputs = _pair((T.BOOL,))
 
 
 class Xor(_Binary):
     core_op = core.XOR
-    onnx_types = (T.BOOL,)
+    inputs = _pair((T.BOOL,))
 
 
 class BitwiseAnd(_Binary):
     since_version = 18
     core_op = core.BAND
-    onnx_types = INTS
+    inputs = _pair(INTS)
 
 
 class BitwiseOr(_Binary):
     since_version = 18
     core_op = core.BOR
-    onnx_types = INTS
+    inputs = _pair(INTS)
 
 
 class BitwiseXor(_Binary):
     since_version = 18
     core_op = core.BXOR
-    onnx_types = INTS
+    inputs = _pair(INTS)
 
 
 class BitShift(_Binary):
@@ -258,49 +235,36 @@ class BitShift(_Binary):
     for a right shift of a negative signed value), as onnx.reference."""
 
     since_version = 11
-    core_op = core.SHL
-    onnx_types = INTS
+    inputs = _pair(INTS)
+    attributes = _Binary.attributes + (
+        Attr("direction", "string", REQUIRED, allowed=("LEFT", "RIGHT")),)
     min_work_per_thread = COSTLY_WORK_PER_THREAD
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        direction = next((a.s.decode() for a in onnx_node.attribute if a.name == "direction"),
-                         None)
-        if direction not in ("LEFT", "RIGHT"):
-            raise ValueError(f"BitShift: attribute direction must be 'LEFT' or 'RIGHT', "
-                             f"got {direction!r}")
-        self.core_op = core.SHL if direction == "LEFT" else core.SHR
-        self.label = "bitshift_left" if direction == "LEFT" else "bitshift_right"
+        left = self.direction == "LEFT"
+        self.core_op = core.SHL if left else core.SHR
+        self.label = "bitshift_left" if left else "bitshift_right"
 
 
 class PRelu(_Binary):
     """y = x if x > 0 else x * slope; slope broadcasts to X (one way)."""
 
     core_op = core.PRELU
-    onnx_types = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16, T.UINT32, T.UINT64, T.INT32,
-                  T.INT64)
-
-    def _slope(self, x: np.ndarray, slope: np.ndarray) -> np.ndarray:
-        shape = core.broadcast_shape((x, slope))
-        if shape == x.shape:
-            return slope
-        # As onnx.reference: a 1-D slope whose size matches exactly one
-        # dimension of X applies along that dimension.
-        if slope.ndim == 1 and x.shape.count(slope.shape[0]) == 1:
-            return slope.reshape(tuple(d if d == slope.shape[0] else 1 for d in x.shape))
-        raise ValueError(self._input_error(
-            1, f"with shape {slope.shape} does not broadcast to X's shape {x.shape}"))
+    inputs = _pair((T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16, T.UINT32, T.UINT64, T.INT32,
+                    T.INT64), b="slope")
+    attributes = ()
 
     def _run(self, x, slope):
-        x = self._as_tensor(0, x)
-        slope = self._as_tensor(1, slope)
-        et = self._element_type(0, x)
-        if slope.dtype != x.dtype:
-            self._same_type(1, slope, x)
-        if slope.shape != x.shape:
-            slope = self._slope(x, slope)
+        if slope.shape != x.shape and core.broadcast_shape((x, slope)) != x.shape:
+            # As onnx.reference: a 1-D slope whose size matches exactly one
+            # dimension of X applies along that dimension.
+            if slope.ndim != 1 or x.shape.count(slope.shape[0]) != 1:
+                raise ValueError(self._input_error(
+                    1, f"with shape {slope.shape} does not broadcast to X's shape {x.shape}"))
+            slope = slope.reshape(tuple(d if d == slope.shape[0] else 1 for d in x.shape))
         y = self._new_output(x.shape, x.dtype)
-        self._apply(self.core_op, et, x, slope, y, x.dtype)
+        self._apply(self.core_op, ELEMENT_TYPES[x.dtype], x, slope, y, x.dtype)
         return (y,)
 
 
@@ -315,37 +279,37 @@ class Pow(_ElementWise):
     onnx.reference does), else with Y cast to X's integer type (wrapping).
     """
 
-    onnx_types = (T.INT32, T.INT64, T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
-    exponent_types = NUMERIC
+    inputs = (Input("X", types=(T.INT32, T.INT64, T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)),
+              Input("Y", types=NUMERIC))
     min_work_per_thread = COSTLY_WORK_PER_THREAD
 
-    def _run(self, a, b):
-        a = self._as_tensor(0, a)
-        b = self._as_tensor(1, b)
-        et = self._element_type(0, a)
-        if b.dtype not in _EXPONENT_TYPES:
-            raise TypeError(self._input_error(
-                1, f"has element type {b.dtype}, expected one of "
-                f"{', '.join(type_string(t) for t in self.exponent_types)}"))
+    def _plan(self, a, b):
         shape = a.shape if a.shape == b.shape else self._broadcast((a, b))
+        # the type the power is computed in: X's, or a wider float
+        wide = a.dtype
         if b.dtype != a.dtype:
-            wide = _promote(a.dtype, b.dtype)
-            if wide is not None and wide != a.dtype:
-                # Computed in the wider float, rounded (or cast) to X's type.
-                y = np.empty(shape, dtype=wide)
-                self._apply(core.POW, ELEMENT_TYPES[wide], a.astype(wide), b.astype(wide),
-                            y, wide)
-                with np.errstate(all="ignore"):
-                    return (y.astype(a.dtype),)
+            promoted = _promote(a.dtype, b.dtype)
+            if promoted is not None:
+                wide = promoted
+        return _PowPlan(shape, wide, ELEMENT_TYPES[wide])
+
+    def _execute(self, plan: _PowPlan, a, b):
+        if plan.dtype != a.dtype:
+            # Computed in the wider float, rounded (or cast) to X's type.
+            y = np.empty(plan.shape, dtype=plan.dtype)
+            self._apply(core.POW, plan.element_type, a.astype(plan.dtype), b.astype(plan.dtype),
+                        y, plan.dtype)
+            with np.errstate(all="ignore"):
+                return (y.astype(a.dtype),)
+        if b.dtype != a.dtype:
             with np.errstate(all="ignore"):
                 b = b.astype(a.dtype)
-        y = self._new_output(shape, a.dtype)
-        self._apply(core.POW, et, a, b, y, a.dtype)
+        y = self._new_output(plan.shape, a.dtype)
+        self._apply(core.POW, plan.element_type, a, b, y, a.dtype)
         return (y,)
 
 
-_EXPONENT_TYPES = frozenset(dt for dt, et in ELEMENT_TYPES.items() if et in NUMERIC)
-
+_EQUAL_TYPES = tuple(dt for dt, et in ELEMENT_TYPES.items() if et in Equal.onnx_types)
 
 _PROMOTED: dict[tuple[np.dtype, np.dtype], np.dtype | None] = {}
 
@@ -361,30 +325,40 @@ def _promote(a: np.dtype, b: np.dtype) -> np.dtype | None:
     return _PROMOTED[key]
 
 
+class _VariadicPlan(NamedTuple):
+    shape: tuple[int, ...]
+    element_type: int
+    first_pair_fills: bool    # x0 op x1 already has the output's shape
+
+
 class _Variadic(_ElementWise):
     """y = x0 op x1 op ... op xn-1, every input broadcasting together."""
 
     core_op: ClassVar[int]
 
-    def _run(self, *xs):
-        if not xs:
-            raise ValueError(f"{self.onnx_node.op_type}: needs at least one input")
-        first = self._as_tensor(0, xs[0])
-        et = self._element_type(0, first)
-        if len(xs) == 1:
-            if self._usage.enabled:
-                self._usage.record(self.kernel_name, f"{self.label}_copy_{first.dtype.name}")
-            return (first.copy(),)
-        xs = tuple(self._as_tensor(i, x) for i, x in enumerate(xs))
-        for i, x in enumerate(xs[1:], 1):
+    def _plan(self, first, *rest):
+        for i, x in enumerate(rest, 1):
+            if x is None:  # only the first input is declared required
+                raise ValueError(self._input_error(i, "is required but missing"))
             if x.dtype != first.dtype:
-                self._same_type(i, x, first)
-        shape = self._broadcast(xs)
-        y = self._new_output(shape, first.dtype)
+                raise TypeError(self._input_error(
+                    i, f"has element type {x.dtype}, expected {first.dtype} like input 0"))
+        xs = (first, *rest)
+        shape = self._broadcast(xs) if rest else first.shape
         # The core writes a op b into an output of exactly their broadcast
         # shape; when a later input widens it, start from x0 spread over y.
+        fills = bool(rest) and self._broadcast(xs[:2]) == shape
+        return _VariadicPlan(shape, ELEMENT_TYPES[first.dtype], fills)
+
+    def _execute(self, plan: _VariadicPlan, *xs):
+        first, et = xs[0], plan.element_type
+        if len(xs) == 1:
+            self._record_path(("copy", first.dtype),
+                              lambda: f"{self.label}_copy_{first.dtype.name}")
+            return (first.copy(),)
+        y = self._new_output(plan.shape, first.dtype)
         rest = xs[2:]
-        if self._broadcast(xs[:2]) == shape:
+        if plan.first_pair_fills:
             self._apply(self.core_op, et, xs[0], xs[1], y, first.dtype)
         else:
             np.copyto(y, xs[0])
@@ -400,12 +374,12 @@ class _Variadic(_ElementWise):
 
 class Sum(_Variadic):
     core_op = core.ADD
-    onnx_types = FLOATS
+    inputs = (Input("data_0", types=FLOATS, variadic=True),)
 
 
 class Mean(_Variadic):
     core_op = core.ADD
-    onnx_types = FLOATS
+    inputs = (Input("data_0", types=FLOATS, variadic=True),)
 
     def _finish(self, y, et, n) -> None:
         self._apply(core.DIV, et, y, np.array(n, dtype=y.dtype), y, y.dtype)
@@ -413,12 +387,12 @@ class Mean(_Variadic):
 
 class Min(_Variadic):
     core_op = core.MIN
-    onnx_types = NUMERIC
+    inputs = (Input("data_0", types=NUMERIC, variadic=True),)
 
 
 class Max(_Variadic):
     core_op = core.MAX
-    onnx_types = NUMERIC
+    inputs = (Input("data_0", types=NUMERIC, variadic=True),)
 
 
 KERNELS = {

@@ -21,7 +21,7 @@ ONNX and give whatever the truncating instructions give, never a trap.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import onnx
@@ -31,7 +31,7 @@ from onnx.reference.ops.op_cast import cast_to
 
 from .. import simd
 from .._kernels import cast as core
-from ._base import KernelOp, type_string
+from ._base import Attr, Input, KernelOp, type_string
 
 T = TensorProto
 
@@ -69,11 +69,27 @@ def _schema_types(opset: int) -> tuple[frozenset[int], frozenset[int]]:
 _LATEST_T1, _ = _schema_types(onnx.defs.onnx_opset_version())
 
 
+class _Plan(NamedTuple):
+    """How a run converts one input dtype: the path kind, its argument (the
+    (to, dtype) pair of a native or float 8 loop, or the lookup table) and
+    the usage label (key, factory)."""
+
+    kind: str
+    arg: object
+    path: tuple
+
+
 class Cast(KernelOp):
     """y = x converted to the element type ``to``."""
 
     element_types = tuple(sorted(type_string(t) for t in _LATEST_T1))
     since_version = 1
+    # The input's allowed types depend on the opset, and a string input may
+    # be any NumPy string dtype: checked in _plan.
+    inputs = (Input("input"),)
+    # ``to`` is an int, or a type name in Cast-1: parsed in __init__.
+    attributes = (Attr("saturate", "int", 1),
+                  Attr("round_mode", "string", "up", allowed=tuple(_ROUND_MODES)))
     # A conversion is memory-bound: two threads win from 128K elements
     # (measured on 2 cores, float32 <-> float16 at AVX-512: 4.6 us with one,
     # 2.8 us with two; no gain at 64K).
@@ -90,30 +106,25 @@ class Cast(KernelOp):
         if types is None:
             types = self._types_by_opset[self.opset] = _schema_types(self.opset)
         self._sources, targets = types
-        attrs = {a.name: a for a in onnx_node.attribute if not a.ref_attr_name}
-        if "to" not in attrs and not self.has_linked_attribute:
-            raise ValueError("Cast: attribute 'to' is required")
-        # A 'to' linked to a function attribute is set on the instance the base
-        # class makes per value: this one never runs.
-        self.to = self._parse_to(attrs["to"]) if "to" in attrs else T.FLOAT
-        if self.to not in targets:
-            raise ValueError(
-                f"Cast: attribute 'to'={self.to} is not an element type Cast-{self.opset} "
-                f"accepts ({', '.join(sorted(_type_name(t) for t in targets))})")
-        self.saturate = bool(attrs["saturate"].i) if "saturate" in attrs else True
-        self.round_mode = attrs["round_mode"].s.decode() if "round_mode" in attrs else "up"
-        if self.round_mode not in _ROUND_MODES:
-            raise ValueError(f"Cast: attribute 'round_mode'={self.round_mode!r} is not one of "
-                             f"{', '.join(_ROUND_MODES)}")
+        self.to = T.FLOAT  # a 'to' linked to a function attribute: this instance never runs
+        to = next((a for a in onnx_node.attribute if a.name == "to" and not a.ref_attr_name), None)
+        if to is None:
+            if not self.has_linked_attribute:
+                self._reject_attribute("attribute to is required")
+        else:
+            self.to = self._parse_to(to)
+            if self.to is not None and self.to not in targets:
+                self._reject_attribute(
+                    f"attribute to must be an element type Cast-{self.opset} accepts "
+                    f"({', '.join(sorted(_type_name(t) for t in targets))}), got {self.to}")
+        self.saturate = bool(self.saturate)
         # Without the attributes (before opsets 19 and 24) the defaults apply.
-        self._flags = (core.SATURATE if self.saturate else 0) | _ROUND_MODES[self.round_mode]
-        self._out_dtype = (None if self.to == T.STRING
-                           else np.dtype(tensor_dtype_to_np_dtype(self.to)))
-        # (input dtype, SIMD level) -> (path kind, label, argument), on first use.
-        self._plans: dict[tuple[np.dtype, int], tuple] = {}
+        self._flags = ((core.SATURATE if self.saturate else 0)
+                       | _ROUND_MODES.get(self.round_mode, 0))
+        self._out_dtype = (np.dtype(tensor_dtype_to_np_dtype(self.to))
+                           if self.to in targets and self.to != T.STRING else None)
 
-    @staticmethod
-    def _parse_to(att: onnx.AttributeProto) -> int:
+    def _parse_to(self, att: onnx.AttributeProto) -> int | None:
         if att.type != onnx.AttributeProto.STRING:
             return int(att.i)
         # Cast-1 names the type: to="FLOAT".
@@ -121,18 +132,22 @@ class Cast(KernelOp):
         try:
             return T.DataType.Value(name.upper())
         except ValueError:
-            raise ValueError(f"Cast: attribute 'to'={name!r} is not an element type") from None
+            self._reject_attribute(f"attribute to must be an element type, got {name!r}")
+            return None
 
     # -- planning -------------------------------------------------------------
 
-    def _plan(self, dtype: np.dtype, level: int) -> tuple:
-        key = (dtype, level)
+    def _plan_for(self, args: tuple):
+        """The plan of the input's dtype at the SIMD level in use: nothing
+        else (its shape, the thread setting) changes it."""
+        key = (args[0].dtype, simd.state.level)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._make_plan(dtype, level)
+            plan = self._plans[key] = self._plan(*args)
         return plan
 
-    def _make_plan(self, dtype: np.dtype, level: int) -> tuple:
+    def _plan(self, x):
+        dtype, level = x.dtype, simd.state.level
         src = T.STRING if dtype.kind in "OUS" else _DTYPE_TYPES.get(dtype)
         if src not in self._sources:
             allowed = ", ".join(sorted(_type_name(t) for t in self._sources))
@@ -140,18 +155,21 @@ class Cast(KernelOp):
                 0, f"has element type {dtype}, Cast-{self.opset} accepts {allowed}"))
         to, out = self.to, self._out_dtype
         if src == T.STRING or to == T.STRING:
-            return ("builtin", "cast_string_builtin", None)
+            return _Plan("builtin", None, ("string", lambda: "cast_string_builtin"))
         pair = f"{dtype.name}_{out.name}"
         if src == to and to not in _FLOAT8:  # float 8 to itself may saturate or round
-            return ("copy", "cast_copy", None)
-        if core.has_native(src, to):
-            return ("native", f"cast_{pair}_{simd.LEVEL_NAMES[core.level_used(level)]}",
-                    (src, to))
-        if to in _FLOAT8 and core.has_float8(src, to):
-            return ("float8", f"cast_{pair}_scalar", (src, to))
+            return _Plan("copy", None, ("copy", lambda: "cast_copy"))
+        if core.has_native(to, src):
+            return _Plan("native", (to, src), (
+                ("native", dtype, to, level),
+                lambda: f"cast_{pair}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
+        if to in _FLOAT8 and core.has_float8(to, src):
+            return _Plan("float8", (to, src),
+                         (("float8", dtype, to), lambda: f"cast_{pair}_scalar"))
         if dtype.itemsize in (1, 2) and out.itemsize in (1, 2, 4, 8):
-            return ("lut", f"cast_{pair}_lut", self._table(dtype))
-        return ("builtin", f"cast_{pair}_builtin", None)
+            return _Plan("lut", self._table(dtype),
+                         (("lut", dtype, to), lambda: f"cast_{pair}_lut"))
+        return _Plan("builtin", None, (("builtin", dtype, to), lambda: f"cast_{pair}_builtin"))
 
     def _table(self, dtype: np.dtype) -> np.ndarray:
         """The reference result for every code of ``dtype`` (1 or 2 bytes)."""
@@ -175,16 +193,10 @@ class Cast(KernelOp):
 
     # -- running --------------------------------------------------------------
 
-    def _run(self, x, to=None, saturate=None, round_mode=None):
-        if not isinstance(x, np.ndarray):
-            # Loop and Scan bodies may hand over NumPy scalars.
-            if not isinstance(x, np.generic):
-                raise TypeError(self._input_error(0, f"must be a tensor, got {type(x).__name__}"))
-            x = np.asarray(x)
-        level = simd.state.level
-        kind, label, arg = self._plan(x.dtype, level)
+    def _execute(self, plan: _Plan, x):
+        kind, arg, path = plan
         if self._usage.enabled:
-            self._usage.record(self.kernel_name, label)
+            self._record_path(*path)
         if kind == "builtin":
             y = self._reference(x)
             # Never hand the input back as the output.
@@ -196,11 +208,11 @@ class Cast(KernelOp):
         y = self._new_output(x.shape, self._out_dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
         if kind == "native":
-            core.convert(arg[0], arg[1], level, x, y, threads)
+            core.convert(x, y, arg[0], arg[1], simd.state.level, threads)
         elif kind == "float8":
-            core.convert_float8(arg[0], arg[1], self._flags, x, y, threads)
+            core.convert_float8(x, y, arg[0], self._flags, arg[1], threads)
         else:
-            core.lookup(x, y, arg, threads)
+            core.lookup(x, arg, y, threads)
         return (y,)
 
 

@@ -230,7 +230,7 @@ class MatMulNBits(KernelOp):
             a2 = np.ascontiguousarray(a2)
         if dtype != _F32:
             wide = np.empty((M, self.K), dtype=np.float32)
-            cast_core.convert(_NARROW[dtype], TensorProto.FLOAT, level, a2, wide, threads)
+            cast_core.convert(a2, wide, TensorProto.FLOAT, _NARROW[dtype], level, threads)
             a2 = wide
         if bias is not None and (bias.dtype != _F32 or not bias.flags.c_contiguous):
             bias = np.ascontiguousarray(bias, dtype=np.float32)
@@ -244,7 +244,7 @@ class MatMulNBits(KernelOp):
         self.scratch_bytes = prepared.scratch_bytes(M, threads)
         if dtype != _F32:
             y = self._new_output(plan.out_shape, dtype)
-            cast_core.convert(TensorProto.FLOAT, _NARROW[dtype], level, y2, y, threads)
+            cast_core.convert(y2, y, _NARROW[dtype], TensorProto.FLOAT, level, threads)
         self._record_path(label, lambda: label)
         return (y,)
 

@@ -8,14 +8,13 @@ strings (NumPy object or unicode arrays) go to NumPy, labelled ``*_builtin``.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
-from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .._kernels import tensor as core
-from ._base import ELEMENT_TYPES, KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
 # Every element type of the movement schemas (string handled by NumPy).
@@ -24,6 +23,7 @@ MOVABLE = (T.BOOL, T.UINT8, T.UINT16, T.UINT32, T.UINT64, T.INT8, T.INT16, T.INT
 _NUMPY_TYPES = dict(ELEMENT_TYPES)
 _NUMPY_TYPES[np.dtype(np.complex64)] = T.COMPLEX64
 _NUMPY_TYPES[np.dtype(np.complex128)] = T.COMPLEX128
+_DATA_TYPES = ", ".join(dt.name for dt in _NUMPY_TYPES)
 
 # Bytes one thread must copy before a second one is asked to help: with the
 # second core idle, two threads win from about 512 KB (measured, 2-core
@@ -41,29 +41,17 @@ def _short(dtype: np.dtype) -> str:
     return "string" if dtype.kind in "OUS" else dtype.name
 
 
-def _attribute_names(node) -> set[str]:
-    return {a.name for a in node.attribute}
-
-
 class _Movement(KernelOp):
-    """Shared checks of the movement adapters."""
+    """Shared checks of the movement adapters.  Their data inputs may be
+    strings of any NumPy string dtype, which a declared type list cannot
+    say: _check_data checks them."""
 
     onnx_types: ClassVar[tuple[int, ...]] = MOVABLE
 
     def _check_data(self, index: int, x) -> None:
-        if not isinstance(x, np.ndarray):
-            raise TypeError(self._input_error(index, f"must be a tensor, got {type(x).__name__}"))
         if not _is_string(x) and x.dtype not in _NUMPY_TYPES:
             raise TypeError(self._input_error(
-                index,
-                f"has element type {x.dtype}, expected one of {', '.join(self.element_types)}"))
-
-    def _check_ints(self, index: int, x,
-                    what: str = "tensor(int32) or tensor(int64)") -> np.ndarray:
-        if not isinstance(x, np.ndarray) or x.dtype not in (np.int32, np.int64):
-            got = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
-            raise TypeError(self._input_error(index, f"must be {what}, got {got}"))
-        return x
+                index, f"has element type {x.dtype}, expected one of {_DATA_TYPES} or a string"))
 
     def _axis(self, axis: int, rank: int, index: int = 0) -> int:
         if not -rank <= axis < rank:
@@ -71,45 +59,54 @@ class _Movement(KernelOp):
                 index, f"of rank {rank} has no axis {axis} (expected [{-rank}, {rank - 1}])"))
         return axis + rank if axis < 0 else axis
 
-    def _record(self, label: str) -> None:
-        if self._usage.enabled:
-            self._usage.record(self.kernel_name, label)
+    def _label(self, label: str) -> None:
+        self._record_path(label, lambda: label)
 
     def _threads(self, nbytes: int) -> int:
         return self._num_threads(nbytes, MIN_BYTES_PER_THREAD)
 
 
+_INDEX_TYPES = (T.INT32, T.INT64)
+
+
+class _ConcatPlan(NamedTuple):
+    axis: int
+    shape: tuple[int, ...]    # of the output
+    outer: int                # rows: the product of the dimensions before axis
+    row: int                  # bytes of one output row
+    rows: tuple[int, ...]     # bytes of one row of each input (0: empty input)
+
+
 class Concat(_Movement):
     """Inputs joined along ``axis``: each output row is the inputs' rows in turn."""
 
+    inputs = (Input("inputs", variadic=True),)
+    attributes = (Attr("axis", "int", None),)
     # Opset 1 made axis optional (default 1); OpRun checks the newest schema,
     # where it is required, unless the class already has the attribute.
     axis = None
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        if "axis" in _attribute_names(onnx_node):
-            self.concat_axis = int(self.axis)
-        elif self.opset < 4:
-            self.concat_axis = 1
-        else:
-            raise ValueError("Concat: attribute 'axis' is required from opset 4")
+        if self.axis is None:
+            if self.opset < 4:
+                self.axis = 1
+            else:
+                self._reject_attribute("attribute axis is required")
 
-    def _run(self, *inputs):
-        if not inputs:
-            raise ValueError("Concat: needs at least one input")
-        first = inputs[0]
+    def _plan(self, first, *rest):
         self._check_data(0, first)
         rank = first.ndim
         if rank == 0:
             raise ValueError(self._input_error(0, "is a scalar, Concat needs rank >= 1"))
-        axis = self._axis(self.concat_axis, rank)
+        axis = self._axis(self.axis, rank)
         total = 0
-        for i, x in enumerate(inputs):
-            self._check_data(i, x)
+        for i, x in enumerate((first, *rest)):
+            if x is None:  # only the first input is declared required
+                raise ValueError(self._input_error(i, "is required but missing"))
             if x.dtype != first.dtype:
-                raise TypeError(self._input_error(i, f"has element type {x.dtype}, "
-                                                  f"input 0 has {first.dtype}"))
+                raise TypeError(self._input_error(
+                    i, f"has element type {x.dtype}, expected {first.dtype} like input 0"))
             if x.ndim != rank or x.shape[:axis] != first.shape[:axis] \
                     or x.shape[axis + 1:] != first.shape[axis + 1:]:
                 raise ValueError(self._input_error(
@@ -117,60 +114,76 @@ class Concat(_Movement):
                        f"outside axis {axis}"))
             total += x.shape[axis]
         shape = first.shape[:axis] + (total,) + first.shape[axis + 1:]
-        if _is_string(first):
-            self._record("concat_string_builtin")
-            return (np.concatenate(inputs, axis=axis),)
-        self._record(f"concat_{first.dtype.name}")
-        out = self._new_output(shape, first.dtype)
-        outer = math.prod(shape[:axis])
         inner = math.prod(shape[axis + 1:]) * first.dtype.itemsize
-        out_row = total * inner
+        rows = tuple(x.shape[axis] * inner for x in (first, *rest))
+        return _ConcatPlan(axis, shape, math.prod(shape[:axis]), total * inner, rows)
+
+    def _execute(self, plan: _ConcatPlan, *inputs):
+        first = inputs[0]
+        if _is_string(first):
+            self._label("concat_string_builtin")
+            return (np.concatenate(inputs, axis=plan.axis),)
+        self._record_path(first.dtype, lambda: f"concat_{first.dtype.name}")
+        out = self._new_output(plan.shape, first.dtype)
         srcs, dsts, rows = [], [], []
         offset = 0
-        for x in inputs:
-            row = x.shape[axis] * inner
+        for x, row in zip(inputs, plan.rows):
             if row:
                 srcs.append((np.ascontiguousarray(x), 0))
                 dsts.append((out, offset))
                 rows.append(row)
             offset += row
-        core.copy_rows(dsts, [out_row] * len(rows), srcs, rows, rows, outer,
+        core.copy_rows(srcs, dsts, rows, [plan.row] * len(rows), rows, plan.outer,
                        self._threads(out.nbytes))
         return (out,)
+
+
+class _SplitPlan(NamedTuple):
+    axis: int
+    sizes: list[int] | None   # None: from the ``split`` input, on each run
+    outer: int                # the product of the dimensions before axis
+    inner: int                # bytes of one element of axis
 
 
 class Split(_Movement):
     """The input cut along ``axis`` into consecutive pieces, one per output."""
 
+    inputs = (Input("input"), Input("split", types=(T.INT64,), optional=True))
+    attributes = (Attr("axis", "int", 0), Attr("split", "ints", None),
+                  Attr("num_outputs", "int", None))
     strided_inputs = frozenset({1})  # ``split`` is counted before it is read
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        names = _attribute_names(onnx_node)
-        self.split_axis = int(self.axis) if "axis" in names else 0
-        self.split_attr = [int(s) for s in self.split] if "split" in names else None
-        self.num_outputs_attr = int(self.num_outputs) if "num_outputs" in names else None
         self.n_outputs = len(onnx_node.output)
-        if self.num_outputs_attr is not None and self.num_outputs_attr != self.n_outputs:
-            raise ValueError(f"Split: num_outputs={self.num_outputs_attr} but the node has "
-                             f"{self.n_outputs} outputs")
+        if self.num_outputs is not None and self.num_outputs != self.n_outputs:
+            self._reject_attribute(f"attribute num_outputs is {self.num_outputs} but the node "
+                                   f"has {self.n_outputs} outputs")
+
+    def _plan(self, x, split=None):
+        self._check_data(0, x)
+        if x.ndim == 0:
+            raise ValueError(self._input_error(0, "is a scalar, Split needs rank >= 1"))
+        axis = self._axis(self.axis, x.ndim)
+        sizes = None if split is not None else self._sizes(x.shape[axis], None)
+        return _SplitPlan(axis, sizes, math.prod(x.shape[:axis]),
+                          math.prod(x.shape[axis + 1:]) * x.dtype.itemsize)
 
     def _sizes(self, dim: int, split) -> list[int]:
         if split is not None:
-            self._check_ints(1, split, "tensor(int64)")
             if split.size != self.n_outputs:  # before converting: it may be huge
                 raise ValueError(self._input_error(
                     1, f"has {split.size} sizes for {self.n_outputs} outputs"))
             sizes = [int(s) for s in split.reshape(-1)]
-        elif self.split_attr is not None:
-            sizes = self.split_attr
+        elif self.split is not None:
+            sizes = self.split
         else:  # equal pieces; with num_outputs the last may be smaller
             n = self.n_outputs
             piece = -(-dim // n)
             sizes = [piece] * (n - 1) + [dim - piece * (n - 1)]
-            if dim % n and self.num_outputs_attr is None and self.opset < 18:
+            if dim % n and self.num_outputs is None and self.opset < 18:
                 raise ValueError(self._input_error(
-                    0, f"has {dim} elements on axis {self.split_axis}, "
+                    0, f"has {dim} elements on axis {self.axis}, "
                        f"not divisible into {n} equal outputs"))
         if len(sizes) != self.n_outputs or any(s < 0 for s in sizes) or sum(sizes) != dim:
             raise ValueError(self._input_error(
@@ -179,33 +192,28 @@ class Split(_Movement):
                 f"{self.n_outputs} outputs"))
         return sizes
 
-    def _run(self, x, split=None):
-        self._check_data(0, x)
-        if x.ndim == 0:
-            raise ValueError(self._input_error(0, "is a scalar, Split needs rank >= 1"))
-        axis = self._axis(self.split_axis, x.ndim)
-        sizes = self._sizes(x.shape[axis], split)
+    def _execute(self, plan: _SplitPlan, x, split=None):
+        axis = plan.axis
+        sizes = plan.sizes if plan.sizes is not None else self._sizes(x.shape[axis], split)
         if _is_string(x):
-            self._record("split_string_builtin")
+            self._label("split_string_builtin")
             bounds = np.cumsum(sizes)[:-1]
             return tuple(np.array(p) for p in np.split(x, bounds, axis=axis))
-        self._record(f"split_{x.dtype.name}")
+        self._record_path(x.dtype, lambda: f"split_{x.dtype.name}")
         x = np.ascontiguousarray(x)
-        outer = math.prod(x.shape[:axis])
-        inner = math.prod(x.shape[axis + 1:]) * x.dtype.itemsize
-        in_row = x.shape[axis] * inner
+        in_row = x.shape[axis] * plan.inner
         outs, srcs, dsts, rows = [], [], [], []
         offset = 0
         for k, size in enumerate(sizes):
             out = self._new_output(x.shape[:axis] + (size,) + x.shape[axis + 1:], x.dtype, k)
             outs.append(out)
-            row = size * inner
+            row = size * plan.inner
             if row:
                 srcs.append((x, offset))
                 dsts.append((out, 0))
                 rows.append(row)
             offset += row
-        core.copy_rows(dsts, rows, srcs, [in_row] * len(rows), rows, outer,
+        core.copy_rows(srcs, dsts, [in_row] * len(rows), rows, rows, plan.outer,
                        self._threads(x.nbytes))
         return tuple(outs)
 
@@ -213,18 +221,16 @@ class Split(_Movement):
 class Slice(_Movement):
     """data[starts:ends:steps] on the given axes, ONNX clamping rules."""
 
+    inputs = (Input("data"), Input("starts", types=_INDEX_TYPES, optional=True),
+              Input("ends", types=_INDEX_TYPES, optional=True),
+              Input("axes", types=_INDEX_TYPES, optional=True),
+              Input("steps", types=_INDEX_TYPES, optional=True))
+    # Before opset 10, starts, ends and axes are attributes.
+    attributes = (Attr("starts", "ints", None), Attr("ends", "ints", None),
+                  Attr("axes", "ints", None))
     strided_inputs = frozenset({0, 1, 2, 3, 4})  # data is read through its strides
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        if self.opset < 10:
-            names = _attribute_names(onnx_node)
-            self.attr_starts = [int(v) for v in self.starts]
-            self.attr_ends = [int(v) for v in self.ends]
-            self.attr_axes = [int(v) for v in self.axes] if "axes" in names else None
-
     def _list(self, index: int, values, rank: int) -> list[int]:
-        self._check_ints(index, values)
         if values.ndim != 1:
             raise ValueError(self._input_error(index, f"must be 1-D, got shape {values.shape}"))
         if values.size > rank:  # each axis at most once; checked before converting
@@ -232,15 +238,16 @@ class Slice(_Movement):
                 index, f"has {values.size} values for data of rank {rank}"))
         return values.tolist()
 
-    def _run(self, data, starts=None, ends=None, axes=None, steps=None):
-        self._check_data(0, data)
+    def _index(self, data, starts, ends, axes, steps) -> tuple:
+        """The NumPy index of the slice: one slice per dimension, clamped."""
+        rank = data.ndim
         if self.opset < 10:
-            starts_l, ends_l = self.attr_starts, self.attr_ends
-            axes_l, steps_l = self.attr_axes, None
+            starts_l, ends_l = self.starts, self.ends
+            axes_l, steps_l = self.axes, None
         else:
             if starts is None or ends is None:
-                raise ValueError("Slice: inputs 'starts' and 'ends' are required")
-            rank = data.ndim
+                raise ValueError(self._input_error(1 if starts is None else 2,
+                                                   "is required but missing"))
             starts_l, ends_l = self._list(1, starts, rank), self._list(2, ends, rank)
             axes_l = self._list(3, axes, rank) if axes is not None else None
             steps_l = self._list(4, steps, rank) if steps is not None else None
@@ -255,7 +262,6 @@ class Slice(_Movement):
             steps_l = [1] * n
         elif len(steps_l) != n:
             raise ValueError(self._input_error(4, f"has {len(steps_l)} values, starts has {n}"))
-        rank = data.ndim
         index = [slice(None)] * rank
         seen = set()
         for start, end, axis, step in zip(starts_l, ends_l, axes_l, steps_l):
@@ -273,12 +279,18 @@ class Slice(_Movement):
             else:
                 start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
             index[axis] = slice(start, None if end < 0 else end, step)
-        view = data[tuple(index)]
+        return tuple(index)
+
+    def _run(self, data, starts=None, ends=None, axes=None, steps=None):
+        self._check_data(0, data)
+        index = self._index(data, starts, ends, axes, steps)
+        view = data[index]
         if _is_string(data):
-            self._record("slice_string_builtin")
+            self._label("slice_string_builtin")
             return (np.array(view),)
-        contiguous_steps = all(s.step in (None, 1) for s in index[-1:])
-        self._record(f"slice_{data.dtype.name}_{'runs' if contiguous_steps else 'strided'}")
+        runs = all(s.step in (None, 1) for s in index[-1:])
+        self._record_path((data.dtype, runs), lambda: f"slice_{data.dtype.name}_"
+                                                    f"{'runs' if runs else 'strided'}")
         out = self._new_output(view.shape, data.dtype)
         if view.ndim == 0 or view.size == 0:
             out[...] = view
@@ -287,21 +299,31 @@ class Slice(_Movement):
         return (out,)
 
 
+class _GatherPlan(NamedTuple):
+    axis: int
+    shape: tuple[int, ...]    # of the output
+    outer: int                # the product of the dimensions before axis
+    row: int                  # bytes of one row (the dimensions after axis)
+
+
 class Gather(_Movement):
     """Rows of ``data`` along ``axis`` picked by ``indices`` (negative count from the end)."""
 
+    inputs = (Input("data"), Input("indices", types=_INDEX_TYPES))
+    attributes = (Attr("axis", "int", 0),)
     strided_inputs = frozenset({0})  # a strided ``data`` is read in place, never densified
 
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        self.gather_axis = int(self.axis) if "axis" in _attribute_names(onnx_node) else 0
-
-    def _run(self, data, indices):
+    def _plan(self, data, indices):
         self._check_data(0, data)
-        self._check_ints(1, indices)
         if data.ndim == 0:
             raise ValueError(self._input_error(0, "is a scalar, Gather needs rank >= 1"))
-        axis = self._axis(self.gather_axis, data.ndim)
+        axis = self._axis(self.axis, data.ndim)
+        return _GatherPlan(axis, data.shape[:axis] + indices.shape + data.shape[axis + 1:],
+                           math.prod(data.shape[:axis]),
+                           math.prod(data.shape[axis + 1:]) * data.dtype.itemsize)
+
+    def _execute(self, plan: _GatherPlan, data, indices):
+        axis = plan.axis
         dim = data.shape[axis]
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         bad = core.check_indices(idx, dim)
@@ -309,66 +331,67 @@ class Gather(_Movement):
             raise ValueError(self._input_error(
                 1, f"holds index {int(idx.reshape(-1)[bad])} out of range for axis {axis} "
                    f"of size {dim}"))
-        shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
         if _is_string(data):
-            self._record("gather_string_builtin")
+            self._label("gather_string_builtin")
             return (np.take(data, indices.astype(np.int64), axis=axis),)
-        out = self._new_output(shape, data.dtype)
+        out = self._new_output(plan.shape, data.dtype)
         if not data.flags.c_contiguous and data.nbytes > out.nbytes:
             # A dense copy of data (a broadcast view, say) would cost more
             # than the rows gathered: NumPy's indexing reads them in place
             # (np.take would copy data first).
-            self._record(f"gather_{data.dtype.name}_strided_builtin")
+            self._record_path(("strided", data.dtype),
+                              lambda: f"gather_{data.dtype.name}_strided_builtin")
             out[...] = data[(slice(None),) * axis + (idx.reshape(indices.shape),)]
             return (out,)
-        self._record(f"gather_{data.dtype.name}")
+        self._record_path(data.dtype, lambda: f"gather_{data.dtype.name}")
         data = np.ascontiguousarray(data)
-        outer = math.prod(data.shape[:axis])
-        row = math.prod(data.shape[axis + 1:]) * data.dtype.itemsize
-        core.gather(data, idx, out, outer, dim, row, self._threads(out.nbytes))
+        core.gather(data, idx, out, plan.outer, dim, plan.row, self._threads(out.nbytes))
         return (out,)
 
 
 class NonZero(_Movement):
     """int64 [rank, n] coordinates of the non-zero elements, row-major order."""
 
+    inputs = (Input("X"),)
+
     def _run(self, x):
         self._check_data(0, x)
         if x.ndim == 0:  # a scalar counts as one element of a 1-D tensor (as ORT)
             x = x.reshape(1)
         if _is_string(x):
-            self._record("nonzero_string_builtin")
+            self._label("nonzero_string_builtin")
             return (np.array(np.nonzero(x != ""), dtype=np.int64).reshape(x.ndim, -1),)
-        self._record(f"nonzero_{x.dtype.name}")
-        kind = 1 if x.dtype.kind in "fc" or x.dtype == bfloat16 else 0
-        return (core.nonzero(np.ascontiguousarray(x), kind, x.dtype.kind == "c"),)
+        self._record_path(x.dtype, lambda: f"nonzero_{x.dtype.name}")
+        return (core.nonzero(np.ascontiguousarray(x), _NUMPY_TYPES[x.dtype]),)
 
 
 _REDUCTIONS = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
+
+
+class _ScatterPlan(NamedTuple):
+    k: int                    # length of an index tuple
+    m: int                    # index tuples
+    element_type: int | None  # the core's, None for NumPy (strings, complex)
+    path: tuple
 
 
 class ScatterND(_Movement):
     """A copy of ``data`` where the slices ``indices`` address take (or are
     combined with, by ``reduction``) the ``updates``, in update order."""
 
+    inputs = (Input("data"), Input("indices", types=(T.INT64,)), Input("updates", like=0))
+    attributes = (Attr("reduction", "string", "none"),)
+
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        name = getattr(self, "reduction", None) if "reduction" in _attribute_names(onnx_node) \
-            else "none"
-        name = (name.decode() if isinstance(name, bytes) else name) or "none"
-        if name not in _REDUCTIONS:
-            raise ValueError(
-                f"ScatterND: reduction={name!r} is not one of {', '.join(_REDUCTIONS)}")
-        self.reduction_name = name
-        self.reduction_code = _REDUCTIONS[name]
+        self.reduction = self.reduction or "none"
+        if self.reduction not in _REDUCTIONS:
+            self._reject_attribute(f"attribute reduction must be one of "
+                                   f"{', '.join(_REDUCTIONS)}, got {self.reduction!r}")
+        self.reduction_code = _REDUCTIONS.get(self.reduction, 0)
 
-    def _run(self, data, indices, updates):
+    def _plan(self, data, indices, updates):
         self._check_data(0, data)
-        self._check_ints(1, indices, "tensor(int64)")
-        self._check_data(2, updates)
-        if updates.dtype != data.dtype:
-            raise TypeError(self._input_error(2, f"has element type {updates.dtype}, "
-                                              f"data has {data.dtype}"))
         if indices.ndim == 0:
             raise ValueError(self._input_error(1, "must have rank >= 1"))
         k = indices.shape[-1]
@@ -378,16 +401,24 @@ class ScatterND(_Movement):
         want = indices.shape[:-1] + data.shape[k:]
         if updates.shape != want:
             raise ValueError(self._input_error(2, f"has shape {updates.shape}, expected {want}"))
-        code = "b16" if data.dtype == bfloat16 else data.dtype.char
+        element_type = _NUMPY_TYPES.get(data.dtype)
+        name = _short(data.dtype)
+        if _is_string(data) or not core.scatter_supports(element_type):
+            return _ScatterPlan(k, 0, None, (("builtin", name),
+                                             lambda: f"scatternd_{name}_builtin"))
+        reduction = self.reduction
+        return _ScatterPlan(k, math.prod(indices.shape[:-1]), element_type, (
+            (reduction, name), lambda: f"scatternd_{reduction}_{name}"))
+
+    def _execute(self, plan: _ScatterPlan, data, indices, updates):
         out = np.array(data, copy=True, order="C")
-        if _is_string(data) or not core.scatter_supports(code):
-            self._record(f"scatternd_{_short(data.dtype)}_builtin")
+        self._record_path(*plan.path)
+        if plan.element_type is None:
             return (self._numpy(out, indices, updates),)
-        self._record(f"scatternd_{self.reduction_name}_{data.dtype.name}")
-        m = math.prod(indices.shape[:-1])
+        k, m = plan.k, plan.m
         idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(m, k)
-        bad = core.scatter_nd(out, idx, np.ascontiguousarray(updates), code,
-                              self.reduction_code, m, k)
+        bad = core.scatter_nd(idx, np.ascontiguousarray(updates), out, self.reduction_code, m, k,
+                              plan.element_type)
         if bad >= 0:
             raise ValueError(self._input_error(
                 1, f"holds index tuple {idx[bad].tolist()} out of range for data of shape "
@@ -412,7 +443,7 @@ class ScatterND(_Movement):
             else:
                 raise TypeError(self._input_error(
                     0, f"has element type {_short(out.dtype)}, which has no "
-                       f"{self.reduction_name} reduction"))
+                       f"{self.reduction} reduction"))
         return out
 
 

@@ -1,15 +1,17 @@
 /* Element-wise binary kernels and their dispatch.
  *
- * Every (op, element type) has three loops over one row of n elements:
+ * Every (op, element type) has three kernels (olc_bin_fn) running over one
+ * row of n elements, one per variant:
  *   vv: y[i] = a[i] op b[i]     sv: y[i] = a[0] op b[i]     vs: y[i] = a[i] op b[0]
- * written once as plain C and stamped per instruction-set level by a macro,
- * so the compiler vectorises each copy with that level's registers.  Only
- * the operations that vectorise (add, compare, min/max, bitwise, ...) on
- * the types the fast paths cover are stamped per level; the others (integer
- * division, modulo, float64 pow, shifts) run their portable loop at every
- * level.  float32 Pow has hand-written AVX2 and AVX-512 loops.
+ * The kernels are plain C loops in binary/olc_binary_ops.h, a body compiled
+ * once per (level, element type), so that the compiler vectorises each with
+ * that level's registers.  Only the operations that vectorise (add,
+ * compare, min/max, bitwise, ...) on the types the fast paths cover are
+ * compiled per level (binary/olc_binary_types.h); the others (integer division,
+ * modulo, float64, 16-bit integers, shifts, ...) run their portable loop at
+ * every level.  float32 Pow has hand-written AVX2 and AVX-512 loops.
  * float16 and bfloat16 are widened to float32 by blocks, computed by the
- * float32 loop and rounded back (nearest even), as NumPy does.
+ * float32 kernel and rounded back (nearest even), as NumPy does.
  *
  * olc_binary_run() walks an olc_bcast plan over a range of output
  * elements, so the caller can split the output between threads.
@@ -17,12 +19,15 @@
 #ifndef OLC_BINARY_H
 #define OLC_BINARY_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "binary/olc_broadcast.h"
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_types.h"
+#include "common/olc_vec.h"
 #include "common/olc_math.h"
 
 enum {
@@ -32,9 +37,9 @@ enum {
     OLC_BIN_SHR, OLC_BIN_PRELU, OLC_BIN_MIN, OLC_BIN_MAX, OLC_BIN_NOPS
 };
 
-
 enum { OLC_VV = 0, OLC_SV = 1, OLC_VS = 2 };
 
+/* A kernel: one row of n elements in one variant. */
 typedef void (*olc_bin_fn)(const void *a, const void *b, void *y, int64_t n);
 
 typedef struct {
@@ -47,140 +52,22 @@ typedef struct {
     int level;          /* the level the code really uses */
 } olc_bin_kernel;
 
-/* ---- the loops ---- */
+/* ---- the kernels ---- */
 
-#define OLC_BIN_LOOP3(name, TA, TY, EXPR, attr, sfx)                                    \
-    attr static void olc_b_##name##_vv_##sfx(const void *pa, const void *pb, void *py,   \
-                                             int64_t n) {                                \
-        const TA *a = (const TA *)pa, *b = (const TA *)pb; TY *y = (TY *)py;             \
-        for (int64_t i = 0; i < n; ++i) { TA x = a[i], z = b[i]; y[i] = (TY)(EXPR); }    \
-    }                                                                                    \
-    attr static void olc_b_##name##_sv_##sfx(const void *pa, const void *pb, void *py,   \
-                                             int64_t n) {                                \
-        const TA x = *(const TA *)pa, *b = (const TA *)pb; TY *y = (TY *)py;             \
-        for (int64_t i = 0; i < n; ++i) { TA z = b[i]; y[i] = (TY)(EXPR); }              \
-    }                                                                                    \
-    attr static void olc_b_##name##_vs_##sfx(const void *pa, const void *pb, void *py,   \
-                                             int64_t n) {                                \
-        const TA *a = (const TA *)pa, z = *(const TA *)pb; TY *y = (TY *)py;             \
-        for (int64_t i = 0; i < n; ++i) { TA x = a[i]; y[i] = (TY)(EXPR); }              \
-    }
-
-/* NaN propagates through Min/Max as in np.minimum / np.maximum: the first
- * NaN operand is the result. */
-#define OLC_FMIN_(x, z) ((x) != (x) ? (x) : (z) != (z) ? (z) : (x) < (z) ? (x) : (z))
-#define OLC_FMAX_(x, z) ((x) != (x) ? (x) : (z) != (z) ? (z) : (x) > (z) ? (x) : (z))
-
-/* Wrapping integer arithmetic goes through the unsigned type of the same
- * width (M: at least unsigned int, so uint16 products do not promote to a
- * signed int that overflows). */
-#define OLC_WRAP_OPS(T, M, tn, attr, sfx)                                        \
-    OLC_BIN_LOOP3(add_##tn, T, T, (M)x + (M)z, attr, sfx)                        \
-    OLC_BIN_LOOP3(sub_##tn, T, T, (M)x - (M)z, attr, sfx)                        \
-    OLC_BIN_LOOP3(mul_##tn, T, T, (M)x * (M)z, attr, sfx)                        \
-    OLC_BIN_LOOP3(band_##tn, T, T, x & z, attr, sfx)                             \
-    OLC_BIN_LOOP3(bor_##tn, T, T, x | z, attr, sfx)                              \
-    OLC_BIN_LOOP3(bxor_##tn, T, T, x ^ z, attr, sfx)                             \
-    OLC_BIN_LOOP3(eq_##tn, T, uint8_t, x == z, attr, sfx)
-
-/* Ordered types: signedness matters, so these are stamped per type. */
-#define OLC_ORDER_OPS(T, tn, attr, sfx)                                          \
-    OLC_BIN_LOOP3(min_##tn, T, T, x < z ? x : z, attr, sfx)                      \
-    OLC_BIN_LOOP3(max_##tn, T, T, x > z ? x : z, attr, sfx)                      \
-    OLC_BIN_LOOP3(gt_##tn, T, uint8_t, x > z, attr, sfx)                         \
-    OLC_BIN_LOOP3(ge_##tn, T, uint8_t, x >= z, attr, sfx)                        \
-    OLC_BIN_LOOP3(lt_##tn, T, uint8_t, x < z, attr, sfx)                         \
-    OLC_BIN_LOOP3(le_##tn, T, uint8_t, x <= z, attr, sfx)
-
-/* PRelu's product wraps through the unsigned type M. */
-#define OLC_PRELU_INT(T, M, tn, attr, sfx) \
-    OLC_BIN_LOOP3(prelu_##tn, T, T, x > 0 ? x : (T)((M)x * (M)z), attr, sfx)
-
-#define OLC_FLOAT_OPS(T, tn, attr, sfx)                                          \
-    OLC_BIN_LOOP3(add_##tn, T, T, x + z, attr, sfx)                              \
-    OLC_BIN_LOOP3(sub_##tn, T, T, x - z, attr, sfx)                              \
-    OLC_BIN_LOOP3(mul_##tn, T, T, x * z, attr, sfx)                              \
-    OLC_BIN_LOOP3(div_##tn, T, T, x / z, attr, sfx)                              \
-    OLC_BIN_LOOP3(min_##tn, T, T, OLC_FMIN_(x, z), attr, sfx)                    \
-    OLC_BIN_LOOP3(max_##tn, T, T, OLC_FMAX_(x, z), attr, sfx)                    \
-    OLC_BIN_LOOP3(prelu_##tn, T, T, x > 0 ? x : x * z, attr, sfx)               \
-    OLC_BIN_LOOP3(eq_##tn, T, uint8_t, x == z, attr, sfx)                        \
-    OLC_BIN_LOOP3(gt_##tn, T, uint8_t, x > z, attr, sfx)                         \
-    OLC_BIN_LOOP3(ge_##tn, T, uint8_t, x >= z, attr, sfx)                        \
-    OLC_BIN_LOOP3(lt_##tn, T, uint8_t, x < z, attr, sfx)                         \
-    OLC_BIN_LOOP3(le_##tn, T, uint8_t, x <= z, attr, sfx)
-
-/* The per-level set: float32, the 8/32/64-bit integers and bool (u8). */
-#define OLC_BIN_LEVEL(attr, sfx)                                                 \
-    OLC_FLOAT_OPS(float, f32, attr, sfx)                                         \
-    OLC_WRAP_OPS(uint8_t, unsigned, u8, attr, sfx)                               \
-    OLC_WRAP_OPS(uint32_t, uint32_t, u32, attr, sfx)                             \
-    OLC_WRAP_OPS(uint64_t, uint64_t, u64, attr, sfx)                             \
-    OLC_ORDER_OPS(int8_t, i8, attr, sfx)                                         \
-    OLC_ORDER_OPS(uint8_t, u8, attr, sfx)                                        \
-    OLC_ORDER_OPS(int32_t, i32, attr, sfx)                                       \
-    OLC_ORDER_OPS(int64_t, i64, attr, sfx)                                       \
-    OLC_PRELU_INT(int32_t, uint32_t, i32, attr, sfx)                             \
-    OLC_PRELU_INT(int64_t, uint64_t, i64, attr, sfx)                             \
-    OLC_BIN_LOOP3(and_b, uint8_t, uint8_t, x & z, attr, sfx)                     \
-    OLC_BIN_LOOP3(or_b, uint8_t, uint8_t, x | z, attr, sfx)                      \
-    OLC_BIN_LOOP3(xor_b, uint8_t, uint8_t, x ^ z, attr, sfx)
-
-OLC_BIN_LEVEL(, scalar)
-#if OLC_X86
-OLC_BIN_LEVEL(OLC_TARGET_AVX2, avx2)
-#if OLC_HAVE_AVX512
-OLC_BIN_LEVEL(OLC_TARGET_AVX512, avx512)
-#endif
-#endif
-
-/* Portable only: the remaining widths of the vectorised operations
- * (the baseline build still vectorises them with SSE2). */
-OLC_FLOAT_OPS(double, f64, , scalar)
-OLC_WRAP_OPS(uint16_t, unsigned, u16, , scalar)
-OLC_ORDER_OPS(int16_t, i16, , scalar)
-OLC_ORDER_OPS(uint16_t, u16, , scalar)
-OLC_ORDER_OPS(uint32_t, u32, , scalar)
-OLC_ORDER_OPS(uint64_t, u64, , scalar)
-OLC_PRELU_INT(uint32_t, uint32_t, u32, , scalar)
-OLC_PRELU_INT(uint64_t, uint64_t, u64, , scalar)
-
-/* ---- division, modulo, power, shifts: portable loops ---- */
-
-/* Integer division truncates toward zero (as onnx.reference does); x/0
- * gives 0 and MIN/-1 wraps to MIN, as NumPy, instead of trapping. */
-#define OLC_SDIV_(T, U, x, z) \
-    ((z) == 0 ? (T)0 : (z) == -1 ? (T)(U)(0u - (U)(x)) : (T)((x) / (z)))
-#define OLC_UDIV_(x, z) ((z) == 0 ? 0 : (x) / (z))
-/* C remainder (sign of the dividend), 0 for x % 0 and MIN % -1. */
-#define OLC_SREM_(x, z) ((z) == 0 || (z) == -1 ? 0 : (x) % (z))
-/* Python remainder (sign of the divisor). */
-#define OLC_SMOD_(T, x, z) \
-    ((T)(OLC_SREM_(x, z) != 0 && ((OLC_SREM_(x, z) < 0) != ((z) < 0)) \
-         ? OLC_SREM_(x, z) + (z) : OLC_SREM_(x, z)))
-
-#define OLC_SINT_SLOW(T, U, tn)                                                   \
-    OLC_BIN_LOOP3(div_##tn, T, T, OLC_SDIV_(T, U, x, z), , scalar)                \
-    OLC_BIN_LOOP3(fmod_##tn, T, T, OLC_SREM_(x, z), , scalar)                     \
-    OLC_BIN_LOOP3(mod_##tn, T, T, OLC_SMOD_(T, x, z), , scalar)                   \
-    OLC_BIN_LOOP3(shl_##tn, T, T, z < 0 || z >= (T)(8 * sizeof(T)) ? 0            \
-                  : (T)(U)((uint64_t)(U)x << z), , scalar)                        \
-    OLC_BIN_LOOP3(shr_##tn, T, T, z < 0 || z >= (T)(8 * sizeof(T)) ? (x < 0 ? -1 : 0) \
-                  : x >> z, , scalar)
-#define OLC_UINT_SLOW(T, tn)                                                      \
-    OLC_BIN_LOOP3(div_##tn, T, T, OLC_UDIV_(x, z), , scalar)                      \
-    OLC_BIN_LOOP3(fmod_##tn, T, T, z == 0 ? 0 : x % z, , scalar)                  \
-    OLC_BIN_LOOP3(mod_##tn, T, T, z == 0 ? 0 : x % z, , scalar)                   \
-    OLC_BIN_LOOP3(shl_##tn, T, T, z >= 8 * sizeof(T) ? 0 : (T)((uint64_t)x << z), , scalar) \
-    OLC_BIN_LOOP3(shr_##tn, T, T, z >= 8 * sizeof(T) ? 0 : x >> z, , scalar)
-OLC_SINT_SLOW(int8_t, uint8_t, i8)
-OLC_SINT_SLOW(int16_t, uint16_t, i16)
-OLC_SINT_SLOW(int32_t, uint32_t, i32)
-OLC_SINT_SLOW(int64_t, uint64_t, i64)
-OLC_UINT_SLOW(uint8_t, u8)
-OLC_UINT_SLOW(uint16_t, u16)
-OLC_UINT_SLOW(uint32_t, u32)
-OLC_UINT_SLOW(uint64_t, u64)
+/* The element kinds and the groups of operations of the body file
+ * (macros: the body tests them with #if). */
+#define OLC_BIN_FLOAT 1
+#define OLC_BIN_SIGNED 2
+#define OLC_BIN_UNSIGNED 3
+#define OLC_BIN_G_ARITH 1  /* add, sub, mul, eq; bitwise and, or, xor on integers */
+#define OLC_BIN_G_ORDER 2  /* min, max, gt, ge, lt, le */
+#define OLC_BIN_G_PRELU 4
+#define OLC_BIN_G_DIV 8
+#define OLC_BIN_G_REM 16   /* mod, fmod; shifts on integers */
+#define OLC_BIN_G_POW 32
+#define OLC_BIN_G_ALL 63
+/* name_<type>_<level> inside the body. */
+#define OLC_TFN(name) OLC_FN(OLC_CAT(name, OLC_TN))
 
 /* Python-style float remainder as np.mod: sign of the divisor, a zero
  * result takes the divisor's sign. */
@@ -199,21 +86,33 @@ static inline double olc_pymod_(double x, double z) {
     return r;
 }
 
-/* Integer power by squaring, wrapping as NumPy's integer power does.  A
- * negative exponent (an error in NumPy) gives the truncated 1 / x**-e:
- * 1 for x = 1, +-1 for x = -1, else 0. */
-#define OLC_IPOW(T, U, tn)                                                     \
-    static inline T olc_ipow_##tn(T x, T e) {                                  \
-        if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;       \
-        U r = 1, b = (U)x;                                                     \
-        while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }                      \
-        return (T)r;                                                           \
-    }
-OLC_IPOW(int32_t, uint32_t, i32)
-OLC_IPOW(int64_t, uint64_t, i64)
-
-OLC_BIN_LOOP3(fmod_f32, float, float, fmodf(x, z), , scalar)
-OLC_BIN_LOOP3(mod_f32, float, float, olc_pymodf_(x, z), , scalar)
+/* One level's kernels, by type: the body once per type.  At the portable
+ * level (OLC_BIN_PORTABLE) every group, and the types without vector code. */
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#define OLC_BIN_PORTABLE 1
+#include "binary/olc_binary_types.h"
+#undef OLC_BIN_PORTABLE
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#if OLC_X86
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_BIN_PORTABLE 0
+#include "binary/olc_binary_types.h"
+#undef OLC_BIN_PORTABLE
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_BIN_PORTABLE 0
+#include "binary/olc_binary_types.h"
+#undef OLC_BIN_PORTABLE
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#endif
 
 /* float32 pow.  The portable loop is libm's powf.  The vector loops compute
  * 2**(y log2 x) in double precision: log2 through atanh's series on a
@@ -231,24 +130,31 @@ OLC_BIN_LOOP3(mod_f32, float, float, olc_pymodf_(x, z), , scalar)
 #define OLC_POW_2_LN2 2.8853900817779268  /* 2 / ln 2 */
 #define OLC_POW_LN2 0.69314718055994531
 
-OLC_BIN_LOOP3(pow_f32, float, float, powf(x, z), , scalar)
-
 #if OLC_X86
+/* The two polynomials on doubles: q(s2) = sum s2^k / (2k + 1), k <= 9
+ * (log2 x = 2/ln2 s q(s^2), s = (m - 1)/(m + 1)), and e^u's Taylor
+ * polynomial of degree 11. */
+static inline OLC_TARGET_AVX2 __m256d olc_pow_log_poly_avx2(__m256d s2) {
+    __m256d q = _mm256_set1_pd(OLC_POW_L(9));
+    for (int k = 8; k >= 1; --k) q = _mm256_fmadd_pd(q, s2, _mm256_set1_pd(OLC_POW_L(k)));
+    return _mm256_fmadd_pd(q, s2, _mm256_set1_pd(1.0));
+}
+static inline OLC_TARGET_AVX2 __m256d olc_pow_exp_poly_avx2(__m256d u) {
+    __m256d p = _mm256_set1_pd(1.0 / 39916800);
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 3628800));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 362880));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 40320));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 5040));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 720));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 120));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 24));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 6));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(0.5));
+    p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0));
+    return _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0));
+}
+
 /* 8 lanes: log2 of normal positive floats (as doubles, 4 + 4). */
-#define OLC_POW_POLY_LOG(V, s2, q, FMA, SET)                                       \
-    q = SET(OLC_POW_L(9));                                                          \
-    q = FMA(q, s2, SET(OLC_POW_L(8))); q = FMA(q, s2, SET(OLC_POW_L(7)));           \
-    q = FMA(q, s2, SET(OLC_POW_L(6))); q = FMA(q, s2, SET(OLC_POW_L(5)));           \
-    q = FMA(q, s2, SET(OLC_POW_L(4))); q = FMA(q, s2, SET(OLC_POW_L(3)));           \
-    q = FMA(q, s2, SET(OLC_POW_L(2))); q = FMA(q, s2, SET(OLC_POW_L(1)));           \
-    q = FMA(q, s2, SET(1.0));
-#define OLC_POW_POLY_EXP(u, p, FMA, SET)                                           \
-    p = SET(1.0 / 39916800);                                                        \
-    p = FMA(p, u, SET(1.0 / 3628800)); p = FMA(p, u, SET(1.0 / 362880));            \
-    p = FMA(p, u, SET(1.0 / 40320)); p = FMA(p, u, SET(1.0 / 5040));                \
-    p = FMA(p, u, SET(1.0 / 720)); p = FMA(p, u, SET(1.0 / 120));                   \
-    p = FMA(p, u, SET(1.0 / 24)); p = FMA(p, u, SET(1.0 / 6));                      \
-    p = FMA(p, u, SET(0.5)); p = FMA(p, u, SET(1.0)); p = FMA(p, u, SET(1.0));
 
 /* x**y for 4 lanes given as doubles: m in [1, 2) and e from the float. */
 static inline OLC_TARGET_AVX2 __m128 olc_pow4_avx2(__m256d m, __m256d e, __m256d y,
@@ -258,14 +164,13 @@ static inline OLC_TARGET_AVX2 __m128 olc_pow4_avx2(__m256d m, __m256d e, __m256d
     e = _mm256_add_pd(e, _mm256_and_pd(big, _mm256_set1_pd(1.0)));
     __m256d one = _mm256_set1_pd(1.0);
     __m256d s = _mm256_div_pd(_mm256_sub_pd(m, one), _mm256_add_pd(m, one));
-    __m256d s2 = _mm256_mul_pd(s, s), q, p;
-    OLC_POW_POLY_LOG(__m256d, s2, q, _mm256_fmadd_pd, _mm256_set1_pd)
+    __m256d q = olc_pow_log_poly_avx2(_mm256_mul_pd(s, s));
     __m256d l = _mm256_fmadd_pd(_mm256_mul_pd(s, q), _mm256_set1_pd(OLC_POW_2_LN2), e);
     __m256d t = _mm256_mul_pd(y, l);
     *t_out = t;
     __m256d n = _mm256_round_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256d u = _mm256_mul_pd(_mm256_sub_pd(t, n), _mm256_set1_pd(OLC_POW_LN2));
-    OLC_POW_POLY_EXP(u, p, _mm256_fmadd_pd, _mm256_set1_pd)
+    __m256d p = olc_pow_exp_poly_avx2(u);
     /* 2**n: n is within [-125, 125] on the lanes that are kept */
     __m256d lim = _mm256_set1_pd(OLC_POW_LIMIT);
     n = _mm256_min_pd(_mm256_max_pd(n, _mm256_sub_pd(_mm256_setzero_pd(), lim)), lim);
@@ -321,19 +226,38 @@ static OLC_TARGET_AVX2 void olc_pow_f32_avx2_(const float *a, const float *b, fl
         memcpy(y + i, out, (size_t)m * sizeof(float));
     }
 }
-#define OLC_POW_VARIANTS(sfx, attr)                                                        \
-    attr static void olc_b_pow_f32_vv_##sfx(const void *a, const void *b, void *y, int64_t n) { \
-        olc_pow_f32_##sfx##_((const float *)a, (const float *)b, (float *)y, n, 1, 1);      \
-    }                                                                                      \
-    attr static void olc_b_pow_f32_sv_##sfx(const void *a, const void *b, void *y, int64_t n) { \
-        olc_pow_f32_##sfx##_((const float *)a, (const float *)b, (float *)y, n, 0, 1);      \
-    }                                                                                      \
-    attr static void olc_b_pow_f32_vs_##sfx(const void *a, const void *b, void *y, int64_t n) { \
-        olc_pow_f32_##sfx##_((const float *)a, (const float *)b, (float *)y, n, 1, 0);      \
-    }
-OLC_POW_VARIANTS(avx2, OLC_TARGET_AVX2)
+/* The kernels (olc_bin_fn) of the three variants. */
+static OLC_TARGET_AVX2 void olc_b_pow_vv_f32_avx2(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx2_((const float *)a, (const float *)b, (float *)y, n, 1, 1);
+}
+static OLC_TARGET_AVX2 void olc_b_pow_sv_f32_avx2(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx2_((const float *)a, (const float *)b, (float *)y, n, 0, 1);
+}
+static OLC_TARGET_AVX2 void olc_b_pow_vs_f32_avx2(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx2_((const float *)a, (const float *)b, (float *)y, n, 1, 0);
+}
 
 #if OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512d olc_pow_log_poly_avx512(__m512d s2) {
+    __m512d q = _mm512_set1_pd(OLC_POW_L(9));
+    for (int k = 8; k >= 1; --k) q = _mm512_fmadd_pd(q, s2, _mm512_set1_pd(OLC_POW_L(k)));
+    return _mm512_fmadd_pd(q, s2, _mm512_set1_pd(1.0));
+}
+static inline OLC_TARGET_AVX512 __m512d olc_pow_exp_poly_avx512(__m512d u) {
+    __m512d p = _mm512_set1_pd(1.0 / 39916800);
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 3628800));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 362880));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 40320));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 5040));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 720));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 120));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 24));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 6));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(0.5));
+    p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0));
+    return _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0));
+}
+
 /* The same steps on 8 doubles; getexp/getmant are not used so that the
  * split of x is the AVX2 one, bit for bit. */
 static inline OLC_TARGET_AVX512 __m256 olc_pow8_avx512(__m512d m, __m512d e, __m512d y,
@@ -343,14 +267,13 @@ static inline OLC_TARGET_AVX512 __m256 olc_pow8_avx512(__m512d m, __m512d e, __m
     e = _mm512_mask_add_pd(e, big, e, _mm512_set1_pd(1.0));
     __m512d one = _mm512_set1_pd(1.0);
     __m512d s = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
-    __m512d s2 = _mm512_mul_pd(s, s), q, p;
-    OLC_POW_POLY_LOG(__m512d, s2, q, _mm512_fmadd_pd, _mm512_set1_pd)
+    __m512d q = olc_pow_log_poly_avx512(_mm512_mul_pd(s, s));
     __m512d l = _mm512_fmadd_pd(_mm512_mul_pd(s, q), _mm512_set1_pd(OLC_POW_2_LN2), e);
     __m512d t = _mm512_mul_pd(y, l);
     *ok_t = _mm512_cmp_pd_mask(_mm512_abs_pd(t), _mm512_set1_pd(OLC_POW_LIMIT), _CMP_LE_OQ);
     __m512d n = _mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512d u = _mm512_mul_pd(_mm512_sub_pd(t, n), _mm512_set1_pd(OLC_POW_LN2));
-    OLC_POW_POLY_EXP(u, p, _mm512_fmadd_pd, _mm512_set1_pd)
+    __m512d p = olc_pow_exp_poly_avx512(u);
     return _mm512_cvtpd_ps(_mm512_scalef_pd(p, n));
 }
 
@@ -393,164 +316,66 @@ static OLC_TARGET_AVX512 void olc_pow_f32_avx512_(const float *a, const float *b
         _mm512_mask_storeu_ps(y + i, live, r);
     }
 }
-OLC_POW_VARIANTS(avx512, OLC_TARGET_AVX512)
+static OLC_TARGET_AVX512 void olc_b_pow_vv_f32_avx512(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx512_((const float *)a, (const float *)b, (float *)y, n, 1, 1);
+}
+static OLC_TARGET_AVX512 void olc_b_pow_sv_f32_avx512(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx512_((const float *)a, (const float *)b, (float *)y, n, 0, 1);
+}
+static OLC_TARGET_AVX512 void olc_b_pow_vs_f32_avx512(const void *a, const void *b, void *y, int64_t n) {
+    olc_pow_f32_avx512_((const float *)a, (const float *)b, (float *)y, n, 1, 0);
+}
 #endif
 #endif
-OLC_BIN_LOOP3(fmod_f64, double, double, fmod(x, z), , scalar)
-OLC_BIN_LOOP3(mod_f64, double, double, olc_pymod_(x, z), , scalar)
-OLC_BIN_LOOP3(pow_f64, double, double, pow(x, z), , scalar)
-OLC_BIN_LOOP3(pow_i32, int32_t, int32_t, olc_ipow_i32(x, z), , scalar)
-OLC_BIN_LOOP3(pow_i64, int64_t, int64_t, olc_ipow_i64(x, z), , scalar)
 
 /* ---- dispatch ---- */
 
-#define OLC_SET3(k, name, sfx)                                                  \
-    ((k)->fn[0] = olc_b_##name##_vv_##sfx, (k)->fn[1] = olc_b_##name##_sv_##sfx, \
-     (k)->fn[2] = olc_b_##name##_vs_##sfx, 1)
-
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_SET_LEVEL(k, name, level)                                          \
-    ((level) >= OLC_AVX512 ? OLC_SET3(k, name, avx512)                         \
-     : (level) == OLC_AVX2 ? OLC_SET3(k, name, avx2) : OLC_SET3(k, name, scalar))
-#elif OLC_X86
-#define OLC_SET_LEVEL(k, name, level) \
-    ((level) >= OLC_AVX2 ? OLC_SET3(k, name, avx2) : OLC_SET3(k, name, scalar))
-#else
-#define OLC_SET_LEVEL(k, name, level) OLC_SET3(k, name, scalar)
-#endif
-
-/* float32 (and the 16-bit floats through it). Returns 2 for a per-level
- * function, 1 for a portable one, 0 if the op has no float function. */
-static int olc_bin_select_f32(int op, int level, olc_bin_kernel *k) {
-    switch (op) {
-    case OLC_BIN_ADD: return 1 + OLC_SET_LEVEL(k, add_f32, level);
-    case OLC_BIN_SUB: return 1 + OLC_SET_LEVEL(k, sub_f32, level);
-    case OLC_BIN_MUL: return 1 + OLC_SET_LEVEL(k, mul_f32, level);
-    case OLC_BIN_DIV: return 1 + OLC_SET_LEVEL(k, div_f32, level);
-    case OLC_BIN_MIN: return 1 + OLC_SET_LEVEL(k, min_f32, level);
-    case OLC_BIN_MAX: return 1 + OLC_SET_LEVEL(k, max_f32, level);
-    case OLC_BIN_PRELU: return 1 + OLC_SET_LEVEL(k, prelu_f32, level);
-    case OLC_BIN_EQ: return 1 + OLC_SET_LEVEL(k, eq_f32, level);
-    case OLC_BIN_GT: return 1 + OLC_SET_LEVEL(k, gt_f32, level);
-    case OLC_BIN_GE: return 1 + OLC_SET_LEVEL(k, ge_f32, level);
-    case OLC_BIN_LT: return 1 + OLC_SET_LEVEL(k, lt_f32, level);
-    case OLC_BIN_LE: return 1 + OLC_SET_LEVEL(k, le_f32, level);
-    case OLC_BIN_MOD: return OLC_SET3(k, mod_f32, scalar);
-    case OLC_BIN_FMOD: return OLC_SET3(k, fmod_f32, scalar);
-    case OLC_BIN_POW:
-#if OLC_X86 && OLC_HAVE_AVX512
-        if (level >= OLC_AVX512) return 1 + OLC_SET3(k, pow_f32, avx512);
-#endif
-#if OLC_X86
-        if (level >= OLC_AVX2) return 1 + OLC_SET3(k, pow_f32, avx2);
-#endif
-        return OLC_SET3(k, pow_f32, scalar);
-    default: return 0;
+/* The kernels of type t compiled at `level` (a level this build has), by
+ * operation and variant; NULL when the type has none there. */
+typedef olc_bin_fn olc_bin_fns[3];
+static const olc_bin_fns *olc_bin_table(int t, int level) {
+    switch (t) {
+    case OLC_FLOAT: return OLC_LEVEL_FN(level, olc_bin_table_f32);
+    case OLC_INT8: return OLC_LEVEL_FN(level, olc_bin_table_i8);
+    case OLC_UINT8: return OLC_LEVEL_FN(level, olc_bin_table_u8);
+    case OLC_INT32: return OLC_LEVEL_FN(level, olc_bin_table_i32);
+    case OLC_UINT32: return OLC_LEVEL_FN(level, olc_bin_table_u32);
+    case OLC_INT64: return OLC_LEVEL_FN(level, olc_bin_table_i64);
+    case OLC_UINT64: return OLC_LEVEL_FN(level, olc_bin_table_u64);
+    case OLC_DOUBLE: return level == OLC_SCALAR ? olc_bin_table_f64_scalar : NULL;
+    case OLC_INT16: return level == OLC_SCALAR ? olc_bin_table_i16_scalar : NULL;
+    case OLC_UINT16: return level == OLC_SCALAR ? olc_bin_table_u16_scalar : NULL;
+    default: return NULL;
     }
 }
 
-#define OLC_CASE3(opc, name, sfx) case opc: return OLC_SET3(k, name, sfx);
-#define OLC_CASEL(opc, name) case opc: return 1 + OLC_SET_LEVEL(k, name, level);
-
-static int olc_bin_select_fn(int op, int dtype, int level, olc_bin_kernel *k) {
-    switch (dtype) {
-    case OLC_FLOAT: return olc_bin_select_f32(op, level, k);
-    case OLC_DOUBLE:
-        switch (op) {
-        OLC_CASE3(OLC_BIN_ADD, add_f64, scalar) OLC_CASE3(OLC_BIN_SUB, sub_f64, scalar)
-        OLC_CASE3(OLC_BIN_MUL, mul_f64, scalar) OLC_CASE3(OLC_BIN_DIV, div_f64, scalar)
-        OLC_CASE3(OLC_BIN_MIN, min_f64, scalar) OLC_CASE3(OLC_BIN_MAX, max_f64, scalar)
-        OLC_CASE3(OLC_BIN_PRELU, prelu_f64, scalar) OLC_CASE3(OLC_BIN_EQ, eq_f64, scalar)
-        OLC_CASE3(OLC_BIN_GT, gt_f64, scalar) OLC_CASE3(OLC_BIN_GE, ge_f64, scalar)
-        OLC_CASE3(OLC_BIN_LT, lt_f64, scalar) OLC_CASE3(OLC_BIN_LE, le_f64, scalar)
-        OLC_CASE3(OLC_BIN_MOD, mod_f64, scalar) OLC_CASE3(OLC_BIN_FMOD, fmod_f64, scalar)
-        OLC_CASE3(OLC_BIN_POW, pow_f64, scalar)
-        default: return 0;
-        }
-    case OLC_BOOL:
-        switch (op) {
-        OLC_CASEL(OLC_BIN_AND, and_b) OLC_CASEL(OLC_BIN_OR, or_b)
-        OLC_CASEL(OLC_BIN_XOR, xor_b) OLC_CASEL(OLC_BIN_EQ, eq_u8)
-        default: return 0;
-        }
-    default: break;
+/* The kernels of (op, t) at `level` if it has some there, else its
+ * portable ones.  Returns the level they run at, or -1 when there are none. */
+static int olc_bin_find(int op, int t, int level, olc_bin_fn *fn) {
+    if (op < 0 || op >= OLC_BIN_NOPS) return -1;
+    int wraps = op == OLC_BIN_ADD || op == OLC_BIN_SUB || op == OLC_BIN_MUL || op == OLC_BIN_EQ ||
+                op == OLC_BIN_BAND || op == OLC_BIN_BOR || op == OLC_BIN_BXOR;
+    if (wraps) /* a signed type's are its unsigned twin's: the same bits */
+        t = t == OLC_INT8 ? OLC_UINT8 : t == OLC_INT16 ? OLC_UINT16 : t == OLC_INT32 ? OLC_UINT32
+          : t == OLC_INT64 ? OLC_UINT64 : t;
+    const olc_bin_fns *fast = olc_bin_table(t, level), *portable = olc_bin_table(t, OLC_SCALAR);
+    const olc_bin_fn *found = NULL;
+    int used = -1;
+    if (t == OLC_FLOAT && op == OLC_BIN_POW) {
+        fn[OLC_VV] = OLC_LEVEL_FN(level, olc_b_pow_vv_f32);
+        fn[OLC_SV] = OLC_LEVEL_FN(level, olc_b_pow_sv_f32);
+        fn[OLC_VS] = OLC_LEVEL_FN(level, olc_b_pow_vs_f32);
+        return level;
     }
-    /* Integers: wrapping and bitwise ops by width, the rest by type. */
-    int width = (dtype == OLC_INT8 || dtype == OLC_UINT8) ? 1
-              : (dtype == OLC_INT16 || dtype == OLC_UINT16) ? 2
-              : (dtype == OLC_INT32 || dtype == OLC_UINT32) ? 4
-              : (dtype == OLC_INT64 || dtype == OLC_UINT64) ? 8 : 0;
-    if (width == 0) return 0;
-    switch (op) {
-#define OLC_WIDTH_CASE(opc, name)                                                   \
-    case opc:                                                                        \
-        return width == 1 ? 1 + OLC_SET_LEVEL(k, name##_u8, level)                   \
-             : width == 2 ? OLC_SET3(k, name##_u16, scalar)                          \
-             : width == 4 ? 1 + OLC_SET_LEVEL(k, name##_u32, level)                  \
-             : 1 + OLC_SET_LEVEL(k, name##_u64, level);
-    OLC_WIDTH_CASE(OLC_BIN_ADD, add)
-    OLC_WIDTH_CASE(OLC_BIN_SUB, sub)
-    OLC_WIDTH_CASE(OLC_BIN_MUL, mul)
-    OLC_WIDTH_CASE(OLC_BIN_BAND, band)
-    OLC_WIDTH_CASE(OLC_BIN_BOR, bor)
-    OLC_WIDTH_CASE(OLC_BIN_BXOR, bxor)
-    OLC_WIDTH_CASE(OLC_BIN_EQ, eq)
-    default: break;
+    if (fast && fast[op][0]) {
+        found = fast[op];
+        used = level;
+    } else if (portable && portable[op][0]) {
+        found = portable[op];
+        used = OLC_SCALAR;
     }
-#define OLC_TYPE_CASES(opc, name)                                                   \
-    case opc:                                                                        \
-        switch (dtype) {                                                             \
-        case OLC_INT8: return 1 + OLC_SET_LEVEL(k, name##_i8, level);              \
-        case OLC_UINT8: return 1 + OLC_SET_LEVEL(k, name##_u8, level);             \
-        case OLC_INT32: return 1 + OLC_SET_LEVEL(k, name##_i32, level);            \
-        case OLC_INT64: return 1 + OLC_SET_LEVEL(k, name##_i64, level);            \
-        case OLC_INT16: return OLC_SET3(k, name##_i16, scalar);                    \
-        case OLC_UINT16: return OLC_SET3(k, name##_u16, scalar);                   \
-        case OLC_UINT32: return OLC_SET3(k, name##_u32, scalar);                   \
-        case OLC_UINT64: return OLC_SET3(k, name##_u64, scalar);                   \
-        default: return 0;                                                           \
-        }
-#define OLC_SLOW_CASES(opc, name)                                                   \
-    case opc:                                                                        \
-        switch (dtype) {                                                             \
-        case OLC_INT8: return OLC_SET3(k, name##_i8, scalar);                      \
-        case OLC_UINT8: return OLC_SET3(k, name##_u8, scalar);                     \
-        case OLC_INT16: return OLC_SET3(k, name##_i16, scalar);                    \
-        case OLC_UINT16: return OLC_SET3(k, name##_u16, scalar);                   \
-        case OLC_INT32: return OLC_SET3(k, name##_i32, scalar);                    \
-        case OLC_UINT32: return OLC_SET3(k, name##_u32, scalar);                   \
-        case OLC_INT64: return OLC_SET3(k, name##_i64, scalar);                    \
-        case OLC_UINT64: return OLC_SET3(k, name##_u64, scalar);                   \
-        default: return 0;                                                           \
-        }
-    switch (op) {
-    OLC_TYPE_CASES(OLC_BIN_MIN, min)
-    OLC_TYPE_CASES(OLC_BIN_MAX, max)
-    OLC_TYPE_CASES(OLC_BIN_GT, gt)
-    OLC_TYPE_CASES(OLC_BIN_GE, ge)
-    OLC_TYPE_CASES(OLC_BIN_LT, lt)
-    OLC_TYPE_CASES(OLC_BIN_LE, le)
-    OLC_SLOW_CASES(OLC_BIN_DIV, div)
-    OLC_SLOW_CASES(OLC_BIN_MOD, mod)
-    OLC_SLOW_CASES(OLC_BIN_FMOD, fmod)
-    OLC_SLOW_CASES(OLC_BIN_SHL, shl)
-    OLC_SLOW_CASES(OLC_BIN_SHR, shr)
-    case OLC_BIN_PRELU:
-        switch (dtype) {
-        case OLC_INT32: return 1 + OLC_SET_LEVEL(k, prelu_i32, level);
-        case OLC_INT64: return 1 + OLC_SET_LEVEL(k, prelu_i64, level);
-        case OLC_UINT32: return OLC_SET3(k, prelu_u32, scalar);
-        case OLC_UINT64: return OLC_SET3(k, prelu_u64, scalar);
-        default: return 0;
-        }
-    case OLC_BIN_POW:
-        switch (dtype) {
-        case OLC_INT32: return OLC_SET3(k, pow_i32, scalar);
-        case OLC_INT64: return OLC_SET3(k, pow_i64, scalar);
-        default: return 0;
-        }
-    default: return 0;
-    }
+    if (found) memcpy(fn, found, 3 * sizeof(olc_bin_fn));
+    return used;
 }
 
 static int olc_is_compare(int op) {
@@ -573,37 +398,27 @@ static int olc_type_size(int dtype) {
 static int olc_binary_select(int op, int dtype, int level, olc_bin_kernel *k) {
     level = olc_build_level(level);
     memset(k, 0, sizeof(*k));
-    int got;
     if (dtype == OLC_FLOAT16 || dtype == OLC_BFLOAT16) {
-        got = olc_bin_select_f32(op, level, k);
-        if (!got) return -1;
-#if OLC_X86
+        if (olc_bin_find(op, OLC_FLOAT, level, k->fn) < 0) return -1;
         if (dtype == OLC_FLOAT16) {
-#if OLC_HAVE_AVX512
-            if (level >= OLC_AVX512) { k->widen = olc_widen_f16_avx512; k->narrow = olc_narrow_f16_avx512; }
-            else
-#endif
-            if (level >= OLC_AVX2) { k->widen = olc_widen_f16_avx2; k->narrow = olc_narrow_f16_avx2; }
-            else { k->widen = olc_widen_f16_scalar; k->narrow = olc_narrow_f16_scalar; }
+            k->widen = OLC_LEVEL_FN(level, olc_widen_f16);
+            k->narrow = OLC_LEVEL_FN(level, olc_narrow_f16);
         } else {
-#if OLC_HAVE_AVX512
-            if (level >= OLC_AVX512) { k->widen = olc_widen_bf16_avx512; k->narrow = olc_narrow_bf16_avx512; }
-            else
-#endif
-            if (level >= OLC_AVX2) { k->widen = olc_widen_bf16_avx2; k->narrow = olc_narrow_bf16_avx2; }
-            else { k->widen = olc_widen_bf16_scalar; k->narrow = olc_narrow_bf16_scalar; }
+            k->widen = OLC_LEVEL_FN(level, olc_widen_bf16);
+            k->narrow = OLC_LEVEL_FN(level, olc_narrow_bf16);
         }
-#else
-        k->widen = dtype == OLC_FLOAT16 ? olc_widen_f16_scalar : olc_widen_bf16_scalar;
-        k->narrow = dtype == OLC_FLOAT16 ? olc_narrow_f16_scalar : olc_narrow_bf16_scalar;
-#endif
         /* the conversions run at the level even when the op is portable */
         k->level = level;
+    } else if (dtype == OLC_BOOL) {
+        /* And, Or, Xor and Equal on the 0/1 bytes */
+        int bop = op == OLC_BIN_AND ? OLC_BIN_BAND : op == OLC_BIN_OR ? OLC_BIN_BOR
+                : op == OLC_BIN_XOR ? OLC_BIN_BXOR : op == OLC_BIN_EQ ? OLC_BIN_EQ : -1;
+        if (bop < 0) return -1;
+        k->level = olc_bin_find(bop, OLC_UINT8, level, k->fn);
     } else {
-        got = olc_bin_select_fn(op, dtype, level, k);
-        if (!got) return -1;
-        k->level = got == 2 ? level : OLC_SCALAR;
+        k->level = olc_bin_find(op, dtype, level, k->fn);
     }
+    if (k->level < 0) return -1;
     k->in_size = olc_type_size(dtype);
     k->out_size = olc_is_compare(op) ? 1 : k->in_size;
     if (olc_is_compare(op)) k->narrow = NULL;

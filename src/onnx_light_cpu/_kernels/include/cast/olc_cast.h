@@ -7,9 +7,11 @@
  *
  *  - olc_cast_select(src, dst, level): the function converting between two of
  *    the 13 "native" types (bool, the 8 integer widths, float16, bfloat16,
- *    float, double), or NULL.  The loops are written once and compiled per
- *    level so the compiler vectorises them with that level's registers;
- *    float <-> float16 / bfloat16 have explicit F16C / shift loops.
+ *    float, double), or NULL.  The loops are written once
+ *    (cast/olc_cast_from.h, one source type at a time) and compiled per
+ *    level (cast/olc_cast_level.h) so the compiler vectorises them with that
+ *    level's registers; float <-> float16 / bfloat16 have explicit vector
+ *    loops (common/olc_vec.h's conversions).
  *  - olc_cast_f8_select(src, dst): float, float16, bfloat16 or double to a
  *    float 8 type (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0), the flags carry
  *    `saturate` and E8M0's rounding mode.
@@ -28,7 +30,9 @@
 #include <stdint.h>
 #include <string.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_types.h"
+#include "common/olc_vec.h"
 #include "common/olc_math.h"
 
 typedef void (*olc_cast_fn)(const void *x, void *y, int64_t n, const void *aux);
@@ -55,21 +59,8 @@ static inline uint16_t olc_d2h(double d) {
     return (uint16_t)(sign | ((r >> 42) - (1008u << 10)));
 }
 
-/* Each source type is read as a C arithmetic value ("natural" type)... */
-#define OLC_LD_bool(v) (v)
-#define OLC_LD_u8(v) (v)
-#define OLC_LD_i8(v) (v)
-#define OLC_LD_u16(v) (v)
-#define OLC_LD_i16(v) (v)
-#define OLC_LD_u32(v) (v)
-#define OLC_LD_i32(v) (v)
-#define OLC_LD_u64(v) (v)
-#define OLC_LD_i64(v) (v)
-#define OLC_LD_f16(v) olc_h2f(v)
-#define OLC_LD_bf16(v) olc_bf2f(v)
-#define OLC_LD_f32(v) (v)
-#define OLC_LD_f64(v) (v)
-/* ...and each destination type is written from one.  float16 from double
+/* Each destination type is written from a C arithmetic value (an element
+ * of the source read as its natural type, cast/olc_cast_from.h).  float16 from double
  * takes the single-rounding path, the other values go through float.  A
  * float goes to a narrow integer through int32, to uint32 through int64 and
  * to uint64 through int64 below 2^63: what NumPy's compiled casts do on
@@ -96,106 +87,26 @@ static inline uint64_t olc_u64_(uint64_t v) { return v; }
 
 /* ---- native conversion loops, one per (source, destination, level) ---- */
 
-#define OLC_CAST_LOOP(s, S, d, D, suffix, attr)                                              \
-    attr static void olc_cast_##s##_##d##_##suffix(const void *px, void *py, int64_t n,     \
-                                                   const void *aux) {                        \
-        const S *x = (const S *)px; D *y = (D *)py; (void)aux;                               \
-        for (int64_t i = 0; i < n; ++i) y[i] = OLC_ST_##d(OLC_LD_##s(x[i]));                  \
-    }
+#define OLC_CASTFN(dst) OLC_FN(OLC_CAT(OLC_CAT(olc_cast, OLC_SN), dst))
 
-#define OLC_CAST_FROM(s, S, suffix, attr)                                                    \
-    OLC_CAST_LOOP(s, S, bool, uint8_t, suffix, attr) OLC_CAST_LOOP(s, S, u8, uint8_t, suffix, attr) \
-    OLC_CAST_LOOP(s, S, i8, int8_t, suffix, attr) OLC_CAST_LOOP(s, S, u16, uint16_t, suffix, attr) \
-    OLC_CAST_LOOP(s, S, i16, int16_t, suffix, attr) OLC_CAST_LOOP(s, S, u32, uint32_t, suffix, attr) \
-    OLC_CAST_LOOP(s, S, i32, int32_t, suffix, attr) OLC_CAST_LOOP(s, S, u64, uint64_t, suffix, attr) \
-    OLC_CAST_LOOP(s, S, i64, int64_t, suffix, attr) OLC_CAST_LOOP(s, S, f16, uint16_t, suffix, attr) \
-    OLC_CAST_LOOP(s, S, bf16, uint16_t, suffix, attr) OLC_CAST_LOOP(s, S, f32, float, suffix, attr) \
-    OLC_CAST_LOOP(s, S, f64, double, suffix, attr)
-
-#define OLC_CAST_ALL(suffix, attr)                                                           \
-    OLC_CAST_FROM(bool, uint8_t, suffix, attr) OLC_CAST_FROM(u8, uint8_t, suffix, attr)      \
-    OLC_CAST_FROM(i8, int8_t, suffix, attr) OLC_CAST_FROM(u16, uint16_t, suffix, attr)       \
-    OLC_CAST_FROM(i16, int16_t, suffix, attr) OLC_CAST_FROM(u32, uint32_t, suffix, attr)     \
-    OLC_CAST_FROM(i32, int32_t, suffix, attr) OLC_CAST_FROM(u64, uint64_t, suffix, attr)     \
-    OLC_CAST_FROM(i64, int64_t, suffix, attr) OLC_CAST_FROM(f16, uint16_t, suffix, attr)     \
-    OLC_CAST_FROM(bf16, uint16_t, suffix, attr) OLC_CAST_FROM(f32, float, suffix, attr)      \
-    OLC_CAST_FROM(f64, double, suffix, attr)
-
-OLC_CAST_ALL(scalar, )
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#include "cast/olc_cast_level.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #if OLC_X86
-OLC_CAST_ALL(avx2, OLC_TARGET_AVX2)
-#if OLC_HAVE_AVX512
-OLC_CAST_ALL(avx512, OLC_TARGET_AVX512)
-#endif
-#endif
-
-/* float <-> float16 / bfloat16: the hot pairs, with explicit vector loops
- * (the scalar converters above have branches the compiler cannot
- * vectorise).  Tails go through the same vector code, so every element
- * gets the same instructions whatever its position or the thread split. */
-#if OLC_X86
-#define OLC_WIDEN_AVX2(tname)                                                                \
-    static OLC_TARGET_AVX2 void olc_cast_##tname##_f32_avx2v(const void *px, void *py,      \
-                                                             int64_t n, const void *aux) {   \
-        const uint16_t *x = (const uint16_t *)px; float *y = (float *)py; (void)aux;          \
-        int64_t i = 0;                                                                        \
-        for (; i + 8 <= n; i += 8) olc_st_f32_avx2(y + i, olc_ld_##tname##_avx2(x + i));      \
-        if (i < n) {                                                                          \
-            uint16_t in[8] = {0}; float out[8];                                               \
-            memcpy(in, x + i, (size_t)(n - i) * 2);                                           \
-            olc_st_f32_avx2(out, olc_ld_##tname##_avx2(in));                                  \
-            memcpy(y + i, out, (size_t)(n - i) * 4);                                          \
-        }                                                                                     \
-    }                                                                                         \
-    static OLC_TARGET_AVX2 void olc_cast_f32_##tname##_avx2v(const void *px, void *py,      \
-                                                             int64_t n, const void *aux) {   \
-        const float *x = (const float *)px; uint16_t *y = (uint16_t *)py; (void)aux;          \
-        int64_t i = 0;                                                                        \
-        for (; i + 8 <= n; i += 8) olc_st_##tname##_avx2(y + i, olc_ld_f32_avx2(x + i));      \
-        if (i < n) {                                                                          \
-            float in[8] = {0}; uint16_t out[8];                                               \
-            memcpy(in, x + i, (size_t)(n - i) * 4);                                           \
-            olc_st_##tname##_avx2(out, olc_ld_f32_avx2(in));                                  \
-            memcpy(y + i, out, (size_t)(n - i) * 2);                                          \
-        }                                                                                     \
-    }
-OLC_WIDEN_AVX2(f16)
-OLC_WIDEN_AVX2(bf16)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#include "cast/olc_cast_level.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_WIDEN_AVX512(tname)                                                              \
-    static OLC_TARGET_AVX512 void olc_cast_##tname##_f32_avx512v(const void *px, void *py,  \
-                                                               int64_t n, const void *aux) { \
-        const uint16_t *x = (const uint16_t *)px; float *y = (float *)py; (void)aux;          \
-        int64_t i = 0;                                                                        \
-        for (; i + 32 <= n; i += 32) {                                                        \
-            __m512 a = olc_ld_##tname##_avx512(x + i, 0xffff);                                \
-            __m512 b = olc_ld_##tname##_avx512(x + i + 16, 0xffff);                           \
-            olc_st_f32_avx512(y + i, 0xffff, a);                                              \
-            olc_st_f32_avx512(y + i + 16, 0xffff, b);                                         \
-        }                                                                                     \
-        for (; i < n; i += 16) {                                                              \
-            __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);  \
-            olc_st_f32_avx512(y + i, m, olc_ld_##tname##_avx512(x + i, m));                   \
-        }                                                                                     \
-    }                                                                                         \
-    static OLC_TARGET_AVX512 void olc_cast_f32_##tname##_avx512v(const void *px, void *py,  \
-                                                               int64_t n, const void *aux) { \
-        const float *x = (const float *)px; uint16_t *y = (uint16_t *)py; (void)aux;          \
-        int64_t i = 0;                                                                        \
-        for (; i + 32 <= n; i += 32) {                                                        \
-            __m512 a = olc_ld_f32_avx512(x + i, 0xffff);                                      \
-            __m512 b = olc_ld_f32_avx512(x + i + 16, 0xffff);                                 \
-            olc_st_##tname##_avx512(y + i, 0xffff, a);                                        \
-            olc_st_##tname##_avx512(y + i + 16, 0xffff, b);                                   \
-        }                                                                                     \
-        for (; i < n; i += 16) {                                                              \
-            __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);  \
-            olc_st_##tname##_avx512(y + i, m, olc_ld_f32_avx512(x + i, m));                   \
-        }                                                                                     \
-    }
-OLC_WIDEN_AVX512(f16)
-OLC_WIDEN_AVX512(bf16)
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "cast/olc_cast_level.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 
 /* int64 -> float / double at AVX2, which has no 64-bit integer conversion
@@ -259,27 +170,6 @@ static int olc_cast_index(int t) {
     }
 }
 
-#define OLC_CAST_ROW(s, lvl)                                                                 \
-    { olc_cast_##s##_bool_##lvl, olc_cast_##s##_u8_##lvl, olc_cast_##s##_i8_##lvl,           \
-      olc_cast_##s##_u16_##lvl, olc_cast_##s##_i16_##lvl, olc_cast_##s##_u32_##lvl,          \
-      olc_cast_##s##_i32_##lvl, olc_cast_##s##_u64_##lvl, olc_cast_##s##_i64_##lvl,          \
-      olc_cast_##s##_f16_##lvl, olc_cast_##s##_bf16_##lvl, olc_cast_##s##_f32_##lvl,         \
-      olc_cast_##s##_f64_##lvl }
-#define OLC_CAST_TABLE(lvl)                                                                  \
-    { OLC_CAST_ROW(bool, lvl), OLC_CAST_ROW(u8, lvl), OLC_CAST_ROW(i8, lvl),                 \
-      OLC_CAST_ROW(u16, lvl), OLC_CAST_ROW(i16, lvl), OLC_CAST_ROW(u32, lvl),                \
-      OLC_CAST_ROW(i32, lvl), OLC_CAST_ROW(u64, lvl), OLC_CAST_ROW(i64, lvl),                \
-      OLC_CAST_ROW(f16, lvl), OLC_CAST_ROW(bf16, lvl), OLC_CAST_ROW(f32, lvl),               \
-      OLC_CAST_ROW(f64, lvl) }
-
-static const olc_cast_fn olc_cast_scalar_table[13][13] = OLC_CAST_TABLE(scalar);
-#if OLC_X86
-static const olc_cast_fn olc_cast_avx2_table[13][13] = OLC_CAST_TABLE(avx2);
-#if OLC_HAVE_AVX512
-static const olc_cast_fn olc_cast_avx512_table[13][13] = OLC_CAST_TABLE(avx512);
-#endif
-#endif
-
 /* The level the build and CPU really provide, at most `level`. */
 static int olc_cast_level(int level) {
     return level < OLC_SCALAR ? OLC_SCALAR : olc_build_level(level);
@@ -289,27 +179,15 @@ static olc_cast_fn olc_cast_select(int src, int dst, int level) {
     int i = olc_cast_index(src), j = olc_cast_index(dst);
     if (i < 0 || j < 0) return NULL;
     level = olc_cast_level(level);
+    if (src == OLC_FLOAT16 && dst == OLC_FLOAT) return OLC_LEVEL_FN(level, olc_cast_f16_f32v);
+    if (src == OLC_FLOAT && dst == OLC_FLOAT16) return OLC_LEVEL_FN(level, olc_cast_f32_f16v);
+    if (src == OLC_BFLOAT16 && dst == OLC_FLOAT) return OLC_LEVEL_FN(level, olc_cast_bf16_f32v);
+    if (src == OLC_FLOAT && dst == OLC_BFLOAT16) return OLC_LEVEL_FN(level, olc_cast_f32_bf16v);
 #if OLC_X86
-#if OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) {
-        if (src == OLC_FLOAT16 && dst == OLC_FLOAT) return olc_cast_f16_f32_avx512v;
-        if (src == OLC_FLOAT && dst == OLC_FLOAT16) return olc_cast_f32_f16_avx512v;
-        if (src == OLC_BFLOAT16 && dst == OLC_FLOAT) return olc_cast_bf16_f32_avx512v;
-        if (src == OLC_FLOAT && dst == OLC_BFLOAT16) return olc_cast_f32_bf16_avx512v;
-        return olc_cast_avx512_table[i][j];
-    }
+    if (level == OLC_AVX2 && src == OLC_INT64 && dst == OLC_FLOAT) return olc_cast_i64_f32_avx2v;
+    if (level == OLC_AVX2 && src == OLC_INT64 && dst == OLC_DOUBLE) return olc_cast_i64_f64_avx2v;
 #endif
-    if (level == OLC_AVX2) {
-        if (src == OLC_FLOAT16 && dst == OLC_FLOAT) return olc_cast_f16_f32_avx2v;
-        if (src == OLC_FLOAT && dst == OLC_FLOAT16) return olc_cast_f32_f16_avx2v;
-        if (src == OLC_BFLOAT16 && dst == OLC_FLOAT) return olc_cast_bf16_f32_avx2v;
-        if (src == OLC_FLOAT && dst == OLC_BFLOAT16) return olc_cast_f32_bf16_avx2v;
-        if (src == OLC_INT64 && dst == OLC_FLOAT) return olc_cast_i64_f32_avx2v;
-        if (src == OLC_INT64 && dst == OLC_DOUBLE) return olc_cast_i64_f64_avx2v;
-        return olc_cast_avx2_table[i][j];
-    }
-#endif
-    return olc_cast_scalar_table[i][j];
+    return OLC_LEVEL_FN(level, olc_cast_table)[i][j];
 }
 
 /* ---- float 8 targets ---- */
@@ -368,80 +246,99 @@ static inline uint8_t olc_f2e8m0(float f, int flags) {
     return (uint8_t)(e + up);
 }
 
-#define OLC_F8_LOOP(s, S, name, M, B, maxcode, kind)                                          \
-    static void olc_cast_##s##_##name(const void *px, void *py, int64_t n, const void *aux) { \
-        const S *x = (const S *)px; uint8_t *y = (uint8_t *)py;                               \
-        if (*(const int *)aux & OLC_CAST_SATURATE)                                            \
-            for (int64_t i = 0; i < n; ++i)                                                   \
-                y[i] = olc_f2f8((double)OLC_LD_##s(x[i]), M, B, maxcode, kind, 1);             \
-        else                                                                                  \
-            for (int64_t i = 0; i < n; ++i)                                                   \
-                y[i] = olc_f2f8((double)OLC_LD_##s(x[i]), M, B, maxcode, kind, 0);             \
-    }
-#define OLC_F8_FROM(s, S)                                                                     \
-    OLC_F8_LOOP(s, S, e4m3fn, 3, 7, 0x7eu, OLC_F8_FN)                                         \
-    OLC_F8_LOOP(s, S, e4m3fnuz, 3, 8, 0x7fu, OLC_F8_FNUZ)                                     \
-    OLC_F8_LOOP(s, S, e5m2, 2, 15, 0x7bu, OLC_F8_IEEE)                                        \
-    OLC_F8_LOOP(s, S, e5m2fnuz, 2, 16, 0x7fu, OLC_F8_FNUZ)                                    \
-    static void olc_cast_##s##_e8m0(const void *px, void *py, int64_t n, const void *aux) {   \
-        const S *x = (const S *)px; uint8_t *y = (uint8_t *)py;                               \
-        const int flags = *(const int *)aux;                                                  \
-        for (int64_t i = 0; i < n; ++i) y[i] = olc_f2e8m0((float)OLC_LD_##s(x[i]), flags);     \
-    }
-OLC_F8_FROM(f32, float)
-OLC_F8_FROM(f16, uint16_t)
-OLC_F8_FROM(bf16, uint16_t)
-OLC_F8_FROM(f64, double)
+#define OLC_CASTFN8(dst) OLC_CAT(OLC_CAT(olc_cast, OLC_SN), dst)
 
-#define OLC_F8_CASES(s)                                                                       \
-    switch (dst) {                                                                            \
-    case OLC_FLOAT8E4M3FN: return olc_cast_##s##_e4m3fn;                                        \
-    case OLC_FLOAT8E4M3FNUZ: return olc_cast_##s##_e4m3fnuz;                                    \
-    case OLC_FLOAT8E5M2: return olc_cast_##s##_e5m2;                                            \
-    case OLC_FLOAT8E5M2FNUZ: return olc_cast_##s##_e5m2fnuz;                                    \
-    case OLC_FLOAT8E8M0: return olc_cast_##s##_e8m0;                                            \
-    default: return NULL;                                                                     \
-    }
+#define OLC_S float
+#define OLC_SN f32
+#define OLC_LD(v) (v)
+#include "cast/olc_cast_float8.h"
+#define OLC_S uint16_t
+#define OLC_SN f16
+#define OLC_LD(v) olc_h2f(v)
+#include "cast/olc_cast_float8.h"
+#define OLC_S uint16_t
+#define OLC_SN bf16
+#define OLC_LD(v) olc_bf2f(v)
+#include "cast/olc_cast_float8.h"
+#define OLC_S double
+#define OLC_SN f64
+#define OLC_LD(v) (v)
+#include "cast/olc_cast_float8.h"
 
 static olc_cast_fn olc_cast_f8_select(int src, int dst) {
-    switch (src) {
-    case OLC_FLOAT: OLC_F8_CASES(f32)
-    case OLC_FLOAT16: OLC_F8_CASES(f16)
-    case OLC_BFLOAT16: OLC_F8_CASES(bf16)
-    case OLC_DOUBLE: OLC_F8_CASES(f64)
-    default: return NULL;
-    }
+    static const olc_cast_fn table[4][5] = {
+        {olc_cast_f32_e4m3fn, olc_cast_f32_e4m3fnuz, olc_cast_f32_e5m2, olc_cast_f32_e5m2fnuz,
+         olc_cast_f32_e8m0},
+        {olc_cast_f16_e4m3fn, olc_cast_f16_e4m3fnuz, olc_cast_f16_e5m2, olc_cast_f16_e5m2fnuz,
+         olc_cast_f16_e8m0},
+        {olc_cast_bf16_e4m3fn, olc_cast_bf16_e4m3fnuz, olc_cast_bf16_e5m2, olc_cast_bf16_e5m2fnuz,
+         olc_cast_bf16_e8m0},
+        {olc_cast_f64_e4m3fn, olc_cast_f64_e4m3fnuz, olc_cast_f64_e5m2, olc_cast_f64_e5m2fnuz,
+         olc_cast_f64_e8m0},
+    };
+    int i = src == OLC_FLOAT ? 0 : src == OLC_FLOAT16 ? 1 : src == OLC_BFLOAT16 ? 2
+          : src == OLC_DOUBLE ? 3 : -1;
+    int j = dst == OLC_FLOAT8E4M3FN ? 0 : dst == OLC_FLOAT8E4M3FNUZ ? 1 : dst == OLC_FLOAT8E5M2 ? 2
+          : dst == OLC_FLOAT8E5M2FNUZ ? 3 : dst == OLC_FLOAT8E8M0 ? 4 : -1;
+    return i < 0 || j < 0 ? NULL : table[i][j];
 }
 
 /* ---- table lookups: 1- or 2-byte inputs, 1 to 8-byte outputs ---- */
 
-#define OLC_LUT_LOOP(IT, ib, OT, ob)                                                          \
-    static void olc_lut_##ib##_##ob(const void *px, void *py, int64_t n, const void *table) { \
-        const IT *x = (const IT *)px; OT *y = (OT *)py; const OT *t = (const OT *)table;      \
-        for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];                                       \
-    }
-OLC_LUT_LOOP(uint8_t, 1, uint8_t, 1)
-OLC_LUT_LOOP(uint8_t, 1, uint16_t, 2)
-OLC_LUT_LOOP(uint8_t, 1, uint32_t, 4)
-OLC_LUT_LOOP(uint8_t, 1, uint64_t, 8)
-OLC_LUT_LOOP(uint16_t, 2, uint8_t, 1)
-OLC_LUT_LOOP(uint16_t, 2, uint16_t, 2)
-OLC_LUT_LOOP(uint16_t, 2, uint32_t, 4)
-OLC_LUT_LOOP(uint16_t, 2, uint64_t, 8)
+static void olc_lut_1_1(const void *px, void *py, int64_t n, const void *table) {
+    const uint8_t *x = (const uint8_t *)px, *t = (const uint8_t *)table;
+    uint8_t *y = (uint8_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_1_2(const void *px, void *py, int64_t n, const void *table) {
+    const uint8_t *x = (const uint8_t *)px;
+    const uint16_t *t = (const uint16_t *)table;
+    uint16_t *y = (uint16_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_1_4(const void *px, void *py, int64_t n, const void *table) {
+    const uint8_t *x = (const uint8_t *)px;
+    const uint32_t *t = (const uint32_t *)table;
+    uint32_t *y = (uint32_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_1_8(const void *px, void *py, int64_t n, const void *table) {
+    const uint8_t *x = (const uint8_t *)px;
+    const uint64_t *t = (const uint64_t *)table;
+    uint64_t *y = (uint64_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_2_1(const void *px, void *py, int64_t n, const void *table) {
+    const uint16_t *x = (const uint16_t *)px;
+    const uint8_t *t = (const uint8_t *)table;
+    uint8_t *y = (uint8_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_2_2(const void *px, void *py, int64_t n, const void *table) {
+    const uint16_t *x = (const uint16_t *)px, *t = (const uint16_t *)table;
+    uint16_t *y = (uint16_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_2_4(const void *px, void *py, int64_t n, const void *table) {
+    const uint16_t *x = (const uint16_t *)px;
+    const uint32_t *t = (const uint32_t *)table;
+    uint32_t *y = (uint32_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+static void olc_lut_2_8(const void *px, void *py, int64_t n, const void *table) {
+    const uint16_t *x = (const uint16_t *)px;
+    const uint64_t *t = (const uint64_t *)table;
+    uint64_t *y = (uint64_t *)py;
+    for (int64_t i = 0; i < n; ++i) y[i] = t[x[i]];
+}
 
 static olc_cast_fn olc_lut_select(int in_bytes, int out_bytes) {
-#define OLC_LUT_OUT(ib)                                                                       \
-    switch (out_bytes) {                                                                      \
-    case 1: return olc_lut_##ib##_1;                                                          \
-    case 2: return olc_lut_##ib##_2;                                                          \
-    case 4: return olc_lut_##ib##_4;                                                          \
-    case 8: return olc_lut_##ib##_8;                                                          \
-    default: return NULL;                                                                     \
-    }
-    if (in_bytes == 1) OLC_LUT_OUT(1)
-    if (in_bytes == 2) OLC_LUT_OUT(2)
-#undef OLC_LUT_OUT
-    return NULL;
+    static const olc_cast_fn table[2][4] = {
+        {olc_lut_1_1, olc_lut_1_2, olc_lut_1_4, olc_lut_1_8},
+        {olc_lut_2_1, olc_lut_2_2, olc_lut_2_4, olc_lut_2_8},
+    };
+    int j = out_bytes == 1 ? 0 : out_bytes == 2 ? 1 : out_bytes == 4 ? 2 : out_bytes == 8 ? 3 : -1;
+    return (in_bytes == 1 || in_bytes == 2) && j >= 0 ? table[in_bytes - 1][j] : NULL;
 }
 
 #endif

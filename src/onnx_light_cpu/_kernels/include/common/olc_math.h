@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_vec.h"
 
 /* ---- constants shared by the scalar and vector code ---- */
@@ -390,68 +391,114 @@ static inline OLC_TARGET_AVX512 __m512 olc_tanh_ps_avx512(__m512 x) {
 
 /* ---- array loops ---- */
 
-/* One function per op, type and level.  Tails go through the same vector
- * code (AVX2: via a stack buffer, AVX-512: masked), so an element's result
- * does not depend on its position. */
-#define OLC_MATH_SCALAR_LOOP(op, T, tname, load, store)                       \
-    static void olc_##op##_##tname##_scalar(const T *x, T *y, int64_t n) {    \
-        for (int64_t i = 0; i < n; ++i) y[i] = store(olc_##op##f_(load(x[i]))); \
-    }
+/* olc_<op>_<type>_<level>(const T *x, T *y, int64_t n): y = op(x) for op
+ * exp, log, sigmoid, tanh and type f32, f16, bf16, written once in
+ * common/olc_math_loops.h and compiled per level.  What a level gives them:
+ * its float vector olc_vf_<level> (one float at the scalar level), the op
+ * on one vector (olc_<op>_ps_<level>) and loads/stores of the first m
+ * elements of an array into a vector (m up to its width; the lanes past m
+ * are loaded as 0).  Tails go through the same vector code, so an
+ * element's result does not depend on its position. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OLC_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define OLC_ALWAYS_INLINE
+#endif
 #define OLC_IDENTITY_(v) (v)
 
-#define OLC_MATH_AVX2_LOOP(op, T, tname)                                      \
-    static OLC_TARGET_AVX2 void olc_##op##_##tname##_avx2(const T *x, T *y, int64_t n) { \
-        int64_t i = 0;                                                         \
-        for (; i + 8 <= n; i += 8)                                             \
-            olc_st_##tname##_avx2(y + i, olc_##op##_ps_avx2(olc_ld_##tname##_avx2(x + i))); \
-        if (i < n) {                                                           \
-            T buf[8] = {0};                                                    \
-            memcpy(buf, x + i, (size_t)(n - i) * sizeof(T));                   \
-            olc_st_##tname##_avx2(buf, olc_##op##_ps_avx2(olc_ld_##tname##_avx2(buf))); \
-            memcpy(y + i, buf, (size_t)(n - i) * sizeof(T));                   \
-        }                                                                      \
-    }
+typedef float olc_vf_scalar;
+static inline float olc_exp_ps_scalar(float x) { return olc_expf_(x); }
+static inline float olc_log_ps_scalar(float x) { return olc_logf_(x); }
+static inline float olc_sigmoid_ps_scalar(float x) { return olc_sigmoidf_(x); }
+static inline float olc_tanh_ps_scalar(float x) { return olc_tanhf_(x); }
+static inline float olc_ld_f32_part_scalar(const float *p, int64_t m) { (void)m; return *p; }
+static inline float olc_ld_f16_part_scalar(const uint16_t *p, int64_t m) { (void)m; return olc_h2f(*p); }
+static inline float olc_ld_bf16_part_scalar(const uint16_t *p, int64_t m) { (void)m; return olc_bf2f(*p); }
+static inline void olc_st_f32_part_scalar(float *p, int64_t m, float v) { (void)m; *p = v; }
+static inline void olc_st_f16_part_scalar(uint16_t *p, int64_t m, float v) { (void)m; *p = olc_f2h(v); }
+static inline void olc_st_bf16_part_scalar(uint16_t *p, int64_t m, float v) { (void)m; *p = olc_f2bf(v); }
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#include "common/olc_math_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 
-#define OLC_MATH_AVX512_LOOP(op, T, tname)                                    \
-    static OLC_TARGET_AVX512 void olc_##op##_##tname##_avx512(const T *x, T *y, int64_t n) { \
-        int64_t i = 0;                                                         \
-        for (; i + 16 <= n; i += 16)                                           \
-            olc_st_##tname##_avx512(y + i, 0xffff,                             \
-                olc_##op##_ps_avx512(olc_ld_##tname##_avx512(x + i, 0xffff))); \
-        if (i < n) {                                                           \
-            __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                    \
-            olc_st_##tname##_avx512(y + i, m, olc_##op##_ps_avx512(olc_ld_##tname##_avx512(x + i, m))); \
-        }                                                                      \
-    }
+#if OLC_X86
+/* A part of 8 goes straight to memory; a shorter one through a buffer. */
+typedef __m256 olc_vf_avx2;
+static inline OLC_TARGET_AVX2 __m256 olc_ld_f32_part_avx2(const float *p, int64_t m) {
+    if (m == 8) return olc_ld_f32_avx2(p);
+    float buf[8] = {0};
+    memcpy(buf, p, (size_t)m * sizeof(float));
+    return olc_ld_f32_avx2(buf);
+}
+static inline OLC_TARGET_AVX2 __m256 olc_ld_f16_part_avx2(const uint16_t *p, int64_t m) {
+    if (m == 8) return olc_ld_f16_avx2(p);
+    uint16_t buf[8] = {0};
+    memcpy(buf, p, (size_t)m * sizeof(uint16_t));
+    return olc_ld_f16_avx2(buf);
+}
+static inline OLC_TARGET_AVX2 __m256 olc_ld_bf16_part_avx2(const uint16_t *p, int64_t m) {
+    if (m == 8) return olc_ld_bf16_avx2(p);
+    uint16_t buf[8] = {0};
+    memcpy(buf, p, (size_t)m * sizeof(uint16_t));
+    return olc_ld_bf16_avx2(buf);
+}
+static inline OLC_TARGET_AVX2 void olc_st_f32_part_avx2(float *p, int64_t m, __m256 v) {
+    if (m == 8) { olc_st_f32_avx2(p, v); return; }
+    float buf[8];
+    olc_st_f32_avx2(buf, v);
+    memcpy(p, buf, (size_t)m * sizeof(float));
+}
+static inline OLC_TARGET_AVX2 void olc_st_f16_part_avx2(uint16_t *p, int64_t m, __m256 v) {
+    if (m == 8) { olc_st_f16_avx2(p, v); return; }
+    uint16_t buf[8];
+    olc_st_f16_avx2(buf, v);
+    memcpy(p, buf, (size_t)m * sizeof(uint16_t));
+}
+static inline OLC_TARGET_AVX2 void olc_st_bf16_part_avx2(uint16_t *p, int64_t m, __m256 v) {
+    if (m == 8) { olc_st_bf16_avx2(p, v); return; }
+    uint16_t buf[8];
+    olc_st_bf16_avx2(buf, v);
+    memcpy(p, buf, (size_t)m * sizeof(uint16_t));
+}
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#include "common/olc_math_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_MATH_AVX512_LOOPS(op)                                             \
-    OLC_MATH_AVX512_LOOP(op, float, f32)                                      \
-    OLC_MATH_AVX512_LOOP(op, uint16_t, f16)                                   \
-    OLC_MATH_AVX512_LOOP(op, uint16_t, bf16)
-#else
-#define OLC_MATH_AVX512_LOOPS(op)
+/* Masked loads and stores of the first m lanes (plain ones for 16 float32
+ * lanes, which the compiler can keep in registers). */
+typedef __m512 olc_vf_avx512;
+static inline OLC_TARGET_AVX512 __m512 olc_ld_f32_part_avx512(const float *p, int64_t m) {
+    if (m >= 16) return _mm512_loadu_ps(p);
+    return olc_ld_f32_avx512(p, olc_tail_mask16(m));
+}
+static inline OLC_TARGET_AVX512 __m512 olc_ld_f16_part_avx512(const uint16_t *p, int64_t m) {
+    return olc_ld_f16_avx512(p, olc_tail_mask16(m));
+}
+static inline OLC_TARGET_AVX512 __m512 olc_ld_bf16_part_avx512(const uint16_t *p, int64_t m) {
+    return olc_ld_bf16_avx512(p, olc_tail_mask16(m));
+}
+static inline OLC_TARGET_AVX512 void olc_st_f32_part_avx512(float *p, int64_t m, __m512 v) {
+    if (m >= 16) _mm512_storeu_ps(p, v);
+    else olc_st_f32_avx512(p, olc_tail_mask16(m), v);
+}
+static inline OLC_TARGET_AVX512 void olc_st_f16_part_avx512(uint16_t *p, int64_t m, __m512 v) {
+    olc_st_f16_avx512(p, olc_tail_mask16(m), v);
+}
+static inline OLC_TARGET_AVX512 void olc_st_bf16_part_avx512(uint16_t *p, int64_t m, __m512 v) {
+    olc_st_bf16_avx512(p, olc_tail_mask16(m), v);
+}
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "common/olc_math_loops.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
-#if OLC_X86
-#define OLC_MATH_AVX2_LOOPS(op)                                               \
-    OLC_MATH_AVX2_LOOP(op, float, f32)                                        \
-    OLC_MATH_AVX2_LOOP(op, uint16_t, f16)                                     \
-    OLC_MATH_AVX2_LOOP(op, uint16_t, bf16)
-#else
-#define OLC_MATH_AVX2_LOOPS(op)
-#endif
-
-#define OLC_MATH_OP(op)                                                       \
-    OLC_MATH_SCALAR_LOOP(op, float, f32, OLC_IDENTITY_, OLC_IDENTITY_)       \
-    OLC_MATH_SCALAR_LOOP(op, uint16_t, f16, olc_h2f, olc_f2h)                \
-    OLC_MATH_SCALAR_LOOP(op, uint16_t, bf16, olc_bf2f, olc_f2bf)             \
-    OLC_MATH_AVX2_LOOPS(op)                                                   \
-    OLC_MATH_AVX512_LOOPS(op)
-
-OLC_MATH_OP(exp)
-OLC_MATH_OP(log)
-OLC_MATH_OP(sigmoid)
-OLC_MATH_OP(tanh)
 
 /* ---- float64: libm ---- */
 
@@ -461,13 +508,17 @@ static inline double olc_sigmoid_d_(double x) {
     double e = exp(-fabs(x));
     return x < 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
 }
-#define OLC_MATH_F64(op, fn)                                                  \
-    static void olc_##op##_f64_scalar(const double *x, double *y, int64_t n) { \
-        for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);                      \
-    }
-OLC_MATH_F64(exp, exp)
-OLC_MATH_F64(log, log)
-OLC_MATH_F64(sigmoid, olc_sigmoid_d_)
-OLC_MATH_F64(tanh, tanh)
+static void olc_exp_f64_scalar(const double *x, double *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = exp(x[i]);
+}
+static void olc_log_f64_scalar(const double *x, double *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = log(x[i]);
+}
+static void olc_sigmoid_f64_scalar(const double *x, double *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = olc_sigmoid_d_(x[i]);
+}
+static void olc_tanh_f64_scalar(const double *x, double *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = tanh(x[i]);
+}
 
 #endif

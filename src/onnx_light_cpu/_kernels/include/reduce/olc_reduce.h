@@ -11,7 +11,9 @@
  *     reassociates), so every level and thread count gives the same bits.
  *   - B > 1: out[b] = x[0, b] + x[1, b] + ... in row order, vectorised over b.
  * float16/bfloat16 accumulate in float32; integer sums wrap (computed
- * unsigned), as NumPy's sums in the input type do.
+ * unsigned), as NumPy's sums in the input type do.  float32 block sums are
+ * written per level below; the other float sums are the per-level body
+ * reduce/olc_reduce_sums.h.
  *
  * Softmax of a row: max, then e = exp(x - max) with the sum of e, then
  * e * (1/sum).  float32 uses olc_math.h's exp at each level (scalar twin
@@ -22,6 +24,8 @@
  * within one unit.  The float16 sum runs in float32 (as NumPy's); the
  * bfloat16 sum is rounded after every addition as ml_dtypes does, which
  * loses accuracy on long rows but is what the reference computes.
+ * Softmax along another axis (float32, float64) works on column blocks
+ * (reduce/olc_reduce_cols.h).
  */
 #ifndef OLC_REDUCE_H
 #define OLC_REDUCE_H
@@ -31,109 +35,15 @@
 #include <string.h>
 #include <math.h>
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_types.h"
+#include "common/olc_vec.h"
 #include "common/olc_math.h"
 
 #define OLC_SUM_BLOCK 8192
 #define OLC_SUM_LANES 64
 /* Columns one column-sum task handles (its float32 accumulator is on the stack). */
 #define OLC_COL_BLOCK 512
-
-/* Element loads as float for the narrow types, per level, 64 at a time. */
-static inline void olc_widen64_f16_scalar(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; ++j) f[j] = olc_h2f(p[j]);
-}
-static inline void olc_widen64_bf16_scalar(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; ++j) f[j] = olc_bf2f(p[j]);
-}
-#if OLC_X86
-static inline OLC_TARGET_AVX2 void olc_widen64_f16_avx2(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; j += 8) _mm256_storeu_ps(f + j, olc_ld_f16_avx2(p + j));
-}
-static inline OLC_TARGET_AVX2 void olc_widen64_bf16_avx2(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; j += 8) _mm256_storeu_ps(f + j, olc_ld_bf16_avx2(p + j));
-}
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-static inline OLC_TARGET_AVX512 void olc_widen64_f16_avx512(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; j += 16) _mm512_storeu_ps(f + j, olc_ld_f16_avx512(p + j, 0xffff));
-}
-static inline OLC_TARGET_AVX512 void olc_widen64_bf16_avx512(const uint16_t *p, float *f) {
-    for (int j = 0; j < 64; j += 16) _mm512_storeu_ps(f + j, olc_ld_bf16_avx512(p + j, 0xffff));
-}
-#endif
-
-/* Sum of one block, lanes as described above, returned in double. */
-#define OLC_SUM_F32_BODY(LOADBLOCK, LOADONE)                                     \
-    float acc[OLC_SUM_LANES] = {0};                                              \
-    float tmp[OLC_SUM_LANES];                                                    \
-    int64_t i = 0;                                                               \
-    for (; i + OLC_SUM_LANES <= n; i += OLC_SUM_LANES) {                         \
-        LOADBLOCK;                                                               \
-        for (int j = 0; j < OLC_SUM_LANES; ++j) acc[j] += tmp[j];                \
-    }                                                                            \
-    for (int j = 0; i + j < n; ++j) acc[j] += LOADONE(x[i + j]);                 \
-    for (int w = OLC_SUM_LANES / 2; w >= 1; w /= 2)                              \
-        for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                        \
-    return (double)acc[0];
-
-#define OLC_SUM_LEVEL(suffix, attr)                                                        \
-    attr static double olc_bsum_f16_##suffix(const void *px, int64_t n) {                  \
-        const uint16_t *x = (const uint16_t *)px;                                          \
-        OLC_SUM_F32_BODY(olc_widen64_f16_##suffix(x + i, tmp), olc_h2f)                    \
-    }                                                                                      \
-    attr static double olc_bsum_bf16_##suffix(const void *px, int64_t n) {                 \
-        const uint16_t *x = (const uint16_t *)px;                                          \
-        OLC_SUM_F32_BODY(olc_widen64_bf16_##suffix(x + i, tmp), olc_bf2f)                  \
-    }                                                                                      \
-    attr static double olc_bsum_f64_##suffix(const void *px, int64_t n) {                  \
-        const double *x = (const double *)px;                                              \
-        double acc[16] = {0};                                                              \
-        int64_t i = 0;                                                                     \
-        for (; i + 16 <= n; i += 16)                                                       \
-            for (int j = 0; j < 16; ++j) acc[j] += x[i + j];                               \
-        for (int j = 0; i + j < n; ++j) acc[j] += x[i + j];                                \
-        for (int w = 8; w >= 1; w /= 2)                                                    \
-            for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                              \
-        return acc[0];                                                                     \
-    }                                                                                      \
-    /* Column sums out[b0:b1] of an [R, B] block. */                                      \
-    attr static void olc_csum_f32_##suffix(const void *px, void *po, int64_t R, int64_t B, \
-                                           int64_t b0, int64_t b1) {                       \
-        const float *x = (const float *)px; float *out = (float *)po;                      \
-        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0.0f;                    \
-        for (int64_t r = 1; r < R; ++r) {                                                  \
-            const float *row = x + r * B;                                                  \
-            for (int64_t b = b0; b < b1; ++b) out[b] += row[b];                            \
-        }                                                                                  \
-    }                                                                                      \
-    attr static void olc_csum_f64_##suffix(const void *px, void *po, int64_t R, int64_t B, \
-                                           int64_t b0, int64_t b1) {                       \
-        const double *x = (const double *)px; double *out = (double *)po;                  \
-        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0.0;                     \
-        for (int64_t r = 1; r < R; ++r) {                                                  \
-            const double *row = x + r * B;                                                 \
-            for (int64_t b = b0; b < b1; ++b) out[b] += row[b];                            \
-        }                                                                                  \
-    }                                                                                      \
-    OLC_CSUM_NARROW(f16, olc_h2f, olc_f2h, suffix, attr)                                   \
-    OLC_CSUM_NARROW(bf16, olc_bf2f, olc_f2bf, suffix, attr)
-
-#define OLC_CSUM_NARROW(tname, LOAD, STORE, suffix, attr)                                  \
-    attr static void olc_csum_##tname##_##suffix(const void *px, void *po, int64_t R,      \
-                                                 int64_t B, int64_t b0, int64_t b1) {      \
-        const uint16_t *x = (const uint16_t *)px; uint16_t *out = (uint16_t *)po;          \
-        float acc[OLC_COL_BLOCK];                                                          \
-        for (int64_t c0 = b0; c0 < b1; c0 += OLC_COL_BLOCK) {                              \
-            int64_t m = b1 - c0 < OLC_COL_BLOCK ? b1 - c0 : OLC_COL_BLOCK;                 \
-            for (int64_t b = 0; b < m; ++b) acc[b] = 0.0f;                                 \
-            for (int64_t r = 0; r < R; ++r) {                                              \
-                const uint16_t *row = x + r * B + c0;                                      \
-                for (int64_t b = 0; b < m; ++b) acc[b] += LOAD(row[b]);                    \
-            }                                                                              \
-            for (int64_t b = 0; b < m; ++b) out[c0 + b] = STORE(acc[b]);                   \
-        }                                                                                  \
-    }
 
 /* The end of a float32 block sum: the tail into lanes 0.., then the fold. */
 static inline double olc_fold_lanes(float *acc, const float *x, int64_t i, int64_t n) {
@@ -183,32 +93,55 @@ static OLC_TARGET_AVX512 double olc_bsum_f32_avx512(const void *px, int64_t n) {
 }
 #endif
 
-OLC_SUM_LEVEL(scalar, )
+/* The other block and column sums, per level. */
+#define OLC_LVL scalar
+#define OLC_LVL_ATTR
+#include "reduce/olc_reduce_sums.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #if OLC_X86
-OLC_SUM_LEVEL(avx2, OLC_TARGET_AVX2)
-#if OLC_HAVE_AVX512
-OLC_SUM_LEVEL(avx512, OLC_TARGET_AVX512)
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#include "reduce/olc_reduce_sums.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
+#if OLC_X86 && OLC_HAVE_AVX512
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#include "reduce/olc_reduce_sums.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
 #endif
 
-/* Integers: wrapping sums, any order gives the same result. */
-#define OLC_SUM_INT(tname, T, U)                                                           \
-    static uint64_t olc_isum_##tname(const void *px, int64_t n) {                          \
-        const T *x = (const T *)px; U s = 0;                                               \
-        for (int64_t i = 0; i < n; ++i) s += (U)x[i];                                      \
-        return (uint64_t)s;                                                                \
-    }                                                                                      \
-    static void olc_csum_##tname(const void *px, void *po, int64_t R, int64_t B,           \
-                                 int64_t b0, int64_t b1) {                                 \
-        const T *x = (const T *)px; T *out = (T *)po;                                      \
-        for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0;                       \
-        for (int64_t r = 1; r < R; ++r)                                                    \
-            for (int64_t b = b0; b < b1; ++b) out[b] = (T)((U)out[b] + (U)x[r * B + b]);   \
-    }
-OLC_SUM_INT(i32, int32_t, uint32_t)
-OLC_SUM_INT(i64, int64_t, uint64_t)
-OLC_SUM_INT(u32, uint32_t, uint32_t)
-OLC_SUM_INT(u64, uint64_t, uint64_t)
+/* Integers: wrapping sums, so any order gives the same result, and a
+ * signed type sums as its unsigned twin. */
+static uint64_t olc_isum_u32(const void *px, int64_t n) {
+    const uint32_t *x = (const uint32_t *)px;
+    uint32_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += x[i];
+    return (uint64_t)s;
+}
+static uint64_t olc_isum_u64(const void *px, int64_t n) {
+    const uint64_t *x = (const uint64_t *)px;
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += x[i];
+    return s;
+}
+static void olc_csum_u32(const void *px, void *po, int64_t R, int64_t B, int64_t b0, int64_t b1) {
+    const uint32_t *x = (const uint32_t *)px;
+    uint32_t *out = (uint32_t *)po;
+    for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0;
+    for (int64_t r = 1; r < R; ++r)
+        for (int64_t b = b0; b < b1; ++b) out[b] += x[r * B + b];
+}
+static void olc_csum_u64(const void *px, void *po, int64_t R, int64_t B, int64_t b0, int64_t b1) {
+    const uint64_t *x = (const uint64_t *)px;
+    uint64_t *out = (uint64_t *)po;
+    for (int64_t b = b0; b < b1; ++b) out[b] = R > 0 ? x[b] : 0;
+    for (int64_t r = 1; r < R; ++r)
+        for (int64_t b = b0; b < b1; ++b) out[b] += x[r * B + b];
+}
 
 typedef double (*olc_bsum_fn)(const void *x, int64_t n);
 typedef uint64_t (*olc_isum_fn)(const void *x, int64_t n);
@@ -217,43 +150,30 @@ typedef void (*olc_csum_fn)(const void *x, void *out, int64_t R, int64_t B, int6
 
 static int olc_reduce_level(int level) { return olc_build_level(level); }
 
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_BY_LEVEL(level, name) \
-    ((level) >= OLC_AVX512 ? name##avx512 : (level) == OLC_AVX2 ? name##avx2 : name##scalar)
-#elif OLC_X86
-#define OLC_BY_LEVEL(level, name) ((level) >= OLC_AVX2 ? name##avx2 : name##scalar)
-#else
-#define OLC_BY_LEVEL(level, name) name##scalar
-#endif
-
 static olc_bsum_fn olc_bsum_select(int dtype, int level) {
     switch (dtype) {
-    case OLC_FLOAT: return OLC_BY_LEVEL(level, olc_bsum_f32_);
-    case OLC_FLOAT16: return OLC_BY_LEVEL(level, olc_bsum_f16_);
-    case OLC_BFLOAT16: return OLC_BY_LEVEL(level, olc_bsum_bf16_);
-    case OLC_DOUBLE: return OLC_BY_LEVEL(level, olc_bsum_f64_);
+    case OLC_FLOAT: return OLC_LEVEL_FN(level, olc_bsum_f32);
+    case OLC_FLOAT16: return OLC_LEVEL_FN(level, olc_bsum_f16);
+    case OLC_BFLOAT16: return OLC_LEVEL_FN(level, olc_bsum_bf16);
+    case OLC_DOUBLE: return OLC_LEVEL_FN(level, olc_bsum_f64);
     default: return NULL;
     }
 }
 static olc_isum_fn olc_isum_select(int dtype) {
     switch (dtype) {
-    case OLC_INT32: return olc_isum_i32;
-    case OLC_INT64: return olc_isum_i64;
-    case OLC_UINT32: return olc_isum_u32;
-    case OLC_UINT64: return olc_isum_u64;
+    case OLC_INT32: case OLC_UINT32: return olc_isum_u32;
+    case OLC_INT64: case OLC_UINT64: return olc_isum_u64;
     default: return NULL;
     }
 }
 static olc_csum_fn olc_csum_select(int dtype, int level) {
     switch (dtype) {
-    case OLC_FLOAT: return OLC_BY_LEVEL(level, olc_csum_f32_);
-    case OLC_FLOAT16: return OLC_BY_LEVEL(level, olc_csum_f16_);
-    case OLC_BFLOAT16: return OLC_BY_LEVEL(level, olc_csum_bf16_);
-    case OLC_DOUBLE: return OLC_BY_LEVEL(level, olc_csum_f64_);
-    case OLC_INT32: return olc_csum_i32;
-    case OLC_INT64: return olc_csum_i64;
-    case OLC_UINT32: return olc_csum_u32;
-    case OLC_UINT64: return olc_csum_u64;
+    case OLC_FLOAT: return OLC_LEVEL_FN(level, olc_csum_f32);
+    case OLC_FLOAT16: return OLC_LEVEL_FN(level, olc_csum_f16);
+    case OLC_BFLOAT16: return OLC_LEVEL_FN(level, olc_csum_bf16);
+    case OLC_DOUBLE: return OLC_LEVEL_FN(level, olc_csum_f64);
+    case OLC_INT32: case OLC_UINT32: return olc_csum_u32;
+    case OLC_INT64: case OLC_UINT64: return olc_csum_u64;
     default: return NULL;
     }
 }
@@ -406,7 +326,7 @@ static OLC_TARGET_AVX512 void olc_softmax_f32_avx512(const float *x, float *y, i
 typedef void (*olc_softmax_fn)(const float *x, float *y, int64_t n);
 
 static olc_softmax_fn olc_softmax_select(int level) {
-    return OLC_BY_LEVEL(level, olc_softmax_f32_);
+    return OLC_LEVEL_FN(level, olc_softmax_f32);
 }
 
 /* Row helpers of the float16/bfloat16 softmax. */
@@ -445,14 +365,14 @@ typedef struct {
 
 static olc_narrow_fns olc_narrow_select(int half, int level) {
     olc_narrow_fns f;
-    f.exp = OLC_BY_LEVEL(level, olc_exp_f32_);
+    f.exp = OLC_LEVEL_FN(level, olc_exp_f32);
     if (half) {
-        f.widen = OLC_BY_LEVEL(level, olc_widen_f16_);
-        f.narrow = OLC_BY_LEVEL(level, olc_narrow_f16_);
+        f.widen = OLC_LEVEL_FN(level, olc_widen_f16);
+        f.narrow = OLC_LEVEL_FN(level, olc_narrow_f16);
         f.round = olc_round_f16;
     } else {
-        f.widen = OLC_BY_LEVEL(level, olc_widen_bf16_);
-        f.narrow = OLC_BY_LEVEL(level, olc_narrow_bf16_);
+        f.widen = OLC_LEVEL_FN(level, olc_widen_bf16);
+        f.narrow = OLC_LEVEL_FN(level, olc_narrow_bf16);
         f.round = olc_round_bf16;
     }
     return f;
@@ -462,7 +382,10 @@ static olc_narrow_fns olc_narrow_select(int half, int level) {
  * generic path (x - max, exp and the quotient rounded to half), in three
  * passes over the row instead of ten. */
 #if OLC_X86
-#define OLC_RH_AVX2(v) _mm256_cvtph_ps(_mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+/* float32 lanes rounded to float16 and back. */
+static inline OLC_TARGET_AVX2 __m256 olc_round_f16_avx2(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 static OLC_TARGET_AVX2 void olc_softmax_f16_avx2(const uint16_t *x, uint16_t *y, int64_t n) {
     const uint16_t NEG_INF = 0xfc00;
     uint16_t tail[8];
@@ -480,13 +403,13 @@ static OLC_TARGET_AVX2 void olc_softmax_f16_avx2(const uint16_t *x, uint16_t *y,
     const __m256 bm = _mm256_set1_ps(m);
     __m256 acc = _mm256_setzero_ps();
     for (i = 0; i < full; i += 8) {
-        __m256 e = OLC_RH_AVX2(olc_exp_ps_avx2(OLC_RH_AVX2(_mm256_sub_ps(olc_ld_f16_avx2(x + i), bm))));
+        __m256 e = olc_round_f16_avx2(olc_exp_ps_avx2(olc_round_f16_avx2(_mm256_sub_ps(olc_ld_f16_avx2(x + i), bm))));
         olc_st_f16_avx2(y + i, e);
         acc = _mm256_add_ps(acc, e);
     }
     if (i < n) {
         for (int j = 0; j < 8; ++j) tail[j] = i + j < n ? x[i + j] : NEG_INF; /* exp -> 0 */
-        __m256 e = OLC_RH_AVX2(olc_exp_ps_avx2(OLC_RH_AVX2(_mm256_sub_ps(olc_ld_f16_avx2(tail), bm))));
+        __m256 e = olc_round_f16_avx2(olc_exp_ps_avx2(olc_round_f16_avx2(_mm256_sub_ps(olc_ld_f16_avx2(tail), bm))));
         olc_st_f16_avx2(tail, e);
         memcpy(y + i, tail, (size_t)(n - i) * 2);
         acc = _mm256_add_ps(acc, e);
@@ -499,7 +422,9 @@ static OLC_TARGET_AVX2 void olc_softmax_f16_avx2(const uint16_t *x, uint16_t *y,
 }
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_RH_AVX512(v) _mm512_cvtph_ps(_mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+static inline OLC_TARGET_AVX512 __m512 olc_round_f16_avx512(__m512 v) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 static OLC_TARGET_AVX512 void olc_softmax_f16_avx512(const uint16_t *x, uint16_t *y, int64_t n) {
     __m512 vm = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16) {
@@ -510,8 +435,8 @@ static OLC_TARGET_AVX512 void olc_softmax_f16_avx512(const uint16_t *x, uint16_t
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 d = OLC_RH_AVX512(_mm512_sub_ps(olc_ld_f16_avx512(x + i, k), bm));
-        __m512 e = _mm512_maskz_mov_ps(k, OLC_RH_AVX512(olc_exp_softmax_avx512(d)));
+        __m512 d = olc_round_f16_avx512(_mm512_sub_ps(olc_ld_f16_avx512(x + i, k), bm));
+        __m512 e = _mm512_maskz_mov_ps(k, olc_round_f16_avx512(olc_exp_softmax_avx512(d)));
         olc_st_f16_avx512(y + i, k, e);
         acc = _mm512_add_ps(acc, e);
     }
@@ -583,30 +508,15 @@ static int olc_softmax_rows(int dtype, int level, const void *px, void *py, int6
     return 0;
 }
 
-/* Softmax along the middle axis of an [N, inner] float32 / double block,
- * columns [c0, c1): max per column, exp, column sums, scale. */
-#define OLC_SOFTMAX_COLS(name, T, EXP)                                                    \
-    static void name(const T *x, T *y, int64_t N, int64_t inner, int64_t c0, int64_t c1) { \
-        T m[OLC_COL_BLOCK], s[OLC_COL_BLOCK];                                             \
-        for (int64_t b0 = c0; b0 < c1; b0 += OLC_COL_BLOCK) {                             \
-            int64_t w = c1 - b0 < OLC_COL_BLOCK ? c1 - b0 : OLC_COL_BLOCK;                \
-            for (int64_t c = 0; c < w; ++c) { m[c] = -INFINITY; s[c] = 0; }               \
-            for (int64_t r = 0; r < N; ++r)                                               \
-                for (int64_t c = 0; c < w; ++c) {                                         \
-                    T v = x[r * inner + b0 + c];                                          \
-                    m[c] = v > m[c] || v != v ? v : m[c];                                 \
-                }                                                                         \
-            for (int64_t r = 0; r < N; ++r)                                               \
-                for (int64_t c = 0; c < w; ++c) {                                         \
-                    T e = EXP(x[r * inner + b0 + c] - m[c]);                              \
-                    y[r * inner + b0 + c] = e;                                            \
-                    s[c] += e;                                                            \
-                }                                                                         \
-            for (int64_t r = 0; r < N; ++r)                                               \
-                for (int64_t c = 0; c < w; ++c) y[r * inner + b0 + c] /= s[c];            \
-        }                                                                                 \
-    }
-OLC_SOFTMAX_COLS(olc_softmax_cols_f32, float, olc_expf_)
-OLC_SOFTMAX_COLS(olc_softmax_cols_f64, double, exp)
+/* Softmax along the middle axis of an [N, inner] float32 / double block:
+ * olc_softmax_cols_f32, olc_softmax_cols_f64. */
+#define OLC_T float
+#define OLC_TN f32
+#define OLC_EXP olc_expf_
+#include "reduce/olc_reduce_cols.h"
+#define OLC_T double
+#define OLC_TN f64
+#define OLC_EXP exp
+#include "reduce/olc_reduce_cols.h"
 
 #endif

@@ -2,9 +2,11 @@
  * update loop of ScatterND and the two passes of NonZero.
  *
  * Every kernel here moves bytes: the element type only matters through its
- * size (and, for NonZero and the ScatterND reductions, its kind).  Copies of
- * whole contiguous runs are memcpy calls; runs of one element use a typed
- * load/store of the element's width, which the compiler inlines.
+ * size (and, for NonZero and the ScatterND reductions, its kind: element
+ * types are olc_types.h's).  Copies of whole contiguous runs are memcpy
+ * calls; runs of one element use a typed load/store of the element's
+ * width, which the compiler inlines.  The ScatterND loops are a body per
+ * element type, tensor/olc_tensor_scatter.h.
  */
 #ifndef OLC_TENSOR_H
 #define OLC_TENSOR_H
@@ -12,7 +14,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
-#include "common/olc_math.h"
+#include "common/olc_level.h"
+#include "common/olc_types.h"
+#include "common/olc_vec.h"
 
 /* One element of 1, 2, 4, 8 or 16 bytes, or a run of any length. */
 static inline void olc_copy_n(char *dst, const char *src, int64_t nbytes) {
@@ -64,15 +68,18 @@ static void olc_strided_rows(char *dst, const char *src, int nd, const int64_t *
             memcpy(d, p, (size_t)run);
         } else {
             switch (itemsize) {
-#define OLC_STRIDED_CASE(n, T)                                                       \
-            case n:                                                                   \
-                for (int64_t j = 0; j < last; ++j) ((T *)d)[j] = *(const T *)(p + j * step); \
+            case 1:
+                for (int64_t j = 0; j < last; ++j) ((uint8_t *)d)[j] = *(const uint8_t *)(p + j * step);
                 break;
-            OLC_STRIDED_CASE(1, uint8_t)
-            OLC_STRIDED_CASE(2, uint16_t)
-            OLC_STRIDED_CASE(4, uint32_t)
-            OLC_STRIDED_CASE(8, uint64_t)
-#undef OLC_STRIDED_CASE
+            case 2:
+                for (int64_t j = 0; j < last; ++j) ((uint16_t *)d)[j] = *(const uint16_t *)(p + j * step);
+                break;
+            case 4:
+                for (int64_t j = 0; j < last; ++j) ((uint32_t *)d)[j] = *(const uint32_t *)(p + j * step);
+                break;
+            case 8:
+                for (int64_t j = 0; j < last; ++j) ((uint64_t *)d)[j] = *(const uint64_t *)(p + j * step);
+                break;
             default:
                 for (int64_t j = 0; j < last; ++j) memcpy(d + j * itemsize, p + j * step, (size_t)itemsize);
             }
@@ -119,6 +126,22 @@ static inline int olc_is_nonzero(const char *p, int64_t itemsize, int kind) {
     case 8: { uint64_t v; memcpy(&v, p, 8); return (v & 0x7fffffffffffffffull) != 0; }
     default: /* complex128 as two doubles */
         return olc_is_nonzero(p, 8, kind) || olc_is_nonzero(p + 8, 8, kind);
+    }
+}
+
+/* The zero test of element type dtype (OLC_NZ_INT or OLC_NZ_FLOAT, and
+ * whether it is complex), or -1 for a type without one. */
+static int olc_nonzero_kind(int dtype, int *complex_) {
+    *complex_ = dtype == OLC_COMPLEX64 || dtype == OLC_COMPLEX128;
+    switch (dtype) {
+    case OLC_FLOAT16: case OLC_BFLOAT16: case OLC_FLOAT: case OLC_DOUBLE:
+    case OLC_COMPLEX64: case OLC_COMPLEX128:
+        return OLC_NZ_FLOAT;
+    case OLC_BOOL: case OLC_INT8: case OLC_UINT8: case OLC_INT16: case OLC_UINT16:
+    case OLC_INT32: case OLC_UINT32: case OLC_INT64: case OLC_UINT64:
+        return OLC_NZ_INT;
+    default:
+        return -1;
     }
 }
 
@@ -182,61 +205,68 @@ static int64_t olc_scatter_offsets(const int64_t *indices, int64_t m, int k, con
     return 0;
 }
 
-/* y[off[i] + t] op= u[i * slice + t] in update order (duplicates follow
- * each other as in the sequential definition).  max/min follow
- * numpy.maximum/minimum: a NaN on either side wins. */
-#define OLC_SCATTER_LOOP(name, T, LOAD, STORE)                                              \
-    static void olc_scatter_##name(T *y, const T *u, const int64_t *off, int64_t m,          \
-                                   int64_t slice, int red) {                                 \
-        for (int64_t i = 0; i < m; ++i) {                                                    \
-            T *d = y + off[i];                                                               \
-            const T *s = u + i * slice;                                                      \
-            switch (red) {                                                                   \
-            case OLC_RED_ADD: for (int64_t t = 0; t < slice; ++t) d[t] = STORE(LOAD(d[t]) + LOAD(s[t])); break; \
-            case OLC_RED_MUL: for (int64_t t = 0; t < slice; ++t) d[t] = STORE(LOAD(d[t]) * LOAD(s[t])); break; \
-            case OLC_RED_MAX: for (int64_t t = 0; t < slice; ++t) { __typeof__(LOAD(d[t])) a = LOAD(d[t]), b = LOAD(s[t]); \
-                d[t] = (a != a) ? d[t] : (b != b || b > a) ? s[t] : d[t]; } break;            \
-            case OLC_RED_MIN: for (int64_t t = 0; t < slice; ++t) { __typeof__(LOAD(d[t])) a = LOAD(d[t]), b = LOAD(s[t]); \
-                d[t] = (a != a) ? d[t] : (b != b || b < a) ? s[t] : d[t]; } break;            \
-            default: memcpy(d, s, (size_t)slice * sizeof(T));                                 \
-            }                                                                                \
-        }                                                                                    \
-    }
-#define OLC_ID_(v) (v)
-/* Integer sums and products wrap, as NumPy's do: computed unsigned. */
-#define OLC_SCATTER_INT(name, T, U)                                                           \
-    static void olc_scatter_##name(T *y, const T *u, const int64_t *off, int64_t m,          \
-                                   int64_t slice, int red) {                                 \
-        for (int64_t i = 0; i < m; ++i) {                                                    \
-            T *d = y + off[i];                                                               \
-            const T *s = u + i * slice;                                                      \
-            switch (red) {                                                                   \
-            case OLC_RED_ADD: for (int64_t t = 0; t < slice; ++t) d[t] = (T)(U)((U)d[t] + (U)s[t]); break; \
-            case OLC_RED_MUL: for (int64_t t = 0; t < slice; ++t) d[t] = (T)(U)((U)d[t] * (U)s[t]); break; \
-            case OLC_RED_MAX: for (int64_t t = 0; t < slice; ++t) d[t] = s[t] > d[t] ? s[t] : d[t]; break; \
-            case OLC_RED_MIN: for (int64_t t = 0; t < slice; ++t) d[t] = s[t] < d[t] ? s[t] : d[t]; break; \
-            default: memcpy(d, s, (size_t)slice * sizeof(T));                                 \
-            }                                                                                \
-        }                                                                                    \
-    }
-OLC_SCATTER_INT(i8, int8_t, uint8_t)
-OLC_SCATTER_INT(i16, int16_t, uint16_t)
-OLC_SCATTER_INT(i32, int32_t, uint32_t)
-OLC_SCATTER_INT(i64, int64_t, uint64_t)
-OLC_SCATTER_INT(u8, uint8_t, uint8_t)
-OLC_SCATTER_INT(u16, uint16_t, uint16_t)
-OLC_SCATTER_INT(u32, uint32_t, uint32_t)
-OLC_SCATTER_INT(u64, uint64_t, uint64_t)
-OLC_SCATTER_LOOP(f32, float, OLC_ID_, OLC_ID_)
-OLC_SCATTER_LOOP(f64, double, OLC_ID_, OLC_ID_)
-/* float16/bfloat16: one operation in float32 rounded back equals the
- * operation rounded directly (float32 has more than 2p+2 bits). */
-OLC_SCATTER_LOOP(f16, uint16_t, olc_h2f, olc_f2h)
-OLC_SCATTER_LOOP(bf16, uint16_t, olc_bf2f, olc_f2bf)
+/* The update loops, olc_scatter_<type>: tensor/olc_tensor_scatter.h. */
+typedef void (*olc_scatter_fn)(void *y, const void *u, const int64_t *off, int64_t m, int64_t slice,
+                               int red);
+
+#define OLC_T int8_t
+#define OLC_TN i8
+#define OLC_U uint8_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T int16_t
+#define OLC_TN i16
+#define OLC_U uint16_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T int32_t
+#define OLC_TN i32
+#define OLC_U uint32_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T int64_t
+#define OLC_TN i64
+#define OLC_U uint64_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint8_t
+#define OLC_TN u8
+#define OLC_U uint8_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint16_t
+#define OLC_TN u16
+#define OLC_U uint16_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint32_t
+#define OLC_TN u32
+#define OLC_U uint32_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint64_t
+#define OLC_TN u64
+#define OLC_U uint64_t
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T float
+#define OLC_TN f32
+#define OLC_LD(v) (v)
+#define OLC_ST(v) (v)
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T double
+#define OLC_TN f64
+#define OLC_LD(v) (v)
+#define OLC_ST(v) (v)
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint16_t
+#define OLC_TN f16
+#define OLC_LD(v) olc_h2f(v)
+#define OLC_ST(v) olc_f2h(v)
+#include "tensor/olc_tensor_scatter.h"
+#define OLC_T uint16_t
+#define OLC_TN bf16
+#define OLC_LD(v) olc_bf2f(v)
+#define OLC_ST(v) olc_f2bf(v)
+#include "tensor/olc_tensor_scatter.h"
 
 /* bool: add is or, mul is and, max is or, min is and (NumPy's bool ufuncs). */
-static void olc_scatter_bool(uint8_t *y, const uint8_t *u, const int64_t *off, int64_t m,
+static void olc_scatter_bool(void *py, const void *pu, const int64_t *off, int64_t m,
                              int64_t slice, int red) {
+    uint8_t *y = (uint8_t *)py;
+    const uint8_t *u = (const uint8_t *)pu;
     for (int64_t i = 0; i < m; ++i) {
         uint8_t *d = y + off[i];
         const uint8_t *s = u + i * slice;
@@ -247,6 +277,26 @@ static void olc_scatter_bool(uint8_t *y, const uint8_t *u, const int64_t *off, i
             for (int64_t t = 0; t < slice; ++t) { d[t] = (uint8_t)(d[t] && s[t]); } break;
         default: memcpy(d, s, (size_t)slice);
         }
+    }
+}
+
+/* The update loop of an element type, or NULL. */
+static olc_scatter_fn olc_scatter_select(int dtype) {
+    switch (dtype) {
+    case OLC_INT8: return olc_scatter_i8;
+    case OLC_INT16: return olc_scatter_i16;
+    case OLC_INT32: return olc_scatter_i32;
+    case OLC_INT64: return olc_scatter_i64;
+    case OLC_UINT8: return olc_scatter_u8;
+    case OLC_UINT16: return olc_scatter_u16;
+    case OLC_UINT32: return olc_scatter_u32;
+    case OLC_UINT64: return olc_scatter_u64;
+    case OLC_FLOAT: return olc_scatter_f32;
+    case OLC_DOUBLE: return olc_scatter_f64;
+    case OLC_FLOAT16: return olc_scatter_f16;
+    case OLC_BFLOAT16: return olc_scatter_bf16;
+    case OLC_BOOL: return olc_scatter_bool;
+    default: return NULL;
     }
 }
 
