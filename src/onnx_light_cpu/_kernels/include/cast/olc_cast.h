@@ -88,26 +88,8 @@ static inline uint64_t olc_u64_(uint64_t v) { return v; }
 /* ---- native conversion loops, one per (source, destination, level) ---- */
 
 #define OLC_CASTFN(dst) OLC_FN(OLC_CAT(OLC_CAT(olc_cast, OLC_SN), dst))
-
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "cast/olc_cast_level.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "cast/olc_cast_level.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "cast/olc_cast_level.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "cast/olc_cast_level.h"
+#include "common/olc_each_level.h"
 
 /* int64 -> float / double at AVX2, which has no 64-bit integer conversion
  * (AVX-512DQ has, and the compiler uses it in the loops above).  Integers

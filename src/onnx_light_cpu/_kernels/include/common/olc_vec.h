@@ -5,7 +5,10 @@
  *
  * Rounding is the same everywhere: float32 -> float16 and -> bfloat16
  * round to nearest even; NaN stays a quiet NaN with its high payload bits.
- * The scalar functions and the vector ones give the same bits.
+ * The scalar functions and the vector ones give the same bits, with one
+ * exception: a signaling float16 NaN widened by olc_h2f stays signaling,
+ * while the F16C instructions quiet it (the array widenings below take
+ * their tails through olc_h2f).
  */
 #ifndef OLC_VEC_H
 #define OLC_VEC_H

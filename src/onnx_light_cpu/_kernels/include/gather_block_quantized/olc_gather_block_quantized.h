@@ -132,26 +132,8 @@ static inline OLC_TARGET_AVX512 void olc_gbq_group_avx512(const uint8_t *src, in
 #endif
 
 /* ---- the row functions, olc_gbq_rows_<level> ---- */
-
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "gather_block_quantized/olc_gather_block_quantized_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "gather_block_quantized/olc_gather_block_quantized_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "gather_block_quantized/olc_gather_block_quantized_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "gather_block_quantized/olc_gather_block_quantized_rows.h"
+#include "common/olc_each_level.h"
 
 /* The level the function for (bits, level) runs at: 2-bit rows are scalar. */
 static inline int olc_gbq_level(int bits, int level) {

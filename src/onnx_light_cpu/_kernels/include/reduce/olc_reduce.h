@@ -94,25 +94,8 @@ static OLC_TARGET_AVX512 double olc_bsum_f32_avx512(const void *px, int64_t n) {
 #endif
 
 /* The other block and column sums, per level. */
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "reduce/olc_reduce_sums.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "reduce/olc_reduce_sums.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "reduce/olc_reduce_sums.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "reduce/olc_reduce_sums.h"
+#include "common/olc_each_level.h"
 
 /* Integers: wrapping sums, so any order gives the same result, and a
  * signed type sums as its unsigned twin. */

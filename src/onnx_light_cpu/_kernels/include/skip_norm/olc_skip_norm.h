@@ -118,28 +118,9 @@ static inline float olc_sn_inv_(float sum_sq, int64_t H, float eps) {
 #define OLC_SN_VSUM(i) ({ OLC_SN_VT v_ = OLC_SN_VADD(OLC_SN_VLD(x + (i)), OLC_SN_VLD(s + (i))); if (bi) v_ = OLC_SN_VADD(v_, OLC_SN_VLD(bi + (i))); v_; })
 
 /* ---- the row functions, per level and type ---- */
-
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "skip_norm/olc_skip_norm_scalar.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "skip_norm/olc_skip_norm_vec.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "skip_norm/olc_skip_norm_vec.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "skip_norm/olc_skip_norm_vec.h"
+#define OLC_BODY_SCALAR "skip_norm/olc_skip_norm_scalar.h"
+#include "common/olc_each_level.h"
 
 /* ---- selection ---- */
 

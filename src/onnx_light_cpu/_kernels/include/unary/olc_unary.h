@@ -23,26 +23,8 @@
 enum { OLC_OP_ABS = 0, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT };
 
 typedef void (*olc_unary_fn)(const void *x, void *y, int64_t n);
-
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "unary/olc_unary_bits.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "unary/olc_unary_bits.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "unary/olc_unary_bits.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "unary/olc_unary_bits.h"
+#include "common/olc_each_level.h"
 
 /* Abs of a signed integer wraps at the minimum as NumPy does. */
 static void olc_abs_i8(const void *px, void *py, int64_t n) {

@@ -2,8 +2,7 @@
 
 from libc.stdint cimport int32_t, int64_t
 
-cdef extern from "common/olc_types.h" nogil:
-    int OLC_FLOAT, OLC_FLOAT16, OLC_BFLOAT16
+from olc_types cimport OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16
 
 cdef extern from "engines/attention/olc_attention.h" nogil:
     int OLC_ATTN_TB, OLC_ATTN_KC, OLC_ATTN_RMAX

@@ -340,26 +340,8 @@ static void olc_i8_tile(int level, const void *ap, int64_t m, int64_t Kp, const 
         olc_i8_kernel_scalar((const int16_t *)ap + m * Kp, Kp, bp, acc);
     }
 }
-
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "engines/gemm_int8/olc_gemm_int8_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "engines/gemm_int8/olc_gemm_int8_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "engines/gemm_int8/olc_gemm_int8_rows.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
+#define OLC_BODY "engines/gemm_int8/olc_gemm_int8_rows.h"
+#include "common/olc_each_level.h"
 
 typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
                                    const uint32_t *, const uint32_t *, const uint32_t *,

@@ -2,8 +2,7 @@
 
 from libc.stdint cimport int64_t
 
-cdef extern from "common/olc_types.h" nogil:
-    int OLC_FLOAT, OLC_FLOAT16, OLC_BFLOAT16
+from olc_types cimport OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16
 
 cdef extern from "engines/rotary/olc_rotary.h" nogil:
     ctypedef struct olc_rope_args:
