@@ -144,7 +144,6 @@ class KernelOp(OpRun):
         cls._input_checks = InputChecks(cls.inputs) if cls.inputs else None
         if "element_types" not in cls.__dict__ and cls.onnx_types:
             cls.element_types = tuple(type_string(t) for t in cls.onnx_types)
-        cls._allowed = frozenset(cls.onnx_types)
         cls._paths = {}
 
     def __init__(self, onnx_node, run_params, context: EvaluatorContext | None = None,
@@ -248,13 +247,6 @@ class KernelOp(OpRun):
         if self._attribute_error is None:
             self._attribute_error = f"{self.onnx_node.op_type}: {message}"
 
-    def _flag(self, name: str, default: int = 0) -> bool:
-        """The 0/1 attribute ``name``; another value is rejected."""
-        value = next((a.i for a in self.onnx_node.attribute if a.name == name), default)
-        if value not in (0, 1):
-            self._reject_attribute(f"attribute {name} must be 0 or 1, got {value}")
-        return bool(value)
-
     def _checked_inputs(self, args: tuple) -> tuple:
         """``args`` with NumPy scalars made arrays, after checking that every
         required input is given, that every input is a tensor, and that a
@@ -338,26 +330,6 @@ class KernelOp(OpRun):
 
     def _num_threads(self, work: int, min_work_per_thread: int) -> int:
         return decide_num_threads(work, min_work_per_thread, self._context.num_threads)
-
-    def _same_typed_inputs(self, args: tuple, names: str) -> int:
-        """Check that ``args`` are all given, all tensors, of one element type
-        the kernel accepts; return that type.  ``names`` reads "A and B"."""
-        op = self.onnx_node.op_type
-        if len(args) != len(names.split(" and ")) or any(v is None for v in args):
-            raise ValueError(f"{op}: expects inputs {names}, got {len(args)} inputs")
-        for i, v in enumerate(args):
-            if not isinstance(v, np.ndarray):
-                raise TypeError(self._input_error(i, f"must be a tensor, got {type(v).__name__}"))
-        first = args[0].dtype
-        element_type = ELEMENT_TYPES.get(first)
-        if element_type not in self._allowed:
-            raise TypeError(self._input_error(
-                0, f"has element type {first}, expected one of {', '.join(self.element_types)}"))
-        for i, v in enumerate(args[1:], 1):
-            if v.dtype != first:
-                raise TypeError(self._input_error(
-                    i, f"has element type {v.dtype}, expected {first} like input 0"))
-        return element_type
 
     def _input_label(self, index: int) -> str:
         names = self.onnx_node.input
