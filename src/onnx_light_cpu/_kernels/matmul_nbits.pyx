@@ -53,9 +53,10 @@ from olc_matmul_nbits cimport (olc_nb_float, olc_nb_panel_level, olc_nb_prepare_
 
 cnp.import_array()
 
+#: Level names in the float engines' labels (``int4_panel_avx512``).
 LEVEL_NAMES = ("scalar", "avx2", "avx512")
-# Labels of the int8 engine at each of its levels (olc_q8_level).
-_INT8_LABELS = tuple("int8_prepared_" + name for name in ("scalar", "avx2", "avx512", "vnni"))
+#: Labels of the int8 engine at each of its levels (olc_q8_level); QMoE's too.
+INT8_LABELS = tuple("int8_prepared_" + name for name in ("scalar", "avx2", "avx512", "vnni"))
 
 
 def zero_point_bytes(int64_t groups, int bits):
@@ -224,7 +225,7 @@ def matmul(PreparedWeights p, cnp.ndarray a, bias, cnp.ndarray y, int level, int
         if status < 0:
             raise MemoryError("matmul_nbits core: no memory for the quantized activations")
         if status == 0:
-            return _INT8_LABELS[used]
+            return INT8_LABELS[used]
         # A row holding a value that is not finite keeps float semantics
         # (the panel engine below); the other rows keep the int8 engine's
         # result, so that no row depends on the rows batched with it.
@@ -237,7 +238,7 @@ def matmul(PreparedWeights p, cnp.ndarray a, bias, cnp.ndarray y, int level, int
             matmul(p, np.ascontiguousarray(a[rest]), bias, y_rest, level, threads)
             y[finite] = y_finite
             y[rest] = y_rest
-            return _INT8_LABELS[used]
+            return INT8_LABELS[used]
     if p._want_rows and p.w.rows == NULL and olc_nb_route(&p.w, M, level) == 2:
         _prepare_rows(p)
     with nogil:

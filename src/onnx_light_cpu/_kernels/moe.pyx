@@ -29,6 +29,9 @@ from olc_moe cimport (OLC_MOE_CODES, OLC_MOE_GELU, OLC_MOE_IDENTITY, OLC_MOE_NBI
 from olc_matmul_nbits cimport (olc_nb_w, olc_q8_block_bytes, olc_q8_prepare, olc_q8_tiles,
                                olc_q8_w)
 
+# Path labels of the MatMulNBits engines, as the matmul_nbits core names them.
+from onnx_light_cpu._kernels.matmul_nbits import INT8_LABELS, LEVEL_NAMES
+
 cnp.import_array()
 
 RELU = OLC_MOE_RELU
@@ -37,9 +40,6 @@ SILU = OLC_MOE_SILU
 IDENTITY = OLC_MOE_IDENTITY
 SWIGLU = OLC_MOE_SWIGLU
 
-# Path labels of the MatMulNBits engines, as the matmul_nbits core names them.
-LEVEL_NAMES = ("scalar", "avx2", "avx512")
-KIND_NAMES = ("scalar", "avx2", "avx512", "vnni")
 
 
 def level_used(int level):
@@ -255,6 +255,6 @@ def forward(cnp.ndarray x, cnp.ndarray logits, Projection fc1, object b1, Projec
     if path == OLC_MOE_PATH_NONE:
         return None
     if path >= OLC_MOE_PATH_INT8:
-        return "int8_prepared_" + KIND_NAMES[path - OLC_MOE_PATH_INT8]
+        return INT8_LABELS[path - OLC_MOE_PATH_INT8]
     route = "direct" if path == OLC_MOE_PATH_DIRECT else "panel"
     return f"int{fc1.bits}_{route}_{LEVEL_NAMES[olc_gemm_level(level)]}"
