@@ -1,10 +1,11 @@
 /* Include the body file OLC_BODY once per level this build compiles:
  * scalar, AVX2 and AVX-512, with OLC_LVL and OLC_LVL_ATTR set for each
- * (see common/olc_level.h).  OLC_BODY_SCALAR, when defined, is the body
+ * (see common/olc_level.h); setup.py reads the OLC_BODY names as the
+ * header's dependencies.  OLC_BODY_SCALAR, when defined, is the body
  * of the scalar level instead (a twin written out without vectors).
  *
- *     #define OLC_BODY "skip_norm/olc_skip_norm_vec.h"
- *     #define OLC_BODY_SCALAR "skip_norm/olc_skip_norm_scalar.h"
+ *     #define OLC_BODY "<family>/olc_<family>_vec.h"
+ *     #define OLC_BODY_SCALAR "<family>/olc_<family>_scalar.h"
  *     #include "common/olc_each_level.h"
  *
  * No include guard: it is meant to be included once per body. */

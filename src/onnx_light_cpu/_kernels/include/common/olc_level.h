@@ -5,7 +5,7 @@
  *
  *     #define OLC_LVL avx2                  scalar, avx2, avx512 or avx512vnni
  *     #define OLC_LVL_ATTR OLC_TARGET_AVX2  the target attribute (empty for scalar)
- *     #include "engines/attention/olc_attention_task.h"
+ *     #include "<family>/olc_<family>_<part>.h"
  *     #undef OLC_LVL
  *     #undef OLC_LVL_ATTR
  *
