@@ -919,25 +919,8 @@ static void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const flo
 typedef void (*olc_gemm_generic_fn)(const void *a, int64_t rsa, int64_t csa, const void *b,
                                     void *c, int64_t N, int64_t K, int64_t i0, int64_t i1);
 
-#define OLC_LVL scalar
-#define OLC_LVL_ATTR
-#include "engines/gemm/olc_gemm_generic.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_X86
-#define OLC_LVL avx2
-#define OLC_LVL_ATTR OLC_TARGET_AVX2
-#include "engines/gemm/olc_gemm_generic.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#if OLC_HAVE_AVX512
-#define OLC_LVL avx512
-#define OLC_LVL_ATTR OLC_TARGET_AVX512
-#include "engines/gemm/olc_gemm_generic.h"
-#undef OLC_LVL
-#undef OLC_LVL_ATTR
-#endif
-#endif
+#define OLC_BODY "engines/gemm/olc_gemm_generic.h"
+#include "common/olc_each_level.h"
 
 static olc_gemm_generic_fn olc_gemm_generic_select(int dtype, int level) {
     return OLC_LEVEL_FN(olc_gemm_level(level), olc_gemm_generic_pick)(dtype);
