@@ -15,7 +15,6 @@ every run.  Usage labels go through one cache, :meth:`KernelOp._record_path`.
 
 from __future__ import annotations
 
-import inspect
 import math
 import sys
 from typing import ClassVar
@@ -75,24 +74,6 @@ EVERY_INPUT = frozenset(range(64))
 # The exception types an adapter rejects input with; anything else escaping
 # ``_run`` is reworded by ``KernelOp.run`` into a ValueError naming the node.
 CLEAR_ERRORS = (ValueError, TypeError, NotImplementedError, MemoryError)
-
-
-def _required_inputs(cls, node: onnx.NodeProto, opset: int) -> frozenset[int]:
-    """Indices of the inputs ``node`` must be given: from the ONNX schema
-    where ``onnx.defs`` has one, else the parameters of ``cls._run`` that
-    have no default."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
-        schema = None
-    if schema is not None:
-        single = onnx.defs.OpSchema.FormalParameterOption.Single
-        required = {i for i, p in enumerate(schema.inputs) if p.option == single}
-        required.update(range(len(schema.inputs) - 1, schema.min_input))
-        return frozenset(required)
-    parameters = list(inspect.signature(cls._run).parameters.values())[1:]
-    return frozenset(i for i, p in enumerate(parameters)
-                     if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty)
 
 
 def _describe(args) -> str:
@@ -158,8 +139,7 @@ class KernelOp(OpRun):
         self._kept_outputs: dict[int, np.ndarray] = {}
         self._plans: dict = {}
         checks = self._input_checks
-        self._required = (frozenset(checks.required) if checks is not None
-                          else _required_inputs(type(self), onnx_node, self.opset))
+        self._required = frozenset(checks.required) if checks is not None else frozenset()
         if self.attributes:
             values, problem = parse_attributes(onnx_node, self.attributes)
             self.__dict__.update(values)
