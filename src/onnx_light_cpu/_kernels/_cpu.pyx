@@ -1,19 +1,106 @@
 # cython: language_level=3
-"""What this build and this CPU offer: instruction-set level and OpenMP."""
+"""What this build and this CPU offer (instruction-set level, OpenMP), and
+the one worker pool every core's parallel loop runs on (olc_pool_impl.h)."""
+
+from cpython.pycapsule cimport PyCapsule_New
+from libc.stdlib cimport free, malloc
 
 from olc_openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
 
 from olc_cpu cimport OLC_HAVE_AVX512, olc_detect_simd_level
+
+
+cdef extern from "common/olc_pool_impl.h" nogil:
+    ctypedef void (*olc_task_fn)(void *arg, Py_ssize_t task, int slot) noexcept nogil
+    int olc_pool_init()
+    void *olc_pool_entry()
+    void olc_pool_run_tasks(Py_ssize_t ntasks, olc_task_fn fn, void *arg, int threads)
+    int olc_pool_started()
+    long olc_pool_spin_ns()
+    void olc_pool_set_spin_ns(long ns)
+
 
 #: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512,
 #: 3 avx512vnni).
 DETECTED_SIMD_LEVEL = olc_detect_simd_level()
 #: Whether the AVX-512 paths were compiled in.
 BUILT_WITH_AVX512 = bool(OLC_HAVE_AVX512)
-#: Whether the cores were compiled with OpenMP.
+#: Whether the build linked OpenMP (only for its thread-count default, which
+#: OMP_NUM_THREADS and threadpoolctl set; the loops run on the pool).
 BUILT_WITH_OPENMP = bool(OLC_HAVE_OPENMP)
+
+if olc_pool_init() != 0:
+    raise ImportError("onnx_light_cpu: cannot install the worker pool's fork handler")
+#: The pool's entry point, bound by every core module at import (olc_pool.pxd).
+POOL = PyCapsule_New(olc_pool_entry(), "onnx_light_cpu._kernels._cpu.POOL", NULL)
 
 
 def openmp_max_threads():
     """``omp_get_max_threads()``: OMP_NUM_THREADS or a threadpoolctl limit."""
     return omp_get_max_threads()
+
+
+def pool_workers():
+    """Worker threads the pool has started so far (it grows on demand)."""
+    return olc_pool_started()
+
+
+def pool_spin_us():
+    """How long an idle worker spins for the next job before it sleeps."""
+    return olc_pool_spin_ns() / 1000.0
+
+
+def set_pool_spin_us(double us):
+    """Set the spin time (ONNX_LIGHT_CPU_SPIN_US sets it at import)."""
+    if not us >= 0:
+        raise ValueError(f"set_pool_spin_us: expected a time >= 0, got {us!r}")
+    olc_pool_set_spin_ns(<long>(us * 1000.0))
+
+
+cdef struct _CheckJob:
+    int *runs    # times each task ran
+    int *slots   # the slot that ran it
+    int *nested  # runs of the nested loops' tasks, `inner` per task
+    int inner
+
+
+cdef void _check_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _CheckJob *job = <_CheckJob *>arg
+    cdef _CheckJob inner
+    job.runs[t] += 1
+    job.slots[t] = slot
+    if job.inner:  # a loop inside a task runs serially, in that task
+        inner.runs = job.nested + t * job.inner
+        inner.slots = NULL
+        inner.nested = NULL
+        inner.inner = 0
+        olc_pool_run_tasks(job.inner, _check_nested_task, &inner, 2)
+
+
+cdef void _check_nested_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    (<_CheckJob *>arg).runs[t] += 1
+
+
+def pool_check(Py_ssize_t ntasks, int threads, int inner=0):
+    """Run ``ntasks`` trivial tasks on the pool (for tests): the times each
+    task ran, the slot that ran each, and, with ``inner``, the times each
+    task of the loops nested in them ran (``inner`` per task)."""
+    cdef Py_ssize_t size = max(2 * ntasks + ntasks * inner, 1)
+    cdef int *buf = <int *>malloc(size * sizeof(int))
+    if buf == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t i
+    for i in range(size):
+        buf[i] = 0
+    cdef _CheckJob job
+    job.runs = buf
+    job.slots = buf + ntasks
+    job.nested = buf + 2 * ntasks
+    job.inner = inner
+    with nogil:
+        olc_pool_run_tasks(ntasks, _check_task, &job, threads)
+    try:
+        return ([buf[i] for i in range(ntasks)], [buf[ntasks + i] for i in range(ntasks)],
+                [buf[2 * ntasks + i] for i in range(ntasks * inner)])
+    finally:
+        free(buf)

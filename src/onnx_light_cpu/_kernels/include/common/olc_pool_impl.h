@@ -1,0 +1,212 @@
+/* The worker pool behind olc_parallel_for (olc_pool.h).  Compiled into the
+ * _cpu extension only, which hands olc_pool_run_tasks to the others.
+ *
+ * One job at a time.  The job's tasks are claimed through one 64-bit word,
+ * `state`: the job's generation in the high half, the next unclaimed task in
+ * the low half (OLC_POOL_CLOSED while the caller sets a job up).  Claiming is
+ * a compare-and-swap of that word, so a worker that read the word of an old
+ * job and was descheduled can never claim a task of a later one: the word
+ * has moved on and its swap fails.  The caller claims tasks like any worker,
+ * then waits only for the tasks workers claimed (`done` counts finished
+ * tasks), never for a worker that has not started.
+ *
+ * Workers wait for the next job spinning for `spin_ns` (a decoder calls
+ * kernels back to back), then sleep on a condition variable; the caller
+ * signals it only when some worker sleeps.  A call from inside a task, or
+ * while another thread's job runs, runs serially in its caller. */
+#ifndef OLC_POOL_IMPL_H
+#define OLC_POOL_IMPL_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/olc_pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define OLC_POOL_PAUSE() _mm_pause()
+#else
+#define OLC_POOL_PAUSE() ((void)0)
+#endif
+
+#define OLC_POOL_CLOSED 0xFFFFFFFFu
+enum { OLC_POOL_MAX_WORKERS = 255 };
+
+static struct {
+    _Atomic uint64_t state;        /* generation << 32 | next task */
+    _Atomic(olc_task_fn) fn;       /* the job, valid while state is open */
+    _Atomic(void *) arg;
+    _Atomic uint32_t ntasks;
+    _Atomic int slots;             /* workers of slot <= slots may claim */
+    _Atomic uint32_t done;         /* tasks of the job finished */
+    _Atomic int sleepers;
+    _Atomic long spin_ns;
+    int started;                   /* workers created (under busy) */
+    pthread_mutex_t busy;          /* held by the caller of the running job */
+    pthread_mutex_t lock;          /* with wake: sleeping workers */
+    pthread_cond_t wake;
+} olc_pool = {
+    .spin_ns = 100000,
+    .busy = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+};
+
+/* Set in workers for good and in a caller while it runs tasks. */
+static _Thread_local int olc_pool_inside = 0;
+
+static inline uint32_t olc_pool_generation(uint64_t state) { return (uint32_t)(state >> 32); }
+static inline uint32_t olc_pool_next(uint64_t state) { return (uint32_t)state; }
+
+static long olc_pool_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* Claim and run tasks of job `generation` until none is left to claim. */
+static void olc_pool_work(uint32_t generation, int slot) {
+    uint64_t s = atomic_load(&olc_pool.state);
+    for (;;) {
+        if (olc_pool_generation(s) != generation || olc_pool_next(s) == OLC_POOL_CLOSED)
+            return;
+        /* Read before the swap: if these belong to a later job, the state
+           word changed before they were written and the swap fails. */
+        olc_task_fn fn = atomic_load_explicit(&olc_pool.fn, memory_order_acquire);
+        void *arg = atomic_load_explicit(&olc_pool.arg, memory_order_acquire);
+        uint32_t ntasks = atomic_load_explicit(&olc_pool.ntasks, memory_order_acquire);
+        int slots = atomic_load_explicit(&olc_pool.slots, memory_order_acquire);
+        uint32_t task = olc_pool_next(s);
+        if (task >= ntasks || slot > slots)
+            return;
+        if (!atomic_compare_exchange_weak(&olc_pool.state, &s, s + 1))
+            continue; /* s now holds the current word */
+        fn(arg, (ptrdiff_t)task, slot);
+        atomic_fetch_add_explicit(&olc_pool.done, 1, memory_order_release);
+        s = atomic_load(&olc_pool.state);
+    }
+}
+
+/* The generation of the open job if it is not `seen`, else `seen`. */
+static inline uint32_t olc_pool_new_job(uint32_t seen) {
+    uint64_t s = atomic_load(&olc_pool.state);
+    return olc_pool_next(s) == OLC_POOL_CLOSED ? seen : olc_pool_generation(s);
+}
+
+static void *olc_pool_worker(void *slot_as_pointer) {
+    int slot = (int)(intptr_t)slot_as_pointer;
+    olc_pool_inside = 1;
+    uint32_t seen = olc_pool_generation(atomic_load(&olc_pool.state));
+    for (;;) {
+        long deadline = olc_pool_now_ns() + atomic_load(&olc_pool.spin_ns);
+        unsigned spins = 0;
+        uint32_t job;
+        while ((job = olc_pool_new_job(seen)) == seen) {
+            OLC_POOL_PAUSE();
+            if ((++spins & 63) == 0 && olc_pool_now_ns() > deadline) {
+                pthread_mutex_lock(&olc_pool.lock);
+                atomic_fetch_add(&olc_pool.sleepers, 1);
+                while ((job = olc_pool_new_job(seen)) == seen)
+                    pthread_cond_wait(&olc_pool.wake, &olc_pool.lock);
+                atomic_fetch_sub(&olc_pool.sleepers, 1);
+                pthread_mutex_unlock(&olc_pool.lock);
+                break;
+            }
+        }
+        seen = job;
+        olc_pool_work(seen, slot);
+    }
+    return NULL;
+}
+
+/* Create workers up to `wanted` (caller holds busy); how many of them exist. */
+static int olc_pool_grow(int wanted) {
+    if (wanted > OLC_POOL_MAX_WORKERS)
+        wanted = OLC_POOL_MAX_WORKERS;
+    while (olc_pool.started < wanted) {
+        pthread_attr_t attr;
+        pthread_t thread;
+        sigset_t all, old;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all); /* workers inherit a full mask: signals go to Python's threads */
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int failed = pthread_create(&thread, &attr, olc_pool_worker,
+                                    (void *)(intptr_t)(olc_pool.started + 1));
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed)
+            break;
+        olc_pool.started++;
+    }
+    return olc_pool.started < wanted ? olc_pool.started : wanted;
+}
+
+static void olc_pool_run_serial(ptrdiff_t ntasks, olc_task_fn fn, void *arg) {
+    for (ptrdiff_t t = 0; t < ntasks; ++t)
+        fn(arg, t, 0);
+}
+
+static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
+    if (olc_pool_inside || ntasks >= (ptrdiff_t)OLC_POOL_CLOSED
+        || pthread_mutex_trylock(&olc_pool.busy) != 0) {
+        olc_pool_run_serial(ntasks, fn, arg);
+        return;
+    }
+    int slots = olc_pool_grow(threads - 1);
+    uint32_t generation = olc_pool_generation(atomic_load(&olc_pool.state)) + 1;
+    atomic_store(&olc_pool.state, ((uint64_t)generation << 32) | OLC_POOL_CLOSED);
+    atomic_store_explicit(&olc_pool.fn, fn, memory_order_release);
+    atomic_store_explicit(&olc_pool.arg, arg, memory_order_release);
+    atomic_store_explicit(&olc_pool.ntasks, (uint32_t)ntasks, memory_order_release);
+    atomic_store_explicit(&olc_pool.slots, slots, memory_order_release);
+    atomic_store(&olc_pool.done, 0);
+    atomic_store(&olc_pool.state, (uint64_t)generation << 32);
+    if (atomic_load(&olc_pool.sleepers) > 0) {
+        pthread_mutex_lock(&olc_pool.lock);
+        pthread_cond_broadcast(&olc_pool.wake);
+        pthread_mutex_unlock(&olc_pool.lock);
+    }
+    olc_pool_inside = 1;
+    olc_pool_work(generation, 0);
+    olc_pool_inside = 0;
+    /* Only tasks a worker claimed are left; that worker is running. */
+    unsigned spins = 0;
+    while (atomic_load_explicit(&olc_pool.done, memory_order_acquire) < (uint32_t)ntasks) {
+        if (++spins < 4096)
+            OLC_POOL_PAUSE();
+        else
+            sched_yield(); /* it may be waiting for this CPU */
+    }
+    pthread_mutex_unlock(&olc_pool.busy);
+}
+
+/* After fork() the child has no workers; locks held by the parent's other
+   threads are reset. */
+static void olc_pool_after_fork_child(void) {
+    olc_pool.started = 0;
+    atomic_store(&olc_pool.sleepers, 0);
+    olc_pool_inside = 0;
+    pthread_mutex_init(&olc_pool.busy, NULL);
+    pthread_mutex_init(&olc_pool.lock, NULL);
+    pthread_cond_init(&olc_pool.wake, NULL);
+}
+
+static int olc_pool_init(void) {
+    const char *spin = getenv("ONNX_LIGHT_CPU_SPIN_US");
+    if (spin != NULL && *spin)
+        atomic_store(&olc_pool.spin_ns, atol(spin) * 1000L);
+    return pthread_atfork(NULL, NULL, olc_pool_after_fork_child);
+}
+
+static inline void *olc_pool_entry(void) { return (void *)olc_pool_run_tasks; }
+static inline int olc_pool_started(void) { return olc_pool.started; }
+static inline long olc_pool_spin_ns(void) { return atomic_load(&olc_pool.spin_ns); }
+static inline void olc_pool_set_spin_ns(long ns) { atomic_store(&olc_pool.spin_ns, ns); }
+
+#endif

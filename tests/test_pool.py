@@ -1,0 +1,64 @@
+"""The worker pool every core's parallel loop runs on (olc_pool_impl.h):
+each task runs exactly once whoever claims it, nested loops run serially
+inside their task, concurrent callers and a forked child still finish."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from onnx_light_cpu._kernels import _cpu
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("ntasks", [0, 1, 7, 1000, 100_000])
+def test_every_task_runs_once(ntasks, threads):
+    runs, slots, _ = _cpu.pool_check(ntasks, threads)
+    assert runs == [1] * ntasks
+    assert all(0 <= s < max(threads, 1) for s in slots)
+
+
+def test_nested_loops_run_in_their_task():
+    runs, _, nested = _cpu.pool_check(500, 2, inner=4)
+    assert runs == [1] * 500
+    assert nested == [1] * 2000
+
+
+def test_concurrent_callers():
+    """A second caller while a job runs runs its loop serially; both finish."""
+    results = []
+
+    def call():
+        for _ in range(50):
+            results.append(_cpu.pool_check(20_000, 2)[0] == [1] * 20_000)
+
+    callers = [threading.Thread(target=call) for _ in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    assert results == [True] * 150
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_forked_child_runs_loops():
+    _cpu.pool_check(100_000, 2)  # workers exist in the parent
+    pid = os.fork()
+    if pid == 0:  # the child: no workers were inherited, the loop still ends
+        ok = _cpu.pool_check(100_000, 2)[0] == [1] * 100_000
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_spin_setting():
+    before = _cpu.pool_spin_us()
+    try:
+        _cpu.set_pool_spin_us(0)
+        assert _cpu.pool_check(10_000, 2)[0] == [1] * 10_000
+        with pytest.raises(ValueError, match="set_pool_spin_us"):
+            _cpu.set_pool_spin_us(-1)
+    finally:
+        _cpu.set_pool_spin_us(before)
