@@ -31,3 +31,23 @@ def test_every_header_a_core_includes_is_a_dependency(monkeypatch):
                      if h not in seen]
     unary = ns["_dependencies"](f"{ns['KERNELS']}/unary.pyx")
     assert {"olc_math.h", "olc_cpu.h", "olc_unary.h"} <= {pathlib.Path(d).name for d in unary}
+
+
+def test_every_core_with_parallel_loops_binds_the_pool(monkeypatch):
+    """A core whose C calls olc_parallel_for (itself or through a header)
+    binds the shared pool at import, else its loops silently run serially."""
+    pytest.importorskip("Cython")
+    monkeypatch.chdir(ROOT)
+    ns: dict = {}
+    source = (ROOT / "setup.py").read_text().split('if sys.platform == "win32"')[0]
+    exec(compile(source, "setup.py", "exec"), ns)
+    unbound = []
+    for core in ns["CORES"]:
+        pyx = ROOT / ns["KERNELS"] / f"{core}.pyx"
+        deps = ns["_dependencies"](f"{ns['KERNELS']}/{core}.pyx")
+        texts = [pyx.read_text()] + [pathlib.Path(d).read_text() for d in deps
+                                     if not d.endswith(("olc_pool.h", "olc_pool.pxd"))]
+        if core != "_cpu" and any("olc_parallel_for(" in t for t in texts):
+            if "olc_pool_import()" not in texts[0]:
+                unbound.append(core)
+    assert unbound == []

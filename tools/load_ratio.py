@@ -1,0 +1,156 @@
+"""Ours vs ONNX Runtime on single kernels under three loads of the second core.
+
+    python -m tools.load_ratio [--loads idle,busy,bursty] [--threads 1,2]
+                               [--blocks 15] [--cases abs,softmax,matmul] [--json OUT]
+
+The cases are issue 14's: Abs over 1M float32, Softmax over 128x32000
+float32, MatMul 1x896 by a constant 896x4864 float32.  For each load
+(``tools.load.competing_load``: nothing, a process spinning on one core, or
+one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
+thread count in alternating blocks (warm-up, then timed calls); the table
+gives the median per call and the ratios ours/ORT and 2 threads/1 thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from tools.load import competing_load
+
+F = TensorProto.FLOAT
+
+
+def _model(node, inputs, outputs, initializers=()):
+    graph = helper.make_graph([node], "case", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model
+
+
+def case_abs():
+    x = np.random.default_rng(0).standard_normal(10**6, dtype=np.float32)
+    model = _model(helper.make_node("Abs", ["X"], ["Y"]),
+                   [helper.make_tensor_value_info("X", F, [10**6])],
+                   [helper.make_tensor_value_info("Y", F, [10**6])])
+    return "Abs 1M float32", model, {"X": x}
+
+
+def case_softmax():
+    x = np.random.default_rng(0).standard_normal((128, 32000), dtype=np.float32)
+    model = _model(helper.make_node("Softmax", ["X"], ["Y"], axis=-1),
+                   [helper.make_tensor_value_info("X", F, [128, 32000])],
+                   [helper.make_tensor_value_info("Y", F, [128, 32000])])
+    return "Softmax 128x32000", model, {"X": x}
+
+
+def case_matmul():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1, 896), dtype=np.float32)
+    b = (rng.standard_normal((896, 4864), dtype=np.float32) / 30).astype(np.float32)
+    model = _model(helper.make_node("MatMul", ["A", "B"], ["Y"]),
+                   [helper.make_tensor_value_info("A", F, [1, 896])],
+                   [helper.make_tensor_value_info("Y", F, [1, 4864])],
+                   [numpy_helper.from_array(b, "B")])
+    return "MatMul 1x896x4864", model, {"A": a}
+
+
+CASES = {"abs": case_abs, "softmax": case_softmax, "matmul": case_matmul}
+
+
+def ours_runner(model, feeds, threads):
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    sess.run(None, feeds)
+    if not olc.used_kernel_names(sess):
+        raise RuntimeError("our kernel did not run")
+    olc.set_kernel_usage_recording(sess, False)
+    return lambda: sess.run(None, feeds)
+
+
+def ort_runner(model, feeds, threads):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+    return lambda: sess.run(None, feeds)
+
+
+def calls_per_block(run, seconds=0.02) -> int:
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < seconds:
+        run()
+        n += 1
+    return max(2, n)
+
+
+def measure(runners: dict, blocks: int) -> dict:
+    """Median seconds per call of each runner, timed in alternating blocks."""
+    calls = {name: calls_per_block(run) for name, run in runners.items()}
+    times = {name: [] for name in runners}
+    for _ in range(blocks):
+        for name, run in runners.items():
+            run()  # warm-up after the other engine ran
+            for _ in range(calls[name]):
+                t = time.perf_counter()
+                run()
+                times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loads", default="idle,busy,bursty")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--blocks", type=int, default=15)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    results = []
+    for load in args.loads.split(","):
+        with competing_load(load):
+            for key in args.cases.split(","):
+                label, model, feeds = CASES[key]()
+                onnx.checker.check_model(model)
+                runners = {}
+                for n in threads:
+                    runners[f"ours-t{n}"] = ours_runner(model, feeds, n)
+                    runners[f"ort-t{n}"] = ort_runner(model, feeds, n)
+                medians = measure(runners, args.blocks)
+                results.append({"case": label, "load": load, "median_s": medians})
+                print(f"{load:7s} {label:20s} " + " ".join(
+                    f"{name}={medians[name] * 1e6:9.1f}us" for name in runners), flush=True)
+    print()
+    print("| case | load | " + " | ".join(f"ours/ORT t{n}" for n in threads)
+          + (" | ours t2/t1 |" if 1 in threads and 2 in threads else " |"))
+    print("|---" * (2 + len(threads) + (1 in threads and 2 in threads)) + "|")
+    for r in results:
+        m = r["median_s"]
+        cells = [f"{m[f'ours-t{n}'] / m[f'ort-t{n}']:.2f}" for n in threads]
+        if 1 in threads and 2 in threads:
+            cells.append(f"{m['ours-t2'] / m['ours-t1']:.2f}")
+        print(f"| {r['case']} | {r['load']} | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
