@@ -45,17 +45,25 @@ static struct {
     _Atomic int slots;             /* workers of slot <= slots may claim */
     _Atomic uint32_t done;         /* tasks of the job finished */
     _Atomic int sleepers;
+    _Atomic int caller_waits;      /* the caller sleeps until `done` is complete */
     _Atomic long spin_ns;
     int started;                   /* workers created (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with wake: sleeping workers */
     pthread_cond_t wake;
+    pthread_cond_t finished;       /* with lock: the caller's sleep */
 } olc_pool = {
     .spin_ns = 100000,
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
+    .finished = PTHREAD_COND_INITIALIZER,
 };
+
+/* How long the caller spins for tasks workers still run before it sleeps.
+   Sleeping leaves its CPU idle, and the kernel then moves a worker that
+   was preempted on a busy CPU over to it. */
+enum { OLC_POOL_CALLER_SPIN_NS = 50000 };
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -87,7 +95,12 @@ static void olc_pool_work(uint32_t generation, int slot) {
         if (!atomic_compare_exchange_weak(&olc_pool.state, &s, s + 1))
             continue; /* s now holds the current word */
         fn(arg, (ptrdiff_t)task, slot);
-        atomic_fetch_add_explicit(&olc_pool.done, 1, memory_order_release);
+        if (atomic_fetch_add(&olc_pool.done, 1) + 1 == ntasks && slot != 0
+            && atomic_load(&olc_pool.caller_waits)) {
+            pthread_mutex_lock(&olc_pool.lock);
+            pthread_cond_signal(&olc_pool.finished);
+            pthread_mutex_unlock(&olc_pool.lock);
+        }
         s = atomic_load(&olc_pool.state);
     }
 }
@@ -175,13 +188,25 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
     olc_pool_inside = 1;
     olc_pool_work(generation, 0);
     olc_pool_inside = 0;
-    /* Only tasks a worker claimed are left; that worker is running. */
+    /* Only tasks a worker claimed are left: spin briefly, then sleep until
+       the worker finishing the last one signals. */
+    long deadline = 0;
     unsigned spins = 0;
-    while (atomic_load_explicit(&olc_pool.done, memory_order_acquire) < (uint32_t)ntasks) {
-        if (++spins < 4096)
-            OLC_POOL_PAUSE();
-        else
-            sched_yield(); /* it may be waiting for this CPU */
+    while (atomic_load(&olc_pool.done) < (uint32_t)ntasks) {
+        OLC_POOL_PAUSE();
+        if ((++spins & 63) != 0)
+            continue;
+        long now = olc_pool_now_ns();
+        if (deadline == 0) {
+            deadline = now + OLC_POOL_CALLER_SPIN_NS;
+        } else if (now > deadline) {
+            pthread_mutex_lock(&olc_pool.lock);
+            atomic_store(&olc_pool.caller_waits, 1);
+            while (atomic_load(&olc_pool.done) < (uint32_t)ntasks)
+                pthread_cond_wait(&olc_pool.finished, &olc_pool.lock);
+            atomic_store(&olc_pool.caller_waits, 0);
+            pthread_mutex_unlock(&olc_pool.lock);
+        }
     }
     pthread_mutex_unlock(&olc_pool.busy);
 }
@@ -195,6 +220,8 @@ static void olc_pool_after_fork_child(void) {
     pthread_mutex_init(&olc_pool.busy, NULL);
     pthread_mutex_init(&olc_pool.lock, NULL);
     pthread_cond_init(&olc_pool.wake, NULL);
+    pthread_cond_init(&olc_pool.finished, NULL);
+    atomic_store(&olc_pool.caller_waits, 0);
 }
 
 static int olc_pool_init(void) {
