@@ -4,6 +4,7 @@ with the present cache fed back, float32 and int4 weights."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -91,3 +92,31 @@ def test_tiny_decoder_structure():
     gqa = next(n for n in build_decoder(config).graph.node if n.op_type == "GroupQueryAttention")
     attrs = {a.name: a for a in gqa.attribute}
     assert attrs["do_rotary"].i == 1 and list(gqa.input)[1:3] == ["", ""]
+
+
+def test_competing_load_runs_only_inside_the_block():
+    from benchmarks._harness import competing_load
+
+    with competing_load("busy") as load:
+        proc = load.proc
+        assert proc is not None and proc.poll() is None
+        assert load.describe()["load"] == "busy"
+    assert proc.poll() is not None
+    with competing_load("idle") as load:
+        assert load.proc is None
+    with pytest.raises(ValueError, match="competing_load"):
+        competing_load("heavy")
+
+
+def test_decoder_ratio_table(tmp_path):
+    from tools.decoder_ratio import read_ratios, render
+
+    run = {"machine_info": {"load": "busy"}, "benchmarks": [
+        {"extra_info": {"model": m, "dtype": "int4", "step": "decode128", "threads": 2,
+                        "ratio": r, "load": "busy"}}
+        for m, r in (("tiny-a", 2.0), ("tiny-b", 8.0), ("qwen2-0.5b", 0.9))]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    text = render(read_ratios([path]), ["idle", "busy"])
+    assert "| qwen2-0.5b-int4-decode128 | 2 | n/a | 0.90 |" in text
+    assert "| **tiny decoders, geometric mean** (2 rows) | 2 | n/a | 4.00 |" in text

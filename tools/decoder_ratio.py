@@ -9,7 +9,7 @@ of benchmarks/conftest.py: idle, a second process spinning on one core, or
 spinning in 2 ms bursts), each run a fresh pytest process, and prints a
 markdown table: one row per case and thread count, the median ratio ours/ORT
 under each load (below 1: ours faster), and the geometric mean per load of
-the tiny decoders and of the real-size ones.  ``--decoders`` adds the
+the tiny decoders and of the real-size ones at each thread count.  ``--decoders`` adds the
 real-size cases (minutes each load); ``-k`` selects cases as pytest does
 (``-k "int4 and decode"``).  ``--from`` only reads runs saved before
 (``--benchmark-json``, or ``--save`` here).
@@ -46,7 +46,8 @@ def run_suite(load: str, out: Path, decoders: bool, keyword: str | None,
                                          os.environ.get("PYTHONPATH")]))
     print(f"# {load}: {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
     # pytest's report goes to stderr: stdout keeps only the table
-    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": path}, stdout=sys.stderr)
+    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": path},
+                          stdout=sys.stderr)
     if proc.returncode not in (0, 5):  # 5: nothing selected
         raise SystemExit(f"decoder_ratio: the {load} run failed (exit {proc.returncode})")
 
@@ -84,14 +85,16 @@ def render(table: dict, loads) -> str:
         row = table[(case, threads)]
         lines.append(f"| {case} | {threads} | "
                      + " | ".join(_cell(row.get(load)) for load in loads) + " |")
-    for family, select in (("tiny decoders", lambda c: c.startswith("tiny")),
-                           ("real-size decoders", lambda c: not c.startswith("tiny"))):
-        keys = [k for k in table if select(k[0])]
-        if not keys:
-            continue
-        means = [geometric_mean(table[k].get(load) for k in keys) for load in loads]
-        lines.append(f"| **{family}, geometric mean** ({len(keys)} rows) | | "
-                     + " | ".join(_cell(m) for m in means) + " |")
+    families = (("tiny decoders", lambda c: c.startswith("tiny")),
+                ("real-size decoders", lambda c: not c.startswith("tiny")))
+    for family, select in families:
+        for threads in sorted({t for _, t in table}):
+            keys = [k for k in table if select(k[0]) and k[1] == threads]
+            if not keys:
+                continue
+            means = [geometric_mean(table[k].get(load) for k in keys) for load in loads]
+            lines.append(f"| **{family}, geometric mean** ({len(keys)} rows) | {threads} | "
+                         + " | ".join(_cell(m) for m in means) + " |")
     return "\n".join(lines)
 
 
