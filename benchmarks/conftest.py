@@ -49,7 +49,6 @@ class BenchOptions:
     large: bool
     budget_s: float
     decoders: bool = False
-    load: str = "idle"
 
     def skip_if_too_large(self, size: int) -> None:
         if size >= LARGE_SIZE and not self.large:
@@ -64,8 +63,7 @@ def bench_options(request) -> BenchOptions:
     if budget is None:
         budget = float(os.environ.get("OLC_BENCH_TIME", "0.5"))
     decoders = request.config.getoption("--decoders") or _env_flag("OLC_BENCH_DECODERS")
-    return BenchOptions(large=bool(large), budget_s=budget, decoders=bool(decoders),
-                        load=_load_kind(request.config))
+    return BenchOptions(large=bool(large), budget_s=budget, decoders=bool(decoders))
 
 
 def _env_flag(name: str) -> bool:
