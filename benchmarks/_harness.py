@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -399,6 +400,29 @@ def time_calls(run: Callable[[], object], calls: int, warmup: int) -> list[float
     return times
 
 
+class Interleaver:
+    """pedantic's setup, called before each timed call of ours.
+
+    Every ``calls`` rounds the other engines run their blocks (timed here),
+    then ours gets ``warmup`` untimed calls; pytest-benchmark times the
+    ``calls`` calls of ours that follow, one per round.
+    """
+
+    def __init__(self, others: dict, ours, calls: int, warmup: int):
+        self.others, self.ours = others, ours
+        self.calls, self.warmup = calls, warmup
+        self.rounds = 0
+        self.times = {name: [] for name in others}
+
+    def __call__(self):
+        if self.rounds % self.calls == 0:
+            for name, run in self.others.items():
+                self.times[name].extend(time_calls(run, self.calls, self.warmup))
+            for _ in range(self.warmup):
+                self.ours()
+        self.rounds += 1
+
+
 def alone_times(engines: dict[str, Callable], blocks: int, calls: int, warmup: int) -> dict:
     """Per-call seconds of each engine run in blocks, with nothing else running."""
     result = {}
@@ -426,3 +450,61 @@ def openmp_report() -> dict:
     else:
         report["omp_env_origin"] = "onnx_light_cpu default"
     return report
+
+
+# -- a competing process -------------------------------------------------------
+
+LOADS = ("idle", "busy", "bursty")
+# What the competing process runs: a pure-Python loop holds one core.
+_LOAD_CODE = {
+    "busy": "while True:\n    pass\n",
+    "bursty": (
+        "import time\n"
+        "while True:\n"
+        "    end = time.perf_counter() + 0.002\n"
+        "    while time.perf_counter() < end:\n"
+        "        pass\n"
+        "    time.sleep(0.002)\n"
+    ),
+}
+
+
+class competing_load:
+    """A second process competing for one core while the block runs.
+
+    ``busy`` spins without pause, ``bursty`` spins 2 ms then sleeps 2 ms,
+    ``idle`` starts nothing.  The process is pinned to the last CPU this one
+    may use: the core our second thread shares with it, the case a user's
+    browser or compiler makes.
+    """
+
+    def __init__(self, kind: str):
+        if kind not in LOADS:
+            raise ValueError(f"competing_load: kind must be one of {LOADS}, got {kind!r}")
+        self.kind = kind
+        self.proc: subprocess.Popen | None = None
+        self.cpu: int | None = None
+
+    def __enter__(self):
+        if self.kind == "idle":
+            return self
+        self.proc = subprocess.Popen([sys.executable, "-c", _LOAD_CODE[self.kind]],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if len(cpus) > 1:
+            self.cpu = cpus[-1]
+            os.sched_setaffinity(self.proc.pid, {self.cpu})
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+    def describe(self) -> dict:
+        return {"load": self.kind, "load_cpu": self.cpu}

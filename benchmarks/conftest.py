@@ -1,7 +1,11 @@
 """Options and fixtures of the benchmark suites.
 
 ``--bench-large`` (or ``OLC_BENCH_LARGE=1``) adds the 1e7-element cases;
-``--bench-time`` (or ``OLC_BENCH_TIME``) is the timed seconds per benchmark.
+``--bench-time`` (or ``OLC_BENCH_TIME``) is the timed seconds per benchmark;
+``--decoders`` (or ``OLC_BENCH_DECODERS=1``) adds the real-size decoders of
+test_bench_decoder.py (minutes); ``--load busy|bursty`` (or
+``OLC_BENCH_LOAD``) runs the whole session next to a process competing for
+one core (``_harness.competing_load``).
 The default run stays short enough for CI's ``--benchmark-disable`` pass.
 """
 
@@ -29,12 +33,22 @@ def pytest_addoption(parser):
                     help="also run the 1e7-element cases (slow)")
     group.addoption("--bench-time", type=float, default=None,
                     help="timed seconds per benchmark (default 0.5)")
+    group.addoption("--decoders", action="store_true", default=False,
+                    help="also run the real-size decoders (slow)")
+    group.addoption("--load", choices=_harness.LOADS, default=None,
+                    help="a process competing for one core during the session (default idle)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "decoders: real-size decoders, skipped unless --decoders is given")
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     large: bool
     budget_s: float
+    decoders: bool = False
 
     def skip_if_too_large(self, size: int) -> None:
         if size >= LARGE_SIZE and not self.large:
@@ -48,7 +62,23 @@ def bench_options(request) -> BenchOptions:
     budget = request.config.getoption("--bench-time")
     if budget is None:
         budget = float(os.environ.get("OLC_BENCH_TIME", "0.5"))
-    return BenchOptions(large=bool(large), budget_s=budget)
+    decoders = request.config.getoption("--decoders") or _env_flag("OLC_BENCH_DECODERS")
+    return BenchOptions(large=bool(large), budget_s=budget, decoders=bool(decoders))
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _load_kind(config) -> str:
+    return config.getoption("--load") or os.environ.get("OLC_BENCH_LOAD") or "idle"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def competing_load(request):
+    """The competing process of ``--load``, running for the whole session."""
+    with _harness.competing_load(_load_kind(request.config)) as load:
+        yield load
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +106,4 @@ def pytest_benchmark_update_machine_info(config, machine_info):
         "numpy": np.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
     }
     machine_info["openmp"] = _harness.openmp_report()
+    machine_info["load"] = _load_kind(config)

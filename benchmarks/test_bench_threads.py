@@ -24,6 +24,7 @@ import pytest
 import onnx_light_cpu as olc
 
 from ._harness import (
+    Interleaver,
     alone_times,
     check_outputs,
     gc_off,
@@ -31,7 +32,6 @@ from ._harness import (
     openmp_report,
     prepare_ort,
     prepare_ours,
-    time_calls,
 )
 
 SIZE, THREADS, MATMUL_N = 10**6, 2, 512
@@ -74,29 +74,6 @@ def _check_openmp_visible(report: dict) -> None:
 
 def _median(times) -> float:
     return statistics.median(times)
-
-
-class Interleaver:
-    """pedantic's setup, called before each timed call of ours.
-
-    Every ``calls`` rounds the other engines run their blocks (timed here),
-    then ours gets ``warmup`` untimed calls; pytest-benchmark times the
-    ``calls`` calls of ours that follow, one per round.
-    """
-
-    def __init__(self, others: dict, ours, calls: int, warmup: int):
-        self.others, self.ours = others, ours
-        self.calls, self.warmup = calls, warmup
-        self.rounds = 0
-        self.times = {name: [] for name in others}
-
-    def __call__(self):
-        if self.rounds % self.calls == 0:
-            for name, run in self.others.items():
-                self.times[name].extend(time_calls(run, self.calls, self.warmup))
-            for _ in range(self.warmup):
-                self.ours()
-        self.rounds += 1
 
 
 def test_exp_alone(benchmark, ours):

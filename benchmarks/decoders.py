@@ -1,0 +1,315 @@
+"""Decoder graphs with the structure onnxruntime-genai's model builder emits
+for Qwen2 and Llama on CPU, built in code with random weights.
+
+The graph, as the builder writes it for ``execution_provider=cpu``:
+
+* inputs ``input_ids`` (int64 [B, S]), ``attention_mask`` (int64 [B, T]),
+  ``past_key_values.{i}.key/value`` ([B, kv_heads, P, head_size]);
+  outputs ``logits`` ([B, S, vocab]), ``present.{i}.key/value``;
+* ``seqlens_k`` and ``total_sequence_length`` of GroupQueryAttention come
+  from the mask: ReduceSum -> Sub -> Cast and Shape -> Gather -> Cast;
+* tied embeddings: float32 gathers from a ``Transpose`` of the LM head's
+  [hidden, vocab] weight, int4 from a ``Reshape`` of the LM head's packed
+  codes through GatherBlockQuantized;
+* per layer: (Skip)SimplifiedLayerNormalization, one packed QKV projection
+  (MatMul or MatMulNBits, plus Add where the model has biases: Qwen2),
+  GroupQueryAttention with ``do_rotary=1`` and cos/sin caches, the output
+  projection, SkipSimplifiedLayerNormalization, the SwiGLU MLP
+  (gate, up, Sigmoid, Mul, Mul, down);
+* a final SkipSimplifiedLayerNormalization and the LM head (MatMul or
+  MatMulNBits) writing ``logits``;
+* small constants are ``Constant`` nodes named ``/model/constants/...``.
+
+int4 is what the builder's default quantization writes: symmetric 4-bit
+blocks of 32 (no zero points), ``accuracy_level=4``; here the packed codes
+and scales are drawn directly.  Differences from a real export, none of which
+changes the work done per step: ``local_window_size=-1`` (Qwen2's config says
+32768 but the window is off), a cos/sin cache of ``max_positions`` rows
+instead of the model's context length, and Llama 3's rope scaling left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS = "com.microsoft"
+OPSET = 21
+IR_VERSION = 10  # goes with opset 21; some ORT builds do not read newer IRs
+BLOCK_SIZE = 32
+ACCURACY_LEVEL = 4
+DTYPES = ("float32", "int4")
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    qkv_bias: bool = False
+    rope_theta: float = 10000.0
+    epsilon: float = 1e-6
+    max_positions: int = 4096
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden // self.heads
+
+    def with_layers(self, layers: int) -> DecoderConfig:
+        return replace(self, name=f"{self.name}-{layers}l", layers=layers)
+
+
+QWEN2_0_5B = DecoderConfig("qwen2-0.5b", layers=24, hidden=896, heads=14, kv_heads=2,
+                           intermediate=4864, vocab=151936, qkv_bias=True,
+                           rope_theta=1e6, epsilon=1e-6)
+LLAMA_3_2_1B = DecoderConfig("llama3.2-1b", layers=16, hidden=2048, heads=32, kv_heads=8,
+                             intermediate=8192, vocab=128256, rope_theta=5e5, epsilon=1e-5)
+# Two layers each, as small as the builder's structure allows (head sizes
+# 16, 32 and 64; one with biases, one with a single KV head, one without GQA).
+TINY = (
+    DecoderConfig("tiny-qwen", layers=2, hidden=64, heads=4, kv_heads=2, intermediate=128,
+                  vocab=512, qkv_bias=True, rope_theta=1e6),
+    DecoderConfig("tiny-llama", layers=2, hidden=128, heads=4, kv_heads=1, intermediate=352,
+                  vocab=1024, rope_theta=5e5, epsilon=1e-5),
+    DecoderConfig("tiny-mha", layers=2, hidden=256, heads=4, kv_heads=4, intermediate=512,
+                  vocab=2048),
+)
+
+
+class _Graph:
+    """Nodes, initializers and shared constants of the graph being built."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.constants: set[str] = set()
+
+    def node(self, op_type, inputs, name, outputs=None, domain="", **attrs) -> str:
+        """Adds a node; its single output is ``{name}/output_0`` by default."""
+        outputs = outputs or [f"{name}/output_0"]
+        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=name, domain=domain,
+                                           **attrs))
+        return outputs[0]
+
+    def const(self, value, dtype=np.int64) -> str:
+        """A ``Constant`` node named after its value, made once."""
+        array = np.array(value, dtype=dtype)
+        onnx_type = TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(array.dtype))
+        name = f"/model/constants/{onnx_type}/{value}"
+        if name not in self.constants:
+            self.constants.add(name)
+            self.nodes.append(helper.make_node(
+                "Constant", [], [name], name=name.replace("constants", "constant_nodes"),
+                value=numpy_helper.from_array(array, name)))
+        return name
+
+    def init(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def normal(self, shape, std: float) -> np.ndarray:
+        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+
+    def norm_weight(self, name: str, hidden: int) -> str:
+        return self.init(name, 1.0 + self.normal((hidden,), 0.1))
+
+
+def _linear(g: _Graph, dtype: str, name: str, x: str, k: int, n: int,
+            weight: str | None = None, output: str | None = None) -> str:
+    """A projection x[..., k] @ W[k, n], named as the builder names it."""
+    if dtype == "float32":
+        if weight is None:
+            weight = g.init(name[1:].replace("/", ".") + ".weight",
+                            g.normal((k, n), 1.0 / np.sqrt(k)))
+        return g.node("MatMul", [x, weight], name, outputs=[output] if output else None)
+    name += "NBits"
+    if weight is None:
+        weight, scales = _int4_weight(g, name[1:].replace("/", "."), k, n)
+    else:
+        weight, scales = weight
+    return g.node("MatMulNBits", [x, weight, scales], name, domain=MS,
+                  outputs=[output] if output else None, K=k, N=n, bits=4,
+                  block_size=BLOCK_SIZE, accuracy_level=ACCURACY_LEVEL)
+
+
+def _int4_weight(g: _Graph, base: str, k: int, n: int) -> tuple[str, str]:
+    """Random packed codes [n, k/32, 16] and scales [n, k/32]: symmetric
+    4-bit blocks (code - 8) * scale whose values have a std near 1/sqrt(k)."""
+    if k % BLOCK_SIZE:
+        raise ValueError(f"int4 decoder: K={k} is not a multiple of {BLOCK_SIZE}")
+    blocks = k // BLOCK_SIZE
+    codes = g.rng.integers(0, 256, size=(n, blocks, BLOCK_SIZE // 2), dtype=np.uint8)
+    scales = g.rng.uniform(0.5, 1.5, size=(n, blocks)).astype(np.float32)
+    scales *= np.float32(1.0 / (4.6 * np.sqrt(k)))
+    return g.init(f"{base}.weight_Q4", codes), g.init(f"{base}.weight_scales", scales)
+
+
+def _mask_subgraph(g: _Graph) -> tuple[str, str]:
+    """seqlens_k (int32 [B]) and total_sequence_length (int32 scalar) from
+    attention_mask, as the builder's GQA mask reformatting computes them."""
+    base = "/model/attn_mask_reformat/attn_mask_subgraph"
+    reduced = g.node("ReduceSum", ["attention_mask", g.const([1])], f"{base}/ReduceSum",
+                     keepdims=0)
+    sub = g.node("Sub", [reduced, g.const([1])], f"{base}/Sub")
+    seqlens_k = g.node("Cast", [sub], f"{base}/Sub/Cast", to=TensorProto.INT32)
+    shape = g.node("Shape", ["attention_mask"], f"{base}/Shape")
+    total = g.node("Gather", [shape, g.const(1)], f"{base}/Gather", axis=0)
+    total_len = g.node("Cast", [total], f"{base}/Gather/Cast", to=TensorProto.INT32)
+    return seqlens_k, total_len
+
+
+def _rotary_caches(g: _Graph, c: DecoderConfig) -> tuple[str, str]:
+    """cos/sin caches [max_positions, head_size/2], the halves GQA reads."""
+    half = c.head_size // 2
+    inv_freq = 1.0 / c.rope_theta ** (np.arange(0, c.head_size, 2, dtype=np.float64)
+                                      / c.head_size)
+    angles = np.outer(np.arange(c.max_positions, dtype=np.float64), inv_freq)[:, :half]
+    return (g.init("cos_cache", np.cos(angles).astype(np.float32)),
+            g.init("sin_cache", np.sin(angles).astype(np.float32)))
+
+
+def _embedding(g: _Graph, c: DecoderConfig, dtype: str):
+    """The tied embedding: its output and the LM head's weight."""
+    base = "/model/embed_tokens"
+    if dtype == "float32":
+        weight = g.init("lm_head.MatMul.weight", g.normal((c.hidden, c.vocab), 0.05))
+        table = g.node("Transpose", [weight], f"{base}/Transpose", perm=[1, 0])
+        return g.node("Gather", [table, "input_ids"], f"{base}/Gather"), weight
+    weight = _int4_weight(g, "lm_head.MatMul", c.hidden, c.vocab)
+    flat = g.node("Reshape", [weight[0], g.const([c.vocab, c.hidden // 2])], f"{base}/Reshape")
+    out = g.node("GatherBlockQuantized", [flat, "input_ids", weight[1]],
+                 f"{base}/GatherBlockQuantized", domain=MS, bits=4, block_size=BLOCK_SIZE,
+                 gather_axis=0, quantize_axis=1)
+    return out, weight
+
+
+def _layernorm(g: _Graph, c: DecoderConfig, layer: int, location: str, root: str,
+               skip: str | None, last: bool = False) -> tuple[str, str]:
+    """(normalized, residual sum): the residual stays ``root`` without skip."""
+    base = f"/model/layers.{layer}/{location}_layernorm"
+    weight = g.norm_weight(f"model.layers.{layer}.{location}_layernorm.weight", c.hidden)
+    if skip is None:
+        out = g.node("SimplifiedLayerNormalization", [root, weight], f"{base}/LayerNorm",
+                     axis=-1, epsilon=c.epsilon, stash_type=1)
+        return out, root
+    outputs = [f"{base}/output_0"] if last else [f"{base}/output_0", "", "", f"{base}/output_3"]
+    g.node("SkipSimplifiedLayerNormalization", [root, skip, weight], f"{base}/SkipLayerNorm",
+           outputs=outputs, domain=MS, epsilon=c.epsilon)
+    return outputs[0], outputs[-1]
+
+
+def _attention(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str,
+               mask: tuple[str, str], caches: tuple[str, str]) -> str:
+    base = f"/model/layers.{layer}/attn"
+    q_size, kv_size = c.heads * c.head_size, c.kv_heads * c.head_size
+    qkv = _linear(g, dtype, f"{base}/qkv_proj/MatMul", x, c.hidden, q_size + 2 * kv_size)
+    if c.qkv_bias:
+        bias = g.init(f"model.layers.{layer}.attn.qkv_proj.bias",
+                      g.normal((q_size + 2 * kv_size,), 0.1))
+        qkv = g.node("Add", [qkv, bias], f"{base}/qkv_proj/Add")
+    gqa = g.node(
+        "GroupQueryAttention",
+        [qkv, "", "", f"past_key_values.{layer}.key", f"past_key_values.{layer}.value",
+         *mask, *caches],
+        f"{base}/GroupQueryAttention",
+        outputs=[f"{base}/GroupQueryAttention/output_0", f"present.{layer}.key",
+                 f"present.{layer}.value"],
+        domain=MS, num_heads=c.heads, kv_num_heads=c.kv_heads,
+        scale=float(1.0 / np.sqrt(c.head_size)), local_window_size=-1, softcap=0.0,
+        do_rotary=1, rotary_interleaved=0)
+    return _linear(g, dtype, f"{base}/o_proj/MatMul", gqa, q_size, c.hidden)
+
+
+def _mlp(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str) -> str:
+    base = f"/model/layers.{layer}/mlp"
+    gate = _linear(g, dtype, f"{base}/gate_proj/MatMul", x, c.hidden, c.intermediate)
+    up = _linear(g, dtype, f"{base}/up_proj/MatMul", x, c.hidden, c.intermediate)
+    sigmoid = g.node("Sigmoid", [gate], f"{base}/act_fn/Sigmoid")
+    silu = g.node("Mul", [gate, sigmoid], f"{base}/act_fn/Mul")
+    product = g.node("Mul", [silu, up], f"{base}/Mul")
+    return _linear(g, dtype, f"{base}/down_proj/MatMul", product, c.intermediate, c.hidden)
+
+
+def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
+                  ) -> onnx.ModelProto:
+    """The builder-shaped decoder of ``config`` in ``dtype`` (float32 or int4:
+    float32 activations, 4-bit weights), random weights drawn from ``seed``."""
+    if dtype not in DTYPES:
+        raise ValueError(f"build_decoder: dtype must be one of {DTYPES}, got {dtype!r}")
+    c = config
+    if c.hidden % c.heads or c.heads % c.kv_heads or c.head_size % 2:
+        raise ValueError(f"build_decoder: {c.name}: inconsistent heads {c.heads}/{c.kv_heads} "
+                         f"for hidden {c.hidden}")
+    g = _Graph(np.random.default_rng(seed))
+    mask = _mask_subgraph(g)
+    hidden, lm_weight = _embedding(g, c, dtype)
+    caches = _rotary_caches(g, c)
+
+    residual, skip = hidden, None
+    for layer in range(c.layers):
+        x, residual = _layernorm(g, c, layer, "input", residual, skip)
+        skip = _attention(g, c, dtype, layer, x, mask, caches)
+        x, residual = _layernorm(g, c, layer, "post_attention", residual, skip)
+        skip = _mlp(g, c, dtype, layer, x)
+    x, _ = _layernorm(g, c, c.layers, "final_norm", residual, skip, last=True)
+    _linear(g, dtype, "/lm_head/MatMul", x, c.hidden, c.vocab, weight=lm_weight,
+            output="logits")
+
+    kv_shape = ["batch_size", c.kv_heads, "past_sequence_length", c.head_size]
+    present_shape = ["batch_size", c.kv_heads, "total_sequence_length", c.head_size]
+    inputs = [
+        helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                      ["batch_size", "sequence_length"]),
+        helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                      ["batch_size", "total_sequence_length"]),
+    ]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                             ["batch_size", "sequence_length", c.vocab])]
+    for i in range(c.layers):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                f"past_key_values.{i}.{kind}", TensorProto.FLOAT, kv_shape))
+            outputs.append(helper.make_tensor_value_info(
+                f"present.{i}.{kind}", TensorProto.FLOAT, present_shape))
+    graph = helper.make_graph(g.nodes, f"{c.name}-{dtype}", inputs, outputs, g.initializers)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
+        ir_version=IR_VERSION, producer_name="benchmarks.decoders")
+
+
+def make_feeds(config: DecoderConfig, seq: int, past: int, batch: int = 1, seed: int = 1
+               ) -> dict[str, np.ndarray]:
+    """Inputs of one step: ``seq`` new tokens after ``past`` cached positions
+    (a random cache), no padding."""
+    rng = np.random.default_rng(seed)
+    feeds = {
+        "input_ids": rng.integers(0, config.vocab, size=(batch, seq), dtype=np.int64),
+        "attention_mask": np.ones((batch, past + seq), dtype=np.int64),
+    }
+    shape = (batch, config.kv_heads, past, config.head_size)
+    for i in range(config.layers):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(shape, dtype=np.float32)
+    return feeds
+
+
+def next_step_feeds(config: DecoderConfig, feeds: dict, outputs: dict, token: int
+                    ) -> dict[str, np.ndarray]:
+    """The decode step after ``feeds``: one token, the present cache fed back."""
+    batch, total = feeds["attention_mask"].shape
+    step = {
+        "input_ids": np.full((batch, 1), token, dtype=np.int64),
+        "attention_mask": np.ones((batch, total + 1), dtype=np.int64),
+    }
+    for i in range(config.layers):
+        for kind in ("key", "value"):
+            step[f"past_key_values.{i}.{kind}"] = outputs[f"present.{i}.{kind}"]
+    return step
