@@ -5,8 +5,8 @@
 
 The cases are issue 14's: Abs over 1M float32, Softmax over 128x32000
 float32, MatMul 1x896 by a constant 896x4864 float32.  For each load
-(``tools.load.competing_load``: nothing, a process spinning on one core, or
-one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
+(``benchmarks._harness.competing_load``: nothing, a process spinning on the
+last CPU, or one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
 thread count in alternating blocks (warm-up, then timed calls); the table
 gives the median per call and the ratios ours/ORT and 2 threads/1 thread.
 """
@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from tools.load import competing_load
+from benchmarks._harness import competing_load
 
 F = TensorProto.FLOAT
 
