@@ -25,16 +25,7 @@ RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
 
 # Cases the onnx.reference built-ins fail for reasons that none of our
 # kernels touch: case name -> why.
-BUILTIN_FAILURES: dict[str, str] = {
-    # onnx.reference's Loop stacks the scan outputs of the Range function
-    # body as (n, 1) where the case expects (n,).
-    "test_range_float_type_positive_delta_expanded": "builtin Loop output shape (n, 1)",
-    "test_range_float16_type_positive_delta_expanded": "builtin Loop output shape (n, 1)",
-    "test_range_bfloat16_type_positive_delta_expanded": "builtin Loop output shape (n, 1)",
-    "test_range_int32_type_negative_delta_expanded": "builtin Loop output shape (n, 1)",
-    # onnx.reference's Scan passes None for the state input of its body.
-    "test_scan_sum": "builtin Scan feeds None to the body's Add",
-}
+BUILTIN_FAILURES: dict[str, str] = {}
 
 
 def _graph_nodes(graph: onnx.GraphProto):

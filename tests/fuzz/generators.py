@@ -749,4 +749,136 @@ def gen_simplified_ln(d: Draw, record) -> Case:
                 output_types=(elem_type(dtype),))
 
 
+
+# ------------------------------------------------------------------ control flow
+# One small body each, reading an input of the node from the outer scope
+# (in1 or in2); the bodies declare element types, not shapes, so an empty
+# scan output is (0,) of the declared type, as the NumPy oracles say too.
+
+CONTROL_TYPES = (F32, F64, F16, I32, I64)
+
+
+def _body(nodes, inputs, outputs, dtype):
+    def value(name, t):
+        return onnx.helper.make_tensor_value_info(name, t, None)
+    t = elem_type(dtype)
+    return onnx.helper.make_graph(
+        nodes, "body", [value(n, t if k is None else k) for n, k in inputs],
+        [value(n, t if k is None else k) for n, k in outputs])
+
+
+def _declared_type(graph, index):
+    return onnx.helper.tensor_dtype_to_np_dtype(graph.output[index].type.tensor_type.elem_type)
+
+
+def _one(x, dtype):
+    """The single element of a condition or trip count, as the
+    specification wants it (else the case is invalid)."""
+    x = np.asarray(x)
+    if x.dtype != dtype or x.size != 1:
+        raise Invalid(f"expected one {np.dtype(dtype)} element, got {x.dtype}{list(x.shape)}")
+    return x.reshape(-1)[0]
+
+
+@generator("ai.onnx", "If")
+def gen_if(d: Draw, record) -> Case:
+    dtype = d.choice(CONTROL_TYPES)
+    x = _values(d, d.rng(), random_shape(d), dtype)
+    node = onnx.helper.make_node
+    then = _body([node("Add", ["in1", "in1"], ["t"])], [], [("t", None)], dtype)
+    other = _body([node("Mul", ["in1", "in1"], ["e"])], [], [("e", None)], dtype)
+    return Case("If", "", _opset(d, record), [np.array(d.chance(0.5)), x],
+                {"then_branch": then, "else_branch": other}, family="control_flow",
+                oracle="numpy", numpy_oracle=_if)
+
+
+def _if(cond, x, attrs):
+    return [x + x if _one(cond, np.bool_) else x * x]
+
+
+@generator("ai.onnx", "Loop")
+def gen_loop(d: Draw, record) -> Case:
+    """v += x (x read from the outer scope) M times or until i + 1 == stop,
+    scanning v * v."""
+    dtype = d.choice(CONTROL_TYPES)
+    x = _values(d, d.rng(), random_shape(d, max_rank=3), dtype)
+    node = onnx.helper.make_node
+    stop = onnx.numpy_helper.from_array(np.array(d.int(1, 4), np.int64), "stop")
+    one = onnx.numpy_helper.from_array(np.array(1, np.int64), "one")
+    body = _body([node("Add", ["v_in", "in2"], ["v_out"]),
+                  node("Mul", ["v_out", "v_out"], ["scan"]),
+                  node("Add", ["i", "one"], ["next"]),
+                  node("Less", ["next", "stop"], ["c_out"])],
+                 [("i", TensorProto.INT64), ("c_in", TensorProto.BOOL), ("v_in", None)],
+                 [("c_out", TensorProto.BOOL), ("v_out", None), ("scan", None)], dtype)
+    body.initializer.extend([stop, one])
+    trips = np.array(d.int(0, 4), np.int64)
+    cond = np.array(d.chance(0.8)) if d.chance(0.8) else None
+    return Case("Loop", "", _opset(d, record), [trips, cond, x], {"body": body},
+                n_outputs=2, family="control_flow", oracle="numpy", numpy_oracle=_loop)
+
+
+def _loop(trips=None, cond=None, x=None, attrs=None):
+    body = attrs["body"]
+    stop = int(onnx.numpy_helper.to_array(body.initializer[0]))
+    limit = None if trips is None else int(_one(trips, np.int64))
+    going = True if cond is None else bool(_one(cond, np.bool_))
+    if limit is None and cond is None:
+        raise Invalid("a loop without M and cond never ends")
+    if limit is not None and limit < 0:
+        raise Invalid("a negative trip count")
+    v, scans, i = x, [], 0
+    while going and (limit is None or i < limit):
+        v = v + x
+        scans.append(v * v)
+        if cond is not None:
+            going = i + 1 < stop
+        i += 1
+    return [v, np.stack(scans) if scans else np.empty((0,), _declared_type(body, 2))]
+
+
+@generator("ai.onnx", "Scan")
+def gen_scan(d: Draw, record) -> Case:
+    """s += row, scanning s * row, over axis 0 or 1 of rows, either way."""
+    dtype = d.choice(CONTROL_TYPES)
+    rng = d.rng()
+    row = random_shape(d, max_rank=2)
+    axis = d.int(0, len(row))
+    length = d.int(0, 4)
+    rows = _values(d, rng, (*row[:axis], length, *row[axis:]), dtype)
+    s0 = _values(d, rng, row, dtype)
+    node = onnx.helper.make_node
+    body = _body([node("Add", ["s_in", "r"], ["s_out"]), node("Mul", ["s_out", "r"], ["y"])],
+                 [("s_in", None), ("r", None)], [("s_out", None), ("y", None)], dtype)
+    attrs = {"body": body, "num_scan_inputs": 1,
+             "scan_input_axes": [d.choice([axis, axis - len(row) - 1])],
+             "scan_input_directions": [d.int(0, 1)], "scan_output_directions": [d.int(0, 1)]}
+    return Case("Scan", "", _opset(d, record), [s0, rows], attrs, n_outputs=2,
+                family="control_flow", oracle="numpy", numpy_oracle=_scan)
+
+
+def _scan(s, rows, attrs):
+    if attrs["num_scan_inputs"] != 1 or np.ndim(rows) < 1:
+        raise Invalid("one scan input of rank >= 1")
+    axis = attrs["scan_input_axes"][0]
+    if not -rows.ndim <= axis < rows.ndim:
+        raise Invalid("scan axis out of range")
+    length = rows.shape[axis]
+    ys = []
+    for t in range(length):
+        r = np.take(rows, length - 1 - t if attrs["scan_input_directions"][0] else t, axis)
+        s = s + r
+        ys.append(s * r)
+    if attrs["scan_output_directions"][0]:
+        ys.reverse()
+    return [s, np.stack(ys) if ys else np.empty((0,), _declared_type(attrs["body"], 1))]
+
+
+@generator("ai.onnx", "Optional")
+def gen_optional(d: Draw, record) -> Case:
+    dtype = d.choice(CONTROL_TYPES)
+    x = _values(d, d.rng(), random_shape(d), dtype)
+    return Case("Optional", "", _opset(d, record, (15, 18, 21, 25)), [x],
+                family="control_flow", oracle="numpy", numpy_oracle=lambda x, attrs: [x])
+
 from . import generators_contrib  # noqa: E402,F401  (registers the contrib generators)

@@ -139,7 +139,17 @@ def missing_input(d: Draw, case: Case):
     c = case.clone()
     i = 0 if d.chance(0.6) else d.choice(present)
     c.inputs[i] = None
-    return c, "invalid" if i == 0 else "either"
+    return c, "invalid" if i == 0 and not _first_input_optional(case) else "either"
+
+
+def _first_input_optional(case: Case) -> bool:
+    """Whether the schema lets the node leave out its first input (Loop's M)."""
+    try:
+        schema = onnx.defs.get_schema(case.op_type, case.opset, case.domain)
+    except Exception:  # noqa: BLE001 - no schema (an extension)
+        return False
+    return bool(schema.inputs) and \
+        schema.inputs[0].option == onnx.defs.OpSchema.FormalParameterOption.Optional
 
 
 def too_few_inputs(d: Draw, case: Case):

@@ -180,7 +180,7 @@ def test_check_model_agrees_with_the_error():
     assert rows["ai.onnx", "Exp"].provider is Provider.KERNEL
     assert rows["ai.onnx", "Exp"].runner == "onnx_light_cpu::Exp (optimized)"
     assert rows["ai.onnx", "Abs"].nodes == 1  # the else branch
-    assert rows["ai.onnx", "If"].runner == "onnx.reference"
+    assert rows["ai.onnx", "If"].runner == "onnx_light_cpu::If (optimized)"
     assert (rows["com.microsoft", "FancyGelu"].nodes, rows["com.microsoft", "FancyGelu"].runner) \
         == (2, "nothing")
     assert result.lines()[-4:-3] == ["3 of 6 operators (4 of 7 nodes) cannot run:"]

@@ -164,7 +164,7 @@ def test_evaluator_built_before_import_hook_gets_a_context():
         del evaluator.__dict__["_olc_context"]
     olc.register_kernels_for_session(sess)
     _, names = recorded(sess, {"cond": np.array(False), "x": X})
-    assert names == ["onnx_light_cpu::Abs"]
+    assert names == ["onnx_light_cpu::If", "onnx_light_cpu::Abs"]
 
 
 def test_one_implementation_family_per_pass():
@@ -230,12 +230,19 @@ def test_lean_run_matches_the_original_run():
         sess.run(["nope"], {"x": X})
 
 
-def test_graphs_reading_the_outer_scope_keep_the_original_run():
-    olc.register_kernels_global()
+def test_graphs_reading_the_outer_scope_keep_the_lean_run_with_our_if_only():
+    olc.register_kernel_global("", "Exp")
     sess = ReferenceEvaluator(models.if_model())
-    assert sess._olc_plan is None  # If reads the outer scope
+    assert sess._olc_plan is None  # the built-in If needs the whole outer scope
     _, names = recorded(sess, {"cond": np.array(True), "x": X})
     assert names == ["onnx_light_cpu::Exp"]
+    olc.register_kernels_global()
+    sess = ReferenceEvaluator(models.if_model())
+    # ours names what its branches read there (x): the lean loop passes it
+    (node, inputs, _), = sess._olc_plan
+    assert inputs == ("cond", "x")
+    _, names = recorded(sess, {"cond": np.array(True), "x": X})
+    assert names == ["onnx_light_cpu::If", "onnx_light_cpu::Exp"]
 
 
 def test_function_body_node_with_linked_attribute():

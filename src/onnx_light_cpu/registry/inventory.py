@@ -23,6 +23,7 @@ from ..ops import (
     cast,
     causal_conv_with_state,
     cdist,
+    control_flow,
     gather_block_quantized,
     group_query_attention,
     linear_attention,
@@ -72,6 +73,7 @@ FAMILIES = (
     tree_ensemble,
     linear_attention,
     moe,
+    control_flow,
 )
 
 
