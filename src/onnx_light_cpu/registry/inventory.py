@@ -35,6 +35,7 @@ from ..ops import (
     normalization,
     reduce,
     rotary_embedding,
+    shape,
     skip_norm,
     swiglu,
     tensor,
@@ -72,6 +73,7 @@ FAMILIES = (
     tree_ensemble,
     linear_attention,
     moe,
+    shape,
 )
 
 
