@@ -92,7 +92,11 @@ class _Glue(KernelOp):
             raise ValueError(f"{self.onnx_node.op_type}: output 0 of shape {shape} would "
                              f"take {nbytes} bytes, more than 2**63")
         self._check_bytes(f"output 0 of shape {shape}", nbytes)
-        return self._new_output(shape, dtype)
+        try:
+            return self._new_output(shape, dtype)
+        except MemoryError:  # the check's estimate was too kind (an address-space limit)
+            raise MemoryError(f"{self.onnx_node.op_type}: output 0 of shape {shape} needs "
+                              f"{nbytes} bytes, which cannot be allocated") from None
 
     def _label(self, key, label: str) -> None:
         self._record_path(key, lambda: label)
@@ -156,7 +160,7 @@ class Reshape(_Glue):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._targets: dict = {}  # (input shape, shape values) -> output shape
+        self._targets: dict = {}  # (input shape, dtype, shape values) -> output shape
 
     def _run(self, data, shape=None):
         if self.opset < 5:
@@ -167,7 +171,7 @@ class Reshape(_Glue):
             raise ValueError(self._input_error(1, "is required but missing"))
         else:
             dims = self._ints(1, shape, 64)
-        key = (data.shape, tuple(dims))
+        key = (data.shape, data.dtype, tuple(dims))
         target = self._targets.get(key)
         if target is None:
             self._check_data(0, data)
@@ -466,21 +470,27 @@ class Range(_Glue):
                     f"Range: the number of elements ceil((limit - start) / delta) is not "
                     f"finite (start {first}, limit {last}, delta {step})") from None
         else:  # exact, whatever the width of limit - start
+            compute = _INT64
             n = max(-((first - last) // step), 0)
-        nbytes = n * dtype.itemsize
+        # the values in the compute type, then the output if it differs
+        nbytes = n * (compute.itemsize + (dtype != compute) * dtype.itemsize)
         if nbytes >= _BYTES_LIMIT:
-            raise ValueError(f"Range: {n} elements (start {first}, limit {last}, delta "
-                             f"{step}) would take {nbytes} bytes, more than 2**63")
+            raise ValueError(f"Range: output 0 of {n} elements (start {first}, limit {last}, "
+                             f"delta {step}) would take {nbytes} bytes, more than 2**63")
         self._check_bytes(f"output 0 of {n} elements", nbytes)
         if self._usage.enabled:
             self._label(dtype, f"range_{_name(dtype)}")
         # start + i * delta in the compute type (float64, or stash_type for
         # float16 and bfloat16; int64, exact, for the integers: the last value
         # lies between start and limit, so it fits the type), then rounded
-        values = np.arange(n, dtype=compute if floating else _INT64)
-        values *= step
-        values += first
-        return (values.astype(dtype, copy=False),)
+        try:
+            values = np.arange(n, dtype=compute)
+            values *= step
+            values += first
+            return (values.astype(dtype, copy=False),)
+        except MemoryError:  # the check's estimate was too kind
+            raise MemoryError(f"Range: output 0 of {n} elements needs {nbytes} bytes, "
+                              f"which cannot be allocated") from None
 
 
 # ------------------------------------------------------------------ copies
@@ -578,7 +588,7 @@ class Transpose(_Glue):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._perms: dict[int, tuple[int, ...]] = {}  # rank -> checked permutation
+        self._perms: dict = {}  # (rank, dtype) -> checked permutation
 
     def _perm(self, rank: int) -> tuple[int, ...]:
         if self.perm is None:
@@ -590,12 +600,13 @@ class Transpose(_Glue):
         return perm
 
     def _run(self, x):
-        perm = self._perms.get(x.ndim)
+        key = (x.ndim, x.dtype)
+        perm = self._perms.get(key)
         if perm is None:
             self._check_data(0, x)
-            perm = self._perms[x.ndim] = self._perm(x.ndim)
+            perm = self._perms[key] = self._perm(x.ndim)
         view = x.transpose(perm)
-        out = self._new_output(view.shape, x.dtype)
+        out = self._output(view.shape, x.dtype)
         if self._usage.enabled:
             self._label(x.dtype, f"transpose_{_name(x.dtype)}_numpy")
         np.copyto(out, view)
@@ -615,14 +626,18 @@ class Where(_Glue):
         self._check_data(1, x)
         shape = _broadcast(self, x.shape, condition.shape, 0)
         shape = _broadcast(self, shape, y.shape, 2)
-        nbytes = math.prod(shape) * x.dtype.itemsize
-        self._check_bytes(f"output 0 of shape {shape}", nbytes)
-        return f"where_{_name(x.dtype)}_numpy"
+        self._check_bytes(f"output 0 of shape {shape}", math.prod(shape) * x.dtype.itemsize)
+        return f"where_{_name(x.dtype)}_numpy", shape
 
-    def _execute(self, label, condition, x, y):
+    def _execute(self, plan, condition, x, y):
+        label, shape = plan
         if self._usage.enabled:
             self._label(label, label)
-        return (np.where(condition, x, y),)
+        try:
+            return (np.where(condition, x, y),)
+        except MemoryError:  # the check's estimate was too kind
+            raise MemoryError(f"Where: output 0 of shape {shape} cannot be "
+                              f"allocated") from None
 
 
 KERNELS = {
