@@ -544,7 +544,14 @@ def gen_squeeze(d: Draw, record) -> Case:
     x = randn(d.rng(), tuple(shape), _glue_dtype(d, record))
     opset = _opset(d, record, (11, 13, 21))
     if opset < 13:
-        return _glue(op, opset, [x], {"axes": axes} if axes or op == "Unsqueeze" else {})
+        case = _glue(op, opset, [x], {"axes": axes} if axes or op == "Unsqueeze" else {})
+        if op == "Unsqueeze":
+            # Oracle bug: onnx.reference's Unsqueeze-1/11 inserts the axes
+            # one at a time (a negative axis then counts from the end of a
+            # shorter shape): NumPy's expand_dims, the specification's rule.
+            case.oracle = "numpy"
+            case.numpy_oracle = lambda x, attrs: [np.expand_dims(x, tuple(attrs["axes"]))]
+        return case
     inputs = [x] + ([np.array(axes, np.int64)] if axes or op == "Unsqueeze" else [])
     return _glue(op, opset, inputs, structural=frozenset({1}))
 
