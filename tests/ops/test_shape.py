@@ -459,6 +459,12 @@ def test_tile_layouts():
         check("Tile", [lx, np.array([2, 3], I64)], 13)
 
 
+def test_tile_opset_1_tiles_and_axis():
+    x = values((2, 3), np.float32)
+    (y,) = ours("Tile", [x, np.array(3, I64), np.array(-1, I64)], 1)
+    assert same_bits(y, np.tile(x, (1, 3)))
+
+
 def test_tile_errors():
     error("Tile", [values((2, 3), np.float32), np.array([2], I64)],
           r"Tile: input 1 \('x1'\) has 1 values for input 0 of rank 2", 13)
