@@ -475,6 +475,175 @@ def gen_split(d: Draw, record) -> Case:
                 tolerance="exact", structural=frozenset({1}))
 
 
+# ------------------------------------------------------------------ shape glue
+
+def _glue_dtype(d: Draw, record):
+    return d.choice(_record_dtypes(record, NUMERIC + (BOOL, np.dtype(np.complex64), STRING)))
+
+
+def _glue(op, opset, inputs, attrs=None, structural=frozenset(), **kwargs) -> Case:
+    return Case(op, "", opset, inputs, attrs or {}, family="shape", tolerance="exact",
+                structural=structural, **kwargs)
+
+
+@generator("ai.onnx", "Identity")
+def gen_identity(d: Draw, record) -> Case:
+    x = randn(d.rng(), random_shape(d), _glue_dtype(d, record))
+    return _glue("Identity", _opset(d, record, (13, 16, 21)), [x])
+
+
+@generator("ai.onnx", "Shape")
+def gen_shape(d: Draw, record) -> Case:
+    x = randn(d.rng(), random_shape(d), _glue_dtype(d, record))
+    opset, attrs = _opset(d, record, (13, 15, 21)), {}
+    if opset >= 15:
+        r = x.ndim + 2
+        if d.chance(0.5):
+            attrs["start"] = d.int(-r, r)
+        if d.chance(0.5):
+            attrs["end"] = d.int(-r, r)
+    return _glue("Shape", opset, [x], attrs)
+
+
+@generator("ai.onnx", "Reshape")
+def gen_reshape(d: Draw, record) -> Case:
+    shape = random_shape(d, max_rank=4)
+    x = randn(d.rng(), shape, _glue_dtype(d, record))
+    dims = [shape[i] for i in sorted(range(len(shape)), key=lambda _: d.int(0, 9))]
+    if len(dims) >= 2 and d.chance(0.5):  # merge two neighbours
+        k = d.int(0, len(dims) - 2)
+        dims[k:k + 2] = [dims[k] * dims[k + 1]]
+    if d.chance(0.3):
+        dims.insert(d.int(0, len(dims)), 1)
+    opset = _opset(d, record, (13, 14, 21))
+    allowzero = opset >= 14 and d.chance(0.3)
+    if dims and d.chance(0.5) and math.prod(dims[:0] + dims[1:]) != 0:
+        k = d.int(0, len(dims) - 1)
+        if math.prod(dims[:k] + dims[k + 1:]):
+            dims[k] = -1
+    if not allowzero:
+        dims = [0 if i < len(shape) and v == shape[i] and d.chance(0.3) else v
+                for i, v in enumerate(dims)]
+    attrs = {"allowzero": 1} if allowzero else {}
+    return _glue("Reshape", opset, [x, np.array(dims, np.int64)], attrs, frozenset({1}))
+
+
+@generator("ai.onnx", "Squeeze", "Unsqueeze")
+def gen_squeeze(d: Draw, record) -> Case:
+    op = record.op_type
+    shape = list(random_shape(d, max_rank=4))
+    if op == "Squeeze":
+        for _ in range(d.int(0, 2)):
+            shape.insert(d.int(0, len(shape)), 1)
+        ones = [i for i, v in enumerate(shape) if v == 1]
+        axes = [i - len(shape) if d.chance(0.3) else i for i in ones if d.chance(0.6)]
+    else:
+        out_rank = len(shape) + d.int(1, 3)
+        axes = sorted({d.int(0, out_rank - 1) for _ in range(out_rank - len(shape))})
+        axes = [a - (len(shape) + len(axes)) if d.chance(0.3) else a for a in axes]
+    x = randn(d.rng(), tuple(shape), _glue_dtype(d, record))
+    opset = _opset(d, record, (11, 13, 21))
+    if opset < 13:
+        case = _glue(op, opset, [x], {"axes": axes} if axes or op == "Unsqueeze" else {})
+        if op == "Unsqueeze":
+            # Oracle bug: onnx.reference's Unsqueeze-1/11 inserts the axes
+            # one at a time (a negative axis then counts from the end of a
+            # shorter shape): NumPy's expand_dims, the specification's rule.
+            case.oracle = "numpy"
+            case.numpy_oracle = lambda x, attrs: [np.expand_dims(x, tuple(attrs["axes"]))]
+        return case
+    inputs = [x] + ([np.array(axes, np.int64)] if axes or op == "Unsqueeze" else [])
+    return _glue(op, opset, inputs, structural=frozenset({1}))
+
+
+@generator("ai.onnx", "Flatten")
+def gen_flatten(d: Draw, record) -> Case:
+    x = randn(d.rng(), random_shape(d), _glue_dtype(d, record))
+    r = x.ndim
+    # the default axis 1 needs rank >= 1 (the built-in also flattens a scalar)
+    attrs = {"axis": d.int(-r, r)} if d.chance(0.8) or r == 0 else {}
+    return _glue("Flatten", _opset(d, record, (11, 13, 21)), [x], attrs)
+
+
+@generator("ai.onnx", "Constant")
+def gen_constant(d: Draw, record) -> Case:
+    rng = d.rng()
+    kind = d.choice(["value", "value", "value_float", "value_floats", "value_int",
+                     "value_ints", "value_string", "value_strings"])
+    if kind == "value":
+        x = randn(rng, random_shape(d), _glue_dtype(d, record))
+        value = onnx.numpy_helper.from_array(x)
+    elif kind in ("value_float", "value_int"):
+        value = float(rng.normal()) if kind == "value_float" else int(rng.integers(-9, 9))
+    elif kind in ("value_floats", "value_ints"):
+        n = d.int(0, 5)
+        value = ([float(v) for v in rng.normal(size=n)] if kind == "value_floats"
+                 else [int(v) for v in rng.integers(-9, 9, n)])
+    else:
+        value = "abc" if kind == "value_string" else ["a", "", "xyz"][:d.int(1, 3)]
+    return _glue("Constant", _opset(d, record, (13, 19, 21)), [], {kind: value})
+
+
+@generator("ai.onnx", "ConstantOfShape")
+def gen_constant_of_shape(d: Draw, record) -> Case:
+    dims = np.array(random_shape(d, max_rank=4), np.int64)
+    attrs = {}
+    if d.chance(0.8):
+        dtype = d.choice(_record_dtypes(record, NUMERIC + (BOOL,)))
+        attrs["value"] = onnx.numpy_helper.from_array(randn(d.rng(), (1,), dtype))
+    return _glue("ConstantOfShape", _opset(d, record, (9, 20, 21)), [dims], attrs,
+                 frozenset({0}))
+
+
+@generator("ai.onnx", "Range")
+def gen_range(d: Draw, record) -> Case:
+    dtype = d.choice((F32, F64, np.dtype(np.int16), I32, I64))
+    start = d.int(-20, 20)
+    delta = d.choice([1, 2, 3, -1, -4]) if dtype.kind == "i" else d.choice([0.5, 1.5, -0.25, 2.0])
+    limit = start + int(d.int(-3, 12) * delta)
+    inputs = [np.array(v, dtype) for v in (start, limit, delta)]
+    # start + i * delta, computed in float64 as the built-in does: one rounding
+    return Case("Range", "", 11, inputs, family="shape", tolerance="elementwise",
+                structural=frozenset({0, 1, 2}))
+
+
+@generator("ai.onnx", "Expand")
+def gen_expand(d: Draw, record) -> Case:
+    out = random_shape(d, max_rank=4)
+    x = randn(d.rng(), broadcast_operand(d, out), _glue_dtype(d, record))
+    target = [1 if d.chance(0.3) else v for v in out] if d.chance(0.3) else list(out)
+    return _glue("Expand", _opset(d, record, (8, 13)), [x, np.array(target, np.int64)],
+                 structural=frozenset({1}))
+
+
+@generator("ai.onnx", "Tile")
+def gen_tile(d: Draw, record) -> Case:
+    x = randn(d.rng(), random_shape(d, max_rank=4), _glue_dtype(d, record))
+    repeats = np.array([d.int(0, 3) for _ in range(x.ndim)], np.int64)
+    return _glue("Tile", _opset(d, record, (6, 13)), [x, repeats], structural=frozenset({1}))
+
+
+@generator("ai.onnx", "Transpose")
+def gen_transpose(d: Draw, record) -> Case:
+    x = randn(d.rng(), random_shape(d, max_rank=5), _glue_dtype(d, record))
+    attrs = {}
+    if d.chance(0.8):
+        attrs["perm"] = sorted(range(x.ndim), key=lambda _: d.int(0, 99))
+    return _glue("Transpose", _opset(d, record, (13, 21)), [x], attrs)
+
+
+@generator("ai.onnx", "Where")
+def gen_where(d: Draw, record) -> Case:
+    dtype = _glue_dtype(d, record)
+    rng = d.rng()
+    out = random_shape(d)
+    shapes = [broadcast_operand(d, out) if d.chance(0.5) else out for _ in range(3)]
+    condition = rng.random(shapes[0]) < 0.5
+    return _glue("Where", _opset(d, record, (9, 16)),
+                 [np.asarray(condition), randn(rng, shapes[1], dtype),
+                  randn(rng, shapes[2], dtype)])
+
+
 # ------------------------------------------------------------------ matmul
 
 MATMUL_TYPES = FLOATS + (I32, I64, np.dtype(np.uint32), np.dtype(np.uint64))

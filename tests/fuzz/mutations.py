@@ -136,6 +136,8 @@ def nan_row(d: Draw, case: Case):
 
 def missing_input(d: Draw, case: Case):
     present = [i for i, x in enumerate(case.inputs) if x is not None]
+    if not present:  # an operator without inputs (Constant)
+        return None
     c = case.clone()
     i = 0 if d.chance(0.6) else d.choice(present)
     c.inputs[i] = None

@@ -36,6 +36,7 @@ from ..ops import (
     normalization,
     reduce,
     rotary_embedding,
+    shape,
     skip_norm,
     swiglu,
     tensor,
@@ -74,6 +75,7 @@ FAMILIES = (
     linear_attention,
     moe,
     control_flow,
+    shape,
 )
 
 
