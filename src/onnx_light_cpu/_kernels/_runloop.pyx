@@ -83,9 +83,18 @@ def reusable_output(dict kept, slot, shape, dtype):
     a caller keeping it, a view of it, an evaluator's result dict or a
     later node's input each hold one."""
     cdef PyObject *p = PyDict_GetItem(kept, slot)
+    cdef Py_ssize_t i, ndim
     if p is NULL or Py_REFCNT(p) != 1:
         return None
-    arr = <object>p
-    if arr.shape != shape or arr.dtype != dtype:
+    arr = <cnp.ndarray>p
+    if <object>cnp.PyArray_DESCR(arr) is not dtype and arr.dtype != dtype:
         return None
+    if type(shape) is not tuple:
+        return arr if (<object>arr).shape == tuple(shape) else None
+    ndim = cnp.PyArray_NDIM(arr)
+    if len(<tuple>shape) != ndim:
+        return None
+    for i in range(ndim):
+        if cnp.PyArray_DIM(arr, i) != <cnp.npy_intp>(<tuple>shape)[i]:
+            return None
     return arr

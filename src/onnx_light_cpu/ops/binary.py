@@ -18,6 +18,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import binary as core
+from .._kernels._runloop import reusable_output
 from ..threads import decide_num_threads
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from ._contract import REQUIRED
@@ -77,15 +78,18 @@ class _ElementWise(KernelOp):
         return f"{self.label}_{middle}{dtype.name}_{used}"
 
     def _apply(self, op: int, et: int, a, b, y, dtype: np.dtype) -> None:
+        """y = a op b through the core (``_Binary._run`` writes it out)."""
         level = _simd_state.level
         if self._usage.enabled:
-            pattern = core.pattern(a, b, y)
-            self._record_path((op, et, level, pattern),
-                              lambda: self._label(op, et, level, pattern, dtype))
+            self._record_pattern(op, et, level, a, b, y, dtype)
         work = COSTLY_WORK_PER_THREAD if et in self.costly_types else self.min_work_per_thread
-        # decide_num_threads itself, not _num_threads: one call less a node
-        threads = decide_num_threads(y.size, work, self._context.num_threads)
-        _core_apply(a, b, y, op, et, level, threads)
+        _core_apply(a, b, y, op, et, level,
+                    decide_num_threads(y.size, work, self._context.num_threads))
+
+    def _record_pattern(self, op: int, et: int, level: int, a, b, y, dtype: np.dtype) -> None:
+        pattern = core.pattern(a, b, y)
+        self._record_path((op, et, level, pattern),
+                          lambda: self._label(op, et, level, pattern, dtype))
 
 
 class _Binary(_ElementWise):
@@ -105,13 +109,24 @@ class _Binary(_ElementWise):
                              and getattr(self, "axis", None) is not None)
 
     def _run(self, a, b):
+        # The commonest nodes of small graphs: _new_output's fast case and
+        # _apply are written out here, two calls less (0.25 of 1.25 µs a
+        # node in a chain of tiny Adds).
         if self._legacy_axis:
             b = b.reshape(self._legacy_shape(a, b))
         dtype, shape = a.dtype, a.shape
         if shape != b.shape:
             shape = self._broadcast((a, b))
-        y = self._new_output(shape, BOOL if self.bool_output else dtype)
-        self._apply(self.core_op, ELEMENT_TYPES[dtype], a, b, y, dtype)
+        out_dtype = BOOL if self.bool_output else dtype
+        y = reusable_output(self._kept_outputs, 0, shape, out_dtype)
+        if y is None:
+            y = self._new_output(shape, out_dtype)
+        op, et, level = self.core_op, ELEMENT_TYPES[dtype], _simd_state.level
+        if self._usage.enabled:
+            self._record_pattern(op, et, level, a, b, y, dtype)
+        work = COSTLY_WORK_PER_THREAD if et in self.costly_types else self.min_work_per_thread
+        _core_apply(a, b, y, op, et, level,
+                    decide_num_threads(y.size, work, self._context.num_threads))
         return (y,)
 
     def _legacy_shape(self, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
