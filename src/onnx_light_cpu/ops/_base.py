@@ -149,7 +149,7 @@ class KernelOp(OpRun):
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
         self._kept_outputs: dict[int, np.ndarray] = {}
         self._plans: dict = {}
-        self._last_key = self._last_plan = None
+        self._last_plan: tuple = (None, None)  # (key, plan) of the last run
         checks = self._input_checks
         self._required = frozenset(checks.required) if checks is not None else frozenset()
         if self.attributes:
@@ -231,16 +231,19 @@ class KernelOp(OpRun):
         if threads is None:  # the process default, which may change
             threads = get_default_num_threads()
         key = plan_key(simd.state.level, threads, args)
-        # Most runs repeat the last signature: one tuple compare.
-        if key == self._last_key:
-            return self._last_plan
+        # Most runs repeat the last signature: one tuple compare.  One
+        # attribute holds the pair, so that another thread never sees a key
+        # with the plan of another.
+        last = self._last_plan
+        if key == last[0]:
+            return last[1]
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(*args)
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.clear()
             self._plans[key] = plan
-        self._last_key, self._last_plan = key, plan
+        self._last_plan = (key, plan)
         return plan
 
     def _record_path(self, key, make) -> None:
