@@ -148,3 +148,24 @@ def test_nodes_with_no_input_and_several_outputs_in_the_lean_loop():
         np.testing.assert_allclose(np.concatenate([p, q]), s, rtol=1e-6)
     with pytest.raises(RuntimeError, match="nope"):  # the original's error
         sess.run(["nope"], {"x": x})
+
+
+def test_plans_follow_the_signature_from_run_to_run():
+    node = oh.make_node("Pow", ["x", "e"], ["y"])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info(n, T.UNDEFINED, None)
+                                        for n in ("x", "e")],
+                          [oh.make_tensor_value_info("y", T.UNDEFINED, None)])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    cases = [(x, np.float32(2)), (x.T.copy(), x), (x, np.int64(3)), (x, np.float32(2)),
+             (x.astype(np.float64), np.float64(0.5))]
+    for threads in (1, 2, 1):
+        olc.set_num_threads_for_session(sess, threads)
+        for a, e in cases:
+            (y,) = sess.run(None, {"x": a, "e": np.asarray(e)})
+            want = np.power(a, e).astype(a.dtype)
+            assert y.dtype == a.dtype and y.shape == want.shape
+            np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert set(olc.used_kernel_names(sess)) == {"onnx_light_cpu::Pow"}
