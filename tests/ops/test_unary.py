@@ -194,10 +194,7 @@ def test_narrow_types_exhaustive(op, dtype):
         assert np.abs(a - b).max() <= 1, f"{op} {np.dtype(dtype).name} at {level}"
 
 
-def test_large_outputs_are_reused_only_when_nobody_holds_them(monkeypatch):
-    from onnx_light_cpu.ops import _base
-
-    monkeypatch.setattr(_base, "REUSE_MIN_BYTES", 64)
+def test_outputs_are_reused_only_when_nobody_holds_them():
     import models  # tests/registry
 
     sess = ReferenceEvaluator(models.chain("Abs", "Exp", "Tanh"))

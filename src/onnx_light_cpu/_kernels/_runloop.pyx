@@ -1,0 +1,100 @@
+# cython: language_level=3
+"""The per-run glue of ``KernelOp`` in C, where Python costs a node
+microseconds: the input signature that lets a run skip the checks its
+inputs already passed, plan keys, and the reuse of kept output buffers."""
+
+cimport numpy as cnp
+from cpython.ref cimport PyObject
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(PyObject *o)
+    PyObject *PyDict_GetItem(object d, object key)
+
+
+def input_signature(tuple args, strided):
+    """What ``KernelOp``'s per-run input checks depend on, or None when a
+    run must take them: per input None (missing) or (dtype, ndim, dense),
+    ``dense`` meaning the check wanted it C-contiguous (not in ``strided``).
+    None as soon as an input is not a plain ndarray (a scalar, a subclass
+    to convert) or is strided where a dense copy would be checked."""
+    cdef Py_ssize_t i, n = len(args)
+    cdef cnp.ndarray arr
+    cdef list out = []
+    for i in range(n):
+        a = args[i]
+        if a is None:
+            out.append(None)
+            continue
+        if not cnp.PyArray_CheckExact(a):
+            return None
+        arr = <cnp.ndarray>a
+        dense = i not in strided
+        if dense and not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+            return None
+        out.append((<object>cnp.PyArray_DESCR(arr), cnp.PyArray_NDIM(arr), dense))
+    return tuple(out)
+
+
+def same_signature(tuple args, tuple signature):
+    """Whether ``args`` have ``signature`` (from :func:`input_signature`):
+    the same inputs missing, plain ndarrays of the same dtype objects and
+    ranks, dense where it was wanted."""
+    cdef Py_ssize_t i, n = len(args)
+    cdef cnp.ndarray arr
+    cdef tuple s
+    if signature is None or len(signature) != n:
+        return False
+    for i in range(n):
+        a = args[i]
+        if signature[i] is None:
+            if a is not None:
+                return False
+            continue
+        if not cnp.PyArray_CheckExact(a):
+            return False
+        arr = <cnp.ndarray>a
+        s = <tuple>signature[i]
+        if (<object>cnp.PyArray_DESCR(arr) is not s[0] or cnp.PyArray_NDIM(arr) != <int>s[1]
+                or (s[2] is True and not cnp.PyArray_IS_C_CONTIGUOUS(arr))):
+            return False
+    return True
+
+
+def plan_key(int level, int threads, tuple args):
+    """(level, threads, then dtype and shape of each input, None for a
+    missing one): what a plan depends on."""
+    cdef list key = [level, threads]
+    for a in args:
+        if a is None:
+            key.append(None)
+        else:
+            key.append(a.dtype)
+            key.append(a.shape)
+    return tuple(key)
+
+
+def reusable_output(dict kept, slot, shape, dtype):
+    """``kept[slot]`` when nothing but ``kept`` references it and it has
+    ``shape`` and ``dtype``, else None.  Its reference count says it all:
+    a caller keeping it, a view of it, an evaluator's result dict or a
+    later node's input each hold one."""
+    cdef PyObject *p = PyDict_GetItem(kept, slot)
+    cdef Py_ssize_t i, ndim
+    if p is NULL or Py_REFCNT(p) != 1:
+        return None
+    arr = <cnp.ndarray>p
+    if <object>cnp.PyArray_DESCR(arr) is not dtype and arr.dtype != dtype:
+        return None
+    if type(shape) is not tuple:
+        return arr if (<object>arr).shape == tuple(shape) else None
+    ndim = cnp.PyArray_NDIM(arr)
+    if len(<tuple>shape) != ndim:
+        return None
+    for i in range(ndim):
+        if cnp.PyArray_DIM(arr, i) != <cnp.npy_intp>(<tuple>shape)[i]:
+            return None
+    return arr

@@ -1,0 +1,171 @@
+"""The lean run loop and ``KernelOp.run``'s fast path: a run whose inputs
+are like the last one's skips the checks, yet every input the checks
+reject is still rejected with the same error; output buffers come back
+only once nobody holds them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as oh
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+
+
+def _add_session(opset=21):
+    node = oh.make_node("Add", ["a", "b"], ["y"])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info(n, T.FLOAT, None)
+                                        for n in ("a", "b")],
+                          [oh.make_tensor_value_info("y", T.FLOAT, None)])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)]))
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    return sess
+
+
+def _error(sess, feeds):
+    with pytest.raises(Exception) as info:
+        sess.run(None, feeds)
+    return type(info.value), str(info.value)
+
+
+F32 = np.ones((2, 3), np.float32)
+
+
+@pytest.mark.parametrize("feeds", [
+    {"a": F32, "b": F32.astype(np.float64)},               # another dtype
+    {"a": F32.astype(np.str_), "b": F32.astype(np.str_)},  # a type Add does not take
+    {"a": F32, "b": [1.0, 2.0]},                           # not a tensor
+    {"a": F32, "b": np.ones((2, 4), np.float32)},          # shapes that do not broadcast
+])
+def test_a_run_after_good_runs_is_checked_as_a_first_run(feeds):
+    fresh = _error(_add_session(), feeds)
+    sess = _add_session()
+    for _ in range(2):  # the second run takes the fast path
+        (y,) = sess.run(None, {"a": F32, "b": F32})
+        np.testing.assert_array_equal(y, 2 * F32)
+    assert _error(sess, feeds) == fresh
+    (y,) = sess.run(None, {"a": F32, "b": F32})  # and good inputs run again
+    np.testing.assert_array_equal(y, 2 * F32)
+    assert set(olc.used_kernel_names(sess)) == {"onnx_light_cpu::Add"}
+
+
+def test_scalars_strided_and_read_only_inputs_after_plain_ones():
+    sess = _add_session()
+    sess.run(None, {"a": F32, "b": F32})
+    wide = np.arange(24, dtype=np.float32).reshape(4, 6)
+    read_only = np.full((2, 3), 5, np.float32)
+    read_only.flags.writeable = False
+    for a, b in [(F32, np.float32(2)), (wide[::2, ::2], F32), (read_only, F32), (F32, F32)]:
+        (y,) = sess.run(None, {"a": a, "b": b})
+        np.testing.assert_array_equal(y, np.asarray(a) + np.asarray(b))
+    assert set(olc.used_kernel_names(sess)) == {"onnx_light_cpu::Add"}
+
+
+def test_an_attribute_error_is_raised_by_every_run():
+    node = oh.make_node("Cast", ["x"], ["y"], to=12345)
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("x", T.FLOAT, None)],
+                          [oh.make_tensor_value_info("y", T.FLOAT, None)])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    for _ in range(3):
+        with pytest.raises(ValueError, match=r"^Cast: attribute to"):
+            sess.run(None, {"x": F32})
+
+
+def test_a_kept_output_is_never_overwritten():
+    sess = _add_session()
+    b = np.full((2, 3), 0.5, np.float32)
+    (y1,) = sess.run(None, {"a": F32, "b": b})
+    kept = y1.copy()
+    (y2,) = sess.run(None, {"a": 3 * F32, "b": b})
+    assert y2 is not y1
+    np.testing.assert_array_equal(y1, kept)  # the caller's array is unchanged
+    np.testing.assert_array_equal(y2, 3 * F32 + b)
+    view = y2[0]  # a view holds its base
+    del y2
+    (y3,) = sess.run(None, {"a": F32, "b": b})
+    np.testing.assert_array_equal(view, (3 * F32 + b)[0])
+    np.testing.assert_array_equal(y3, F32 + b)
+
+
+def test_an_output_nobody_holds_is_reused():
+    sess = _add_session()
+    b = np.full((2, 3), 0.5, np.float32)
+    (y,) = sess.run(None, {"a": F32, "b": b})
+    address = y.__array_interface__["data"][0]
+    del y
+    (y,) = sess.run(None, {"a": 2 * F32, "b": b})
+    assert y.__array_interface__["data"][0] == address
+    np.testing.assert_array_equal(y, 2 * F32 + b)
+    (z,) = sess.run(None, {"a": F32, "b": np.ones((1, 3), np.float32)})  # broadcast, same shape
+    np.testing.assert_array_equal(z, F32 + 1)
+    np.testing.assert_array_equal(y, 2 * F32 + b)  # y was held: a new buffer for z
+    (w,) = sess.run(None, {"a": np.ones((4, 3), np.float32), "b": b[:1]})  # another shape
+    assert w.shape == (4, 3)
+
+
+def test_intermediates_of_a_chain_are_reused_and_results_stay_right():
+    names = ["x", "t0", "t1", "t2", "y"]
+    nodes = [oh.make_node(op, [names[i], "c"], [names[i + 1]])
+             for i, op in enumerate(["Add", "Mul", "Sub", "Add"])]
+    c = oh.make_tensor("c", T.FLOAT, [3], [1.0, 2.0, 3.0])
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("x", T.FLOAT, [None, 3])],
+                          [oh.make_tensor_value_info("y", T.FLOAT, None),
+                           oh.make_tensor_value_info("t1", T.FLOAT, None)], [c])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    cv = np.array([1, 2, 3], np.float32)
+    outputs = []
+    for k in range(4):
+        x = np.full((2, 3), k, np.float32)
+        y, t1 = sess.run(None, {"x": x})
+        want_t1 = (x + cv) * cv
+        np.testing.assert_array_equal(t1, want_t1)
+        np.testing.assert_array_equal(y, want_t1 - cv + cv)
+        outputs.append((x, y, t1))
+    for x, y, t1 in outputs:  # every kept output still holds its run's values
+        np.testing.assert_array_equal(t1, (x + cv) * cv)
+        np.testing.assert_array_equal(y, (x + cv) * cv)
+
+
+def test_nodes_with_no_input_and_several_outputs_in_the_lean_loop():
+    nodes = [oh.make_node("Constant", [], ["k"], value_floats=[1.0, 2.0, 3.0, 4.0]),
+             oh.make_node("Exp", ["x"], ["e"]),
+             oh.make_node("Add", ["e", "k"], ["s"]),
+             oh.make_node("Split", ["s"], ["p", "q"], num_outputs=2, axis=0)]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("x", T.FLOAT, [4])],
+                          [oh.make_tensor_value_info(n, T.FLOAT, None) for n in ("p", "q")])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]))
+    olc.register_kernels_for_session(sess)
+    assert sess._olc_plan is not None
+    x = np.array([0.0, 1.0, -1.0, 2.0], np.float32)
+    for _ in range(2):
+        p, q = sess.run(None, {"x": x})
+        s = np.exp(x) + np.array([1, 2, 3, 4], np.float32)
+        np.testing.assert_allclose(np.concatenate([p, q]), s, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="nope"):  # the original's error
+        sess.run(["nope"], {"x": x})
+
+
+def test_plans_follow_the_signature_from_run_to_run():
+    node = oh.make_node("Pow", ["x", "e"], ["y"])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info(n, T.UNDEFINED, None)
+                                        for n in ("x", "e")],
+                          [oh.make_tensor_value_info("y", T.UNDEFINED, None)])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    cases = [(x, np.float32(2)), (x.T.copy(), x), (x, np.int64(3)), (x, np.float32(2)),
+             (x.astype(np.float64), np.float64(0.5))]
+    for threads in (1, 2, 1):
+        olc.set_num_threads_for_session(sess, threads)
+        for a, e in cases:
+            (y,) = sess.run(None, {"x": a, "e": np.asarray(e)})
+            want = np.power(a, e).astype(a.dtype)
+            assert y.dtype == a.dtype and y.shape == want.shape
+            np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert set(olc.used_kernel_names(sess)) == {"onnx_light_cpu::Pow"}
