@@ -344,8 +344,7 @@ class Gather(_Movement):
             out[...] = data[(slice(None),) * axis + (idx.reshape(indices.shape),)]
             return (out,)
         self._record_path(data.dtype, lambda: f"gather_{data.dtype.name}")
-        if not data.flags.c_contiguous:  # no larger than the output; a constant once
-            data = self._prepared_input("dense", 0, data, lambda: np.ascontiguousarray(data))
+        data = np.ascontiguousarray(data)
         core.gather(data, idx, out, plan.outer, dim, plan.row, self._threads(out.nbytes))
         return (out,)
 
