@@ -382,3 +382,12 @@ def test_check_command_prints_the_saving(tmp_path, capsys):
         "constant folding: 1 node folded at load (Transpose 1)")
     assert main(["check", str(path), "--no-fold"]) == 0
     assert "constant folding" not in capsys.readouterr().out
+
+
+def test_folded_nodes_are_not_recorded_as_used():
+    sess = ReferenceEvaluator(_tied_head())
+    olc.set_kernel_usage_recording(sess, True)
+    olc.register_kernels_for_session(sess)  # folds, recording on
+    assert olc.used_kernel_names(sess) == []
+    sess.run(None, {"ids": IDS})
+    assert olc.used_kernel_names(sess) == ["onnx_light_cpu::Gather", "onnx_light_cpu::MatMul"]

@@ -66,7 +66,7 @@ class Folded:
     nodes: list = field(default_factory=list)  # the folded node implementations
     names: list[str] = field(default_factory=list)  # the values they put in rt_inits_
     nbytes: int = 0  # bytes of those values
-    seconds: float = 0.0  # what the folded nodes took to run, once
+    seconds: float = 0.0  # what the folded nodes took once, dense copies included
     original_nodes: list = field(default_factory=list)  # rt_nodes_ before folding
 
 
@@ -101,19 +101,25 @@ def fold(evaluator) -> Folded | None:
     known.add("")
     done = Folded(original_nodes=list(nodes))
     kept = []
-    for node in nodes:
-        values = _run_constant(node, inits, known)
-        if values is None:
-            kept.append(node)
-            continue
-        outputs, seconds = values
-        for name, value in outputs.items():
-            inits[name] = value
-            known.add(name)
-            done.names.append(name)
-            done.nbytes += value.nbytes
-        done.nodes.append(node)
-        done.seconds += seconds
+    usage = evaluator._olc_context.usage
+    recording = usage.enabled
+    usage.set_enabled(False)  # building is not running: folded nodes are not "used"
+    try:
+        for node in nodes:
+            values = _run_constant(node, inits, known)
+            if values is None:
+                kept.append(node)
+                continue
+            outputs, seconds = values
+            for name, value in outputs.items():
+                inits[name] = value
+                known.add(name)
+                done.names.append(name)
+                done.nbytes += value.nbytes
+            done.nodes.append(node)
+            done.seconds += seconds
+    finally:
+        usage.set_enabled(recording)
     if not done.nodes:
         return None
     folded = set(done.names)
@@ -149,7 +155,6 @@ def _run_constant(node, inits: dict, known: set[str]):
         results = node.run(*args)
     except Exception:  # noqa: BLE001 - left to raise at run time, as without folding
         return None
-    seconds = time.perf_counter() - start
     outputs = {}
     for name, value in zip(proto.output, results):
         if name == "":
@@ -170,7 +175,9 @@ def _run_constant(node, inits: dict, known: set[str]):
             value = np.array(value, order="C")
         value.flags.writeable = False
         outputs[name] = value
-    return outputs, seconds
+    # Timed with the dense copy: a Transpose returning a view costs nothing
+    # itself, its consumers paid for reading it strided on every run.
+    return outputs, time.perf_counter() - start
 
 
 def _owned_dense(value: np.ndarray, args: list) -> bool:
@@ -184,7 +191,7 @@ def _limit(proto: onnx.NodeProto, args: list) -> int | None:
     (a Constant's value is already in the model)."""
     if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
         return None
-    return GROWTH * max(FLOOR_BYTES, sum(a.nbytes for a in args if a is not None))
+    return GROWTH * max(FLOOR_BYTES, sum(getattr(a, "nbytes", 0) for a in args))
 
 
 def _predicted_bytes(proto: onnx.NodeProto, args: list) -> int:
@@ -205,7 +212,7 @@ def _predicted_bytes(proto: onnx.NodeProto, args: list) -> int:
         if op == "Range" and len(args) == 3:
             start, limit, delta = (float(a.reshape(-1)[0]) for a in args)
             return max(0, math.ceil((limit - start) / delta)) * args[0].itemsize
-    except (ValueError, TypeError, ArithmeticError, IndexError):
+    except (ValueError, TypeError, ArithmeticError, IndexError, AttributeError):
         return 0  # malformed: the node runs (and raises) as without folding
     return 0
 
