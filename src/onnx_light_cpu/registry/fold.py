@@ -172,12 +172,28 @@ def _run_constant(node, inits: dict, known: set[str]):
         # Dense (a folded Transpose must not stay a view of its input),
         # owned, and read-only: the same array is handed to every run.
         if not _owned_dense(value, args):
-            value = np.array(value, order="C")
+            value = _dense_copy(value)
         value.flags.writeable = False
         outputs[name] = value
     # Timed with the dense copy: a Transpose returning a view costs nothing
     # itself, its consumers paid for reading it strided on every run.
     return outputs, time.perf_counter() - start
+
+
+# Columns copied at a time when the last axis is strided (a transposed
+# weight): NumPy's element-order copy of E^T [896, 151936] reads E a column
+# at a time, 4.3 s here; 256 columns at a time, 0.38 s.
+_TILE = 256
+
+
+def _dense_copy(value: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``value``, tile by tile when its last axis is strided."""
+    if value.ndim < 2 or value.strides[-1] == value.itemsize or value.dtype.hasobject:
+        return np.array(value, order="C")
+    out = np.empty(value.shape, dtype=value.dtype)
+    for j in range(0, value.shape[-1], _TILE):
+        out[..., j:j + _TILE] = value[..., j:j + _TILE]
+    return out
 
 
 def _owned_dense(value: np.ndarray, args: list) -> bool:
