@@ -345,6 +345,24 @@ def test_transposed_b_gives_the_bits_of_its_folded_constant(dtype):
             assert same_bits(fed[0], constant), (M, K, N, level)
 
 
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_gemm_reads_a_strided_b_in_place(dtype, trans_b):
+    rng = np.random.default_rng(14)
+    for M, K, N in [(1, 200, 129), (5, 33, 40), (130, 64, 70), (1, 1, 9)]:
+        rows, cols = (N, K) if trans_b else (K, N)
+        views = {"transposed": _random(rng, (cols, rows), dtype).T,
+                 "column slice": _random(rng, (rows, cols + 4), dtype)[:, 1:cols + 1],
+                 "both steps": _random(rng, (2 * rows, 2 * cols), dtype)[::2, ::2]}
+        a, c = _random(rng, (M, K), dtype), _random(rng, (N,), dtype)
+        for name, b in views.items():
+            dense = np.ascontiguousarray(b)
+            got, _, _ = run_ours(node_model("Gemm", [a, b, c], transB=trans_b), [a, b, c])
+            want, _, _ = run_ours(node_model("Gemm", [a, dense, c], transB=trans_b),
+                                  [a, dense, c])
+            assert same_bits(got[0], want[0]), (name, M, K, N)
+
+
 def test_transposed_b_is_not_copied():
     import tracemalloc
 

@@ -272,8 +272,11 @@ class Gemm(_MatMulEngine):
         constant = self._constant_input(1) is b
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
+        b_strides = None  # B's own (row, column) strides when read in place
         if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
+            b_strides = _matrix_strides(b, *b.shape)
+            if b_strides is None:
+                b = np.ascontiguousarray(b)
         is_f32 = element_type == T.FLOAT
         out = self._new_output((M, N), a.dtype) if is_f32 else np.empty((M, N), np.float32)
         accumulate = False
@@ -287,6 +290,8 @@ class Gemm(_MatMulEngine):
                 out.fill(0)
         elif M and N:
             rsa, csa, rsb, csb = self._operand_strides(a, b)
+            if b_strides is not None:
+                rsb, csb = b_strides[::-1] if self.transB else b_strides
             kind = self._float_product(level, element_type, a, ZERO, rsa, csa, b, ZERO, rsb,
                                        csb, M, N, K, out, self.alpha, accumulate, constant)
         return (out if is_f32 else out.astype(a.dtype)), kind
