@@ -400,3 +400,24 @@ def test_folded_transposes_are_dense_copies(perm):
                    [oh.make_tensor_value_info("t", T.FLOAT, None)], [nh.from_array(w, "w")])
     (got,) = _session(model).run(None, {})
     assert got.flags.c_contiguous and _same(got, np.ascontiguousarray(w.transpose(perm)))
+
+
+def test_unfolding_runs_a_folded_kernel_into_fresh_buffers():
+    """A kernel keeps its large outputs for reuse: once folded, they are
+    read-only constants, which it must not write into after an unfold."""
+    w = RNG.standard_normal((300, 300)).astype(np.float32)  # above the reuse size
+    model = _model([oh.make_node("Abs", ["w"], ["a"]), oh.make_node("Add", ["a", "x"], ["y"])],
+                   [oh.make_tensor_value_info("x", T.FLOAT, None)],
+                   [oh.make_tensor_value_info("y", T.FLOAT, None),
+                    oh.make_tensor_value_info("a", T.FLOAT, None)],
+                   [nh.from_array(w, "w")])
+    sess = _session(model)
+    x = np.ones_like(w)
+    want = sess.run(None, {"x": x})
+    assert not want[1].flags.writeable  # the folded constant itself
+    olc.register_kernels_for_session(sess)  # unfold, fold again
+    assert _same(sess.run(None, {"x": x}), want)
+    olc.register_kernels_for_session(sess, fold_constants=False)
+    for _ in range(2):
+        got = sess.run(None, {"x": x})
+        assert _same(got, want) and got[1].flags.writeable

@@ -118,6 +118,8 @@ def fold(evaluator) -> Folded | None:
                 done.nbytes += value.nbytes
             done.nodes.append(node)
             done.seconds += seconds
+            if isinstance(node, KernelOp):  # its kept buffers are now read-only constants
+                node._kept_outputs.clear()
     finally:
         usage.set_enabled(recording)
     if not done.nodes:
