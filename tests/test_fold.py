@@ -402,7 +402,7 @@ def test_folded_transposes_are_dense_copies(perm):
     assert got.flags.c_contiguous and _same(got, np.ascontiguousarray(w.transpose(perm)))
 
 
-def test_unfolding_runs_a_folded_kernel_into_fresh_buffers():
+def test_unfolding_runs_a_folded_kernel_into_fresh_buffers(monkeypatch):
     """A kernel keeps its large outputs for reuse: once folded, they are
     read-only constants, which it must not write into after an unfold."""
     w = RNG.standard_normal((300, 300)).astype(np.float32)  # above the reuse size
@@ -413,11 +413,13 @@ def test_unfolding_runs_a_folded_kernel_into_fresh_buffers():
                    [nh.from_array(w, "w")])
     sess = _session(model)
     x = np.ones_like(w)
-    want = sess.run(None, {"x": x})
-    assert not want[1].flags.writeable  # the folded constant itself
-    olc.register_kernels_for_session(sess)  # unfold, fold again
-    assert _same(sess.run(None, {"x": x}), want)
-    olc.register_kernels_for_session(sess, fold_constants=False)
+    assert not sess.run(None, {"x": x})[1].flags.writeable  # the folded constant itself
+    want = [np.abs(w) + x, np.abs(w)]  # copies: the evaluator's arrays stay unreferenced
+    # a registration of Add alone unfolds, keeps the Abs instance, folds nothing
+    monkeypatch.setenv(fold.ENV_VAR, "0")
+    olc.register_kernel_for_session(sess, "", "Add")
+    assert _plan_ops(sess) == ["Abs", "Add"]
     for _ in range(2):
         got = sess.run(None, {"x": x})
         assert _same(got, want) and got[1].flags.writeable
+        del got
