@@ -3,7 +3,9 @@
 float32, float16 and bfloat16 run the packed-panel engine (half types are
 widened to float32 while packing and rounded once at the end); double and
 the integer types a blocked loop; integers wrap around as in NumPy.  A
-constant B (an initializer) is packed once per node and SIMD level.
+constant B (an initializer, a folded constant) is packed once per node and
+SIMD level.  A strided float B with no batch of its own (a Transpose view of
+a weight, a slice) is read through its strides, never copied per run.
 """
 
 from __future__ import annotations
