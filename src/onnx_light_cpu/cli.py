@@ -2,13 +2,14 @@
 
     python -m onnx_light_cpu kernels [--naive]
     python -m onnx_light_cpu where OP_TYPE
-    python -m onnx_light_cpu check MODEL.onnx [--policy optimized|naive]
+    python -m onnx_light_cpu check MODEL.onnx [--policy optimized|naive] [--no-fold]
     python -m onnx_light_cpu run [MODEL.onnx] [--inputs FILE.npz] [--threads N]
                                  [--compare builtin,ort] [--repeat N]
 
 Without a model, ``run`` uses a small default model built in code.
-``check`` runs nothing: it says, per operator, whether one of our kernels,
-onnx.reference or nothing runs it (exit status 1 if anything cannot run).
+``check`` runs nothing but the constant nodes folded at load: it says, per
+operator, whether one of our kernels, onnx.reference or nothing runs it
+(exit status 1 if anything cannot run), and what folding saves per run.
 """
 
 from __future__ import annotations
@@ -277,7 +278,7 @@ def command_check(args) -> int:
     except Exception as e:  # an unreadable model
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return 2
-    result = check_model(model, args.policy)
+    result = check_model(model, args.policy, fold_constants=args.fold)
     print(f"model: {args.model}")
     print(f"policy: {args.policy.value} (com.microsoft kernels)")
     for line in result.lines():
@@ -328,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                          const=MicrosoftKernelImplementation.NAIVE,
                          default=MicrosoftKernelImplementation.OPTIMIZED,
                          help="list the NAIVE com.microsoft family")
-    check = sub.add_parser("check", help="who runs each operator of a model (runs nothing)")
+    check = sub.add_parser("check", help="who runs each operator of a model, what folding saves")
     check.add_argument("model", help="ONNX file")
     check.add_argument("--policy", type=MicrosoftKernelImplementation,
                        choices=list(MicrosoftKernelImplementation),
@@ -337,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="com.microsoft implementation family (default: optimized)")
     check.add_argument("--naive", dest="policy", action="store_const",
                        const=MicrosoftKernelImplementation.NAIVE, help="same as --policy naive")
+    check.add_argument("--no-fold", dest="fold", action="store_false",
+                       help="build without folding constants (runs no node at all)")
     where = sub.add_parser("where", help="the files of an operator's kernels")
     where.add_argument("op_type", help="operator type, such as MatMulNBits")
     run = sub.add_parser("run", help="run a model through ReferenceEvaluator with the kernels")

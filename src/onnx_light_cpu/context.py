@@ -1,7 +1,8 @@
 """What one evaluator tree shares with the adapters it runs: the kernel
-tables the registry resolves its nodes from, the thread count and the
-usage log.  It sits below the adapters (``ops``), which read the thread
-count and the usage log, and below the registry, which fills the tables."""
+tables the registry resolves its nodes from, the thread count, the usage
+log and whether constants are folded.  It sits below the adapters
+(``ops``), which read the thread count and the usage log, and below the
+registry, which fills the tables."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ class EvaluatorContext:
     ``global_kernels`` and ``session_kernels`` map (table domain, op_type)
     to the (record, adapter class) entries of ``registry.hook``'s tables."""
 
-    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage")
+    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "fold_constants")
 
     def __init__(self, global_kernels: dict) -> None:
         self.global_kernels = global_kernels
         self.session_kernels: dict = {}
         self.num_threads: int | None = None
         self.usage = UsageLog()
+        #: Whether constant subgraphs are folded at construction; None
+        #: follows the global setting (registry/fold.py).
+        self.fold_constants: bool | None = None

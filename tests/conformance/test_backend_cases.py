@@ -128,5 +128,9 @@ def test_backend_case(case, required, ours):
         for name, g, w in zip(sess.output_names, got, _as_array(outputs)):
             _assert_matches(g, w, case.rtol, case.atol, f"{case.name} output {name!r}")
     ran = set(olc.used_kernel_names(sess))
-    assert set(required) <= ran, f"our kernels {sorted(set(required) - ran)} did not run"
+    # Constant folding ran some nodes once, while the evaluator was built.
+    kernels = _our_kernels()
+    left = {kernels.get((n.onnx_node.domain, n.onnx_node.op_type)) for n in sess.rt_nodes_}
+    required = set(required) & left
+    assert required <= ran, f"our kernels {sorted(required - ran)} did not run"
     assert ran & set(ours), f"none of our kernels {ours} ran"

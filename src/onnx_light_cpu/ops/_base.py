@@ -141,7 +141,9 @@ class KernelOp(OpRun):
     def __init__(self, onnx_node, run_params, context: EvaluatorContext | None = None,
                  initializers: dict | None = None):
         super().__init__(onnx_node, run_params)
-        self._initializers = initializers or {}
+        # The evaluator's own dict, not a copy: values folded into it after
+        # this adapter was made are constants to it too.
+        self._initializers = {} if initializers is None else initializers
         if context is None:  # used through new_ops, outside the hook
             context = EvaluatorContext({})
         self._context = context

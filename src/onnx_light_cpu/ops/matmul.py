@@ -3,7 +3,9 @@
 float32, float16 and bfloat16 run the packed-panel engine (half types are
 widened to float32 while packing and rounded once at the end); double and
 the integer types a blocked loop; integers wrap around as in NumPy.  A
-constant B (an initializer) is packed once per node and SIMD level.
+constant B (an initializer, a folded constant) is packed once per node and
+SIMD level.  A strided float B with no batch of its own (a Transpose view of
+a weight, a slice) is read through its strides, never copied per run.
 """
 
 from __future__ import annotations
@@ -36,6 +38,26 @@ def _allowed_types(op_type: str, opset: int) -> tuple[int, ...]:
 
 
 ALL_TYPES = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.UINT32, T.UINT64, T.INT32, T.INT64, T.BFLOAT16)
+
+
+def _matrix_strides(b: np.ndarray, K: int, N: int) -> tuple[int, int] | None:
+    """Element strides (row, column) of B's K x N matrix (a 1-D B is one
+    column), or None where the engine cannot read them (negative, not a
+    whole number of elements).  The stride of an axis of length 1 is never
+    followed: it is set as in a dense B."""
+    item = b.itemsize
+    if b.ndim == 1:
+        row, column = b.strides[0], item
+    else:
+        row, column = b.strides[-2:]
+    if row < 0 or column < 0 or row % item or column % item:
+        return None
+    row, column = row // item, column // item
+    if N == 1:
+        column = 1
+    if K == 1:
+        row = N * column
+    return row, column
 
 
 class _MatMulEngine(KernelOp):
@@ -104,8 +126,9 @@ class _MatMulEngine(KernelOp):
                 and csa == 1):
             # Decode shape: stream B once instead of packing it.
             row = a.reshape(-1)[a_offsets[0]:a_offsets[0] + K]
-            core.sgemv(row, b.reshape(-1)[b_offsets[0]:], out, rsb, K, N, alpha, accumulate,
-                       level, threads)
+            # the core reads B from its first element: a strided B as it is
+            b = b if b_offsets[0] == 0 else b.reshape(-1)[b_offsets[0]:]
+            core.sgemv(row, b, out, rsb, K, N, alpha, accumulate, level, threads)
             return "gemv"
         core.sgemm(a, a_offsets, None, ZERO, b, b_offsets, out, rsa, csa, rsb, csb, M, N, K,
                    alpha, accumulate, element_type, level, threads)
@@ -166,8 +189,15 @@ class MatMul(_MatMulEngine):
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         constant = single_b and is_float and self._constant_input(1) is b
+        rsb, csb = N, 1
         if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
+            # One B (a transposed weight, a slice): the float engine reads it
+            # through its strides; a copy would cost a pass over B per run.
+            strides = _matrix_strides(b, K, N) if single_b and is_float else None
+            if strides is None:
+                b = np.ascontiguousarray(b)
+            else:
+                rsb, csb = strides
         batch = len(a_off)
         if is_float:
             if element_type == T.FLOAT:
@@ -175,7 +205,7 @@ class MatMul(_MatMulEngine):
                 out = y.reshape(batch, M, N)
             else:
                 out = np.empty((batch, M, N), dtype=np.float32)
-            kind = self._float_product(level, element_type, a, a_off, K, 1, b, b_off, N, 1,
+            kind = self._float_product(level, element_type, a, a_off, K, 1, b, b_off, rsb, csb,
                                        M, N, K, out, 1.0, False, constant)
             if element_type != T.FLOAT:
                 y = out.reshape(out_shape).astype(a.dtype)
@@ -244,8 +274,11 @@ class Gemm(_MatMulEngine):
         constant = self._constant_input(1) is b
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
+        b_strides = None  # B's own (row, column) strides when read in place
         if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
+            b_strides = _matrix_strides(b, *b.shape)
+            if b_strides is None:
+                b = np.ascontiguousarray(b)
         is_f32 = element_type == T.FLOAT
         out = self._new_output((M, N), a.dtype) if is_f32 else np.empty((M, N), np.float32)
         accumulate = False
@@ -259,6 +292,8 @@ class Gemm(_MatMulEngine):
                 out.fill(0)
         elif M and N:
             rsa, csa, rsb, csb = self._operand_strides(a, b)
+            if b_strides is not None:
+                rsb, csb = b_strides[::-1] if self.transB else b_strides
             kind = self._float_product(level, element_type, a, ZERO, rsa, csa, b, ZERO, rsb,
                                        csb, M, N, K, out, self.alpha, accumulate, constant)
         return (out if is_f32 else out.astype(a.dtype)), kind

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..threads import _check_count
-from . import hook
+from . import fold, hook
 from .inventory import registration_pass
 from .records import MicrosoftKernelImplementation, RegisteredKernel, table_domain
 
@@ -37,14 +37,18 @@ def _install(table: hook.Table, entries, replace: bool) -> int:
 
 
 def register_kernels_global(
-    *, microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED, replace: bool = True
+    *, microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED, replace: bool = True,
+    fold_constants: bool = True,
 ) -> int:
     """Install every kernel for the evaluators constructed from now on.
 
     Evaluators that already exist keep what they resolved.  Returns the
     number of kernels installed (0 for entries kept with ``replace=False``).
+    ``fold_constants=False``: evaluators constructed from now on compute
+    their constant subgraphs on every run instead of once (registry/fold.py).
     """
     entries = _collect(microsoft_implementation)
+    fold.GLOBAL_SETTING["fold_constants"] = bool(fold_constants)
     with hook.GLOBAL_LOCK:
         return _install(hook.GLOBAL_TABLE, entries, replace)
 
@@ -89,14 +93,18 @@ def register_kernels_for_session(
     *,
     microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED,
     replace: bool = True,
+    fold_constants: bool = True,
 ) -> int:
     """Install every kernel into one evaluator, also after its construction.
 
     Its matching nodes (subgraphs and function bodies included) are
-    re-resolved; the registration lives and dies with the evaluator.
-    ``replace=False`` keeps only the evaluator's own earlier entries.
+    re-resolved, and its constant subgraphs folded unless
+    ``fold_constants=False``; the registration lives and dies with the
+    evaluator.  ``replace=False`` keeps only the evaluator's own earlier
+    entries.
     """
     entries = _collect(microsoft_implementation)
+    hook.context_of(sess).fold_constants = bool(fold_constants)
     return _register_for_session(sess, entries, replace)
 
 

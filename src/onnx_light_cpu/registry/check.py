@@ -5,7 +5,9 @@ run`` has it (every kernel of the policy registered for the evaluator, the
 global table beneath), through the hook, which notes how each node resolves
 (``hook.recording``) instead of raising for the nodes nobody runs.  The
 resolution is the hook's own, the one behind ``MissingOperatorsError``, so
-the two cannot disagree.  Building an evaluator runs no node.
+the two cannot disagree.  Building an evaluator runs no node but the
+constant ones it folds (``registry/fold.py``), once: the check says how
+many, the bytes they make and the time they no longer take on every run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import onnx
 from onnx.reference import ReferenceEvaluator
 
-from . import hook
+from . import fold, hook
 from .api import _collect
 from .hook import Provider, Resolution, counted, missing_listing
 from .records import DEFAULT_DOMAIN, MicrosoftKernelImplementation, RegisteredKernel
@@ -50,6 +52,29 @@ class OperatorCheck:
 
 
 @dataclass(frozen=True)
+class FoldCheck:
+    """What constant folding did while the evaluator tree was built."""
+
+    nodes: int
+    operators: tuple[tuple[str, int], ...]  # (op_type, nodes folded), by count
+    nbytes: int  # of the constants made
+    seconds: float  # what the folded nodes took, once: saved on every run
+
+    def line(self) -> str:
+        which = ", ".join(f"{op} {n}" for op, n in self.operators)
+        return (f"constant folding: {counted(self.nodes, 'node')} folded at load ({which}), "
+                f"{_size(self.nbytes)} of constants made, "
+                f"{self.seconds * 1e3:.3f} ms once at load instead of on every run")
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+@dataclass(frozen=True)
 class ModelCheck:
     """The operators of a model, the nodes nobody runs, and the error that
     stopped the construction for another reason ('' if none)."""
@@ -58,6 +83,7 @@ class ModelCheck:
     operators: tuple[OperatorCheck, ...]
     missing: tuple[Resolution, ...]
     error: str = ""
+    folding: FoldCheck | None = None  # None: folding was off
 
     @property
     def ok(self) -> bool:
@@ -82,24 +108,33 @@ class ModelCheck:
         elif not self.error:
             lines.append(f"all {counted(len(self.operators), 'operator')} "
                          f"({counted(nodes, 'node')}) can run")
+        if self.folding is not None and self.folding.nodes:
+            lines.append(self.folding.line())
         return lines
 
 
-def check_model(model: onnx.ModelProto,
-                policy: MicrosoftKernelImplementation = OPTIMIZED) -> ModelCheck:
+def check_model(model: onnx.ModelProto, policy: MicrosoftKernelImplementation = OPTIMIZED,
+                fold_constants: bool = True) -> ModelCheck:
     """Resolve every node of ``model`` (subgraphs and model-local functions
     included) with every kernel of ``policy`` registered, and say who runs
-    each operator.  Nodes of the function bodies onnx.reference expands are
-    not the model's: they are left out, unless nobody runs them."""
+    each operator and what constant folding does (unless
+    ``fold_constants=False``).  Nodes of the function bodies
+    onnx.reference expands are not the model's: they are left out, unless
+    nobody runs them."""
     context = hook._new_root_context()
     context.session_kernels.update(
         {key: tuple(group) for key, group in _collect(policy).items()})
+    context.fold_constants = fold_constants
     error = ""
+    folding = None
     with hook.recording(context) as report:
         try:
-            ReferenceEvaluator(model)
+            sess = ReferenceEvaluator(model)
         except Exception as e:  # anything but a missing operator stops the build
             error = f"{type(e).__name__}: {hook.first_line(e)}"
+        else:
+            if fold.enabled(context):
+                folding = _fold_check(fold.folded_of(hook.iter_evaluators(sess)))
     counts: dict[tuple, int] = {}
     shown = [r for r in report.resolutions if not r.internal or r.provider in NOBODY]
     for r in shown:
@@ -109,4 +144,12 @@ def check_model(model: onnx.ModelProto,
         counts.items(), key=lambda item: (item[0][0] != DEFAULT_DOMAIN, item[0][0],
                                           item[0][1], item[0][2] or 0)))
     missing = tuple(r for r in shown if r.provider in NOBODY)
-    return ModelCheck(policy, operators, missing, error)
+    return ModelCheck(policy, operators, missing, error, folding)
+
+
+def _fold_check(done: fold.Folded) -> FoldCheck:
+    counts: dict[str, int] = {}
+    for node in done.nodes:
+        counts[node.onnx_node.op_type] = counts.get(node.onnx_node.op_type, 0) + 1
+    operators = tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return FoldCheck(len(done.nodes), operators, done.nbytes, done.seconds)

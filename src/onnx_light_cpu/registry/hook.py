@@ -46,6 +46,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun, RuntimeContextError, RuntimeImplementationError
 
 from ..context import EvaluatorContext
+from .fold import fold, unfold
 from .records import DEFAULT_DOMAIN, RegisteredKernel, table_domain
 
 # (table domain, op_type) -> tuple of (record, adapter class), one per
@@ -349,6 +350,7 @@ def _patched_init(self, *args, **kwargs):
             _building.report = None
     if owner and report.missing_count:
         raise MissingOperatorsError(report.missing, report.first_error)
+    fold(self)
     make_plan(self)
 
 
@@ -597,6 +599,7 @@ def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
     stack.append(context)  # the bodies a new If/Loop/Scan node builds join this tree
     try:
         for evaluator in list(iter_evaluators(sess)):
+            unfold(evaluator)  # folded again below, by the new implementations
             nodes = getattr(evaluator, "rt_nodes_", [])
             for i, node in enumerate(nodes):
                 proto = node.onnx_node
@@ -606,6 +609,7 @@ def reresolve(sess: ReferenceEvaluator, keys: set[tuple[str, str]]) -> None:
                                   evaluator.rt_inits_)
                 if factory is not None:
                     nodes[i] = factory(proto, node.run_params)
+            fold(evaluator)
             make_plan(evaluator)
     finally:
         stack.pop()
