@@ -128,13 +128,15 @@ class OurRun:
         policy = POLICIES[policy or case.policy]
         model = build_model(case)
         # Built while registered so that operators onnx.reference lacks
-        # resolve; the per-evaluator registration is what stays.
-        olc.register_kernels_global(microsoft_implementation=policy)
+        # resolve; the per-evaluator registration is what stays.  No
+        # folding: the case is the kernel, which folding would run at load.
+        olc.register_kernels_global(microsoft_implementation=policy, fold_constants=False)
         try:
             self.sess = ReferenceEvaluator(model)
         finally:
             olc.unregister_kernels_global()
-        olc.register_kernels_for_session(self.sess, microsoft_implementation=policy)
+        olc.register_kernels_for_session(self.sess, microsoft_implementation=policy,
+                                         fold_constants=False)
         olc.set_kernel_usage_recording(self.sess, True)
         self.feeds = feeds_of(case)
 

@@ -75,6 +75,7 @@ def unregister_kernels_global() -> int:
     """Evaluators constructed from now on use the built-ins again.
 
     Returns the number of kernels removed."""
+    fold.GLOBAL_SETTING["fold_constants"] = True  # back to the default
     with hook.GLOBAL_LOCK:
         count = sum(len(group) for group in hook.GLOBAL_TABLE.values())
         hook.GLOBAL_TABLE.clear()
