@@ -25,6 +25,7 @@ from ..ops import (
     cdist,
     gather_block_quantized,
     group_query_attention,
+    indexing,
     linear_attention,
     matmul,
     matmul_integer,
@@ -72,6 +73,7 @@ FAMILIES = (
     tree_ensemble,
     linear_attention,
     moe,
+    indexing,
 )
 
 

@@ -1,0 +1,217 @@
+"""TopK, GatherElements, ScatterElements: selection and element indexing.
+
+NumPy does the work.  TopK orders by value, then by the lower index among
+equal values (NaN counts as the largest value, as in the built-in); it
+packs (value rank, index) into one uint64 key where both fit, so that a
+partial selection (``np.partition``) picks exactly the elements a stable
+full sort would.  Indices may be negative (counted from the end of the
+axis); an index outside the axis is a ValueError naming the input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from ._base import Attr, Input, KernelOp
+from .tensor import MOVABLE
+
+T = TensorProto
+FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
+NUMERIC = (T.UINT8, T.UINT16, T.UINT32, T.UINT64, T.INT8, T.INT16, T.INT32, T.INT64) + FLOATS
+INDICES = (T.INT32, T.INT64)
+
+
+def _axis(op: KernelOp, axis: int, rank: int, index: int = 0) -> int:
+    if not -rank <= axis < rank:
+        raise ValueError(op._input_error(
+            index, f"of rank {rank} has no axis {axis} (expected [{-rank}, {rank - 1}])"))
+    return axis + rank if axis < 0 else axis
+
+
+def _normalized_indices(op: KernelOp, index: int, indices: np.ndarray, dim: int) -> np.ndarray:
+    """``indices`` as int64 in [0, dim), negative ones counted from the end;
+    ValueError naming input ``index`` for any outside [-dim, dim)."""
+    if indices.size == 0:
+        return indices.astype(np.int64)
+    low, high = int(indices.min()), int(indices.max())
+    if low < -dim or high >= dim:
+        bad = low if low < -dim else high
+        raise ValueError(op._input_error(
+            index, f"holds index {bad}, outside [{-dim}, {dim - 1}] for an axis of {dim}"))
+    out = indices.astype(np.int64)  # a copy: never modify the input
+    if low < 0:
+        out[out < 0] += dim
+    return out
+
+
+def _check_shapes(op: KernelOp, data: np.ndarray, indices: np.ndarray, axis: int) -> None:
+    if indices.ndim != data.ndim:
+        raise ValueError(op._input_error(
+            1, f"has rank {indices.ndim} (shape {indices.shape}), expected the rank of input 0 "
+               f"({data.ndim})"))
+    for d, (n, m) in enumerate(zip(indices.shape, data.shape)):
+        if d != axis and n > m:
+            raise ValueError(op._input_error(
+                1, f"has shape {indices.shape}: dimension {d} exceeds input 0's {data.shape}"))
+
+
+def _leading(data: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """A view of ``data`` cut to ``shape`` on every axis but ``axis``."""
+    return data[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(shape))]
+
+
+# ------------------------------------------------------------------- TopK
+
+def _order_key(x: np.ndarray, largest: bool) -> np.ndarray:
+    """Integers in the order TopK ranks ``x`` (smallest key first): value
+    descending when ``largest``, ascending otherwise; NaN the largest value,
+    -0 equal to +0."""
+    if x.dtype.kind == "f" or x.dtype.itemsize == 2 and x.dtype.kind == "V":
+        # float bits -> signed integers in the float order
+        signed = np.dtype(f"i{x.dtype.itemsize}")
+        bits = x.view(signed)
+        mask = np.iinfo(signed).max
+        key = np.where(bits < 0, bits ^ signed.type(mask), bits)
+        key[key == -1] = 0  # -0 (bits 0x80..0) next to +0
+        nan = np.isnan(x)
+        if nan.any():
+            key[nan] = mask  # above +inf whatever the payload
+    else:
+        key = x
+    return ~key if largest else key  # ~ reverses the order of any integer type
+
+
+def _topk_indices(x: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """Indices along the last axis of the k first elements in TopK's order,
+    ties to the lower index."""
+    n = x.shape[-1]
+    key = _order_key(x, largest)
+    if key.dtype.itemsize <= 4 and n <= 1 << 32:
+        # (rank of the key in its type, index) in one uint64: unique, so a
+        # partial selection is exact.
+        info = np.iinfo(key.dtype)
+        rank = (key.astype(np.int64) - info.min).astype(np.uint64)
+        packed = (rank << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+        if k < n:
+            packed = np.partition(packed, k - 1, axis=-1)[..., :k]
+        packed.sort(axis=-1)
+        return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return np.argsort(key, axis=-1, kind="stable")[..., :k]
+
+
+class TopK(KernelOp):
+    """The k largest (or smallest) elements along an axis and their indices;
+    k an attribute in opset 1, an input from opset 10."""
+
+    inputs = (Input("X", types=NUMERIC), Input("K", types=(T.INT64,), optional=True))
+    attributes = (Attr("axis", "int", -1), Attr("largest", "flag", True),
+                  Attr("sorted", "flag", True), Attr("k", "int", None))
+
+    def _run(self, x, k_input=None):
+        axis = _axis(self, self.axis, x.ndim)
+        k = self._k(k_input)
+        dim = x.shape[axis]
+        if k > dim:
+            raise ValueError(self._input_error(
+                1, f"asks for k={k} elements of an axis of {dim} (shape {x.shape})"))
+        self._record_path(x.dtype, lambda: f"topk_{x.dtype.name}_numpy")
+        last = np.moveaxis(x, axis, -1)
+        if k == 0 or last.size == 0:
+            shape = last.shape[:-1] + (k,)
+            idx = np.zeros(shape, np.int64)
+        else:
+            idx = _topk_indices(last, k, self.largest or self.opset < 11)
+        values = np.take_along_axis(last, idx, axis=-1)
+        return (np.ascontiguousarray(np.moveaxis(values, -1, axis)),
+                np.ascontiguousarray(np.moveaxis(idx, -1, axis)))
+
+    def _k(self, k_input) -> int:
+        if self.opset < 10:
+            if k_input is not None:
+                raise ValueError(self._input_error(
+                    1, f"is not an input of TopK-{self.opset} (k is an attribute)"))
+            if self.k is None:
+                raise ValueError("TopK: attribute k is required before opset 10")
+            k = int(self.k)
+        else:
+            if k_input is None:
+                raise ValueError(self._input_error(1, "is required but missing"))
+            if k_input.size != 1:
+                raise ValueError(self._input_error(
+                    1, f"must hold one value, got shape {k_input.shape}"))
+            k = int(k_input.reshape(-1)[0])
+        if k < 0:
+            raise ValueError(self._input_error(1, f"must not be negative, got k={k}"))
+        return k
+
+
+# ------------------------------------------------- GatherElements, Scatter
+
+class GatherElements(KernelOp):
+    """output[i][j][k] = data[indices[i][j][k]][j][k] (axis 0), and so on."""
+
+    onnx_types = MOVABLE
+    inputs = (Input("data"), Input("indices", types=INDICES))
+    attributes = (Attr("axis", "int", 0),)
+
+    def _run(self, data, indices):
+        axis = _axis(self, self.axis, data.ndim)
+        _check_shapes(self, data, indices, axis)
+        self._record_path(data.dtype.kind, lambda: "gather_elements_numpy")
+        idx = _normalized_indices(self, 1, indices, data.shape[axis])
+        if idx.size == 0:
+            return (np.empty(indices.shape, dtype=data.dtype),)
+        source = _leading(data, indices.shape, axis)
+        return (np.ascontiguousarray(np.take_along_axis(source, idx, axis=axis)),)
+
+
+_REDUCTIONS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+class ScatterElements(KernelOp):
+    """A copy of data where output[indices[i][j]][j] (axis 0, and so on)
+    receives updates[i][j], or that combined with it by the reduction (in
+    the order of the updates, for repeated indices)."""
+
+    onnx_types = MOVABLE
+    inputs = (Input("data"), Input("indices", types=INDICES), Input("updates", like=0))
+    attributes = (Attr("axis", "int", 0),
+                  Attr("reduction", "string", "none",
+                       allowed=("none", "add", "mul", "max", "min")))
+
+    def _run(self, data, indices, updates):
+        axis = _axis(self, self.axis, data.ndim)
+        _check_shapes(self, data, indices, axis)
+        if updates.shape != indices.shape:
+            raise ValueError(self._input_error(
+                2, f"has shape {updates.shape}, expected the shape of input 1 {indices.shape}"))
+        reduction = self.reduction
+        if reduction in ("max", "min") and self.opset < 18 or (
+                reduction != "none" and self.opset < 16):
+            raise ValueError(f"ScatterElements: reduction {reduction!r} needs opset "
+                             f"{18 if reduction in ('max', 'min') else 16}, the model has "
+                             f"{self.opset}")
+        self._record_path(reduction, lambda: f"scatter_elements_{reduction}_numpy")
+        idx = _normalized_indices(self, 1, indices, data.shape[axis])
+        out = self._new_output(data.shape, data.dtype)
+        out[...] = data
+        if idx.size == 0:
+            return (out,)
+        target = _leading(out, indices.shape, axis)  # a view: writes land in out
+        if reduction == "none":
+            np.put_along_axis(target, idx, updates, axis=axis)
+        else:
+            # ufunc.at applies repeated indices one after the other, in the
+            # updates' C order, as the operator's definition does.
+            where = tuple(idx if d == axis else np.arange(n).reshape(
+                (n,) + (1,) * (indices.ndim - d - 1)) for d, n in enumerate(indices.shape))
+            _REDUCTIONS[reduction].at(target, where, updates)
+        return (out,)
+
+
+KERNELS = {
+    "RegisterTopKKernel": (TopK,),
+    "RegisterGatherElementsKernel": (GatherElements,),
+    "RegisterScatterElementsKernel": (ScatterElements,),
+}
