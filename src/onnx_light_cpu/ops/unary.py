@@ -160,10 +160,10 @@ class Clip(KernelOp):
                 info = np.iinfo(dtype)
                 return np.array(info.min if low else info.max, dtype)
             return np.array(-np.inf if low else np.inf, dtype)
-        if b.size != 1:
+        if b.shape not in ((), (1,)):  # a scalar, or one value as ONNX Runtime takes
             raise ValueError(self._input_error(
-                index, f"must hold one value, got shape {b.shape}"))
-        return np.ascontiguousarray(b.reshape(()))
+                index, f"must hold one value (shape () or (1,)), got shape {b.shape}"))
+        return b.reshape(()).copy()  # (np.ascontiguousarray makes a 0-d array 1-d)
 
     def _label(self, dtype: np.dtype, element_type: int, level: int) -> str:
         used = core.clip_level_used(element_type, level)
