@@ -92,6 +92,23 @@ def test_topk_large_row_partial_selection():
     _exact("TopK", inputs, **kw)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, bfloat16, np.int32,
+                                   np.uint8], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_long_rows_with_ties_nan_and_zeros(dtype, largest):
+    # rows long enough for the cut at the k-th value (CUT_MIN_LENGTH)
+    rng = np.random.default_rng(8)
+    x = _data(rng, (3, 2500), dtype, distinct=7)
+    if np.dtype(dtype).kind == "f" or dtype == bfloat16:
+        x[0, rng.integers(0, 2500, 40)] = np.nan
+        x[1, rng.integers(0, 2500, 40)] = -0.0
+        x[2, :] = np.nan  # fewer than k numbers: NaN fill the top (or the end)
+        x[2, 5:9] = 1.0
+    for k in (1, 50, 2500):
+        inputs, kw = _topk(x, k, largest=largest)
+        _exact("TopK", inputs, **kw)
+
+
 def test_topk_opset_1_and_10_and_unsorted():
     rng = np.random.default_rng(2)
     x = _data(rng, (4, 9), np.float32, distinct=4)
@@ -233,6 +250,22 @@ def test_scatter_elements_reductions_with_repeated_indices(reduction, dtype):
     updates = _data(rng, (7, 4), dtype, distinct=4)
     with np.errstate(all="ignore"):
         _exact("ScatterElements", [data, indices, updates], axis=0, reduction=reduction)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_elements_indices_shorter_than_data(reduction):
+    # indices shorter than data on another axis address its leading block (ORT)
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    idx = np.array([[3, 0, 1], [1, 2, 3]], np.int64)
+    upd = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = node_model("ScatterElements", [x, idx, upd], axis=0, reduction=reduction)
+    (y,), names, _ = run_ours(model, [x, idx, upd])
+    assert names == ["onnx_light_cpu::ScatterElements"]
+    want = x.copy()
+    for i in range(2):
+        for j in range(3):
+            want[idx[i, j], j] = upd[i, j] + (want[idx[i, j], j] if reduction == "add" else 0)
+    np.testing.assert_array_equal(y, want)
 
 
 def test_scatter_elements_opset_11_and_empty():

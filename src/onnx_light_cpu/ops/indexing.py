@@ -10,6 +10,8 @@ axis); an index outside the axis is a ValueError naming the input.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnx import TensorProto
 
@@ -61,6 +63,19 @@ def _leading(data: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:
     return data[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(shape))]
 
 
+def _flat_positions(shape: tuple[int, ...], idx: np.ndarray, axis: int) -> np.ndarray:
+    """Positions in a C-contiguous array of ``shape`` of the elements
+    ``idx`` (normalized) addresses along ``axis``, the other coordinates
+    those of each index."""
+    steps = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    where = idx * steps[axis]
+    for d, n in enumerate(idx.shape):
+        if d != axis and n > 1:
+            where += (np.arange(n, dtype=np.int64) * steps[d]).reshape(
+                (n,) + (1,) * (idx.ndim - d - 1))
+    return where
+
+
 # ------------------------------------------------------------------- TopK
 
 def _order_key(x: np.ndarray, largest: bool) -> np.ndarray:
@@ -68,11 +83,13 @@ def _order_key(x: np.ndarray, largest: bool) -> np.ndarray:
     descending when ``largest``, ascending otherwise; NaN the largest value,
     -0 equal to +0."""
     if x.dtype.kind == "f" or x.dtype.itemsize == 2 and x.dtype.kind == "V":
-        # float bits -> signed integers in the float order
+        # float bits -> signed integers in the float order: a negative
+        # value's magnitude bits are flipped (branch-free: np.where is slow
+        # on random signs)
         signed = np.dtype(f"i{x.dtype.itemsize}")
         bits = x.view(signed)
-        mask = np.iinfo(signed).max
-        key = np.where(bits < 0, bits ^ signed.type(mask), bits)
+        mask = signed.type(np.iinfo(signed).max)
+        key = bits ^ ((bits >> (8 * x.dtype.itemsize - 1)) & mask)
         key[key == -1] = 0  # -0 (bits 0x80..0) next to +0
         nan = np.isnan(x)
         if nan.any():
@@ -82,17 +99,46 @@ def _order_key(x: np.ndarray, largest: bool) -> np.ndarray:
     return ~key if largest else key  # ~ reverses the order of any integer type
 
 
+# From this row length on (and for the types np.partition orders), a row
+# is cut at its k-th value first and only the elements on the right side
+# of the cut are ranked exactly: over a [1, 151936] row with k = 50,
+# 0.15 ms instead of 2-4 ms for packing and partitioning every element.
+CUT_MIN_LENGTH = 1024
+
+
+def _topk_row(row: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """TopK's indices in one long row: the elements at least as good as the
+    k-th value (np.partition puts NaN last, as the largest), then ranked."""
+    n = row.size
+    cut = n - k if largest else k - 1
+    t = np.partition(row, cut)[cut]
+    if np.isnan(t):  # the k-th is a NaN: all NaN (largest), or everything
+        near = np.isnan(row) if largest else np.ones(n, bool)
+    else:
+        near = (row >= t) | np.isnan(row) if largest else row <= t
+    idx = np.flatnonzero(near)  # ascending: a stable sort keeps the lower index first
+    return idx[np.argsort(_order_key(row[idx], largest), kind="stable")[:k]]
+
+
 def _topk_indices(x: np.ndarray, k: int, largest: bool) -> np.ndarray:
     """Indices along the last axis of the k first elements in TopK's order,
     ties to the lower index."""
     n = x.shape[-1]
+    if n >= CUT_MIN_LENGTH and x.dtype.kind in "fiu":
+        rows = x.reshape(-1, n)
+        out = np.empty((rows.shape[0], k), np.int64)
+        for r in range(rows.shape[0]):
+            out[r] = _topk_row(rows[r], k, largest)
+        return out.reshape(x.shape[:-1] + (k,))
     key = _order_key(x, largest)
     if key.dtype.itemsize <= 4 and n <= 1 << 32:
         # (rank of the key in its type, index) in one uint64: unique, so a
         # partial selection is exact.
-        info = np.iinfo(key.dtype)
-        rank = (key.astype(np.int64) - info.min).astype(np.uint64)
-        packed = (rank << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+        packed = key.astype(np.int64)
+        packed -= np.iinfo(key.dtype).min
+        packed = packed.view(np.uint64)
+        packed <<= np.uint64(32)
+        packed |= np.arange(n, dtype=np.uint64)
         if k < n:
             packed = np.partition(packed, k - 1, axis=-1)[..., :k]
         packed.sort(axis=-1)
@@ -198,15 +244,16 @@ class ScatterElements(KernelOp):
         out[...] = data
         if idx.size == 0:
             return (out,)
-        target = _leading(out, indices.shape, axis)  # a view: writes land in out
+        # Flat positions in out: one fancy index over a 1-D view (ufunc.at
+        # over a tuple of broadcast index arrays is 4x slower).
+        flat = out.reshape(-1)
+        where = _flat_positions(out.shape, idx, axis).reshape(-1)
         if reduction == "none":
-            np.put_along_axis(target, idx, updates, axis=axis)
+            flat[where] = updates.reshape(-1)
         else:
             # ufunc.at applies repeated indices one after the other, in the
             # updates' C order, as the operator's definition does.
-            where = tuple(idx if d == axis else np.arange(n).reshape(
-                (n,) + (1,) * (indices.ndim - d - 1)) for d, n in enumerate(indices.shape))
-            _REDUCTIONS[reduction].at(target, where, updates)
+            _REDUCTIONS[reduction].at(flat, where, updates.reshape(-1))
         return (out,)
 
 

@@ -13,8 +13,8 @@
  * type, portable, below.
  *
  * Clip takes its bounds too: olc_clip_select(dtype, level) returns an
- * olc_clip_fn (the loops of unary/olc_unary_clip.h, per level; float16 and
- * bfloat16 portable, below), olc_clip_level() the level it runs at.
+ * olc_clip_fn (the loops of unary/olc_unary_clip.h, per level),
+ * olc_clip_level() the level it runs at.
  */
 #ifndef OLC_UNARY_H
 #define OLC_UNARY_H
@@ -35,6 +35,12 @@ typedef void (*olc_unary_fn)(const void *x, void *y, int64_t n);
 typedef void (*olc_clip_fn)(const void *x, void *y, int64_t n, const void *lo, const void *hi);
 #define OLC_BODY "unary/olc_unary_bits.h"
 #include "common/olc_each_level.h"
+/* A float16 or bfloat16 (sign, then magnitude bits) as an integer in the
+ * order of its value, -0 equal to +0; NaN (magnitude above inf) is for
+ * the caller to keep apart. */
+static inline int32_t olc_clip_key16(uint16_t b) {
+    return (b & 0x8000u) ? -(int32_t)(b & 0x7fffu) : (int32_t)b;
+}
 #define OLC_BODY "unary/olc_unary_clip.h"
 #include "common/olc_each_level.h"
 
@@ -101,29 +107,6 @@ static void olc_gelu_tanh_f64_scalar(const double *x, double *y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         double v = x[i];
         y[i] = 0.5 * v * (1.0 + tanh(c * (v + 0.044715 * v * v * v)));
-    }
-}
-
-/* Clip of float16 and bfloat16: compared in float32, the result is the
- * bits of x or of a bound. */
-static void olc_clip_f16(const void *px, void *py, int64_t n, const void *plo, const void *phi) {
-    const uint16_t *x = (const uint16_t *)px;
-    uint16_t *y = (uint16_t *)py, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
-    float flo = olc_h2f(lo), fhi = olc_h2f(hi);
-    for (int64_t i = 0; i < n; ++i) {
-        float v = olc_h2f(x[i]);
-        uint16_t r = flo > v ? lo : x[i];
-        y[i] = (flo > v ? flo : v) > fhi ? hi : r;
-    }
-}
-static void olc_clip_bf16(const void *px, void *py, int64_t n, const void *plo, const void *phi) {
-    const uint16_t *x = (const uint16_t *)px;
-    uint16_t *y = (uint16_t *)py, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
-    float flo = olc_bf2f(lo), fhi = olc_bf2f(hi);
-    for (int64_t i = 0; i < n; ++i) {
-        float v = olc_bf2f(x[i]);
-        uint16_t r = flo > v ? lo : x[i];
-        y[i] = (flo > v ? flo : v) > fhi ? hi : r;
     }
 }
 
@@ -253,9 +236,10 @@ static olc_unary_fn olc_unary_select(int op, int dtype, int level) {
     }
 }
 
-/* Clip: every type but float16 and bfloat16 has per-level loops. */
+/* Clip: every type has per-level loops. */
 static int olc_clip_level(int dtype, int level) {
-    return dtype == OLC_FLOAT16 || dtype == OLC_BFLOAT16 ? OLC_SCALAR : olc_build_level(level);
+    (void)dtype;
+    return olc_build_level(level);
 }
 
 static olc_clip_fn olc_clip_select(int dtype, int level) {
@@ -263,8 +247,8 @@ static olc_clip_fn olc_clip_select(int dtype, int level) {
     switch (dtype) {
     case OLC_FLOAT: return OLC_LEVEL_FN(level, olc_clip_f32);
     case OLC_DOUBLE: return OLC_LEVEL_FN(level, olc_clip_f64);
-    case OLC_FLOAT16: return olc_clip_f16;
-    case OLC_BFLOAT16: return olc_clip_bf16;
+    case OLC_FLOAT16: return OLC_LEVEL_FN(level, olc_clip_f16);
+    case OLC_BFLOAT16: return OLC_LEVEL_FN(level, olc_clip_bf16);
     case OLC_INT8: return OLC_LEVEL_FN(level, olc_clip_i8);
     case OLC_INT16: return OLC_LEVEL_FN(level, olc_clip_i16);
     case OLC_INT32: return OLC_LEVEL_FN(level, olc_clip_i32);

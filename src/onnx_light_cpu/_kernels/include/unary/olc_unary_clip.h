@@ -5,7 +5,8 @@
  * y = min(max(x, lo), hi) as NumPy's clip computes it: an element equal
  * to a bound keeps its own bits (-0 stays -0 against a +0 bound), a NaN
  * element stays NaN, and lo > hi gives hi everywhere.  (A NaN bound is
- * the adapter's business.) */
+ * the adapter's business.)  float16 and bfloat16 compare through integer
+ * keys (olc_clip_key16 in unary/olc_unary.h), so they vectorise too. */
 
 OLC_LVL_ATTR static void OLC_FN(olc_clip_f32)(const void *px, void *py, int64_t n,
                                               const void *plo, const void *phi) {
@@ -66,4 +67,28 @@ OLC_LVL_ATTR static void OLC_FN(olc_clip_u64)(const void *px, void *py, int64_t 
     const uint64_t *x = (const uint64_t *)px, lo = *(const uint64_t *)plo, hi = *(const uint64_t *)phi;
     uint64_t *y = (uint64_t *)py;
     for (int64_t i = 0; i < n; ++i) { uint64_t v = lo > x[i] ? lo : x[i]; y[i] = v > hi ? hi : v; }
+}
+OLC_LVL_ATTR static void OLC_FN(olc_clip_f16)(const void *px, void *py, int64_t n,
+                                              const void *plo, const void *phi) {
+    const uint16_t *x = (const uint16_t *)px, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
+    const int32_t klo = olc_clip_key16(lo), khi = olc_clip_key16(hi);
+    uint16_t *y = (uint16_t *)py;
+    for (int64_t i = 0; i < n; ++i) {
+        int32_t k = olc_clip_key16(x[i]);
+        uint16_t r = klo > k ? lo : x[i];
+        r = (klo > k ? klo : k) > khi ? hi : r;
+        y[i] = (x[i] & 0x7fffu) > 0x7c00u ? x[i] : r;  /* NaN stays */
+    }
+}
+OLC_LVL_ATTR static void OLC_FN(olc_clip_bf16)(const void *px, void *py, int64_t n,
+                                               const void *plo, const void *phi) {
+    const uint16_t *x = (const uint16_t *)px, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
+    const int32_t klo = olc_clip_key16(lo), khi = olc_clip_key16(hi);
+    uint16_t *y = (uint16_t *)py;
+    for (int64_t i = 0; i < n; ++i) {
+        int32_t k = olc_clip_key16(x[i]);
+        uint16_t r = klo > k ? lo : x[i];
+        r = (klo > k ? klo : k) > khi ? hi : r;
+        y[i] = (x[i] & 0x7fffu) > 0x7f80u ? x[i] : r;  /* NaN stays */
+    }
 }
