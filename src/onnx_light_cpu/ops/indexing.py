@@ -32,8 +32,9 @@ def _axis(op: KernelOp, axis: int, rank: int, index: int = 0) -> int:
 
 
 def _normalized_indices(op: KernelOp, index: int, indices: np.ndarray, dim: int) -> np.ndarray:
-    """``indices`` as int64 in [0, dim), negative ones counted from the end;
-    ValueError naming input ``index`` for any outside [-dim, dim)."""
+    """``indices`` in [0, dim) (int32 or int64; the input itself when none is
+    negative), negative ones counted from the end; ValueError naming input
+    ``index`` for any outside [-dim, dim)."""
     if indices.size == 0:
         return indices.astype(np.int64)
     low, high = int(indices.min()), int(indices.max())
@@ -41,9 +42,10 @@ def _normalized_indices(op: KernelOp, index: int, indices: np.ndarray, dim: int)
         bad = low if low < -dim else high
         raise ValueError(op._input_error(
             index, f"holds index {bad}, outside [{-dim}, {dim - 1}] for an axis of {dim}"))
+    if low >= 0:
+        return indices  # read only
     out = indices.astype(np.int64)  # a copy: never modify the input
-    if low < 0:
-        out[out < 0] += dim
+    out[out < 0] += dim
     return out
 
 
@@ -68,7 +70,8 @@ def _flat_positions(shape: tuple[int, ...], idx: np.ndarray, axis: int) -> np.nd
     ``idx`` (normalized) addresses along ``axis``, the other coordinates
     those of each index."""
     steps = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-    where = idx * steps[axis]
+    where = idx.astype(np.int64)  # a new array, wide enough for any position
+    where *= steps[axis]
     for d, n in enumerate(idx.shape):
         if d != axis and n > 1:
             where += (np.arange(n, dtype=np.int64) * steps[d]).reshape(
@@ -111,11 +114,16 @@ def _topk_row(row: np.ndarray, k: int, largest: bool) -> np.ndarray:
     k-th value (np.partition puts NaN last, as the largest), then ranked."""
     n = row.size
     cut = n - k if largest else k - 1
-    t = np.partition(row, cut)[cut]
+    part = np.partition(row, cut)
+    t = part[cut]
     if np.isnan(t):  # the k-th is a NaN: all NaN (largest), or everything
         near = np.isnan(row) if largest else np.ones(n, bool)
+    elif largest:
+        near = row >= t
+        if np.isnan(part[cut:]).any():  # NaN among the k: they rank first
+            near |= np.isnan(row)
     else:
-        near = (row >= t) | np.isnan(row) if largest else row <= t
+        near = row <= t
     idx = np.flatnonzero(near)  # ascending: a stable sort keeps the lower index first
     return idx[np.argsort(_order_key(row[idx], largest), kind="stable")[:k]]
 
