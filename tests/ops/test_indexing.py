@@ -109,6 +109,19 @@ def test_topk_long_rows_with_ties_nan_and_zeros(dtype, largest):
         _exact("TopK", inputs, **kw)
 
 
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_long_row_whose_sample_misleads(largest):
+    # The sampled elements (every 16th) are the extremes: the guessed cut
+    # leaves fewer than k elements and the exact cut must take over.
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 4096)).astype(np.float32)
+    x[:, ::16] = (1 if largest else -1) * (100 + np.arange(256, dtype=np.float32))
+    x[1, ::16] = x[1, 0]  # and all equal: ties to the lower index
+    for k in (3, 50, 300):
+        inputs, kw = _topk(x, k, largest=largest)
+        _exact("TopK", inputs, **kw)
+
+
 def test_topk_opset_1_and_10_and_unsorted():
     rng = np.random.default_rng(2)
     x = _data(rng, (4, 9), np.float32, distinct=4)

@@ -103,16 +103,31 @@ def _order_key(x: np.ndarray, largest: bool) -> np.ndarray:
 
 
 # From this row length on (and for the types np.partition orders), a row
-# is cut at its k-th value first and only the elements on the right side
-# of the cut are ranked exactly: over a [1, 151936] row with k = 50,
-# 0.15 ms instead of 2-4 ms for packing and partitioning every element.
+# is cut at a value no better than its k-th first, and only the elements
+# on the good side of the cut are ranked exactly: over a [1, 151936] row
+# with k = 50, 0.1-0.3 ms instead of 2-4 ms for packing and partitioning
+# every element.
 CUT_MIN_LENGTH = 1024
+# The first cut is guessed from every SAMPLE_STEP-th element, aiming at
+# about twice k elements on its good side; with fewer than k there, or a
+# NaN in the row, the row is cut at its k-th value instead (np.partition).
+SAMPLE_STEP = 16
 
 
 def _topk_row(row: np.ndarray, k: int, largest: bool) -> np.ndarray:
-    """TopK's indices in one long row: the elements at least as good as the
-    k-th value (np.partition puts NaN last, as the largest), then ranked."""
+    """TopK's indices in one long row."""
     n = row.size
+    nan = row.dtype.kind == "f" and np.isnan(row).any()
+    if not nan and k * 8 <= n:
+        sample = row[::SAMPLE_STEP]
+        r = min(sample.size, 2 * k // SAMPLE_STEP + 2)
+        cut = sample.size - r if largest else r - 1
+        t = np.partition(sample, cut)[cut]
+        # every element of the top k is at least as good as t when k are
+        idx = np.flatnonzero(row >= t if largest else row <= t)
+        if idx.size >= k:
+            return _ranked(row, idx, k, largest)
+    # the exact cut: np.partition puts NaN last, as the largest value
     cut = n - k if largest else k - 1
     part = np.partition(row, cut)
     t = part[cut]
@@ -120,11 +135,17 @@ def _topk_row(row: np.ndarray, k: int, largest: bool) -> np.ndarray:
         near = np.isnan(row) if largest else np.ones(n, bool)
     elif largest:
         near = row >= t
-        if np.isnan(part[cut:]).any():  # NaN among the k: they rank first
+        if nan:  # NaN rank first
             near |= np.isnan(row)
     else:
         near = row <= t
-    idx = np.flatnonzero(near)  # ascending: a stable sort keeps the lower index first
+    return _ranked(row, np.flatnonzero(near), k, largest)
+
+
+def _ranked(row: np.ndarray, idx: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """The k first of ``idx`` (ascending positions holding every element of
+    the row's top k) in TopK's order: a stable sort keeps the lower index
+    first among equal values."""
     return idx[np.argsort(_order_key(row[idx], largest), kind="stable")[:k]]
 
 
