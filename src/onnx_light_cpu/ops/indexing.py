@@ -1,11 +1,17 @@
 """TopK, GatherElements, ScatterElements: selection and element indexing.
 
 NumPy does the work.  TopK orders by value, then by the lower index among
-equal values (NaN counts as the largest value, as in the built-in); it
-packs (value rank, index) into one uint64 key where both fit, so that a
-partial selection (``np.partition``) picks exactly the elements a stable
-full sort would.  Indices may be negative (counted from the end of the
-axis); an index outside the axis is a ValueError naming the input.
+equal values (NaN counts as the largest value, as in the built-in).  A
+long row is cut first at a value no better than its k-th (guessed from a
+sample, checked, else found by ``np.partition``) and only the elements
+past the cut are ranked, by a stable sort; short rows pack (value rank,
+index) into one uint64 key where both fit, so that a partial selection
+picks exactly the elements a stable full sort would.
+
+GatherElements and ScatterElements: indices may be negative (counted from
+the end of the axis); an index outside the axis is a ValueError naming the
+input; indices shorter than data on another axis address its leading
+block, as in ONNX Runtime.
 """
 
 from __future__ import annotations
