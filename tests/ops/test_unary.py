@@ -344,10 +344,13 @@ def test_clip_attribute_bounds_before_opset_11(opset, dtype):
     check_node("Clip", [x], oracle=lambda a: [np.minimum(a, dtype(0.5))], opset=opset, max=0.5)
 
 
-def test_clip_nan_bound_makes_nan_as_numpy():
-    x = np.linspace(-2, 2, 9, dtype=np.float32)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_clip_nan_bound_makes_nan_as_numpy(dtype):
+    x = np.linspace(-2, 2, 9).astype(dtype)
     for lo, hi in ((np.nan, 1.0), (-1.0, np.nan)):
-        lo, hi = np.array(lo, np.float32), np.array(hi, np.float32)
+        lo, hi = np.array(lo, dtype), np.array(hi, dtype)
+        want = np.clip(x.astype(np.float32), lo.astype(np.float32), hi.astype(np.float32))
+        assert np.isnan(want).all()
         _bit_exact("Clip", [x, lo, hi], np.clip(x, lo, hi))
 
 

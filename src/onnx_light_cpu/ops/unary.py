@@ -139,7 +139,7 @@ class Clip(KernelOp):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
         y = self._new_output(x.shape, x.dtype)
-        if x.dtype.kind == "f" and (np.isnan(lo) or np.isnan(hi)):
+        if x.dtype.kind not in "iu" and (np.isnan(lo) or np.isnan(hi)):  # floats, bfloat16
             # A NaN bound makes every element NaN, as NumPy's clip does.
             self._record_path((element_type, "nan"), lambda: f"clip_{x.dtype.name}_numpy")
             np.clip(x, lo, hi, out=y)
