@@ -1,4 +1,5 @@
-"""Abs, Exp, Log, Sigmoid, Tanh (float32, float16) and Not (bool).
+"""Abs, Exp, Log, Sigmoid, Tanh, Neg, Reciprocal, Clip, Gelu (float32,
+float16) and Not (bool); Gelu also at a decoder MLP's shape, [128, 3072].
 
     pytest benchmarks/test_bench_unary.py --benchmark-only --benchmark-group-by=group
     pytest benchmarks/test_bench_unary.py --benchmark-only --bench-large  # adds 1e7
@@ -7,11 +8,12 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
 
-from ._harness import CONTENDERS, bench_contender, make_case, size_label
+from ._harness import CONTENDERS, bench_contender, make_case, named_case, size_label
 
 SIZES = (10**3, 10**5, 10**6, 10**7)
 THREADS = (1, 2)
@@ -25,6 +27,10 @@ RANGES = {
     "Log": (0.01, 100.0),  # strictly positive
     "Sigmoid": (-10.0, 10.0),
     "Tanh": (-5.0, 5.0),
+    "Neg": (-10.0, 10.0),
+    "Reciprocal": (0.1, 10.0),  # clear of 0 (inf) and of float16 subnormals
+    "Clip": (-10.0, 10.0),  # between -1 and 1, as a decoder's clamps
+    "Gelu": (-5.0, 5.0),
 }
 OPS = tuple(RANGES) + ("Not",)
 
@@ -37,7 +43,24 @@ def unary_case(op_type: str, dtype: str, size: int):
     else:
         low, high = RANGES[op_type]
         x = rng.uniform(low, high, size).astype(dtype)
-    return make_case(op_type, {"X": x})
+    feeds = {"X": x}
+    if op_type == "Clip":
+        feeds.update(min=np.array(-1, x.dtype), max=np.array(1, x.dtype))
+    case = make_case(op_type, feeds)
+    if op_type == "Gelu":
+        # the built-in computes float16 Gelu step by step in float16: float64
+        # is the reference, and the built-in's cancellation below -2 (5e-4)
+        # is within the check's absolute tolerance
+        case.reference = _gelu_reference
+        case.atol = 1e-3 if dtype == "float16" else None
+    return case
+
+
+def _gelu_reference(feeds):
+    x = feeds["X"]
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    w = x.astype(np.float64)
+    return [(w * 0.5 * (1 + erf(w / math.sqrt(2)))).astype(x.dtype)]
 
 
 def _params():
@@ -56,4 +79,15 @@ def _params():
 def test_unary(benchmark, bench_options, op_type, dtype, size, threads, contender):
     bench_options.skip_if_too_large(size)
     case = unary_case(op_type, dtype, size)
+    bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("contender", CONTENDERS)
+def test_gelu_decoder_shape(benchmark, bench_options, approximate, threads, contender):
+    """Gelu of one prefill's MLP activations, [128, 3072] float32."""
+    x = np.random.default_rng(1).uniform(-5, 5, (128, 3072)).astype(np.float32)
+    case = named_case(make_case("Gelu", {"X": x}, attrs={"approximate": approximate}),
+                      f"Gelu_{approximate}-128x3072")
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

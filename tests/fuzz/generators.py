@@ -88,6 +88,56 @@ def gen_unary(d: Draw, record) -> Case:
                 tolerance="elementwise", widen=True)
 
 
+@generator("ai.onnx", "Neg", "Reciprocal")
+def gen_neg_reciprocal(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    x = _values(d, d.rng(), random_shape(d), dtype, scale=3.0, specials=0.3)
+    return Case(record.op_type, "", _opset(d, record), [x], family="unary",
+                tolerance="exact" if record.op_type == "Neg" else "elementwise")
+
+
+@generator("ai.onnx", "Clip")
+def gen_clip(d: Draw, record) -> Case:
+    rng = d.rng()
+    opset = _opset(d, record, (6, 11, 13, 21))
+    dtypes = _record_dtypes(record)
+    if opset < 13:
+        dtypes = tuple(t for t in dtypes if t in (F16, F32, F64) or opset == 12 and t != BF16)
+    dtype = d.choice(dtypes)
+    x = _values(d, rng, random_shape(d), dtype, scale=3.0, specials=0.3)
+    lo, hi = sorted(randn(rng, (2,), dtype).tolist()) if d.chance(0.9) else \
+        randn(rng, (2,), dtype).tolist()
+    if opset < 11:
+        attrs = {k: float(v) for k, v in (("min", lo), ("max", hi)) if d.chance(0.7)}
+        return Case("Clip", "", opset, [x], attrs, family="unary", tolerance="exact")
+    bounds = [np.array(lo, dtype) if d.chance(0.8) else None,
+              np.array(hi, dtype) if d.chance(0.8) else None]
+    while bounds and bounds[-1] is None:
+        bounds.pop()
+    return Case("Clip", "", opset, [x, *bounds], family="unary", tolerance="exact")
+
+
+@generator("ai.onnx", "Gelu")
+def gen_gelu(d: Draw, record) -> Case:
+    dtype = d.choice(_record_dtypes(record))
+    x = _values(d, d.rng(), random_shape(d), dtype, scale=3.0, specials=0.3)
+    attrs = {"approximate": d.choice(["none", "tanh"])} if d.chance(0.8) else {}
+    # the built-in's float64 Gelu rounds its constants to float32: float64 NumPy
+    return Case("Gelu", "", _opset(d, record, (20, 21, 25)), [x], attrs, family="unary",
+                tolerance="accumulate", oracle="numpy", numpy_oracle=_gelu)
+
+
+def _gelu(x, attrs):
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if attrs.get("approximate", "none") == "tanh":
+            y = 0.5 * w * (1 + np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w**3)))
+        else:
+            y = w * 0.5 * (1 + np.vectorize(math.erf, otypes=[np.float64])(w / math.sqrt(2)))
+    return [y.astype(x.dtype)]
+
+
 # ------------------------------------------------------------------ binary
 
 BINARY_FLOAT_ONLY_FMOD = ("Mod",)
@@ -379,6 +429,89 @@ def gen_scatter_nd(d: Draw, record) -> Case:
     attrs = {"reduction": reduction} if reduction != "none" or d.chance(0.3) and opset >= 16 else {}
     return Case("ScatterND", "", opset, [randn(rng, shape, dtype), idx, updates], attrs,
                 family="tensor", tolerance="exact" if dtype not in FLOATS else "accumulate",
+                structural=frozenset({1}))
+
+
+@generator("ai.onnx", "TopK")
+def gen_topk(d: Draw, record) -> Case:
+    opset = _opset(d, record, (11, 13, 21, 24))
+    dtypes = _record_dtypes(record, NUMERIC)
+    if opset < 24:
+        dtypes = tuple(t for t in dtypes if t != BF16)
+    dtype = d.choice(dtypes)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    x = randn(rng, shape, dtype)
+    if d.chance(0.5):  # ties
+        x = np.asarray(np.round(np.asarray(x).astype(np.float64))).astype(dtype)
+    k = np.array([d.int(0, shape[axis])], np.int64)
+    attrs = {"axis": axis, "largest": d.choice([0, 1]), "sorted": 1}
+    return Case("TopK", "", opset, [x, k], attrs, n_outputs=2, family="indexing",
+                tolerance="exact", structural=frozenset({1}))
+
+
+def _axis_indices(d: Draw, rng, shape, axis, extent):
+    n = shape[axis]
+    ishape = list(shape)
+    ishape[axis] = extent
+    return rng.integers(-n, n, size=ishape).astype(d.choice([I32, I64])) if n else \
+        np.zeros(ishape, np.int64)
+
+
+@generator("ai.onnx", "GatherElements")
+def gen_gather_elements(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(1, 2, 3, 4, 5))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    idx = _axis_indices(d, rng, shape, axis, d.choice([0, 1, 2, 3, 6]))
+    # the built-in fails on a negative axis: NumPy
+    return Case("GatherElements", "", _opset(d, record, (11, 13, 21)),
+                [randn(rng, shape, dtype), idx], {"axis": axis}, family="indexing",
+                tolerance="exact", structural=frozenset({1}), oracle="numpy",
+                numpy_oracle=_gather_elements)
+
+
+def _gather_elements(data, idx, attrs):
+    data, idx = np.asarray(data), np.asarray(idx)
+    axis = attrs["axis"] % data.ndim
+    idx = np.where(idx < 0, idx + data.shape[axis], idx)
+    # indices shorter than data on another axis read its leading block (ORT)
+    if any(i > n for d, (i, n) in enumerate(zip(idx.shape, data.shape)) if d != axis):
+        raise ValueError("indices longer than data on an axis other than axis")
+    data = data[tuple(slice(None) if d == axis else slice(0, i) for d, i in enumerate(idx.shape))]
+    return [np.take_along_axis(data, idx.astype(np.int64), axis=axis)]
+
+
+@generator("ai.onnx", "ScatterElements")
+def gen_scatter_elements(d: Draw, record) -> Case:
+    dtype = _movement_dtype(d, record)
+    if dtype == STRING:
+        dtype = F32
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1, 4), sizes=(1, 2, 3, 4, 5))
+    r = len(shape)
+    axis = d.int(-r, r - 1)
+    opset = _opset(d, record, (13, 16, 18))
+    reduction = "none"
+    if opset >= 16 and d.chance(0.5) and dtype != BOOL and dtype.kind != "c":
+        reduction = d.choice(["add", "mul"] + (["max", "min"] if opset >= 18 else []))
+    if reduction == "none":
+        # distinct positions along the axis (repeats leave the result free)
+        perm = np.argsort(rng.random(size=shape), axis=axis)
+        idx = np.take(perm, np.arange(d.int(0, shape[axis])), axis=axis)
+        idx = (idx - shape[axis] * (rng.random(idx.shape) < 0.3)).astype(d.choice([I32, I64]))
+    else:
+        idx = _axis_indices(d, rng, shape, axis, d.choice([0, 1, 2, 3, 6]))
+    updates = randn(rng, idx.shape, dtype)
+    attrs = {"axis": axis}
+    if reduction != "none" or d.chance(0.3) and opset >= 16:
+        attrs["reduction"] = reduction
+    return Case("ScatterElements", "", opset, [randn(rng, shape, dtype), idx, updates], attrs,
+                family="indexing", tolerance="exact" if dtype not in FLOATS else "accumulate",
                 structural=frozenset({1}))
 
 

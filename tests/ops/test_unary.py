@@ -1,4 +1,5 @@
-"""Abs, Exp, Log, Sigmoid, Tanh, Not against the built-ins and float64."""
+"""Abs, Exp, Log, Sigmoid, Tanh, Not, Neg, Reciprocal, Clip, Gelu against
+NumPy, the built-ins, ONNX Runtime and float64."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, code_level_name
 
 from differential import (
+    TOLERANCES,
     check_node,
+    element_type,
     node_model,
     random_shapes,
     run_ours,
@@ -211,3 +214,237 @@ def test_outputs_are_reused_only_when_nobody_holds_them():
     kept_id = id(exp_node._kept_outputs[0])  # an id: a reference would pin it
     sess.run(None, {"x": x1})
     assert id(exp_node._kept_outputs[0]) == kept_id  # the freed intermediate was reused
+
+
+# ------------------------------------------------ Neg, Reciprocal, Clip, Gelu
+
+SIGNED_INTS = [np.int8, np.int16, np.int32, np.int64]
+
+
+def _bit_exact(op, inputs, want, **model_kwargs):
+    """Our output equals ``want`` bit for bit (NaN payloads included) at
+    every SIMD level and thread count, our kernel ran, inputs unchanged."""
+    model = node_model(op, inputs, **model_kwargs)
+    originals = [a.copy() for a in inputs]
+    want = np.asarray(want).astype(inputs[0].dtype)  # NumPy's clip widens bfloat16
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            for threads in (1, 2):
+                (y,), names, _ = run_ours(model, inputs, threads)
+                assert f"onnx_light_cpu::{op}" in names
+                assert y.dtype == want.dtype and y.shape == want.shape
+                assert y.tobytes() == want.tobytes(), f"{op} {want.dtype} at {level}"
+    for a, original in zip(inputs, originals):
+        assert a.tobytes() == original.tobytes()
+
+
+def _values(rng, shape, dtype):
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True,
+                                       dtype=dtype))
+    return np.asarray((rng.normal(size=shape) * 10).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + SIGNED_INTS, ids=lambda d: np.dtype(d).name)
+def test_neg_bit_exact_with_numpy(dtype):
+    rng = np.random.default_rng(4)
+    for shape in random_shapes(rng, include_large=dtype in (np.float32, np.int8)):
+        x = _values(rng, shape, dtype)
+        _bit_exact("Neg", [x], np.negative(x))
+    if np.dtype(dtype).kind == "i":  # the minimum wraps, as in NumPy
+        info = np.iinfo(dtype)
+        x = np.array([info.min, -1, 0, info.max], dtype=dtype)
+    else:
+        x = special_values(dtype)
+    _bit_exact("Neg", [x], np.negative(x))
+    x = unaligned(_values(rng, (1001,), dtype))
+    _bit_exact("Neg", [x], np.negative(x))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_reciprocal_bit_exact_with_numpy(dtype):
+    rng = np.random.default_rng(5)
+    with np.errstate(all="ignore"):
+        for shape in random_shapes(rng, include_large=dtype == np.float32):
+            x = _values(rng, shape, dtype)
+            _bit_exact("Reciprocal", [x], np.reciprocal(x))
+        for x in (special_values(dtype), unaligned(_values(rng, (1001,), dtype))):
+            _bit_exact("Reciprocal", [x], np.reciprocal(x))
+
+
+@pytest.mark.parametrize("op", ["Neg", "Reciprocal"])
+def test_neg_reciprocal_match_builtin_and_old_opsets(op):
+    x = np.linspace(-3, 3, 40, dtype=np.float32).reshape(5, 8) + np.float32(0.05)
+    for opset in (6, 13):
+        check_node(op, [x], oracle="builtin", opset=opset)
+
+
+# Clip: every numeric type of opset 13, bounds as inputs.
+CLIP_TYPES = FLOATS + INTS
+
+
+def _clip_bounds(dtype):
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        span = min(int(info.max), 100)
+        low = max(int(info.min), -span)
+        return np.array(low // 2, dtype), np.array(span // 2, dtype)
+    return np.array(-1.5, dtype), np.array(2.25, dtype)
+
+
+@pytest.mark.parametrize("dtype", CLIP_TYPES, ids=lambda d: np.dtype(d).name)
+def test_clip_bit_exact_with_numpy(dtype):
+    rng = np.random.default_rng(6)
+    lo, hi = _clip_bounds(dtype)
+    for shape in random_shapes(rng, include_large=dtype in (np.float32, np.uint8)):
+        x = _values(rng, shape, dtype)
+        _bit_exact("Clip", [x, lo, hi], np.clip(x, lo, hi))
+    x = _values(rng, (1001,), dtype)
+    _bit_exact("Clip", [unaligned(x), lo, hi], np.clip(x, lo, hi))
+    # lo > hi: every element is hi, as the operator says and NumPy does
+    _bit_exact("Clip", [x, hi, lo], np.clip(x, hi, lo))
+    if np.dtype(dtype).kind not in "iu":
+        x = special_values(dtype)
+        _bit_exact("Clip", [x, lo, hi], np.clip(x, lo, hi))
+        zeros = np.array([-0.0, 0.0, -0.0, 0.0], dtype)
+        _bit_exact("Clip", [zeros, np.array(0.0, dtype), np.array(-0.0, dtype)],
+                   np.clip(zeros, np.array(0.0, dtype), np.array(-0.0, dtype)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_clip_optional_bounds(dtype):
+    rng = np.random.default_rng(7)
+    x = _values(rng, (6, 7), dtype)
+    lo, hi = _clip_bounds(dtype)
+    check_node("Clip", [x, lo], oracle="builtin")
+    check_node("Clip", [x], oracle="builtin")
+    # max given, min left out (an empty input name)
+    model = node_model("Clip", [x, lo, hi])
+    model.graph.node[0].input[1] = ""
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    (y,) = sess.run(None, {"x0": x, "x2": hi})
+    np.testing.assert_array_equal(y, np.minimum(x, hi))
+    assert "onnx_light_cpu::Clip" in olc.used_kernel_names(sess)
+
+
+@pytest.mark.parametrize("opset", [1, 6])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_clip_attribute_bounds_before_opset_11(opset, dtype):
+    x = np.linspace(-4, 4, 33).astype(dtype)
+    # The built-in has no Clip-1: NumPy is the oracle.
+    check_node("Clip", [x], oracle=lambda a: [np.clip(a, -1.0, 2.5).astype(dtype)],
+               opset=opset, min=-1.0, max=2.5)
+    check_node("Clip", [x], oracle=lambda a: [np.minimum(a, dtype(0.5))], opset=opset, max=0.5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_clip_nan_bound_makes_nan_as_numpy(dtype):
+    x = np.linspace(-2, 2, 9).astype(dtype)
+    for lo, hi in ((np.nan, 1.0), (-1.0, np.nan)):
+        lo, hi = np.array(lo, dtype), np.array(hi, dtype)
+        want = np.clip(x.astype(np.float32), lo.astype(np.float32), hi.astype(np.float32))
+        assert np.isnan(want).all()
+        _bit_exact("Clip", [x, lo, hi], np.clip(x, lo, hi))
+
+
+def test_clip_bound_with_several_values_is_rejected():
+    x = np.zeros(4, np.float32)
+    model = node_model("Clip", [x, np.zeros(2, np.float32)])
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(ValueError, match=r"Clip: input 1 \('x1'\) must hold one value"):
+        sess.run(None, {"x0": x, "x1": np.zeros(2, np.float32)})
+
+
+def test_clip_strided_and_read_only():
+    base = np.linspace(-5, 5, 64, dtype=np.float32).reshape(8, 8)
+    lo, hi = np.array(-1, np.float32), np.array(1, np.float32)
+    check_node("Clip", [base[:, ::2], lo, hi], oracle="builtin")
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    check_node("Clip", [frozen, lo, hi], oracle="builtin")
+
+
+# Gelu: the float64 definition, rounded.  Below zero both forms subtract
+# nearly equal numbers in float32 (ONNX Runtime and the built-in too): the
+# error there is absolute, below 1e-6 for |x| <= 12.
+GELU_ATOL = 1e-6
+
+
+def _gelu64(x, approximate):
+    import math
+
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return x * 0.5 * (1 + erf(x / math.sqrt(2)))
+
+
+def _gelu_oracle(dtype, approximate):
+    def oracle(x):
+        with np.errstate(all="ignore"):
+            return [_gelu64(x, approximate).astype(dtype)]
+    return oracle
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_gelu_matches_float64(approximate, dtype):
+    rng = np.random.default_rng(8)
+    rtol = TOLERANCES[np.dtype(dtype)][0]
+    atol = 1e-15 if dtype == np.float64 else GELU_ATOL
+    oracle = _gelu_oracle(dtype, approximate)
+    for shape in random_shapes(rng, include_large=dtype == np.float32):
+        check_node("Gelu", [_random(rng, shape, dtype, "Gelu")], oracle=oracle, opset=20,
+                   approximate=approximate, tolerance=(rtol, atol))
+    for x in (special_values(dtype), unaligned(_random(rng, (1001,), dtype, "Gelu"))):
+        check_node("Gelu", [x], oracle=oracle, opset=20, approximate=approximate,
+                   tolerance=(rtol, atol))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
+def test_gelu_matches_builtin_and_onnxruntime(approximate, dtype):
+    import onnxruntime as ort
+
+    x = np.linspace(-12, 12, 4001).astype(dtype)
+    rtol = TOLERANCES[np.dtype(dtype)][0]
+    # The built-in computes float16 step by step in float16: 1 + erf(x) below
+    # -2 cancels to a few float16 units, hence its absolute error.
+    builtin_atol = 1e-3 if dtype == np.float16 else GELU_ATOL
+    check_node("Gelu", [x], oracle="builtin", opset=20, approximate=approximate,
+               tolerance=(rtol, builtin_atol))
+    model = node_model("Gelu", [x], opset=20, approximate=approximate)
+    model.ir_version = 10
+    model.graph.output[0].type.tensor_type.elem_type = element_type(dtype)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    check_node("Gelu", [x], oracle=lambda a: session.run(None, {"x0": a}), opset=20,
+               approximate=approximate, tolerance=(rtol, GELU_ATOL))
+
+
+def test_gelu_levels_return_the_same_bits():
+    x = np.concatenate([np.linspace(-12, 12, 20001), special_values(np.float32)]).astype(
+        np.float32)
+    for approximate in ("none", "tanh"):
+        model = node_model("Gelu", [x], opset=20, approximate=approximate)
+        results = []
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                (y,), _, paths = run_ours(model, [x])
+                results.append(y.tobytes())
+                name = "gelu_tanh" if approximate == "tanh" else "gelu"
+                assert paths == [f"{name}_float32_{code_level_name(level)}"]
+        assert len(set(results)) == 1, approximate
+
+
+def test_gelu_rejects_unknown_approximation():
+    x = np.zeros(3, np.float32)
+    sess = ReferenceEvaluator(node_model("Gelu", [x], opset=20, approximate="sigmoid"))
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(ValueError, match="Gelu: attribute approximate must be one of none, tanh"):
+        sess.run(None, {"x0": x})

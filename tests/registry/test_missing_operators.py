@@ -89,19 +89,19 @@ def test_the_error_is_what_onnx_reference_raises():
 
 def test_missing_operators_in_functions_and_undeclared_domains():
     """A model-local function's body, a domain the model does not import, and
-    an opset onnx.reference has no implementation for (Clip before 6)."""
+    an opset onnx.reference has no implementation for (Dropout before 7)."""
     fn = oh.make_function("local", "Wrap", ["a"], ["b"],
                           [oh.make_node("Inner", ["a"], ["b"], domain="com.microsoft")],
                           [models.OPSET, MS])
     nodes = [oh.make_node("Wrap", ["x"], ["a"], domain="local"),
              oh.make_node("Orphan", ["a"], ["b"], domain="nowhere", name="orphan"),
-             oh.make_node("Clip", ["b"], ["y"], name="clip")]
+             oh.make_node("Dropout", ["b"], ["y"], name="dropout")]
     graph = oh.make_graph(nodes, "g", [_vi("x")], [_vi("y")])
     model = oh.make_model(graph, functions=[fn], opset_imports=[
         oh.make_opsetid("", 5), oh.make_opsetid("local", 1)])
     lines = str(_error(model)).splitlines()
     assert lines[1:4] == [
-        "  ai.onnx::Clip (opset 5): 1 node: 'clip'",
+        "  ai.onnx::Dropout (opset 5): 1 node: 'dropout'",
         "  com.microsoft::Inner (opset 1): 1 node: #0 in function local::Wrap",
         "  nowhere::Orphan (domain not imported by the model): 1 node: 'orphan'",
     ]

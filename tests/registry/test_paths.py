@@ -27,7 +27,7 @@ def test_every_recorded_path_exists(policy):
 
 
 # Families computed in NumPy on purpose (small, cold operators): no core.
-NUMPY_FAMILIES = frozenset({"microsoft_tensor", "control_flow", "shape"})
+NUMPY_FAMILIES = frozenset({"microsoft_tensor", "control_flow", "shape", "indexing"})
 
 
 def test_optimized_kernels_name_their_cores():

@@ -26,6 +26,7 @@ from ..ops import (
     control_flow,
     gather_block_quantized,
     group_query_attention,
+    indexing,
     linear_attention,
     matmul,
     matmul_integer,
@@ -76,6 +77,7 @@ FAMILIES = (
     moe,
     control_flow,
     shape,
+    indexing,
 )
 
 

@@ -4,6 +4,10 @@ from libc.stdint cimport int64_t
 
 cdef extern from "unary/olc_unary.h" nogil:
     ctypedef void (*olc_unary_fn)(const void *x, void *y, int64_t n)
+    ctypedef void (*olc_clip_fn)(const void *x, void *y, int64_t n, const void *lo, const void *hi)
     olc_unary_fn olc_unary_select(int op, int dtype, int level)
     int olc_unary_level(int op, int dtype, int level)
+    olc_clip_fn olc_clip_select(int dtype, int level)
+    int olc_clip_level(int dtype, int level)
     int OLC_OP_ABS, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT
+    int OLC_OP_NEG, OLC_OP_RECIPROCAL, OLC_OP_GELU, OLC_OP_GELU_TANH
