@@ -32,18 +32,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
+from onnx.reference import ReferenceEvaluator
 
-# What the OpenMP environment was before onnx_light_cpu's import could add
-# its GOMP_SPINCOUNT default (None when the package was already imported).
-OMP_ENV_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
-_OMP_ENV_BEFORE_OLC = (
-    None if "onnx_light_cpu" in sys.modules else {k: os.environ.get(k) for k in OMP_ENV_VARS}
-)
-
-from onnx.reference import ReferenceEvaluator  # noqa: E402
-
-import onnx_light_cpu as olc  # noqa: E402
-from onnx_light_cpu.threads import decide_num_threads  # noqa: E402
+import onnx_light_cpu as olc
+from onnx_light_cpu._kernels import _cpu
+from onnx_light_cpu.threads import decide_num_threads
 
 CONTENDERS = ("ours", "ort", "builtin")
 DEFAULT_OPSET = 21
@@ -433,7 +426,8 @@ def alone_times(engines: dict[str, Callable], blocks: int, calls: int, warmup: i
 
 
 def openmp_report() -> dict:
-    """Thread pools threadpoolctl sees and the OpenMP wait settings in effect."""
+    """Thread pools threadpoolctl sees, the OpenMP settings in effect (for
+    the other libraries: our loops run on our own pool) and our pool's."""
     from threadpoolctl import threadpool_info
 
     pools = [
@@ -441,14 +435,9 @@ def openmp_report() -> dict:
         for p in threadpool_info()
     ]
     report = {"threadpools": pools}
-    for name in OMP_ENV_VARS:
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"):
         report[name] = os.environ.get(name)
-    if _OMP_ENV_BEFORE_OLC is None:
-        report["omp_env_origin"] = "unknown (onnx_light_cpu imported before the harness)"
-    elif any(_OMP_ENV_BEFORE_OLC[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
-        report["omp_env_origin"] = "user"
-    else:
-        report["omp_env_origin"] = "onnx_light_cpu default"
+    report["olc_pool_spin_us"] = _cpu.pool_spin_us()
     return report
 
 

@@ -52,13 +52,14 @@ def test_session_override_is_per_evaluator():
 
 def _python(code: str, **env) -> str:
     """stdout of ``code`` in a fresh interpreter, without inherited OpenMP
-    wait settings, plus ``env``."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    and pool settings, plus ``env``."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",
+                          "ONNX_LIGHT_CPU_SPIN_US")}
     return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
-@pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
 def test_default_honours_omp_num_threads():
     code = "import onnx_light_cpu as o; print(o.get_default_num_threads())"
     assert _python(code, OMP_NUM_THREADS="1") == "1"
@@ -74,11 +75,16 @@ def test_openmp_runtime_is_visible_to_threadpoolctl_and_limits_apply():
         assert olc.get_default_num_threads() == 1
 
 
-def test_spin_defaults_respect_the_user():
+def test_openmp_settings_are_left_to_the_user():
+    """The loops run on the package's pool: it sets no OpenMP variable."""
     code = "import os, onnx_light_cpu; print(os.environ.get('GOMP_SPINCOUNT'))"
-    assert _python(code) == "10000"
-    assert _python(code, GOMP_SPINCOUNT="5") == "5"
-    assert _python(code, OMP_WAIT_POLICY="ACTIVE") == "None"
+    assert _python(code) == "None"
+
+
+def test_pool_spin_time_from_the_environment():
+    code = "from onnx_light_cpu._kernels import _cpu; print(_cpu.pool_spin_us())"
+    assert _python(code) == "100.0"
+    assert _python(code, ONNX_LIGHT_CPU_SPIN_US="0") == "0.0"
 
 
 def test_results_do_not_depend_on_thread_count():

@@ -7,26 +7,6 @@
 
 from __future__ import annotations
 
-import os
-
-
-def _openmp_wait_defaults() -> None:
-    """Keep idle OpenMP threads from spinning after a kernel returns.
-
-    On two cores, a spinning OpenMP team slows ONNX Runtime's and OpenBLAS's
-    pools (and they slow it) several times over.  libgomp reads these
-    variables once, when it loads, so they are set before our extensions
-    load it, and only where the user has not chosen.
-    """
-    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = _SPINCOUNT
-
-
-# libgomp spins this many iterations (a few microseconds) before sleeping:
-# back-to-back kernels stay cheap, idle threads do not hold the cores.
-_SPINCOUNT = "10000"
-_openmp_wait_defaults()
-
 from . import schemas as _schemas  # registers the onnx.defs schemas
 from ._kernels._cpu import BUILT_WITH_OPENMP
 from .registry import hook as _hook
