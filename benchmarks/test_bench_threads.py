@@ -1,4 +1,4 @@
-"""Thread-pool interference: our OpenMP Exp next to OpenBLAS and ORT pools.
+"""Thread-pool interference: our pooled Exp next to OpenBLAS and ORT pools.
 
 Our Exp (1e6 float32, 2 threads) is timed alone, then interleaved with a
 NumPy 512x512 float32 matmul (OpenBLAS threads) and an ORT session (its
