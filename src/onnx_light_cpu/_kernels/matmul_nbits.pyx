@@ -50,8 +50,10 @@ from olc_matmul_nbits cimport (olc_nb_float, olc_nb_panel_level, olc_nb_prepare_
                                olc_nb_scratch, olc_nb_w, olc_q8_block_bytes, olc_q8_level,
                                olc_q8_prepare, olc_q8_run, olc_q8_scratch, olc_q8_tiles,
                                olc_q8_w)
+from olc_pool cimport olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 #: Level names in the float engines' labels (``int4_panel_avx512``).
 LEVEL_NAMES = ("scalar", "avx2", "avx512")
