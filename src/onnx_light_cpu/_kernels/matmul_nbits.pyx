@@ -25,7 +25,7 @@ panel_layout=False)``
     float32 [M, K] C-contiguous; ``bias``: float32 [N] or None; ``y``:
     float32 [M, N] C-contiguous, fully written; ``level``: the SIMD level
     (``simd.state.level``; the int8 engine keeps AVX-512 VNNI, every other
-    path runs its AVX-512 code there); ``threads``: OpenMP threads (work is
+    path runs its AVX-512 code there); ``threads``: pool threads (work is
     split over rows and columns, never K).  Returns the label of the code
     that ran: ``int{bits}_direct_{level}`` (small M, codes read in place),
     ``int{bits}_panel_{level}`` (decoded panels) or ``int8_prepared_{kind}``

@@ -991,17 +991,14 @@ static void olc_sgemv_task(void *arg, ptrdiff_t t, int slot) {
     if (lo < hi) p->fn(p->K, p->a, p->b, p->rsb, lo, hi, p->c, p->alpha, p->acc);
 }
 
-/* Column ranges as wide as 4 a thread allow (long sequential runs in each
- * row of B), at least OLC_GEMV_MIN_COLS wide: a thread the OS runs late
- * then holds up a quarter of its share, which the others take over. */
-#define OLC_GEMV_MIN_COLS 256
+/* Column ranges of 16 columns and more, 4 a thread: as wide as that
+ * allows (long sequential runs in each row of B), and a thread the OS runs
+ * late holds up a quarter of its share, which the others take over. */
 static void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const float *b,
                       int64_t rsb, float *c, float alpha, int acc, int nthreads) {
     olc_sgemv_job job = {olc_sgemv_select(level), a, b, c, alpha, K, N, rsb, 1, acc};
     if (nthreads > 1) job.parts = 4 * (int64_t)nthreads;
-    if (job.parts > (N + OLC_GEMV_MIN_COLS - 1) / OLC_GEMV_MIN_COLS)
-        job.parts = (N + OLC_GEMV_MIN_COLS - 1) / OLC_GEMV_MIN_COLS;
-    if (job.parts < 1) job.parts = 1;
+    if (job.parts > (N + 15) / 16) job.parts = (N + 15) / 16;
     olc_parallel_for(job.parts, olc_sgemv_task, &job, nthreads);
 }
 
