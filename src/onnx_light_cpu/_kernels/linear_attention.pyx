@@ -10,15 +10,15 @@ own scratch, so the result does not depend on the thread count.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uintptr_t
 
 from olc_linear_attention cimport (
     olc_la_args, olc_la_block_fn, olc_la_level, olc_la_prepare, olc_la_run,
     olc_la_scratch_floats, olc_la_select)
-from olc_openmp cimport omp_get_thread_num
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 
 def level_used(int level):
@@ -33,6 +33,18 @@ def scratch_floats(int64_t Hq, int64_t Hkv, int64_t dk, int64_t dv, int level, i
     cdef int64_t JB = 0
     olc_la_select(level, dv, &JB)
     return olc_la_scratch_floats(&p, JB) * max(threads, 1) + 16
+
+
+cdef struct _RunJob:
+    const olc_la_args *p
+    olc_la_block_fn fn
+    int64_t JB, per
+    float *scratch      # per floats a slot
+
+
+cdef void _run_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _RunJob *job = <_RunJob *>arg
+    olc_la_run(job.p, job.fn, job.JB, job.scratch + slot * job.per, t, t + 1)
 
 
 cdef const void *_data(object a):
@@ -83,13 +95,14 @@ def apply(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, object past, object decay
         raise ValueError("linear_attention core: scratch array too small")
     cdef uintptr_t addr = <uintptr_t>cnp.PyArray_DATA(scratch_array)
     cdef float *scratch = <float *>((addr + 63) & ~(<uintptr_t>63))
-    cdef int64_t t
     if threads == 1:
         with nogil:
             olc_la_run(&p, fn, JB, scratch, 0, items)
         return
-    # One (batch, kv head) pair at a time, to whichever thread is free: on a
+    # One (batch, kv head) pair a task, to whichever thread is free: on a
     # shared machine a descheduled thread then holds up one pair, not half
     # the work.  A pair's result does not depend on the thread that runs it.
-    for t in prange(items, nogil=True, num_threads=threads, schedule="dynamic", chunksize=1):
-        olc_la_run(&p, fn, JB, scratch + omp_get_thread_num() * per, t, t + 1)
+    cdef _RunJob job
+    job.p, job.fn, job.JB, job.per, job.scratch = &p, fn, JB, per, scratch
+    with nogil:
+        olc_parallel_for(items, _run_task, &job, threads)

@@ -25,7 +25,7 @@ panel_layout=False)``
     float32 [M, K] C-contiguous; ``bias``: float32 [N] or None; ``y``:
     float32 [M, N] C-contiguous, fully written; ``level``: the SIMD level
     (``simd.state.level``; the int8 engine keeps AVX-512 VNNI, every other
-    path runs its AVX-512 code there); ``threads``: OpenMP threads (work is
+    path runs its AVX-512 code there); ``threads``: pool threads (work is
     split over rows and columns, never K).  Returns the label of the code
     that ran: ``int{bits}_direct_{level}`` (small M, codes read in place),
     ``int{bits}_panel_{level}`` (decoded panels) or ``int8_prepared_{kind}``
@@ -50,8 +50,10 @@ from olc_matmul_nbits cimport (olc_nb_float, olc_nb_panel_level, olc_nb_prepare_
                                olc_nb_scratch, olc_nb_w, olc_q8_block_bytes, olc_q8_level,
                                olc_q8_prepare, olc_q8_run, olc_q8_scratch, olc_q8_tiles,
                                olc_q8_w)
+from olc_pool cimport olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 #: Level names in the float engines' labels (``int4_panel_avx512``).
 LEVEL_NAMES = ("scalar", "avx2", "avx512")

@@ -28,11 +28,13 @@ from olc_moe cimport (OLC_MOE_CODES, OLC_MOE_GELU, OLC_MOE_IDENTITY, OLC_MOE_NBI
                       olc_moe_pack_scales_out, olc_moe_proj)
 from olc_matmul_nbits cimport (olc_nb_w, olc_q8_block_bytes, olc_q8_prepare, olc_q8_tiles,
                                olc_q8_w)
+from olc_pool cimport olc_pool_import
 
 # Path labels of the MatMulNBits engines, as the matmul_nbits core names them.
 from onnx_light_cpu._kernels.matmul_nbits import INT8_LABELS, LEVEL_NAMES
 
 cnp.import_array()
+olc_pool_import()
 
 RELU = OLC_MOE_RELU
 GELU = OLC_MOE_GELU

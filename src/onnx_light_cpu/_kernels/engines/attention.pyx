@@ -4,14 +4,13 @@
 semantics.
 
 Tasks are (batch, kv head, block of query heads, block of positions[, key
-chunk]); threads take them dynamically, each with its own scratch, and a
-task's result does not depend on which thread ran it.
+chunk]); threads take them as they come (olc_parallel_for), each with its
+own scratch, and a task's result does not depend on which thread ran it.
 """
 
 cimport numpy as cnp
 import numpy as np
 from ml_dtypes import bfloat16
-from cython.parallel cimport prange, threadid
 from libc.stdint cimport int64_t, int32_t
 
 from olc_attention cimport (
@@ -19,12 +18,30 @@ from olc_attention cimport (
     olc_attn_append_rows, olc_attn_args, olc_attn_combine_fn, olc_attn_combine_select,
     olc_attn_copy_past, olc_attn_level, olc_attn_scratch_floats, olc_attn_task_fn,
     olc_attn_task_select)
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 # NumPy dtype -> the element type code (onnx.TensorProto numbering).
 _DTYPES = {np.dtype(np.float32): OLC_FLOAT, np.dtype(np.float16): OLC_FLOAT16,
            np.dtype(bfloat16): OLC_BFLOAT16}
+
+
+cdef struct _AttendJob:
+    const olc_attn_args *p
+    olc_attn_task_fn fn
+    float *scratch      # one block of sfl floats a slot
+    int64_t sfl
+
+
+cdef void _copy_past_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    olc_attn_copy_past((<_AttendJob *>arg).p, t)
+
+
+cdef void _attend_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _AttendJob *job = <_AttendJob *>arg
+    job.fn(job.p, t, job.scratch + slot * job.sfl)
 
 
 def level_used(int level):
@@ -174,28 +191,15 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
         part = np.empty(ntasks * p.prow * (p.Dv + 2), dtype=np.float32)
         p.partial = <float *> cnp.PyArray_DATA(part)
     cdef int64_t t, rows = p.B * p.Nq * p.S
-    if p.pk != NULL and not p.fuse_copy:
-        with nogil:
-            if nth <= 1:
-                for t in range(p.B * p.Nkv):
-                    olc_attn_copy_past(&p, t)
-            else:
-                for t in prange(p.B * p.Nkv, num_threads=nth, schedule="static"):
-                    olc_attn_copy_past(&p, t)
-    if nth <= 1:
-        with nogil:
-            for t in range(ntasks):
-                fn(&p, t, sp)
-            if p.nchunks > 1:
-                for t in range(rows):
-                    comb(&p, t)
-        return
-    for t in prange(ntasks, nogil=True, num_threads=nth, schedule="dynamic"):
-        fn(&p, t, sp + threadid() * sfl)
-    if p.nchunks > 1:
-        # Combining the decode chunks is a few microseconds: serially, to
-        # spare a second parallel region (and its barrier).
-        with nogil:
+    cdef _AttendJob job
+    job.p, job.fn, job.scratch, job.sfl = &p, fn, sp, sfl
+    with nogil:
+        if p.pk != NULL and not p.fuse_copy:
+            olc_parallel_for(p.B * p.Nkv, _copy_past_task, &job, nth)
+        olc_parallel_for(ntasks, _attend_task, &job, nth)
+        if p.nchunks > 1:
+            # Combining the decode chunks is a few microseconds: serially, to
+            # spare a second parallel loop.
             for t in range(rows):
                 comb(&p, t)
 

@@ -11,12 +11,13 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
-from cython.parallel cimport prange
 
 from olc_gemm cimport (olc_fma_peak, olc_gemm_generic, olc_gemm_level, olc_sgemm,
                        olc_sgemm_pack_b, olc_sgemm_packed_size, olc_sgemv)
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 
 def level_used(int level):
@@ -97,20 +98,32 @@ def gemm_generic(cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndarray b, cnp.ndarra
         raise TypeError(f"gemm core: no function for element type {dtype}")
 
 
+cdef struct _PeakJob:
+    int level
+    int64_t iters
+    float *sinks
+
+
+cdef void _peak_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _PeakJob *job = <_PeakJob *>arg
+    olc_fma_peak(job.level, job.iters, job.sinks + t)
+
+
 def fma_peak_gflops(int64_t iters, int level, int threads):
-    """GFLOP/s of ``threads`` threads each running ``iters`` iterations of a
-    register-only loop of independent FMA chains at ``level`` (AVX-512: 24
-    chains x 16 lanes, AVX2: 12 x 8): the machine's float32 FMA peak, 2
-    flops per lane."""
+    """GFLOP/s of ``threads`` tasks (one a pool thread, when every thread
+    wakes) each running ``iters`` iterations of a register-only loop of
+    independent FMA chains at ``level`` (AVX-512: 24 chains x 16 lanes,
+    AVX2: 12 x 8): the machine's float32 FMA peak, 2 flops per lane."""
     import time
     if olc_gemm_level(level) == 0:
         raise ValueError("fma_peak_gflops needs the avx2 or avx512 level")
     cdef cnp.ndarray sinks = np.zeros(threads, dtype=np.float32)  # keeps the chains live
-    cdef float *ps = <float *>cnp.PyArray_DATA(sinks)
-    cdef int per_iter = 0
-    cdef int64_t t
+    cdef _PeakJob job
+    job.level, job.iters = level, iters
+    job.sinks = <float *>cnp.PyArray_DATA(sinks)
+    cdef int per_iter = olc_fma_peak(level, 0, job.sinks)  # FMAs an iteration
     start = time.perf_counter()
-    for t in prange(threads, nogil=True, num_threads=threads, schedule="static"):
-        per_iter = olc_fma_peak(level, iters, ps + t)
+    with nogil:
+        olc_parallel_for(threads, _peak_task, &job, threads)
     elapsed = time.perf_counter() - start
     return 2.0 * per_iter * iters * threads / elapsed / 1e9

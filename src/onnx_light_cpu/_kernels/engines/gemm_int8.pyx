@@ -12,8 +12,10 @@ cimport numpy as cnp
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from olc_gemm_int8 cimport (olc_i8_gemm, olc_i8_level, olc_i8_pack_b, olc_i8_packed_size,
                             olc_i8_panels, olc_i8_requantize)
+from olc_pool cimport olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 
 def level_used(int level):

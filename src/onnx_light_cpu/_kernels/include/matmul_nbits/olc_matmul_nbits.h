@@ -66,7 +66,7 @@
 
 #include "common/olc_cpu.h"
 #include "common/olc_level.h"
-#include "common/olc_openmp.h"
+#include "common/olc_pool.h"
 #include "common/olc_vec.h"
 #include "engines/block_codes/olc_block_codes.h"
 #include "engines/gemm/olc_gemm.h"
@@ -78,6 +78,10 @@
 #define OLC_NB_MR 4      /* rows of a micro-kernel */
 #define OLC_Q8_NR 16     /* columns of a prepared int8 tile */
 #define OLC_Q8_MB 32     /* rows of an int8-engine tile (past decode) */
+/* Tasks a thread where a route's tasks are runs of consecutive column
+ * chunks or tiles: long enough that each streams its codes, short enough
+ * that a thread the OS runs late holds up a quarter of its share. */
+#define OLC_NB_RUNS 4
 
 
 /* The quantized weights as the panel engine reads them. */
@@ -341,8 +345,54 @@ static int olc_nb_panel_level(int level) { return olc_build_level(level); }
 /* Scratch bytes of one dot-panel thread. */
 static int64_t olc_nb_panel_scratch(void) { return (int64_t)OLC_NB_NC * OLC_NB_KC * 4; }
 
+typedef struct {
+    const olc_nb_w *w;
+    const float *a, *bias;
+    float *y;
+    int64_t M, ct, tiles, parts;
+    olc_nb_dot_fn dots[OLC_NB_MR];
+    olc_nb_decode_fn decode;
+    float **panel; /* decoded columns, one buffer a slot */
+    int failed;
+} olc_nb_panel_job;
+
+/* One tile t of the panel route: row block t / ct, column tile t % ct. */
+static void olc_nb_panel_tile(const olc_nb_panel_job *p, int64_t t, float *panel) {
+    const olc_nb_w *w = p->w;
+    const float *a = p->a, *bias = p->bias;
+    float *y = p->y;
+    const int64_t K = w->K, N = w->N, M = p->M;
+    int64_t m0 = (t / p->ct) * OLC_NB_MB, n0 = (t % p->ct) * OLC_NB_NC;
+    int64_t m1 = m0 + OLC_NB_MB < M ? m0 + OLC_NB_MB : M;
+    int nc = (int)(N - n0 < OLC_NB_NC ? N - n0 : OLC_NB_NC);
+    for (int64_t m = m0; m < m1; ++m)
+        for (int c = 0; c < nc; ++c) y[m * N + n0 + c] = bias ? bias[n0 + c] : 0.f;
+    for (int64_t k0 = 0; k0 < K; k0 += OLC_NB_KC) {
+        int64_t kc = K - k0 < OLC_NB_KC ? K - k0 : OLC_NB_KC;
+        for (int c = 0; c < nc; ++c) p->decode(w, n0 + c, k0, k0 + kc, panel + c * OLC_NB_KC);
+        for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
+            int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
+            p->dots[mr - 1](a + m * K + k0, K, panel, OLC_NB_KC, nc, kc, y + m * N + n0, N);
+        }
+    }
+}
+
+/* Run `task` of the parts runs of consecutive tiles (column tiles
+ * outermost within a row block: neighbours share A rows). */
+static void olc_nb_panel_task(void *arg, ptrdiff_t task, int slot) {
+    olc_nb_panel_job *p = (olc_nb_panel_job *)arg;
+    float *panel = olc_slot_buffer(p->panel, slot, (size_t)olc_nb_panel_scratch() / 4);
+    int64_t t0, t1;
+    if (panel == NULL) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    olc_split(p->tiles, 1, p->parts, task, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) olc_nb_panel_tile(p, t, panel);
+}
+
 /* y[M, N] = a[M, K] x dequantized(w) (+ bias); returns 0, or -1 when out of
- * memory.  Threads take (row block, column tile) tiles. */
+ * memory.  Threads take runs of (row block, column tile) tiles. */
 static int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
                         int level, int nthreads) {
     olc_nb_dot_fn dots[OLC_NB_MR] = {olc_nb_dot1_scalar, olc_nb_dot2_scalar, olc_nb_dot3_scalar,
@@ -363,39 +413,17 @@ static int olc_nb_panel(const olc_nb_w *w, const float *a, int64_t M, const floa
     }
 #endif
 #endif
-    const int64_t K = w->K, N = w->N;
+    const int64_t N = w->N;
     const int64_t ct = (N + OLC_NB_NC - 1) / OLC_NB_NC, mt = (M + OLC_NB_MB - 1) / OLC_NB_MB;
     const int64_t tiles = ct * mt;
-    int failed = 0;
     if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-        float *panel = (float *)aligned_alloc(64, (size_t)olc_nb_panel_scratch());
-        if (!panel) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < tiles; ++t) {
-            if (!panel) continue;
-            /* column tiles outermost within a row block: neighbours share A rows */
-            int64_t m0 = (t / ct) * OLC_NB_MB, n0 = (t % ct) * OLC_NB_NC;
-            int64_t m1 = m0 + OLC_NB_MB < M ? m0 + OLC_NB_MB : M;
-            int nc = (int)(N - n0 < OLC_NB_NC ? N - n0 : OLC_NB_NC);
-            for (int64_t m = m0; m < m1; ++m)
-                for (int c = 0; c < nc; ++c) y[m * N + n0 + c] = bias ? bias[n0 + c] : 0.f;
-            for (int64_t k0 = 0; k0 < K; k0 += OLC_NB_KC) {
-                int64_t kc = K - k0 < OLC_NB_KC ? K - k0 : OLC_NB_KC;
-                for (int c = 0; c < nc; ++c) decode(w, n0 + c, k0, k0 + kc, panel + c * OLC_NB_KC);
-                for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
-                    int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
-                    dots[mr - 1](a + m * K + k0, K, panel, OLC_NB_KC, nc, kc, y + m * N + n0, N);
-                }
-            }
-        }
-        free(panel);
-    }
-    return failed ? -1 : 0;
+    olc_nb_panel_job job = {w, a, bias, y, M, ct, tiles, 1, {NULL}, decode, NULL, 0};
+    for (int r = 0; r < OLC_NB_MR; ++r) job.dots[r] = dots[r];
+    if (nthreads > 1) job.parts = tiles < OLC_NB_RUNS * nthreads ? tiles : OLC_NB_RUNS * nthreads;
+    if ((job.panel = olc_slot_buffers(nthreads)) == NULL) return -1;
+    olc_parallel_for(job.parts, olc_nb_panel_task, &job, nthreads);
+    olc_slot_buffers_free(job.panel, nthreads);
+    return job.failed ? -1 : 0;
 }
 
 /* ---- decode-sized rows: codes multiplied where they lie ----
@@ -754,8 +782,35 @@ static int olc_nb_direct_row_avx512(const olc_nb_w *w, const float *x, float *d,
 }
 #endif
 
-/* Columns a thread takes at a time on the direct route. */
+/* Columns summed together on the direct route. */
 #define OLC_NB_DIRECT_COLS 8
+
+typedef struct {
+    const olc_nb_w *w;
+    const float *ap, *asum, *bias;
+    float *y;
+    int64_t M, kp, group, chunks, parts;
+    olc_nb_direct_fn fns[OLC_NB_DIRECT_MAX];
+} olc_nb_direct_job;
+
+/* Run t of the parts runs of column chunks; each chunk meets every row
+ * group while its codes are in cache. */
+static void olc_nb_direct_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_nb_direct_job *p = (const olc_nb_direct_job *)arg;
+    const int64_t N = p->w->N, nb = p->w->nb;
+    int64_t c0, c1;
+    (void)slot;
+    olc_split(p->chunks, 1, p->parts, t, &c0, &c1);
+    for (int64_t c = c0; c < c1; ++c) {
+        int64_t n0 = c * OLC_NB_DIRECT_COLS;
+        int64_t n1 = n0 + OLC_NB_DIRECT_COLS < N ? n0 + OLC_NB_DIRECT_COLS : N;
+        for (int64_t m = 0; m < p->M; m += p->group) {
+            int mr = (int)(p->M - m < p->group ? p->M - m : p->group);
+            p->fns[mr - 1](p->w, p->ap + m * p->kp, p->kp, p->asum + m * nb, n0, n1, p->bias,
+                           p->y + m * N, N);
+        }
+    }
+}
 
 /* The direct route: returns 0, -1 out of memory, 1 when an activation block
  * sums to a value that is not finite (the caller keeps per-element float
@@ -805,15 +860,11 @@ static int olc_nb_direct(const olc_nb_w *w, const float *a, int64_t M, const flo
     }
     const int64_t chunks = (N + OLC_NB_DIRECT_COLS - 1) / OLC_NB_DIRECT_COLS;
     if (chunks < nthreads) nthreads = (int)chunks;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
-        int64_t n0 = c * OLC_NB_DIRECT_COLS;
-        int64_t n1 = n0 + OLC_NB_DIRECT_COLS < N ? n0 + OLC_NB_DIRECT_COLS : N;
-        for (int64_t m = 0; m < M; m += group) {
-            int mr = (int)(M - m < group ? M - m : group);
-            fns[mr - 1](w, ap + m * kp, kp, asum + m * nb, n0, n1, bias, y + m * N, N);
-        }
-    }
+    olc_nb_direct_job job = {w, ap, asum, bias, y, M, kp, group, chunks, 1, {NULL}};
+    for (int r = 0; r < OLC_NB_DIRECT_MAX; ++r) job.fns[r] = fns[r];
+    if (nthreads > 1)
+        job.parts = chunks < OLC_NB_RUNS * nthreads ? chunks : OLC_NB_RUNS * nthreads;
+    olc_parallel_for(job.parts, olc_nb_direct_task, &job, nthreads);
     free(ap);
     return 0;
 }
@@ -1051,62 +1102,77 @@ static void olc_nb_panel_for_gemm(const olc_nb_w *w, int level, olc_nb_decode_fn
     olc_nb_transpose(level, tmp, OLC_NB_GEMM_KC, nc, kc, dst, nr);
 }
 
+typedef struct {
+    const olc_nb_w *w;
+    const float *a, *bias;
+    float *y;
+    int64_t M, ct, scratch;
+    int level;
+    olc_sgemm_cfg cfg;
+    olc_nb_decode_fn decode;
+    float **tmp; /* decoded panels and a C tile, one buffer a slot */
+    int failed;
+} olc_nb_gemm_job;
+
+/* Tile t: row block t / ct, columns of OLC_NB_GEMM_PANELS panels t % ct. */
+static void olc_nb_gemm_task(void *arg, ptrdiff_t t, int slot) {
+    olc_nb_gemm_job *p = (olc_nb_gemm_job *)arg;
+    const olc_nb_w *w = p->w;
+    const float *a = p->a, *bias = p->bias;
+    float *y = p->y;
+    const int nr = p->cfg.nr, mr = p->cfg.mr, tw = OLC_NB_GEMM_PANELS * p->cfg.nr;
+    const int64_t K = w->K, N = w->N, M = p->M, KC = OLC_NB_GEMM_KC;
+    float *tmp = olc_slot_buffer(p->tmp, slot, (size_t)p->scratch / 4);
+    if (tmp == NULL) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    float *panels = tmp + tw * KC, *ctile = panels + tw * KC;
+    int64_t m0 = (t / p->ct) * OLC_NB_GEMM_MB, n0 = (t % p->ct) * tw;
+    int64_t m1 = m0 + OLC_NB_GEMM_MB < M ? m0 + OLC_NB_GEMM_MB : M;
+    int nc = (int)(N - n0 < tw ? N - n0 : tw);
+    int np = (nc + nr - 1) / nr;
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        int64_t kc = K - k0 < KC ? K - k0 : KC;
+        for (int q = 0; q < np; ++q) {
+            int pc = nc - q * nr < nr ? nc - q * nr : nr;
+            olc_nb_panel_for_gemm(w, p->level, p->decode, n0 + q * nr, pc, k0, kc, tmp,
+                                  panels + q * nr * KC, nr);
+        }
+        /* each group of rows meets every panel while it is in L1 */
+        for (int64_t m = m0; m < m1; m += mr) {
+            int rows = (int)(m1 - m < mr ? m1 - m : mr);
+            for (int q = 0; q < np; ++q)
+                p->cfg.direct[rows](kc, a + m * K + k0, K, panels + q * nr * KC,
+                                    ctile + (m - m0) * tw + q * nr, tw, 1.0f, k0 > 0, nr);
+        }
+    }
+    /* the first chunk stored its sums: the bias joins on the way out */
+    for (int64_t m = m0; m < m1; ++m) {
+        const float *src = ctile + (m - m0) * tw;
+        float *dst = y + m * N + n0;
+        if (bias)
+            for (int c = 0; c < nc; ++c) dst[c] = src[c] + bias[n0 + c];
+        else
+            memcpy(dst, src, (size_t)nc * sizeof(float));
+    }
+}
+
 static int olc_nb_gemm(const olc_nb_w *w, const float *a, int64_t M, const float *bias, float *y,
                        int level, int nthreads) {
-    olc_sgemm_cfg cfg;
     level = olc_build_level(level);
-    olc_sgemm_config(level, &cfg);
-    olc_nb_decode_fn decode = OLC_LEVEL_FN(level, olc_nb_decode);
-    const int nr = cfg.nr, mr = cfg.mr, tw = OLC_NB_GEMM_PANELS * cfg.nr;
-    const int64_t K = w->K, N = w->N, KC = OLC_NB_GEMM_KC;
-    const int64_t ct = (N + tw - 1) / tw, mt = (M + OLC_NB_GEMM_MB - 1) / OLC_NB_GEMM_MB;
-    const int64_t tiles = ct * mt;
-    int failed = 0;
+    olc_nb_gemm_job job = {w, a, bias, y, M, 0, olc_nb_gemm_scratch(level), level};
+    olc_sgemm_config(level, &job.cfg);
+    job.decode = OLC_LEVEL_FN(job.level, olc_nb_decode);
+    const int64_t tw = OLC_NB_GEMM_PANELS * job.cfg.nr;
+    const int64_t mt = (M + OLC_NB_GEMM_MB - 1) / OLC_NB_GEMM_MB;
+    job.ct = (w->N + tw - 1) / tw;
+    const int64_t tiles = job.ct * mt;
     if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-        float *tmp = (float *)aligned_alloc(64, (size_t)olc_nb_gemm_scratch(level));
-        float *panels = tmp ? tmp + tw * KC : NULL;
-        float *ctile = tmp ? panels + tw * KC : NULL;
-        if (!tmp) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < tiles; ++t) {
-            if (!tmp) continue;
-            int64_t m0 = (t / ct) * OLC_NB_GEMM_MB, n0 = (t % ct) * tw;
-            int64_t m1 = m0 + OLC_NB_GEMM_MB < M ? m0 + OLC_NB_GEMM_MB : M;
-            int nc = (int)(N - n0 < tw ? N - n0 : tw);
-            int np = (nc + nr - 1) / nr;
-            for (int64_t k0 = 0; k0 < K; k0 += KC) {
-                int64_t kc = K - k0 < KC ? K - k0 : KC;
-                for (int p = 0; p < np; ++p) {
-                    int pc = nc - p * nr < nr ? nc - p * nr : nr;
-                    olc_nb_panel_for_gemm(w, level, decode, n0 + p * nr, pc, k0, kc, tmp,
-                                          panels + p * nr * KC, nr);
-                }
-                /* each group of rows meets every panel while it is in L1 */
-                for (int64_t m = m0; m < m1; m += mr) {
-                    int rows = (int)(m1 - m < mr ? m1 - m : mr);
-                    for (int p = 0; p < np; ++p)
-                        cfg.direct[rows](kc, a + m * K + k0, K, panels + p * nr * KC,
-                                         ctile + (m - m0) * tw + p * nr, tw, 1.0f, k0 > 0, nr);
-                }
-            }
-            /* the first chunk stored its sums: the bias joins on the way out */
-            for (int64_t m = m0; m < m1; ++m) {
-                const float *src = ctile + (m - m0) * tw;
-                float *dst = y + m * N + n0;
-                if (bias)
-                    for (int c = 0; c < nc; ++c) dst[c] = src[c] + bias[n0 + c];
-                else
-                    memcpy(dst, src, (size_t)nc * sizeof(float));
-            }
-        }
-        free(tmp);
-    }
-    return failed ? -1 : 0;
+    if ((job.tmp = olc_slot_buffers(nthreads)) == NULL) return -1;
+    olc_parallel_for(tiles, olc_nb_gemm_task, &job, nthreads);
+    olc_slot_buffers_free(job.tmp, nthreads);
+    return job.failed ? -1 : 0;
 }
 
 /* Scratch bytes of one call on M rows with nthreads threads. */
@@ -1504,6 +1570,38 @@ static int64_t olc_q8_scratch(int64_t M, int64_t nb, int64_t block) {
     return M * nb * block + M * nb * 8;
 }
 
+typedef struct {
+    const olc_q8_w *w;
+    const int8_t *qa;
+    const float *sa;
+    const int32_t *sums;
+    const float *bias;
+    float *y;
+    int64_t M, mb, tiles, parts;
+    olc_q8_tile_fn fns[OLC_NB_MR];
+} olc_q8_gemm_job;
+
+/* Run t of the parts runs of (row block, column tile) tiles, in order:
+ * each streams the codes of its tiles. */
+static void olc_q8_gemm_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_q8_gemm_job *p = (const olc_q8_gemm_job *)arg;
+    const olc_q8_w *w = p->w;
+    const int64_t N = w->N, nb = w->nb, kp = nb * w->block, ct = w->tiles, M = p->M, mb = p->mb;
+    int64_t i0, i1;
+    (void)slot;
+    olc_split(p->tiles, 1, p->parts, task, &i0, &i1);
+    for (int64_t i = i0; i < i1; ++i) {
+        int64_t m0 = (i / ct) * mb, t = i % ct, n0 = t * OLC_Q8_NR;
+        int64_t m1 = m0 + mb < M ? m0 + mb : M;
+        int nc = (int)(N - n0 < OLC_Q8_NR ? N - n0 : OLC_Q8_NR);
+        for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
+            int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
+            p->fns[mr - 1](w, t, p->qa + m * kp, p->sa + m * nb, p->sums + m * nb,
+                           p->bias ? p->bias + n0 : NULL, nc, p->y + m * N + n0, N);
+        }
+    }
+}
+
 /* y[M, N] = a x w through int8 products, with the activations already
  * quantized (qa, sa, sums as olc_q8_quantize leaves them).  Decode-sized M
  * (up to 4 rows) splits only columns; larger M takes (row block, column
@@ -1529,21 +1627,53 @@ static void olc_q8_gemm(const olc_q8_w *w, const int8_t *qa, const float *sa,
     }
 #endif
 #endif
-    const int64_t N = w->N, nb = w->nb, kp = nb * w->block, ct = w->tiles;
-    const int64_t mb = M <= OLC_NB_MR ? OLC_NB_MR : OLC_Q8_MB;
-    const int64_t mt = (M + mb - 1) / mb, tiles = mt * ct;
-    if (tiles < nthreads) nthreads = (int)(tiles > 0 ? tiles : 1);
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (int64_t i = 0; i < tiles; ++i) {
-        int64_t m0 = (i / ct) * mb, t = i % ct, n0 = t * OLC_Q8_NR;
-        int64_t m1 = m0 + mb < M ? m0 + mb : M;
-        int nc = (int)(N - n0 < OLC_Q8_NR ? N - n0 : OLC_Q8_NR);
-        for (int64_t m = m0; m < m1; m += OLC_NB_MR) {
-            int mr = (int)(m1 - m < OLC_NB_MR ? m1 - m : OLC_NB_MR);
-            fns[mr - 1](w, t, qa + m * kp, sa + m * nb, sums + m * nb, bias ? bias + n0 : NULL,
-                        nc, y + m * N + n0, N);
+    olc_q8_gemm_job job = {w, qa, sa, sums, bias, y, M, M <= OLC_NB_MR ? OLC_NB_MR : OLC_Q8_MB,
+                           0, 1, {NULL}};
+    for (int r = 0; r < OLC_NB_MR; ++r) job.fns[r] = fns[r];
+    job.tiles = (M + job.mb - 1) / job.mb * w->tiles;
+    if (job.tiles < nthreads) nthreads = (int)(job.tiles > 0 ? job.tiles : 1);
+    if (nthreads > 1)
+        job.parts = job.tiles < OLC_NB_RUNS * nthreads ? job.tiles : OLC_NB_RUNS * nthreads;
+    olc_parallel_for(job.parts, olc_q8_gemm_task, &job, nthreads);
+}
+
+#define OLC_Q8_QROWS 8
+
+typedef struct {
+    const olc_q8_w *w;
+    const float *a;
+    int64_t M;
+    int level;
+    int8_t *qa;
+    float *sa;
+    int32_t *sums;
+    int bad; /* set when a block is not finite */
+} olc_q8_quantize_job;
+
+/* Quantizes rows OLC_Q8_QROWS task .. of a. */
+static void olc_q8_quantize_task(void *arg, ptrdiff_t task, int slot) {
+    olc_q8_quantize_job *p = (olc_q8_quantize_job *)arg;
+    const olc_q8_w *w = p->w;
+    const int64_t nb = w->nb, m1 = (task + 1) * OLC_Q8_QROWS < p->M ? (task + 1) * OLC_Q8_QROWS
+                                                                     : p->M;
+    int bad = 0;
+    (void)slot;
+    for (int64_t m = task * OLC_Q8_QROWS; m < m1; ++m) {
+#if OLC_X86
+#if OLC_HAVE_AVX512
+        if (p->level >= OLC_AVX512) {
+            bad |= olc_q8_quantize_avx512(p->a, w->K, nb, w->block, m, p->qa, p->sa, p->sums);
+            continue;
         }
+#endif
+        if (p->level == OLC_AVX2) {
+            bad |= olc_q8_quantize_avx2(p->a, w->K, nb, w->block, m, p->qa, p->sa, p->sums);
+            continue;
+        }
+#endif
+        bad |= olc_q8_quantize(p->a, w->K, nb, w->block, m, m + 1, p->qa, p->sa, p->sums);
     }
+    if (bad) __atomic_fetch_or(&p->bad, bad, __ATOMIC_RELAXED);
 }
 
 /* The whole int8 product at a SIMD level (run at olc_q8_level): quantizes
@@ -1551,7 +1681,6 @@ static void olc_q8_gemm(const olc_q8_w *w, const int8_t *qa, const float *sa,
  * 2 * OLC_Q8_QROWS rows), then multiplies.  Returns 0, -1 when out of
  * memory, 1 when an activation block is not finite (nothing written: the
  * caller keeps float semantics). */
-#define OLC_Q8_QROWS 8
 static int olc_q8_run(const olc_q8_w *w, const float *a, int64_t M, const float *bias, float *y,
                       int level, int nthreads) {
     level = olc_q8_level(level);
@@ -1560,24 +1689,10 @@ static int olc_q8_run(const olc_q8_w *w, const float *a, int64_t M, const float 
     if (!qa) return -1;
     float *sa = (float *)(qa + M * kp); /* kp is a multiple of 16 */
     int32_t *sums = (int32_t *)(sa + M * nb);
-    int bad = 0;
-    int qthreads = M >= 2 * OLC_Q8_QROWS ? nthreads : 1;
-#pragma omp parallel for num_threads(qthreads) schedule(static) reduction(| : bad) if (qthreads > 1)
-    for (int64_t m = 0; m < M; ++m) {
-#if OLC_X86
-#if OLC_HAVE_AVX512
-        if (level >= OLC_AVX512) {
-            bad |= olc_q8_quantize_avx512(a, w->K, nb, w->block, m, qa, sa, sums);
-            continue;
-        }
-#endif
-        if (level == OLC_AVX2) {
-            bad |= olc_q8_quantize_avx2(a, w->K, nb, w->block, m, qa, sa, sums);
-            continue;
-        }
-#endif
-        bad |= olc_q8_quantize(a, w->K, nb, w->block, m, m + 1, qa, sa, sums);
-    }
+    olc_q8_quantize_job job = {w, a, M, level, qa, sa, sums, 0};
+    olc_parallel_for((M + OLC_Q8_QROWS - 1) / OLC_Q8_QROWS, olc_q8_quantize_task, &job,
+                     M >= 2 * OLC_Q8_QROWS ? nthreads : 1);
+    int bad = job.bad;
     if (!bad) olc_q8_gemm(w, qa, sa, sums, M, bias, y, level, nthreads);
     free(qa);
     return bad;

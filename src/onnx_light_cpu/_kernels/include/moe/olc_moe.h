@@ -39,7 +39,7 @@
 #include "engines/gemm/olc_gemm.h"
 #include "matmul_nbits/olc_matmul_nbits.h"
 #include "common/olc_math.h"
-#include "common/olc_openmp.h"
+#include "common/olc_pool.h"
 
 enum { OLC_MOE_RELU = 0, OLC_MOE_GELU = 1, OLC_MOE_SILU = 2, OLC_MOE_IDENTITY = 3,
        OLC_MOE_SWIGLU = 4 };
@@ -172,49 +172,70 @@ static void olc_moe_pack_scales_in(const float *s, int64_t E, int64_t K, int64_t
 
 /* ---- running a projection ---- */
 
+typedef struct {
+    int level;
+    const olc_moe_proj *p;
+    const int8_t *codes;
+    const float *scales, *a;
+    int64_t M, N, K, nr, npad, ldc;
+    olc_moe_decode_fn decode;
+    float *c;
+    float **buf; /* a decoded chunk, one buffer a slot */
+    int failed;
+} olc_moe_qgemm_job;
+
+/* Chunk ch of OLC_MOE_CHUNK output columns: decoded panel by panel into
+ * the slot's buffer (the engine's packed layout), then the engine runs on
+ * it single-threaded. */
+static void olc_moe_qgemm_task(void *arg, ptrdiff_t ch, int slot) {
+    olc_moe_qgemm_job *q = (olc_moe_qgemm_job *)arg;
+    static const int64_t zero = 0;
+    const int64_t N = q->N, K = q->K, nr = q->nr;
+    float *buf = olc_slot_buffer(q->buf, slot, (size_t)(K * OLC_MOE_CHUNK));
+    if (buf == NULL) {
+        __atomic_store_n(&q->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t n0 = ch * OLC_MOE_CHUNK, n1 = n0 + OLC_MOE_CHUNK < N ? n0 + OLC_MOE_CHUNK : N;
+    int64_t wpad = (n1 - n0 + nr - 1) / nr * nr;
+    for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
+        int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+        for (int64_t j = n0; j < n0 + wpad; j += nr)
+            q->decode(q->codes + pc * q->npad + j * kc, q->scales, pc, kc, j, q->p,
+                      buf + pc * wpad + (j - n0) * kc);
+    }
+    if (olc_sgemm(q->level, OLC_FLOAT, 1, q->a, &zero, K, 1, buf, &zero, NULL, NULL, 0, 0, q->M,
+                  n1 - n0, K, q->c + n0, q->ldc, 0, 1.0f, 0, 1) != 0)
+        __atomic_store_n(&q->failed, 1, __ATOMIC_RELAXED);
+}
+
 /* c (M x N, rows ldc apart) = a (M x K, float32 row-major) times expert e's
- * quantized matrix: each thread takes chunks of OLC_MOE_CHUNK output
- * columns, decodes the chunk panel by panel into its buffer (the engine's
- * packed layout) and runs the engine on it single-threaded.  The chunks
- * only split columns: each element is summed in the same order always. */
+ * quantized matrix: threads take chunks of OLC_MOE_CHUNK output columns
+ * (olc_moe_qgemm_task).  The chunks only split columns: each element is
+ * summed in the same order always. */
 static int olc_moe_qgemm(int level, const olc_moe_proj *p, int64_t e, const float *a, int64_t M,
                          float *c, int64_t ldc, int nthreads) {
-    int64_t N = p->N, K = p->K, nr = olc_sgemm_nr(level);
-    int64_t npad = (N + nr - 1) / nr * nr, nchunks = (N + OLC_MOE_CHUNK - 1) / OLC_MOE_CHUNK;
-    const int8_t *codes = p->codes + e * p->bsize;
-    const float *scales = p->scales + e * p->ssize;
-    olc_moe_decode_fn decode = olc_moe_decode_select(level);
-    static const int64_t zero = 0;
-    int failed = 0;
+    olc_moe_qgemm_job job;
+    int64_t nchunks = (p->N + OLC_MOE_CHUNK - 1) / OLC_MOE_CHUNK;
+    job.level = level;
+    job.p = p;
+    job.codes = p->codes + e * p->bsize;
+    job.scales = p->scales + e * p->ssize;
+    job.a = a;
+    job.M = M;
+    job.N = p->N;
+    job.K = p->K;
+    job.nr = olc_sgemm_nr(level);
+    job.npad = (p->N + job.nr - 1) / job.nr * job.nr;
+    job.ldc = ldc;
+    job.decode = olc_moe_decode_select(level);
+    job.c = c;
+    job.failed = 0;
     if (nthreads > nchunks) nthreads = (int)nchunks;
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-        float *buf = olc_gemm_alloc((size_t)(K * OLC_MOE_CHUNK));
-        int64_t ch;
-#pragma omp for schedule(dynamic, 1)
-        for (ch = 0; ch < nchunks; ++ch) {
-            if (buf == NULL) {
-#pragma omp atomic write
-                failed = 1;
-                continue;
-            }
-            int64_t n0 = ch * OLC_MOE_CHUNK, n1 = n0 + OLC_MOE_CHUNK < N ? n0 + OLC_MOE_CHUNK : N;
-            int64_t wpad = (n1 - n0 + nr - 1) / nr * nr;
-            for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
-                int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-                for (int64_t j = n0; j < n0 + wpad; j += nr)
-                    decode(codes + pc * npad + j * kc, scales, pc, kc, j, p,
-                           buf + pc * wpad + (j - n0) * kc);
-            }
-            if (olc_sgemm(level, OLC_FLOAT, 1, a, &zero, K, 1, buf, &zero, NULL, NULL, 0, 0,
-                          M, n1 - n0, K, c + n0, ldc, 0, 1.0f, 0, 1) != 0) {
-#pragma omp atomic write
-                failed = 1;
-            }
-        }
-        free(buf);
-    }
-    return failed ? -1 : 0;
+    if ((job.buf = olc_slot_buffers(nthreads)) == NULL) return -1;
+    olc_parallel_for(nchunks, olc_moe_qgemm_task, &job, nthreads);
+    olc_slot_buffers_free(job.buf, nthreads);
+    return job.failed ? -1 : 0;
 }
 
 /* y (M x N) = bias + a (M x K) times expert e's MatMulNBits matrix, at the
@@ -556,14 +577,51 @@ done:
     return status;
 }
 
-/* The activation of a tile of m rows (rows split over the team above a
+/* Row loops split into runs of rows, OLC_MOE_RUNS a thread: a thread the
+ * OS runs late holds up a quarter of its share. */
+#define OLC_MOE_RUNS 4
+
+static int64_t olc_moe_runs(int64_t m, int threads) {
+    return threads > 1 && m > OLC_MOE_RUNS * threads ? OLC_MOE_RUNS * threads : m;
+}
+
+typedef struct {
+    olc_moe_act_fn act;
+    const olc_moe_act_args *aa;
+    int64_t m, parts;
+} olc_moe_act_job;
+
+static void olc_moe_act_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_moe_act_job *p = (const olc_moe_act_job *)arg;
+    int64_t r0, r1;
+    (void)slot;
+    olc_split(p->m, 1, p->parts, t, &r0, &r1);
+    for (int64_t r = r0; r < r1; ++r) p->act(p->aa, r, r + 1);
+}
+
+/* The activation of a tile of m rows (rows split over threads above a
  * size where that pays). */
 static void olc_moe_activate(int level, const olc_moe_act_args *aa, int64_t m, int nthreads) {
-    olc_moe_act_fn act = olc_moe_act_select(level);
     int at = m > 1 && m * aa->NI >= 16384 ? nthreads : 1;
-    int64_t r;
-#pragma omp parallel for num_threads(at) schedule(static) if (at > 1)
-    for (r = 0; r < m; ++r) act(aa, r, r + 1);
+    olc_moe_act_job job = {olc_moe_act_select(level), aa, m, olc_moe_runs(m, at)};
+    olc_parallel_for(job.parts, olc_moe_act_task, &job, at);
+}
+
+typedef struct {
+    olc_moe_axpy_fn axpy;
+    float *out;
+    const int32_t *rows;
+    const float *rw, *y, *b2;
+    int64_t H, m, parts;
+} olc_moe_scatter_job;
+
+static void olc_moe_scatter_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_moe_scatter_job *p = (const olc_moe_scatter_job *)arg;
+    int64_t r0, r1;
+    (void)slot;
+    olc_split(p->m, 1, p->parts, t, &r0, &r1);
+    for (int64_t r = r0; r < r1; ++r)
+        p->axpy(p->out + (int64_t)p->rows[r] * p->H, p->y + r * p->H, p->b2, p->rw[r], p->H);
 }
 
 /* out[rows[r]] += rw[r] * (y[r] + b2) for the m rows of a tile.  The rows
@@ -572,11 +630,10 @@ static void olc_moe_activate(int level, const olc_moe_act_args *aa, int64_t m, i
 static void olc_moe_scatter(int level, float *out, int64_t H, const int32_t *rows,
                             const float *rw, const float *y, const float *b2, int64_t m,
                             int nthreads) {
-    olc_moe_axpy_fn axpy = olc_moe_axpy_select(level);
     int st = m > 1 && m * H >= 65536 ? nthreads : 1;
-    int64_t r;
-#pragma omp parallel for num_threads(st) schedule(static) if (st > 1)
-    for (r = 0; r < m; ++r) axpy(out + (int64_t)rows[r] * H, y + r * H, b2, rw[r], H);
+    olc_moe_scatter_job job = {olc_moe_axpy_select(level), out, rows, rw, y, b2, H, m,
+                               olc_moe_runs(m, st)};
+    olc_parallel_for(job.parts, olc_moe_scatter_task, &job, st);
 }
 
 /* ---- the operator ---- */

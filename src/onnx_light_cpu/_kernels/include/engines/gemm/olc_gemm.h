@@ -9,10 +9,11 @@
  *   - A is read in place when it is float32 with unit column stride (the
  *     "direct" micro-kernels broadcast from its rows); otherwise it is
  *     packed once into micro-panels of MR rows.
- *   - the output is cut into tiles (rows m0..m1, columns n0..n1) shared by
- *     the OpenMP team; each runs the register-blocked micro-kernel over its
- *     (MR rows, NR columns) blocks, the B micro-panel (kc x NR, 32 KB at
- *     most) staying in L1 while the row blocks pass by.  K is never split:
+ *   - the output is cut into tiles (rows m0..m1, columns n0..n1), the tasks
+ *     of one olc_parallel_for (common/olc_pool.h); each runs the
+ *     register-blocked micro-kernel over its (MR rows, NR columns) blocks,
+ *     the B micro-panel (kc x NR, 32 KB at most) staying in L1 while the
+ *     row blocks pass by.  K is never split:
  *     an output element is summed in the same order whatever the tiling and
  *     the thread count, so results do not depend on either.
  * The micro-kernels of a level are one function with the row count as a
@@ -40,7 +41,7 @@
 #include "common/olc_vec.h"
 #include "common/olc_level.h"
 #include "common/olc_math.h"
-#include "common/olc_openmp.h"
+#include "common/olc_pool.h"
 
 
 /* Rows of B per packed block: a micro-panel of B (KC x 32 floats = 32 KB)
@@ -610,28 +611,48 @@ static int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N) {
     return K * ((N + nr - 1) / nr) * nr;
 }
 
+typedef struct {
+    int level, dtype, nr;
+    const void *b;
+    const int64_t *b_offsets;
+    int64_t rsb, csb, K, N, npan, npad, nkb;
+    float *dst;
+} olc_gemm_pack_b_job;
+
+/* Task t: panel (matrix q, block pc, columns j). */
+static void olc_gemm_pack_b_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_gemm_pack_b_job *p = (const olc_gemm_pack_b_job *)arg;
+    int64_t q = t / (p->nkb * p->npan), rest = t % (p->nkb * p->npan);
+    int64_t pc = (rest / p->npan) * OLC_GEMM_KC, j = (rest % p->npan) * p->nr;
+    int64_t kc = p->K - pc < OLC_GEMM_KC ? p->K - pc : OLC_GEMM_KC;
+    size_t es = p->dtype == OLC_FLOAT ? 4 : 2;
+    const char *bq = (const char *)p->b + (size_t)p->b_offsets[q] * es;
+    (void)slot;
+    olc_pack_b_panel(p->level, p->dtype, bq, p->rsb, p->csb, p->N, pc, kc, j, p->nr,
+                     p->dst + q * p->K * p->npad + pc * p->npad + j * kc);
+}
+
 /* Packs nb matrices B (matrix q starts at element b_offsets[q]) one after
  * the other, olc_sgemm_packed_size floats each.  Block pc of a matrix
  * starts at pc * Npad, its panel j at pc * Npad + j * kc. */
 static void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
                              const int64_t *b_offsets, int64_t rsb, int64_t csb, int64_t K,
                              int64_t N, float *dst, int nthreads) {
-    level = olc_gemm_level(level);
-    int nr = olc_sgemm_nr(level);
-    int64_t npan = (N + nr - 1) / nr, npad = npan * nr;
-    int64_t nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
-    int64_t total = nb * nkb * npan;
-    size_t es = dtype == OLC_FLOAT ? 4 : 2;
-    int64_t t;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (t = 0; t < total; ++t) {
-        int64_t q = t / (nkb * npan), rest = t % (nkb * npan);
-        int64_t pc = (rest / npan) * OLC_GEMM_KC, j = (rest % npan) * nr;
-        int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-        const char *bq = (const char *)b + (size_t)b_offsets[q] * es;
-        olc_pack_b_panel(level, dtype, bq, rsb, csb, N, pc, kc, j, nr,
-                         dst + q * K * npad + pc * npad + j * kc);
-    }
+    olc_gemm_pack_b_job job;
+    job.level = olc_gemm_level(level);
+    job.dtype = dtype;
+    job.nr = olc_sgemm_nr(job.level);
+    job.b = b;
+    job.b_offsets = b_offsets;
+    job.rsb = rsb;
+    job.csb = csb;
+    job.K = K;
+    job.N = N;
+    job.npan = (N + job.nr - 1) / job.nr;
+    job.npad = job.npan * job.nr;
+    job.nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
+    job.dst = dst;
+    olc_parallel_for(nb * job.nkb * job.npan, olc_gemm_pack_b_task, &job, nthreads);
 }
 
 /* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
@@ -679,6 +700,24 @@ static float *olc_gemm_alloc(size_t n) {
     return (float *)aligned_alloc(64, bytes ? bytes : 64);
 }
 
+/* Scratch of a parallel loop, one buffer a slot (olc_pool.h), each made by
+ * the first task its slot runs: a worker that never wakes allocates
+ * nothing.  olc_slot_buffer returns NULL without memory. */
+static float **olc_slot_buffers(int nthreads) {
+    return (float **)calloc((size_t)(nthreads > 1 ? nthreads : 1), sizeof(float *));
+}
+
+static float *olc_slot_buffer(float **bufs, int slot, size_t floats) {
+    if (bufs[slot] == NULL) bufs[slot] = olc_gemm_alloc(floats);
+    return bufs[slot];
+}
+
+static void olc_slot_buffers_free(float **bufs, int nthreads) {
+    if (bufs == NULL) return;
+    for (int s = 0; s < (nthreads > 1 ? nthreads : 1); ++s) free(bufs[s]);
+    free(bufs);
+}
+
 /* Splits [0, n) into parts pieces of units of size unit: piece p is
  * [lo, hi).  Piece bounds only move work between tiles, never change
  * how an element is summed. */
@@ -695,7 +734,7 @@ static inline void olc_split(int64_t n, int64_t unit, int64_t parts, int64_t p, 
  * With several threads, tiles get narrower until there are 8 per thread
  * (down to one micro-panel of B), so a thread that the OS delays on a
  * shared machine holds at most one narrow tile while the others take the
- * rest (the team's join still waits for it to run at all). */
+ * rest. */
 static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M, int64_t N,
                              int nthreads, int64_t *mt, int64_t *nt) {
     int64_t mu = (M + cfg->mr - 1) / cfg->mr, nu = (N + cfg->nr - 1) / cfg->nr;
@@ -707,72 +746,115 @@ static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M,
         while (batch * *mt * *nt < 8 * nthreads && *nt < nu) ++*nt;
 }
 
+typedef struct {
+    olc_sgemm_cfg cfg;
+    int dtype, direct, accumulate;
+    const void *a, *b;
+    const int64_t *a_offsets, *b_index, *b_offsets;
+    const float *bp;
+    int64_t rsa, csa, rsb, csb, M, N, K, ldc, c_stride;
+    int64_t mt, nt, mu, mpad, nkb, apanels, bsize, ncmax;
+    float *apack, *c, alpha;
+    float **bbuf; /* B blocks, one buffer a slot */
+    int failed;
+} olc_sgemm_job;
+
+/* Packs A micro-panels 4t .. 4t+3 (each: matrix q, block pc, rows i). */
+static void olc_sgemm_pack_a_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_sgemm_job *p = (const olc_sgemm_job *)arg;
+    int64_t mr = p->cfg.mr, end = 4 * (int64_t)t + 4 < p->apanels ? 4 * (int64_t)t + 4 : p->apanels;
+    size_t es = p->dtype == OLC_FLOAT ? 4 : 2;
+    (void)slot;
+    for (int64_t u = 4 * (int64_t)t; u < end; ++u) {
+        int64_t q = u / (p->nkb * p->mu), rest = u % (p->nkb * p->mu);
+        int64_t pc = (rest / p->mu) * OLC_GEMM_KC, i = (rest % p->mu) * mr;
+        int64_t kc = p->K - pc < OLC_GEMM_KC ? p->K - pc : OLC_GEMM_KC;
+        int64_t i1 = i + mr < p->M ? i + mr : p->M;
+        olc_pack_a(p->dtype, (const char *)p->a + (size_t)p->a_offsets[q] * es, p->rsa, p->csa, i,
+                   i1, pc, kc, (int)mr, p->apack + q * p->K * p->mpad + pc * p->mpad + i * kc);
+    }
+}
+
+/* Output tile t: matrix q, rows and columns cut by olc_split. */
+static void olc_sgemm_tile_task(void *arg, ptrdiff_t t, int slot) {
+    olc_sgemm_job *p = (olc_sgemm_job *)arg;
+    int64_t q = t / (p->mt * p->nt), rest = t % (p->mt * p->nt);
+    int64_t m0, m1, n0, n1;
+    olc_split(p->M, p->cfg.mr, p->mt, rest / p->nt, &m0, &m1);
+    olc_split(p->N, p->cfg.nr, p->nt, rest % p->nt, &n0, &n1);
+    if (m0 >= m1 || n0 >= n1) return;
+    float *bbuf = NULL;
+    if (p->bp == NULL
+        && (bbuf = olc_slot_buffer(p->bbuf, slot, (size_t)p->ncmax * OLC_GEMM_KC)) == NULL) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    size_t es = p->dtype == OLC_FLOAT ? 4 : 2;
+    const float *bq = p->bp != NULL ? p->bp + p->b_index[q] * p->bsize : NULL;
+    const char *rq = p->bp != NULL ? NULL : (const char *)p->b + (size_t)p->b_offsets[q] * es;
+    const float *aq = p->direct ? (const float *)p->a + p->a_offsets[q] : NULL;
+    olc_sgemm_tile(&p->cfg, p->dtype, p->direct ? NULL : p->apack + q * p->K * p->mpad, p->mpad,
+                   aq, p->rsa, bq, rq, p->rsb, p->csb, p->K, p->M, p->N, m0, m1, n0, n1,
+                   p->c + q * p->c_stride, p->ldc, p->alpha, p->accumulate, bbuf);
+}
+
 /* C[q] = alpha * A[q] B[q] (+ C[q] when accumulate) for q < batch.  A[q]
  * starts at element a_offsets[q]; C[q] at q * c_stride.  B is either
  * pre-packed (bp not NULL: matrix q is packed B number b_index[q]) or raw
  * (B[q] starts at element b_offsets[q] of b, strides rsb, csb), packed
- * tile by tile.  A is packed once, first, by the whole team; then the
- * team shares the tiles.  Returns -1 when scratch memory is missing. */
+ * tile by tile.  A is packed once, first, by all threads; then they share
+ * the tiles.  Returns -1 when scratch memory is missing. */
 static int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
                      const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
                      const int64_t *b_index, const void *b, const int64_t *b_offsets,
                      int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
                      int64_t ldc, int64_t c_stride, float alpha, int accumulate, int nthreads) {
-    olc_sgemm_cfg cfg;
-    olc_sgemm_config(level, &cfg);
+    olc_sgemm_job p;
+    olc_sgemm_config(level, &p.cfg);
     if (M == 0 || N == 0 || batch == 0) return 0;
-    int64_t mt, nt;
-    olc_sgemm_tiling(&cfg, batch, M, N, nthreads, &mt, &nt);
-    int64_t mu = (M + cfg.mr - 1) / cfg.mr, nu = (N + cfg.nr - 1) / cfg.nr;
-    int64_t mpad = mu * cfg.mr, nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
-    int64_t tiles = batch * mt * nt, bsize = olc_sgemm_packed_size(level, K, N);
-    int64_t ncmax = ((nu + nt - 1) / nt) * cfg.nr, apanels = batch * nkb * mu;
-    size_t es = dtype == OLC_FLOAT ? 4 : 2;
+    olc_sgemm_tiling(&p.cfg, batch, M, N, nthreads, &p.mt, &p.nt);
+    int64_t nu = (N + p.cfg.nr - 1) / p.cfg.nr;
+    p.mu = (M + p.cfg.mr - 1) / p.cfg.mr;
+    p.mpad = p.mu * p.cfg.mr;
+    p.nkb = (K + OLC_GEMM_KC - 1) / OLC_GEMM_KC;
+    p.bsize = olc_sgemm_packed_size(level, K, N);
+    p.ncmax = ((nu + p.nt - 1) / p.nt) * p.cfg.nr;
+    p.dtype = dtype;
+    p.accumulate = accumulate;
+    p.a = a;
+    p.b = b;
+    p.a_offsets = a_offsets;
+    p.b_index = b_index;
+    p.b_offsets = b_offsets;
+    p.bp = bp;
+    p.rsa = rsa;
+    p.csa = csa;
+    p.rsb = rsb;
+    p.csb = csb;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.c = c;
+    p.ldc = ldc;
+    p.c_stride = c_stride;
+    p.alpha = alpha;
+    p.failed = 0;
+    p.apack = NULL;
     /* float32 A with unit column stride is read in place where the level
-     * has such kernels; else it is packed once, first, by the whole team. */
-    int direct = dtype == OLC_FLOAT && csa == 1 && cfg.direct[1] != NULL;
-    float *apack = NULL;
-    if (direct) apanels = 0;
-    else if ((apack = olc_gemm_alloc((size_t)(batch * K * mpad))) == NULL) return -1;
-    int failed = 0;
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-        int64_t t;
-        /* Dynamic: a thread the OS runs late leaves its share to the others. */
-#pragma omp for schedule(dynamic, 4)
-        for (t = 0; t < apanels; ++t) {
-            int64_t q = t / (nkb * mu), rest = t % (nkb * mu);
-            int64_t pc = (rest / mu) * OLC_GEMM_KC, i = (rest % mu) * cfg.mr;
-            int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-            int64_t i1 = i + cfg.mr < M ? i + cfg.mr : M;
-            olc_pack_a(dtype, (const char *)a + (size_t)a_offsets[q] * es, rsa, csa, i, i1, pc, kc,
-                       cfg.mr, apack + q * K * mpad + pc * mpad + i * kc);
-        }
-        float *bbuf = bp != NULL ? NULL : olc_gemm_alloc((size_t)ncmax * OLC_GEMM_KC);
-        int ok = bp != NULL || bbuf != NULL;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (t = 0; t < tiles; ++t) {
-            if (!ok) continue;
-            int64_t q = t / (mt * nt), rest = t % (mt * nt);
-            int64_t m0, m1, n0, n1;
-            olc_split(M, cfg.mr, mt, rest / nt, &m0, &m1);
-            olc_split(N, cfg.nr, nt, rest % nt, &n0, &n1);
-            if (m0 >= m1 || n0 >= n1) continue;
-            const float *bq = bp != NULL ? bp + b_index[q] * bsize : NULL;
-            const char *rq = bp != NULL ? NULL : (const char *)b + (size_t)b_offsets[q] * es;
-            const float *aq = direct ? (const float *)a + a_offsets[q] : NULL;
-            olc_sgemm_tile(&cfg, dtype, direct ? NULL : apack + q * K * mpad, mpad, aq, rsa, bq,
-                           rq, rsb, csb, K, M, N, m0, m1, n0, n1, c + q * c_stride, ldc, alpha,
-                           accumulate, bbuf);
-        }
-        free(bbuf);
+     * has such kernels; else it is packed once, first, by all threads. */
+    p.direct = dtype == OLC_FLOAT && csa == 1 && p.cfg.direct[1] != NULL;
+    p.apanels = p.direct ? 0 : batch * p.nkb * p.mu;
+    if (!p.direct && (p.apack = olc_gemm_alloc((size_t)(batch * K * p.mpad))) == NULL) return -1;
+    p.bbuf = bp != NULL ? NULL : olc_slot_buffers(nthreads);
+    if (bp == NULL && p.bbuf == NULL) {
+        free(p.apack);
+        return -1;
     }
-    free(apack);
-    return failed ? -1 : 0;
+    olc_parallel_for((p.apanels + 3) / 4, olc_sgemm_pack_a_task, &p, nthreads);
+    olc_parallel_for(batch * p.mt * p.nt, olc_sgemm_tile_task, &p, nthreads);
+    olc_slot_buffers_free(p.bbuf, nthreads);
+    free(p.apack);
+    return p.failed ? -1 : 0;
 }
 
 /* ---- M = 1, B row-major float32: stream B once ---- */
@@ -893,20 +975,31 @@ static olc_sgemv_fn olc_sgemv_select(int level) {
     return OLC_LEVEL_FN(olc_gemm_level(level), olc_sgemv);
 }
 
-/* One column range per thread, as wide as possible (long sequential runs
- * in each row of B), taken dynamically: a thread the OS runs late leaves
- * its range to the others. */
+typedef struct {
+    olc_sgemv_fn fn;
+    const float *a, *b;
+    float *c, alpha;
+    int64_t K, N, rsb, parts;
+    int acc;
+} olc_sgemv_job;
+
+static void olc_sgemv_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_sgemv_job *p = (const olc_sgemv_job *)arg;
+    int64_t lo, hi;
+    (void)slot;
+    olc_split(p->N, 16, p->parts, t, &lo, &hi);
+    if (lo < hi) p->fn(p->K, p->a, p->b, p->rsb, lo, hi, p->c, p->alpha, p->acc);
+}
+
+/* Column ranges of 16 columns and more, 4 a thread: as wide as that
+ * allows (long sequential runs in each row of B), and a thread the OS runs
+ * late holds up a quarter of its share, which the others take over. */
 static void olc_sgemv(int level, int64_t K, int64_t N, const float *a, const float *b,
                       int64_t rsb, float *c, float alpha, int acc, int nthreads) {
-    olc_sgemv_fn fn = olc_sgemv_select(level);
-    int64_t parts = nthreads > 1 ? nthreads : 1, p;
-    if (parts > (N + 15) / 16) parts = (N + 15) / 16;
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1) if (nthreads > 1)
-    for (p = 0; p < parts; ++p) {
-        int64_t lo, hi;
-        olc_split(N, 16, parts, p, &lo, &hi);
-        if (lo < hi) fn(K, a, b, rsb, lo, hi, c, alpha, acc);
-    }
+    olc_sgemv_job job = {olc_sgemv_select(level), a, b, c, alpha, K, N, rsb, 1, acc};
+    if (nthreads > 1) job.parts = 4 * (int64_t)nthreads;
+    if (job.parts > (N + 15) / 16) job.parts = (N + 15) / 16;
+    olc_parallel_for(job.parts, olc_sgemv_task, &job, nthreads);
 }
 
 /* ---- double and integers: a blocked loop the compiler vectorises ---- */
@@ -926,23 +1019,47 @@ static olc_gemm_generic_fn olc_gemm_generic_select(int dtype, int level) {
     return OLC_LEVEL_FN(olc_gemm_level(level), olc_gemm_generic_pick)(dtype);
 }
 
+typedef struct {
+    olc_gemm_generic_fn fn;
+    const char *a, *b;
+    char *c;
+    const int64_t *a_offsets, *b_offsets;
+    int64_t rsa, csa, M, N, K, mb;
+    size_t es;
+} olc_gemm_generic_job;
+
+/* Rows 16 (t % mb) .. + 16 of matrix t / mb. */
+static void olc_gemm_generic_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_gemm_generic_job *p = (const olc_gemm_generic_job *)arg;
+    int64_t q = t / p->mb, i0 = (t % p->mb) * 16, i1 = i0 + 16 < p->M ? i0 + 16 : p->M;
+    (void)slot;
+    p->fn(p->a + (size_t)p->a_offsets[q] * p->es, p->rsa, p->csa,
+          p->b + (size_t)p->b_offsets[q] * p->es, p->c + (size_t)(q * p->M * p->N) * p->es, p->N,
+          p->K, i0, i1);
+}
+
 /* C[q] = A[q] B[q] for q < batch (B[q] row-major at b_offsets[q]); work is
  * split over blocks of 16 rows, each summed in one fixed order. */
 static int olc_gemm_generic(int level, int dtype, int64_t batch, const void *a,
                             const int64_t *a_offsets, int64_t rsa, int64_t csa, const void *b,
                             const int64_t *b_offsets, int64_t M, int64_t N, int64_t K, void *c,
                             int nthreads) {
-    olc_gemm_generic_fn fn = olc_gemm_generic_select(dtype, level);
-    if (fn == NULL) return -1;
-    size_t es = (dtype == OLC_INT32 || dtype == OLC_UINT32) ? 4 : 8;
-    int64_t mb = (M + 15) / 16, total = batch * mb, t;
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1) if (nthreads > 1)
-    for (t = 0; t < total; ++t) {
-        int64_t q = t / mb, i0 = (t % mb) * 16, i1 = i0 + 16 < M ? i0 + 16 : M;
-        fn((const char *)a + (size_t)a_offsets[q] * es, rsa, csa,
-           (const char *)b + (size_t)b_offsets[q] * es, (char *)c + (size_t)(q * M * N) * es, N,
-           K, i0, i1);
-    }
+    olc_gemm_generic_job job;
+    job.fn = olc_gemm_generic_select(dtype, level);
+    if (job.fn == NULL) return -1;
+    job.a = (const char *)a;
+    job.b = (const char *)b;
+    job.c = (char *)c;
+    job.a_offsets = a_offsets;
+    job.b_offsets = b_offsets;
+    job.rsa = rsa;
+    job.csa = csa;
+    job.M = M;
+    job.N = N;
+    job.K = K;
+    job.mb = (M + 15) / 16;
+    job.es = (dtype == OLC_INT32 || dtype == OLC_UINT32) ? 4 : 8;
+    olc_parallel_for(batch * job.mb, olc_gemm_generic_task, &job, nthreads);
     return 0;
 }
 

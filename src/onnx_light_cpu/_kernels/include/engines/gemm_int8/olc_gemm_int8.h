@@ -45,7 +45,7 @@
 
 #include "common/olc_cpu.h"
 #include "common/olc_level.h"
-#include "common/olc_openmp.h"
+#include "common/olc_pool.h"
 #include "engines/gemm_int8/olc_int8_dot.h"
 
 #define OLC_I8_NR 16
@@ -81,103 +81,132 @@ static int64_t olc_i8_packed_size(int64_t K, int64_t N) {
     return olc_i8_panels(N) * OLC_I8_NR * olc_i8_kpad(K);
 }
 
+typedef struct {
+    const uint8_t *b;
+    const int64_t *b_offsets;
+    int64_t K, N;
+    int b_signed, level;
+    int8_t *dst;
+    int32_t *colsum;
+} olc_i8_pack_b_job;
+
+/* Task t: four panels of one matrix (each row's 64-byte line read once). */
+static void olc_i8_pack_b_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_i8_pack_b_job *job = (const olc_i8_pack_b_job *)arg;
+    const uint8_t *b = job->b;
+    const int64_t *b_offsets = job->b_offsets;
+    const int64_t K = job->K, N = job->N;
+    const int level = job->level;
+    int8_t *dst = job->dst;
+    int32_t *colsum = job->colsum;
+    const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N), nquads = (np_ + 3) / 4;
+    const int group = level == OLC_AVX512_VNNI ? 4 : 2;
+    const uint8_t flip = job->b_signed ? 0 : 0x80; /* u8 -> s8: b - 128 */
+    (void)slot;
+    const int64_t q = t / nquads, p0 = t % nquads * 4;
+    const int64_t p1 = p0 + 4 < np_ ? p0 + 4 : np_;
+    const uint8_t *src = b + b_offsets[q];
+    int8_t *matrix = dst + q * np_ * OLC_I8_NR * Kp;
+    int64_t whole = p1; /* panels with 16 real columns */
+    if (p1 * OLC_I8_NR > N) whole = p1 - 1;
+    int64_t k = 0;
+#if OLC_X86
+    /* Whole groups of whole panels: interleave rows with SSE2 (the
+     * x86-64 baseline), 16 columns at a time. */
+    const __m128i f = _mm_set1_epi8((char)flip);
+    for (; k + group <= K; k += group) {
+        for (int64_t p = p0; p < whole; p++) {
+            const uint8_t *row = src + k * N + p * OLC_I8_NR;
+            int8_t *g = matrix + p * OLC_I8_NR * Kp + k * OLC_I8_NR;
+            const __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)row), f);
+            const __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + N)), f);
+            const __m128i p01l = _mm_unpacklo_epi8(r0, r1), p01h = _mm_unpackhi_epi8(r0, r1);
+            if (group == 2) {
+                _mm_storeu_si128((__m128i *)g, p01l);
+                _mm_storeu_si128((__m128i *)(g + 16), p01h);
+                continue;
+            }
+            const __m128i r2 =
+                _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 2 * N)), f);
+            const __m128i r3 =
+                _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 3 * N)), f);
+            const __m128i p23l = _mm_unpacklo_epi8(r2, r3), p23h = _mm_unpackhi_epi8(r2, r3);
+            _mm_storeu_si128((__m128i *)g, _mm_unpacklo_epi16(p01l, p23l));
+            _mm_storeu_si128((__m128i *)(g + 16), _mm_unpackhi_epi16(p01l, p23l));
+            _mm_storeu_si128((__m128i *)(g + 32), _mm_unpacklo_epi16(p01h, p23h));
+            _mm_storeu_si128((__m128i *)(g + 48), _mm_unpackhi_epi16(p01h, p23h));
+        }
+    }
+#endif
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t n0 = p * OLC_I8_NR;
+        const int64_t nc = N - n0 < OLC_I8_NR ? N - n0 : OLC_I8_NR;
+        int8_t *panel = matrix + p * OLC_I8_NR * Kp;
+        /* The rest (all of it without SSE2, or a partial panel), zero
+         * padding, and the column sums of b'. */
+        int64_t from = p < whole ? k : 0;
+        memset(panel + from * OLC_I8_NR, 0, (size_t)((Kp - from) * OLC_I8_NR));
+        for (int64_t j = from; j < K; j++) {
+            const uint8_t *row = src + j * N + n0;
+            int8_t *g = panel + (j / group) * OLC_I8_NR * group + (j % group);
+            for (int64_t c = 0; c < nc; c++) g[c * group] = (int8_t)(row[c] ^ flip);
+        }
+        /* Column sums from the packed panel: sequential and in cache. */
+        int32_t s[OLC_I8_NR] = {0};
+#if OLC_X86 && OLC_HAVE_AVX512
+        if (level == OLC_AVX512_VNNI)
+            olc_i8_colsum_avx512vnni(panel, Kp, s);
+        else
+#endif
+        if (group == 4)
+            for (int64_t j = 0; j < Kp; j += 4)
+                for (int c = 0; c < OLC_I8_NR; c++)
+                    s[c] += panel[j * OLC_I8_NR + 4 * c] + panel[j * OLC_I8_NR + 4 * c + 1] +
+                            panel[j * OLC_I8_NR + 4 * c + 2] + panel[j * OLC_I8_NR + 4 * c + 3];
+        else
+            for (int64_t j = 0; j < Kp; j += 2)
+                for (int c = 0; c < OLC_I8_NR; c++)
+                    s[c] += panel[j * OLC_I8_NR + 2 * c] + panel[j * OLC_I8_NR + 2 * c + 1];
+        memcpy(colsum + q * np_ * OLC_I8_NR + n0, s, sizeof(s));
+    }
+}
+
 /* Packs nb matrices of B (row-major K x N, element offsets b_offsets) into
  * dst (nb * olc_i8_packed_size bytes) and their column sums of b' into
  * colsum (nb * panels * 16 int32), in the layout of the engine's level. */
 static void olc_i8_pack_b(const uint8_t *b, const int64_t *b_offsets, int64_t nb, int64_t K,
                           int64_t N, int b_signed, int8_t *dst, int32_t *colsum, int level,
                           int nthreads) {
-    level = olc_i8_level(level);
-    const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
-    const int group = level == OLC_AVX512_VNNI ? 4 : 2;
-    const uint8_t flip = b_signed ? 0 : 0x80; /* u8 -> s8: b - 128 */
-    /* Four panels a task: each row's 64-byte cache line is read once. */
-    const int64_t nquads = (np_ + 3) / 4, total = nb * nquads;
-    int64_t t;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (t = 0; t < total; t++) {
-        const int64_t q = t / nquads, p0 = t % nquads * 4;
-        const int64_t p1 = p0 + 4 < np_ ? p0 + 4 : np_;
-        const uint8_t *src = b + b_offsets[q];
-        int8_t *matrix = dst + q * np_ * OLC_I8_NR * Kp;
-        int64_t whole = p1; /* panels with 16 real columns */
-        if (p1 * OLC_I8_NR > N) whole = p1 - 1;
-        int64_t k = 0;
-#if OLC_X86
-        /* Whole groups of whole panels: interleave rows with SSE2 (the
-         * x86-64 baseline), 16 columns at a time. */
-        const __m128i f = _mm_set1_epi8((char)flip);
-        for (; k + group <= K; k += group) {
-            for (int64_t p = p0; p < whole; p++) {
-                const uint8_t *row = src + k * N + p * OLC_I8_NR;
-                int8_t *g = matrix + p * OLC_I8_NR * Kp + k * OLC_I8_NR;
-                const __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)row), f);
-                const __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + N)), f);
-                const __m128i p01l = _mm_unpacklo_epi8(r0, r1), p01h = _mm_unpackhi_epi8(r0, r1);
-                if (group == 2) {
-                    _mm_storeu_si128((__m128i *)g, p01l);
-                    _mm_storeu_si128((__m128i *)(g + 16), p01h);
-                    continue;
-                }
-                const __m128i r2 =
-                    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 2 * N)), f);
-                const __m128i r3 =
-                    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(row + 3 * N)), f);
-                const __m128i p23l = _mm_unpacklo_epi8(r2, r3), p23h = _mm_unpackhi_epi8(r2, r3);
-                _mm_storeu_si128((__m128i *)g, _mm_unpacklo_epi16(p01l, p23l));
-                _mm_storeu_si128((__m128i *)(g + 16), _mm_unpackhi_epi16(p01l, p23l));
-                _mm_storeu_si128((__m128i *)(g + 32), _mm_unpacklo_epi16(p01h, p23h));
-                _mm_storeu_si128((__m128i *)(g + 48), _mm_unpackhi_epi16(p01h, p23h));
-            }
-        }
-#endif
-        for (int64_t p = p0; p < p1; p++) {
-            const int64_t n0 = p * OLC_I8_NR;
-            const int64_t nc = N - n0 < OLC_I8_NR ? N - n0 : OLC_I8_NR;
-            int8_t *panel = matrix + p * OLC_I8_NR * Kp;
-            /* The rest (all of it without SSE2, or a partial panel), zero
-             * padding, and the column sums of b'. */
-            int64_t from = p < whole ? k : 0;
-            memset(panel + from * OLC_I8_NR, 0, (size_t)((Kp - from) * OLC_I8_NR));
-            for (int64_t j = from; j < K; j++) {
-                const uint8_t *row = src + j * N + n0;
-                int8_t *g = panel + (j / group) * OLC_I8_NR * group + (j % group);
-                for (int64_t c = 0; c < nc; c++) g[c * group] = (int8_t)(row[c] ^ flip);
-            }
-            /* Column sums from the packed panel: sequential and in cache. */
-            int32_t s[OLC_I8_NR] = {0};
-#if OLC_X86 && OLC_HAVE_AVX512
-            if (level == OLC_AVX512_VNNI)
-                olc_i8_colsum_avx512vnni(panel, Kp, s);
-            else
-#endif
-            if (group == 4)
-                for (int64_t j = 0; j < Kp; j += 4)
-                    for (int c = 0; c < OLC_I8_NR; c++)
-                        s[c] += panel[j * OLC_I8_NR + 4 * c] + panel[j * OLC_I8_NR + 4 * c + 1] +
-                                panel[j * OLC_I8_NR + 4 * c + 2] + panel[j * OLC_I8_NR + 4 * c + 3];
-            else
-                for (int64_t j = 0; j < Kp; j += 2)
-                    for (int c = 0; c < OLC_I8_NR; c++)
-                        s[c] += panel[j * OLC_I8_NR + 2 * c] + panel[j * OLC_I8_NR + 2 * c + 1];
-            memcpy(colsum + q * np_ * OLC_I8_NR + n0, s, sizeof(s));
-        }
-    }
+    olc_i8_pack_b_job job = {b, b_offsets, K, N, b_signed, olc_i8_level(level), dst, colsum};
+    olc_parallel_for(nb * ((olc_i8_panels(N) + 3) / 4), olc_i8_pack_b_task, &job, nthreads);
 }
 
-/* Copies A (batch matrices of M x K at a_offsets) to dst with a' = a (+128
- * when signed), rows padded to Mp and K to Kp with zeros, as u8 (VNNI) or
- * int16; rowsum gets sum_k a' per (batch, row). */
-static void olc_i8_pack_a(int level, int a_signed, int64_t batch, const uint8_t *a,
-                          const int64_t *a_offsets, int64_t M, int64_t K, int64_t Mp,
-                          void *dst, int32_t *rowsum, int nthreads) {
-    const int64_t Kp = olc_i8_kpad(K);
-    const uint8_t flip = a_signed ? 0x80 : 0; /* s8 -> u8: a + 128 */
-    const int64_t total = batch * Mp;
-    const int wide = level != OLC_AVX512_VNNI;
-    int64_t t;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (t = 0; t < total; t++) {
+/* Rows of packed A a task of olc_i8_pack_a and olc_i8_requantize. */
+#define OLC_I8_ROWS 16
+
+typedef struct {
+    const uint8_t *a;
+    const int64_t *a_offsets;
+    int64_t M, K, Mp, total;
+    int a_signed, level;
+    void *dst;
+    int32_t *rowsum;
+} olc_i8_pack_a_job;
+
+/* Rows OLC_I8_ROWS task .. of the batch * Mp padded rows. */
+static void olc_i8_pack_a_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_i8_pack_a_job *job = (const olc_i8_pack_a_job *)arg;
+    const uint8_t *a = job->a;
+    const int64_t *a_offsets = job->a_offsets;
+    const int64_t M = job->M, K = job->K, Mp = job->Mp, Kp = olc_i8_kpad(K);
+    void *dst = job->dst;
+    int32_t *rowsum = job->rowsum;
+    const uint8_t flip = job->a_signed ? 0x80 : 0; /* s8 -> u8: a + 128 */
+    const int wide = job->level != OLC_AVX512_VNNI;
+    const int64_t t1 = (task + 1) * OLC_I8_ROWS < job->total ? (task + 1) * OLC_I8_ROWS
+                                                              : job->total;
+    (void)slot;
+    for (int64_t t = task * OLC_I8_ROWS; t < t1; t++) {
         const int64_t q = t / Mp, m = t % Mp;
         int32_t s = 0;
         if (wide) {
@@ -205,6 +234,17 @@ static void olc_i8_pack_a(int level, int a_signed, int64_t batch, const uint8_t 
         }
         if (m < M) rowsum[q * M + m] = s;
     }
+}
+
+/* Copies A (batch matrices of M x K at a_offsets) to dst with a' = a (+128
+ * when signed), rows padded to Mp and K to Kp with zeros, as u8 (VNNI) or
+ * int16; rowsum gets sum_k a' per (batch, row). */
+static void olc_i8_pack_a(int level, int a_signed, int64_t batch, const uint8_t *a,
+                          const int64_t *a_offsets, int64_t M, int64_t K, int64_t Mp,
+                          void *dst, int32_t *rowsum, int nthreads) {
+    olc_i8_pack_a_job job = {a, a_offsets, M, K, Mp, batch * Mp, a_signed, level, dst, rowsum};
+    olc_parallel_for((job.total + OLC_I8_ROWS - 1) / OLC_I8_ROWS, olc_i8_pack_a_task, &job,
+                     nthreads);
 }
 
 /* ---- micro-kernels: acc[MR][16] = A rows (packed) x one B panel ---- */
@@ -347,6 +387,47 @@ typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint
                                    const uint32_t *, const uint32_t *, const uint32_t *,
                                    int32_t *, int64_t);
 
+typedef struct {
+    const void *ap;
+    const int8_t *bp;
+    const int32_t *colsum, *rowsum, *za, *zb;
+    const int64_t *b_index;
+    int64_t za_bs, za_rs, zb_bs, zb_cs, M, N, K, Kp, Mp, np_, nmb, ntiles;
+    size_t elem;
+    int level, mr, width;
+    olc_i8_epilogue_fn epilogue;
+    int32_t *y;
+} olc_i8_gemm_job;
+
+/* Tile t: (matrix q, one or two B panels, row block), row blocks innermost
+ * so that consecutive tiles use the same B panels. */
+static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
+    const int64_t M = p->M, N = p->N, K = p->K, Kp = p->Kp, np_ = p->np_;
+    const int64_t q = t / (p->ntiles * p->nmb), pn = (t / p->nmb) % p->ntiles * p->width;
+    const int64_t mb = t % p->nmb, bq = p->b_index[q], m0 = mb * p->mr, n0 = pn * OLC_I8_NR;
+    const int two = p->width == 2 && pn + 1 < np_;
+    const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
+    int32_t acc[OLC_I8_MR_MAX * OLC_I8_LDACC];
+    (void)slot;
+    olc_i8_tile(p->level, (const char *)p->ap + (size_t)(q * p->Mp * Kp) * p->elem, m0, Kp,
+                p->bp + bq * matrix_bytes + pn * panel_bytes, two, acc);
+    const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
+    const int64_t rows = M - m0 < p->mr ? M - m0 : p->mr;
+    const int64_t cols = N - n0 < span ? N - n0 : span;
+    const int32_t *cs = p->colsum + bq * np_ * OLC_I8_NR + n0;
+    /* The zero-point terms, modulo 2^32 as the int32 sums:
+     * y = acc - zb' (rowsum - K za') - za' colsum. */
+    uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX], zbv[OLC_I8_LDACC];
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t zar = p->za[q * p->za_bs + (m0 + r) * p->za_rs];
+        u[r] = (uint32_t)(p->rowsum[q * M + m0 + r] - K * zar);
+        w[r] = (uint32_t)zar;
+    }
+    for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)p->zb[q * p->zb_bs + (n0 + c) * p->zb_cs];
+    p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, p->y + (q * M + m0) * N + n0, N);
+}
+
 /* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
  * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
  * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
@@ -356,12 +437,15 @@ static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch
                        const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
                        int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
                        int64_t K, int a_signed, int level, int nthreads) {
-    level = olc_i8_level(level);
-    const int mr = olc_i8_mr(level);
-    const int64_t Kp = olc_i8_kpad(K), np_ = olc_i8_panels(N);
-    const int64_t nmb = (M + mr - 1) / mr, Mp = nmb * mr;
-    const size_t elem = level == OLC_AVX512_VNNI ? 1 : 2;
-    size_t abytes = (size_t)(batch * Mp * Kp) * elem;
+    olc_i8_gemm_job p;
+    p.level = level = olc_i8_level(level);
+    p.mr = olc_i8_mr(level);
+    p.Kp = olc_i8_kpad(K);
+    p.np_ = olc_i8_panels(N);
+    p.nmb = (M + p.mr - 1) / p.mr;
+    p.Mp = p.nmb * p.mr;
+    p.elem = level == OLC_AVX512_VNNI ? 1 : 2;
+    size_t abytes = (size_t)(batch * p.Mp * p.Kp) * p.elem;
     void *ap = aligned_alloc(64, (abytes + 63) & ~(size_t)63);
     int32_t *rowsum = (int32_t *)malloc((size_t)(batch * M + 1) * sizeof(int32_t));
     if (!ap || !rowsum) {
@@ -369,38 +453,27 @@ static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch
         free(rowsum);
         return -1;
     }
-    olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, Mp, ap, rowsum, nthreads);
-    olc_i8_epilogue_fn epilogue = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue);
+    olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, p.Mp, ap, rowsum, nthreads);
+    p.epilogue = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue);
     /* VNNI takes two panels a tile. */
-    const int width = level == OLC_AVX512_VNNI ? 2 : 1;
-    const int64_t ntiles = (np_ + width - 1) / width;
-    const int64_t total = batch * ntiles * nmb;
-    const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
-    int64_t t;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (t = 0; t < total; t++) {
-        /* Row blocks innermost: the same B panels serve consecutive tiles. */
-        const int64_t q = t / (ntiles * nmb), p = (t / nmb) % ntiles * width, mb = t % nmb;
-        const int64_t bq = b_index[q], m0 = mb * mr, n0 = p * OLC_I8_NR;
-        const int two = width == 2 && p + 1 < np_;
-        int32_t acc[OLC_I8_MR_MAX * OLC_I8_LDACC];
-        olc_i8_tile(level, (const char *)ap + (size_t)(q * Mp * Kp) * elem, m0, Kp,
-                    bp + bq * matrix_bytes + p * panel_bytes, two, acc);
-        const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
-        const int64_t rows = M - m0 < mr ? M - m0 : mr;
-        const int64_t cols = N - n0 < span ? N - n0 : span;
-        const int32_t *cs = colsum + bq * np_ * OLC_I8_NR + n0;
-        /* The zero-point terms, modulo 2^32 as the int32 sums:
-         * y = acc - zb' (rowsum - K za') - za' colsum. */
-        uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX], zbv[OLC_I8_LDACC];
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t zar = za[q * za_bs + (m0 + r) * za_rs];
-            u[r] = (uint32_t)(rowsum[q * M + m0 + r] - K * zar);
-            w[r] = (uint32_t)zar;
-        }
-        for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)zb[q * zb_bs + (n0 + c) * zb_cs];
-        epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, y + (q * M + m0) * N + n0, N);
-    }
+    p.width = level == OLC_AVX512_VNNI ? 2 : 1;
+    p.ntiles = (p.np_ + p.width - 1) / p.width;
+    p.ap = ap;
+    p.bp = bp;
+    p.colsum = colsum;
+    p.rowsum = rowsum;
+    p.za = za;
+    p.zb = zb;
+    p.b_index = b_index;
+    p.za_bs = za_bs;
+    p.za_rs = za_rs;
+    p.zb_bs = zb_bs;
+    p.zb_cs = zb_cs;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.y = y;
+    olc_parallel_for(batch * p.ntiles * p.nmb, olc_i8_gemm_task, &p, nthreads);
     free(ap);
     free(rowsum);
     return 0;
@@ -409,20 +482,38 @@ static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch
 typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,
                                   int, void *);
 
+typedef struct {
+    olc_i8_requant_fn row;
+    const int32_t *c;
+    const double *mult;
+    int64_t m_bs, m_rs, m_cs, M, N, rows;
+    double zp;
+    int out_signed;
+    char *y;
+} olc_i8_requant_job;
+
+/* Rows OLC_I8_ROWS task .. of the batch * M output rows. */
+static void olc_i8_requant_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_i8_requant_job *p = (const olc_i8_requant_job *)arg;
+    const int64_t t1 = (task + 1) * OLC_I8_ROWS < p->rows ? (task + 1) * OLC_I8_ROWS : p->rows;
+    (void)slot;
+    for (int64_t t = task * OLC_I8_ROWS; t < t1; t++) {
+        const int64_t q = t / p->M, m = t % p->M;
+        p->row(p->c + t * p->N, p->N, p->mult + q * p->m_bs + m * p->m_rs, p->m_cs, p->zp,
+               p->out_signed, p->y + t * p->N);
+    }
+}
+
 /* y (int8 or uint8, batch x M x N) from the int32 products c; mult read at
  * q * m_bs + m * m_rs + n * m_cs (m_cs 0 or 1). */
 static void olc_i8_requantize(const int32_t *c, const double *mult, int64_t m_bs, int64_t m_rs,
                               int64_t m_cs, void *y, int64_t batch, int64_t M, int64_t N,
                               double zp, int out_signed, int level, int nthreads) {
-    olc_i8_requant_fn row = OLC_LEVEL_FN(olc_build_level(level), olc_i8_requant_row);
-    const int64_t rows = batch * M;
-    int64_t t;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (t = 0; t < rows; t++) {
-        const int64_t q = t / M, m = t % M;
-        row(c + t * N, N, mult + q * m_bs + m * m_rs, m_cs, zp, out_signed,
-            (char *)y + t * N);
-    }
+    olc_i8_requant_job job = {OLC_LEVEL_FN(olc_build_level(level), olc_i8_requant_row),
+                              c, mult, m_bs, m_rs, m_cs, M, N, batch * M, zp, out_signed,
+                              (char *)y};
+    olc_parallel_for((job.rows + OLC_I8_ROWS - 1) / OLC_I8_ROWS, olc_i8_requant_task, &job,
+                     nthreads);
 }
 
 #endif
