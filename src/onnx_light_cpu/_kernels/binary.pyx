@@ -4,13 +4,12 @@
 The adapter passes the inputs, a C-contiguous output of the broadcast
 shape, the operator, the ONNX element type of the inputs, the SIMD level
 and a thread count.  The core plans the broadcast walk (olc_broadcast.h), picks the
-level's loops once and splits the output elements between the threads;
-each element is computed the same way whatever the split.
+level's loops once and splits the output elements into tasks for the
+worker pool; each element is computed the same way whatever the split.
 """
 
 cimport numpy as cnp
 import numpy as np
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_binary cimport (
@@ -21,8 +20,10 @@ from olc_binary cimport (
     olc_binary_select,
 )
 from olc_broadcast cimport olc_bcast, olc_bcast_plan, olc_bcast_shape
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 ADD, SUB, MUL, DIV = OLC_BIN_ADD, OLC_BIN_SUB, OLC_BIN_MUL, OLC_BIN_DIV
 MOD, FMOD, POW = OLC_BIN_MOD, OLC_BIN_FMOD, OLC_BIN_POW
@@ -31,9 +32,11 @@ AND, OR, XOR = OLC_BIN_AND, OLC_BIN_OR, OLC_BIN_XOR
 BAND, BOR, BXOR = OLC_BIN_BAND, OLC_BIN_BOR, OLC_BIN_BXOR
 SHL, SHR, PRELU, MIN, MAX = OLC_BIN_SHL, OLC_BIN_SHR, OLC_BIN_PRELU, OLC_BIN_MIN, OLC_BIN_MAX
 
-# Output elements a thread boundary is rounded to: whole cache lines.
+# Output elements a task boundary is rounded to (whole cache lines), and the
+# fewest elements a task gets.
 cdef enum:
     ALIGN = 64
+    MIN_TASK = 4 * ALIGN
 
 
 def supports(int op, int dtype):
@@ -107,6 +110,22 @@ def pattern(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y):
     return "broadcast"
 
 
+cdef struct _BinaryJob:
+    olc_bin_kernel *k
+    olc_bcast *p
+    const char *a
+    const char *b
+    char *y
+    int64_t n, chunk
+
+
+cdef void _binary_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _BinaryJob *job = <_BinaryJob *>arg
+    cdef int64_t begin = t * job.chunk
+    cdef int64_t end = begin + job.chunk
+    olc_binary_run(job.k, job.p, job.a, job.b, job.y, begin, end if end < job.n else job.n)
+
+
 def apply(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, int op, int dtype, int level,
           int threads):
     """y = a op b; y is C-contiguous with the broadcast shape of a and b, and
@@ -126,13 +145,15 @@ def apply(cnp.ndarray a, cnp.ndarray b, cnp.ndarray y, int op, int dtype, int le
     cdef const char *pa = <const char *>cnp.PyArray_DATA(a)
     cdef const char *pb = <const char *>cnp.PyArray_DATA(b)
     cdef char *py = <char *>cnp.PyArray_DATA(y)
-    cdef int t
-    cdef int64_t begin, end
+    cdef _BinaryJob job
     if threads <= 1 or n < 2 * ALIGN:
         with nogil:
             olc_binary_run(&k, &p, pa, pb, py, 0, n)
         return
-    for t in prange(threads, nogil=True, num_threads=threads, schedule="static"):
-        begin = (n * t // threads) // ALIGN * ALIGN
-        end = n if t == threads - 1 else (n * (t + 1) // threads) // ALIGN * ALIGN
-        olc_binary_run(&k, &p, pa, pb, py, begin, end)
+    # About four tasks per thread, so the caller can take over the share of a
+    # worker that does not wake; whole cache lines of at least MIN_TASK.
+    job.chunk = (n + 4 * threads - 1) // (4 * threads)
+    job.chunk = max(MIN_TASK, (job.chunk + ALIGN - 1) // ALIGN * ALIGN)
+    job.k, job.p, job.a, job.b, job.y, job.n = &k, &p, pa, pb, py, n
+    with nogil:
+        olc_parallel_for((n + job.chunk - 1) // job.chunk, _binary_task, &job, threads)

@@ -5,20 +5,21 @@ The adapter passes contiguous arrays (and, for a lookup, the table), the
 target element type ``to``, flags where the pair has some, the ONNX element
 type of the input, the SIMD level and a thread count; this
 module picks the function once and splits the elements into chunks over the
-OpenMP team (the split is on element boundaries, so the result does not
+worker pool (the split is on element boundaries, so the result does not
 depend on the thread count).
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_cast cimport (
     OLC_CAST_ROUND_DOWN, OLC_CAST_ROUND_NEAREST, OLC_CAST_SATURATE, olc_cast_f8_select, olc_cast_fn,
     olc_cast_level, olc_cast_select, olc_lut_select,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 SATURATE = OLC_CAST_SATURATE
 ROUND_DOWN = OLC_CAST_ROUND_DOWN
@@ -45,21 +46,36 @@ def level_used(int level):
     return olc_cast_level(level)
 
 
+cdef struct _CastJob:
+    olc_cast_fn fn
+    const char *x
+    char *y
+    const void *aux
+    int64_t n, xsize, ysize
+
+
+cdef void _cast_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _CastJob *job = <_CastJob *>arg
+    cdef int64_t start = c * CHUNK
+    cdef int64_t count = job.n - start if job.n - start < CHUNK else CHUNK
+    job.fn(job.x + start * job.xsize, job.y + start * job.ysize, count, job.aux)
+
+
 cdef void _run(olc_cast_fn fn, cnp.ndarray x, cnp.ndarray y, const void *aux, int threads):
     cdef int64_t n = cnp.PyArray_SIZE(x)
     cdef int64_t xsize = cnp.PyArray_ITEMSIZE(x), ysize = cnp.PyArray_ITEMSIZE(y)
     cdef const char *px = <const char *>cnp.PyArray_DATA(x)
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef int64_t nchunks = (n + CHUNK - 1) // CHUNK
-    cdef int64_t c, start, count
+    cdef _CastJob job
     if threads <= 1 or nchunks <= 1:
         with nogil:
             fn(px, py, n, aux)
         return
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        start = c * CHUNK
-        count = n - start if n - start < CHUNK else CHUNK
-        fn(px + start * xsize, py + start * ysize, count, aux)
+    job.fn, job.x, job.y, job.aux = fn, px, py, aux
+    job.n, job.xsize, job.ysize = n, xsize, ysize
+    with nogil:
+        olc_parallel_for(nchunks, _cast_task, &job, threads)
 
 
 def convert(cnp.ndarray x, cnp.ndarray y, int to, int dtype, int level, int threads):

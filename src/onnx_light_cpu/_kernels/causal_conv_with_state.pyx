@@ -16,19 +16,20 @@
   SiLU when ``silu``.
 
 Tasks are (b, c) rows channels-first and (b, 8 time steps)
-channels-last; ``threads`` contiguous ranges of tasks, so results do not
-depend on the count.  The level's function is picked once, outside the
-parallel region.
+channels-last; the worker pool gets a few contiguous ranges of tasks per
+thread, so results do not depend on the count.  The level's function is
+picked once, outside the parallel loop.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_causal_conv_with_state cimport (
     olc_cconv_args, olc_cconv_cl_tiles, olc_cconv_fn, olc_cconv_level, olc_cconv_select)
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 
 def level_used(int level):
@@ -41,6 +42,17 @@ def tasks(int64_t batch, int64_t channels, int64_t length, bint channels_last):
     if channels_last:
         return batch * olc_cconv_cl_tiles(length)
     return batch * channels
+
+
+cdef struct _CconvJob:
+    olc_cconv_fn fn
+    olc_cconv_args *p
+    int64_t n, nblocks
+
+
+cdef void _cconv_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _CconvJob *job = <_CconvJob *>arg
+    job.fn(job.p, job.n * t // job.nblocks, job.n * (t + 1) // job.nblocks)
 
 
 def causal_conv(cnp.ndarray x, object state, cnp.ndarray w, object bias, cnp.ndarray y,
@@ -70,13 +82,14 @@ def causal_conv(cnp.ndarray x, object state, cnp.ndarray w, object bias, cnp.nda
     p.dil = dilation
     p.SL = (p.K - 1) * dilation
     p.silu = silu
-    cdef int64_t n = tasks(B, p.C, p.L, channels_last), t, nblocks
+    cdef int64_t n = tasks(B, p.C, p.L, channels_last)
+    cdef _CconvJob job
     if n == 0:
         return
-    with nogil:
-        if threads <= 1 or n < 2:
+    if threads <= 1 or n < 2:
+        with nogil:
             fn(&p, 0, n)
-        else:
-            nblocks = threads if threads < n else n
-            for t in prange(nblocks, num_threads=threads, schedule="static"):
-                fn(&p, n * t // nblocks, n * (t + 1) // nblocks)
+        return
+    job.fn, job.p, job.n, job.nblocks = fn, &p, n, min(n, 4 * threads)
+    with nogil:
+        olc_parallel_for(job.nblocks, _cconv_task, &job, threads)

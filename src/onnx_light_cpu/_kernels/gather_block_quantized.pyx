@@ -4,17 +4,18 @@ GatherBlockQuantized).
 
 The adapter passes validated C-contiguous arrays; this module picks the row
 function for the bit width, output type and SIMD level once and splits
-whole output rows over the OpenMP team, so the result does not depend on
-the thread count.
+whole output rows into tasks for the worker pool, so the result does not
+depend on the thread count.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t
 from olc_block_codes cimport olc_bc_zp_bytes
 from olc_gather_block_quantized cimport olc_gbq_args, olc_gbq_fn, olc_gbq_level, olc_gbq_select
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 
 def zero_point_bytes(int64_t groups, int bits):
@@ -24,6 +25,17 @@ def zero_point_bytes(int64_t groups, int bits):
 def level_used(int bits, int level):
     """The instruction-set level the row function for bits runs at."""
     return olc_gbq_level(bits, level)
+
+
+cdef struct _GbqJob:
+    olc_gbq_fn fn
+    olc_gbq_args *a
+    int64_t rows, nblocks
+
+
+cdef void _gbq_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _GbqJob *job = <_GbqJob *>arg
+    job.fn(job.a, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
 
 
 def apply(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.ndarray out,
@@ -59,16 +71,15 @@ def apply(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.ndarray
     a.bits = bits
     a.dtype = dtype
     cdef int64_t rows = cnp.PyArray_SIZE(idx) * inner
-    cdef int64_t t, r0, r1, nblocks
+    cdef _GbqJob job
     if rows == 0 or a.D == 0:
         return
     if threads <= 1 or rows < 2:
         with nogil:
             fn(&a, 0, rows)
         return
-    # One contiguous block of rows per thread.
-    nblocks = threads if threads < rows else rows
-    for t in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
-        r0 = rows * t // nblocks
-        r1 = rows * (t + 1) // nblocks
-        fn(&a, r0, r1)
+    # Contiguous blocks of rows, a few per thread so the caller can take over
+    # the share of a worker that does not wake.
+    job.fn, job.a, job.rows, job.nblocks = fn, &a, rows, min(rows, 4 * threads)
+    with nogil:
+        olc_parallel_for(job.nblocks, _gbq_task, &job, threads)

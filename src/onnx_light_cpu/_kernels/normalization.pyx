@@ -5,12 +5,12 @@
 SimplifiedLayerNormalization (a scale vector per row); ``affine`` serves
 BatchNormalization, InstanceNormalization, GroupNormalization,
 LpNormalization and MeanVarianceNormalization (one multiplier per channel
-segment).  Rows are split over the OpenMP team in whole rows, each reduced
-by one thread in a fixed order, so the thread count never changes a result.
+segment).  Rows are split into tasks of whole rows for the worker pool, each
+row reduced by one thread in a fixed order, so the thread count never
+changes a result.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_normalization cimport (
@@ -19,8 +19,10 @@ from olc_normalization cimport (
     olc_norm_affine_rows, olc_norm_level, olc_norm_rows, olc_norm_rows_plan, olc_norm_select_affine,
     olc_norm_select_apply, olc_norm_select_stats,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 CENTERED = OLC_NORM_CENTERED
 SQUARES = OLC_NORM_SQUARES
@@ -46,6 +48,27 @@ cdef int64_t _chunks(int64_t rows, int threads) noexcept nogil:
     # A few chunks per thread balance uneven rows without splitting any row.
     cdef int64_t c = 4 * threads
     return rows if rows < c else c
+
+
+cdef struct _RowsJob:
+    olc_norm_rows_plan *p
+    int64_t nrows, nchunks
+
+
+cdef void _rows_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _RowsJob *job = <_RowsJob *>arg
+    olc_norm_rows(job.p, c * job.nrows // job.nchunks, (c + 1) * job.nrows // job.nchunks)
+
+
+cdef struct _AffineJob:
+    olc_norm_affine_plan *p
+    int64_t nrows, nchunks
+
+
+cdef void _affine_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _AffineJob *job = <_AffineJob *>arg
+    olc_norm_affine_rows(job.p, c * job.nrows // job.nchunks,
+                         (c + 1) * job.nrows // job.nchunks)
 
 
 def rows(cnp.ndarray x, cnp.ndarray scale, object bias, object scale_row, cnp.ndarray y,
@@ -81,16 +104,16 @@ def rows(cnp.ndarray x, cnp.ndarray scale, object bias, object scale_row, cnp.nd
     p.mean_out = <void *>_ptr(mean_out)
     p.inv_out = <void *>_ptr(inv_out)
     p.stat_type = stat_type
-    cdef int64_t nchunks, c
+    cdef _RowsJob job
     if nrows <= 0:
         return
     if threads <= 1 or nrows == 1:
         with nogil:
             olc_norm_rows(&p, 0, nrows)
         return
-    nchunks = _chunks(nrows, threads)
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        olc_norm_rows(&p, c * nrows // nchunks, (c + 1) * nrows // nchunks)
+    job.p, job.nrows, job.nchunks = &p, nrows, _chunks(nrows, threads)
+    with nogil:
+        olc_parallel_for(job.nchunks, _rows_task, &job, threads)
 
 
 def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object ch_var,
@@ -121,13 +144,13 @@ def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object c
     p.acc_double = acc_double
     p.row_mean = <double *>_ptr(row_mean)
     p.row_var = <double *>_ptr(row_var)
-    cdef int64_t nchunks, c
+    cdef _AffineJob job
     if nrows <= 0:
         return
     if threads <= 1 or nrows == 1:
         with nogil:
             olc_norm_affine_rows(&p, 0, nrows)
         return
-    nchunks = _chunks(nrows, threads)
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        olc_norm_affine_rows(&p, c * nrows // nchunks, (c + 1) * nrows // nchunks)
+    job.p, job.nrows, job.nchunks = &p, nrows, _chunks(nrows, threads)
+    with nogil:
+        olc_parallel_for(job.nchunks, _affine_task, &job, threads)

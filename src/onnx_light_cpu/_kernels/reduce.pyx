@@ -8,7 +8,6 @@ sum, so the thread count never changes a result (see olc_reduce.h).
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 
@@ -17,14 +16,49 @@ from olc_reduce cimport (
     olc_isum_fn, olc_isum_select, olc_reduce_level, olc_softmax_cols_f32, olc_softmax_cols_f64,
     olc_softmax_rows, olc_store_sums,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 def level_used(int dtype, int level):
     """The instruction-set level the float cores run at (integers: scalar)."""
     if olc_bsum_select(dtype, 0) == NULL:
         return 0
     return olc_reduce_level(level)
+
+
+cdef struct _SumJob:
+    const char *x
+    char *out
+    int64_t R, B, itemsize, ncb, nblk
+    olc_csum_fn csum
+    olc_bsum_fn bsum
+    olc_isum_fn isum
+    double *partial
+    uint64_t *ipartial
+
+
+cdef void _col_sum_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    # Column block t % ncb of slice a = t // ncb.
+    cdef _SumJob *job = <_SumJob *>arg
+    cdef int64_t a = t // job.ncb
+    cdef int64_t b0 = (t % job.ncb) * OLC_COL_BLOCK
+    cdef int64_t b1 = b0 + OLC_COL_BLOCK
+    job.csum(job.x + a * job.R * job.B * job.itemsize, job.out + a * job.B * job.itemsize,
+             job.R, job.B, b0, b1 if b1 < job.B else job.B)
+
+
+cdef void _block_sum_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    # Block t % nblk of row t // nblk (blocks depend on R only).
+    cdef _SumJob *job = <_SumJob *>arg
+    cdef int64_t k = (t % job.nblk) * OLC_SUM_BLOCK
+    cdef int64_t n = job.R - k if job.R - k < OLC_SUM_BLOCK else OLC_SUM_BLOCK
+    cdef const char *row = job.x + ((t // job.nblk) * job.R + k) * job.itemsize
+    if job.isum != NULL:
+        job.ipartial[t] = job.isum(row, n)
+    else:
+        job.partial[t] = job.bsum(row, n)
 
 
 def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, int dtype,
@@ -37,61 +71,83 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
     cdef olc_bsum_fn bsum = olc_bsum_select(dtype, level)
     cdef olc_isum_fn isum = olc_isum_select(dtype)
     cdef olc_csum_fn csum = olc_csum_select(dtype, level)
-    cdef int64_t nblk, ntasks, t, a, k, n, ncb, b0, b1
-    cdef double *partial = NULL
-    cdef uint64_t *ipartial = NULL
+    cdef int64_t ntasks, a
+    cdef _SumJob job
     if csum == NULL:
         raise TypeError(f"reduce core: no function for element type {dtype}")
     if A == 0 or B == 0:
         return
+    job.x, job.out, job.R, job.B, job.itemsize = px, po, R, B, itemsize
+    job.csum, job.bsum, job.isum = csum, bsum, isum
+    job.partial, job.ipartial = NULL, NULL
     if B > 1:
-        ncb = (B + OLC_COL_BLOCK - 1) // OLC_COL_BLOCK
-        ntasks = A * ncb
+        job.ncb = (B + OLC_COL_BLOCK - 1) // OLC_COL_BLOCK
+        ntasks = A * job.ncb
         if threads <= 1 or ntasks < 2:
             with nogil:
                 for a in range(A):
                     csum(px + a * R * B * itemsize, po + a * B * itemsize, R, B, 0, B)
             return
-        for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
-            a = t // ncb
-            b0 = (t % ncb) * OLC_COL_BLOCK
-            b1 = b0 + OLC_COL_BLOCK
-            csum(px + a * R * B * itemsize, po + a * B * itemsize, R, B, b0, b1 if b1 < B else B)
+        with nogil:
+            olc_parallel_for(ntasks, _col_sum_task, &job, threads)
         return
     # B == 1: block sums of each row, then added in block order.
-    nblk = (R + OLC_SUM_BLOCK - 1) // OLC_SUM_BLOCK if R > 0 else 1
-    ntasks = A * nblk
+    job.nblk = (R + OLC_SUM_BLOCK - 1) // OLC_SUM_BLOCK if R > 0 else 1
+    ntasks = A * job.nblk
     if isum != NULL:
-        ipartial = <uint64_t *>malloc(sizeof(uint64_t) * ntasks)
-        if ipartial == NULL:
+        job.ipartial = <uint64_t *>malloc(sizeof(uint64_t) * ntasks)
+        if job.ipartial == NULL:
             raise MemoryError()
     else:
-        partial = <double *>malloc(sizeof(double) * ntasks)
-        if partial == NULL:
+        job.partial = <double *>malloc(sizeof(double) * ntasks)
+        if job.partial == NULL:
             raise MemoryError()
     try:
-        if threads <= 1 or ntasks < 2:
-            with nogil:
-                for t in range(ntasks):
-                    k = (t % nblk) * OLC_SUM_BLOCK
-                    n = R - k if R - k < OLC_SUM_BLOCK else OLC_SUM_BLOCK
-                    if isum != NULL:
-                        ipartial[t] = isum(px + ((t // nblk) * R + k) * itemsize, n)
-                    else:
-                        partial[t] = bsum(px + ((t // nblk) * R + k) * itemsize, n)
-        else:
-            for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
-                k = (t % nblk) * OLC_SUM_BLOCK
-                n = R - k if R - k < OLC_SUM_BLOCK else OLC_SUM_BLOCK
-                if isum != NULL:
-                    ipartial[t] = isum(px + ((t // nblk) * R + k) * itemsize, n)
-                else:
-                    partial[t] = bsum(px + ((t // nblk) * R + k) * itemsize, n)
         with nogil:
-            olc_store_sums(dtype, partial, ipartial, A, nblk, po)
+            olc_parallel_for(ntasks, _block_sum_task, &job, threads)
+            olc_store_sums(dtype, job.partial, job.ipartial, A, job.nblk, po)
     finally:
-        free(partial)
-        free(ipartial)
+        free(job.partial)
+        free(job.ipartial)
+
+
+cdef struct _SoftmaxRowsJob:
+    int dtype, level
+    const void *x
+    void *y
+    int64_t rows, n, per
+    int *status  # per task: 0, or -1 when out of memory
+
+
+cdef struct _SoftmaxColsJob:
+    const char *x
+    char *y
+    int64_t N, inner, block, ncb
+    bint single
+
+
+cdef void _softmax_rows_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _SoftmaxRowsJob *job = <_SoftmaxRowsJob *>arg
+    cdef int64_t r0 = t * job.per
+    cdef int64_t r1 = r0 + job.per
+    job.status[t] = olc_softmax_rows(job.dtype, job.level, job.x, job.y, job.n, r0,
+                                     r1 if r1 < job.rows else job.rows)
+
+
+cdef void _softmax_cols_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    # Column block t % ncb of slice t // ncb.
+    cdef _SoftmaxColsJob *job = <_SoftmaxColsJob *>arg
+    cdef int64_t o = t // job.ncb
+    cdef int64_t c0 = (t % job.ncb) * OLC_COL_BLOCK
+    cdef int64_t c1 = c0 + OLC_COL_BLOCK
+    cdef const char *x = job.x + o * job.block
+    cdef char *y = job.y + o * job.block
+    if c1 > job.inner:
+        c1 = job.inner
+    if job.single:
+        olc_softmax_cols_f32(<const float *>x, <float *>y, job.N, job.inner, c0, c1)
+    else:
+        olc_softmax_cols_f64(<const double *>x, <double *>y, job.N, job.inner, c0, c1)
 
 
 def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtype, int level,
@@ -101,23 +157,31 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtyp
     cdef const void *px = cnp.PyArray_DATA(x)
     cdef void *py = cnp.PyArray_DATA(y)
     cdef int status = 0
-    cdef int64_t t, r0, r1, per
+    cdef int64_t t, ntasks
+    cdef _SoftmaxRowsJob job
     if rows == 0 or n == 0:
         return
     if threads <= 1 or rows < 2:
         with nogil:
             status = olc_softmax_rows(dtype, level, px, py, n, 0, rows)
-    else:
-        # Contiguous row ranges, one per task, a few tasks per thread.
-        per = (rows + 4 * threads - 1) // (4 * threads)
-        for t in prange((rows + per - 1) // per, nogil=True, num_threads=threads,
-                        schedule="static"):
-            r0 = t * per
-            r1 = r0 + per
-            if olc_softmax_rows(dtype, level, px, py, n, r0, r1 if r1 < rows else rows) != 0:
-                status = -1
-    if status != 0:
+        if status != 0:
+            raise MemoryError()
+        return
+    # Contiguous row ranges, one per task, a few tasks per thread.
+    job.dtype, job.level, job.x, job.y, job.rows, job.n = dtype, level, px, py, rows, n
+    job.per = (rows + 4 * threads - 1) // (4 * threads)
+    ntasks = (rows + job.per - 1) // job.per
+    job.status = <int *>malloc(sizeof(int) * ntasks)
+    if job.status == NULL:
         raise MemoryError()
+    try:
+        with nogil:
+            olc_parallel_for(ntasks, _softmax_rows_task, &job, threads)
+        for t in range(ntasks):
+            if job.status[t] != 0:
+                raise MemoryError()
+    finally:
+        free(job.status)
 
 
 def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t inner,
@@ -128,7 +192,8 @@ def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef int64_t block = N * inner * cnp.PyArray_ITEMSIZE(x)
     cdef int64_t ncb = (inner + OLC_COL_BLOCK - 1) // OLC_COL_BLOCK
-    cdef int64_t t, o, c0, c1
+    cdef int64_t o
+    cdef _SoftmaxColsJob job
     if outer == 0 or N == 0 or inner == 0:
         return
     if threads <= 1:
@@ -141,15 +206,7 @@ def softmax_axis(cnp.ndarray x, cnp.ndarray y, int64_t outer, int64_t N, int64_t
                     olc_softmax_cols_f64(<const double *>(px + o * block),
                                          <double *>(py + o * block), N, inner, 0, inner)
         return
-    for t in prange(outer * ncb, nogil=True, num_threads=threads, schedule="static"):
-        o = t // ncb
-        c0 = (t % ncb) * OLC_COL_BLOCK
-        c1 = c0 + OLC_COL_BLOCK
-        if c1 > inner:
-            c1 = inner
-        if single:
-            olc_softmax_cols_f32(<const float *>(px + o * block), <float *>(py + o * block),
-                                 N, inner, c0, c1)
-        else:
-            olc_softmax_cols_f64(<const double *>(px + o * block), <double *>(py + o * block),
-                                 N, inner, c0, c1)
+    job.x, job.y, job.N, job.inner, job.block = px, py, N, inner, block
+    job.ncb, job.single = ncb, single
+    with nogil:
+        olc_parallel_for(outer * ncb, _softmax_cols_task, &job, threads)

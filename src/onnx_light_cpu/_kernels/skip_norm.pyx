@@ -4,16 +4,18 @@ com.microsoft SkipLayerNormalization and SkipSimplifiedLayerNormalization).
 
 The adapter passes validated C-contiguous arrays; this module picks the row
 function for the element type and SIMD level once and splits whole rows
-over the OpenMP team, so the result does not depend on the thread count.
+into tasks for the worker pool, so the result does not depend on the thread
+count.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
+from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_skip_norm cimport olc_sn_args, olc_sn_fn, olc_sn_level, olc_sn_select
 
 cnp.import_array()
+olc_pool_import()
 
 
 def level_used(int dtype, int level):
@@ -23,6 +25,17 @@ def level_used(int dtype, int level):
 
 cdef inline void *_data(object a):
     return NULL if a is None else cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef struct _SkipNormJob:
+    olc_sn_fn fn
+    olc_sn_args *a
+    int64_t rows, nblocks
+
+
+cdef void _skip_norm_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _SkipNormJob *job = <_SkipNormJob *>arg
+    job.fn(job.a, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
 
 
 def apply(cnp.ndarray x, cnp.ndarray skip, cnp.ndarray gamma, beta, bias, cnp.ndarray y,
@@ -50,16 +63,15 @@ def apply(cnp.ndarray x, cnp.ndarray skip, cnp.ndarray gamma, beta, bias, cnp.nd
     a.H = H
     a.skip_rows = cnp.PyArray_SIZE(skip) // H
     a.eps = eps
-    cdef int64_t t, r0, r1, nblocks
+    cdef _SkipNormJob job
     if rows == 0:
         return
     if threads <= 1 or rows < 2:
         with nogil:
             fn(&a, 0, rows)
         return
-    # One contiguous block of rows per thread.
-    nblocks = threads if threads < rows else rows
-    for t in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
-        r0 = rows * t // nblocks
-        r1 = rows * (t + 1) // nblocks
-        fn(&a, r0, r1)
+    # Contiguous blocks of rows, a few per thread so the caller can take over
+    # the share of a worker that does not wake.
+    job.fn, job.a, job.rows, job.nblocks = fn, &a, rows, min(rows, 4 * threads)
+    with nogil:
+        olc_parallel_for(job.nblocks, _skip_norm_task, &job, threads)

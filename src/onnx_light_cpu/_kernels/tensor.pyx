@@ -3,12 +3,11 @@
 
 The adapters pass contiguous arrays (or, for Slice, a strided NumPy view of
 the input) and sizes in bytes; the cores copy blocks, splitting the work
-into byte ranges or row ranges over the OpenMP team.  A copy gives the same
+into byte ranges or row ranges for the worker pool.  A copy gives the same
 bytes whatever the split, so results never depend on the thread count.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
@@ -16,8 +15,10 @@ from olc_tensor cimport (
     olc_check_indices, olc_copy_rows_range, olc_gather_rows, olc_nonzero_count, olc_nonzero_fill,
     olc_nonzero_kind, olc_scatter_fn, olc_scatter_offsets, olc_scatter_select, olc_strided_rows,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 # Bytes one copy task moves: big enough to amortise the task, small enough
 # that two threads share a few hundred kilobytes.
@@ -28,6 +29,47 @@ cdef enum:
 
 cdef int64_t _tasks_of(int64_t nbytes) noexcept nogil:
     return (nbytes + TASK_BYTES - 1) // TASK_BYTES if nbytes > 0 else 0
+
+
+cdef struct _CopyRowsJob:
+    const int64_t *meta       # 6 values per part, see copy_rows
+    const int64_t *task_part  # the part of each task
+    int64_t nrows
+
+
+cdef void _copy_rows_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    # Bytes [b0, b0 + TASK_BYTES) of part p's rows.
+    cdef _CopyRowsJob *job = <_CopyRowsJob *>arg
+    cdef const int64_t *m = job.meta + 6 * job.task_part[t]
+    cdef int64_t total = job.nrows * m[4]
+    cdef int64_t b0 = (t - m[5]) * TASK_BYTES
+    olc_copy_rows_range(<char *>m[0], m[1], <const char *>m[2], m[3], m[4],
+                        b0, b0 + TASK_BYTES if b0 + TASK_BYTES < total else total)
+
+
+cdef struct _RowRangeJob:
+    # strided_copy and gather: rows [c * chunk, (c + 1) * chunk) of `rows`.
+    char *dst
+    const char *src
+    int64_t rows, chunk, itemsize, row_bytes, nidx, dim
+    int m
+    const int64_t *dims
+    const int64_t *strides
+    const int64_t *idx
+
+
+cdef void _strided_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _RowRangeJob *job = <_RowRangeJob *>arg
+    cdef int64_t r1 = (c + 1) * job.chunk
+    olc_strided_rows(job.dst, job.src, job.m, job.dims, job.strides, job.itemsize,
+                     c * job.chunk, r1 if r1 < job.rows else job.rows)
+
+
+cdef void _gather_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _RowRangeJob *job = <_RowRangeJob *>arg
+    cdef int64_t r1 = (c + 1) * job.chunk
+    olc_gather_rows(job.dst, job.src, job.idx, job.nidx, job.dim, job.row_bytes,
+                    c * job.chunk, r1 if r1 < job.rows else job.rows)
 
 
 def copy_rows(list srcs, list dsts, list src_strides, list dst_strides, list row_bytes,
@@ -41,7 +83,8 @@ def copy_rows(list srcs, list dsts, list src_strides, list dst_strides, list row
     cdef int nparts = len(dsts)
     cdef int64_t *meta = <int64_t *>malloc(sizeof(int64_t) * 6 * (nparts + 1))
     cdef int64_t *task_part
-    cdef int64_t ntasks = 0, t, p, b0, total, first
+    cdef int64_t ntasks = 0, t, p
+    cdef _CopyRowsJob job
     if meta == NULL:
         raise MemoryError()
     try:
@@ -69,14 +112,9 @@ def copy_rows(list srcs, list dsts, list src_strides, list dst_strides, list row
         for p in range(nparts):
             for t in range(meta[6 * p + 5], meta[6 * p + 11]):
                 task_part[t] = p
-        for t in prange(ntasks, nogil=True, num_threads=threads, schedule="static"):
-            p = task_part[t]
-            first = meta[6 * p + 5]
-            total = nrows * meta[6 * p + 4]
-            b0 = (t - first) * TASK_BYTES
-            olc_copy_rows_range(<char *>meta[6 * p], meta[6 * p + 1],
-                                <const char *>meta[6 * p + 2], meta[6 * p + 3], meta[6 * p + 4],
-                                b0, b0 + TASK_BYTES if b0 + TASK_BYTES < total else total)
+        job.meta, job.task_part, job.nrows = meta, task_part, nrows
+        with nogil:
+            olc_parallel_for(ntasks, _copy_rows_task, &job, threads)
         free(task_part)
     finally:
         free(meta)
@@ -89,7 +127,8 @@ def strided_copy(cnp.ndarray view, cnp.ndarray out, int threads):
     cdef int64_t strides[MAX_DIMS]
     cdef int64_t itemsize = cnp.PyArray_ITEMSIZE(view)
     cdef int k, m = 0
-    cdef int64_t rows = 1, r, chunk, nchunks, c, r1
+    cdef int64_t rows = 1
+    cdef _RowRangeJob job
     if nd > MAX_DIMS:
         raise ValueError(f"strided_copy: {nd} dimensions, at most {MAX_DIMS}")
     # Merge a dimension into the next one when they step as one block.
@@ -112,11 +151,10 @@ def strided_copy(cnp.ndarray view, cnp.ndarray out, int threads):
             olc_strided_rows(dst, src, m, dims, strides, itemsize, 0, rows)
         return
     # Row chunks of about TASK_BYTES each.
-    chunk = TASK_BYTES // (dims[m - 1] * itemsize) + 1
-    nchunks = (rows + chunk - 1) // chunk
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        r1 = (c + 1) * chunk
-        olc_strided_rows(dst, src, m, dims, strides, itemsize, c * chunk, r1 if r1 < rows else rows)
+    job.dst, job.src, job.m, job.dims, job.strides, job.itemsize = dst, src, m, dims, strides, itemsize
+    job.rows, job.chunk = rows, TASK_BYTES // (dims[m - 1] * itemsize) + 1
+    with nogil:
+        olc_parallel_for((rows + job.chunk - 1) // job.chunk, _strided_task, &job, threads)
 
 
 def check_indices(cnp.ndarray idx, int64_t dim):
@@ -128,7 +166,8 @@ def gather(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray out, int64_t outer, in
            int64_t row_bytes, int threads):
     """out[o, j] = data[o, idx[j]] on rows of row_bytes bytes (indices checked)."""
     cdef int64_t nidx = cnp.PyArray_SIZE(idx)
-    cdef int64_t rows = outer * nidx, chunk, nchunks, c, r1
+    cdef int64_t rows = outer * nidx
+    cdef _RowRangeJob job
     cdef const char *src = <const char *>cnp.PyArray_DATA(data)
     cdef const int64_t *pidx = <const int64_t *>cnp.PyArray_DATA(idx)
     cdef char *dst = <char *>cnp.PyArray_DATA(out)
@@ -138,11 +177,10 @@ def gather(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray out, int64_t outer, in
         with nogil:
             olc_gather_rows(dst, src, pidx, nidx, dim, row_bytes, 0, rows)
         return
-    chunk = TASK_BYTES // row_bytes + 1
-    nchunks = (rows + chunk - 1) // chunk
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        r1 = (c + 1) * chunk
-        olc_gather_rows(dst, src, pidx, nidx, dim, row_bytes, c * chunk, r1 if r1 < rows else rows)
+    job.dst, job.src, job.idx, job.nidx, job.dim, job.row_bytes = dst, src, pidx, nidx, dim, row_bytes
+    job.rows, job.chunk = rows, TASK_BYTES // row_bytes + 1
+    with nogil:
+        olc_parallel_for((rows + job.chunk - 1) // job.chunk, _gather_task, &job, threads)
 
 
 def nonzero(cnp.ndarray x, int dtype):

@@ -4,17 +4,19 @@
 :func:`flatten` lays each tree out once as a run of nodes in depth-first
 order (true branch first), leaves included as self-loops; :class:`Forest`
 holds the flattened arrays of one compute type and evaluates blocks of rows
-over the OpenMP team (a row's result does not depend on the thread count).
+on the worker pool (a row's result does not depend on the thread count).
 """
 
 cimport numpy as cnp
 import numpy as np
-from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
 
+from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_tree_ensemble cimport OLC_TE_NAN, olc_te_block, olc_te_forest
 
 cnp.import_array()
+olc_pool_import()
 
 # Added to a uniform mode when some node sends NaN to its true branch.
 TRACK_NAN = OLC_TE_NAN
@@ -135,6 +137,22 @@ def flatten(const int64_t[:] true_ids, const int64_t[:] true_leaf,
             np.array(nf, dtype=np.int32), tree_root, tree_depth)
 
 
+cdef struct _PredictJob:
+    const olc_te_forest *f
+    int dtype
+    const void *x
+    void *y
+    int64_t N, F, block
+    int *failed  # per block: nonzero when its scratch could not be allocated
+
+
+cdef void _predict_task(void *arg, Py_ssize_t b, int slot) noexcept nogil:
+    cdef _PredictJob *job = <_PredictJob *>arg
+    cdef int64_t start = b * job.block
+    cdef int64_t count = job.block if job.N - start > job.block else job.N - start
+    job.failed[b] = olc_te_block(job.f, job.dtype, job.x, start, count, job.F, job.y)
+
+
 cdef class Forest:
     """Flattened trees of one compute type (float32 or float64) and the
     aggregation settings; ``predict`` fills y [N, T] from x [N, F]."""
@@ -174,31 +192,32 @@ cdef class Forest:
     def predict(self, cnp.ndarray x, cnp.ndarray y, int dtype, int threads):
         """y[N, T] from C-contiguous x[N, F] of element type ``dtype`` (the
         TensorProto code of float, double or float16, float16 as uint16
-        bits); blocks of rows spread over the team."""
+        bits); blocks of rows spread over the worker pool."""
         cdef int64_t N = cnp.PyArray_DIM(x, 0)
         cdef int64_t F = cnp.PyArray_DIM(x, 1)
         cdef const void *px = cnp.PyArray_DATA(x)
         cdef void *py = cnp.PyArray_DATA(y)
         # A row's result does not depend on its block, so a few rows may be
-        # cut into smaller blocks to give each thread some.
+        # cut into smaller blocks to give each thread about four (the caller
+        # can then take over the share of a worker that does not wake).
         cdef int64_t block = BLOCK
-        if threads > 1 and N < BLOCK * threads:
-            block = max(16, (N + 16 * threads - 1) // (16 * threads) * 16)
+        if threads > 1 and N < 4 * BLOCK * threads:
+            block = max(16, (N + 64 * threads - 1) // (64 * threads) * 16)
         cdef int64_t nblocks = (N + block - 1) // block
-        cdef int64_t b, start
-        cdef int failed = 0
+        cdef int64_t b
+        cdef _PredictJob job
         if N == 0:
             return
-        if threads <= 1 or nblocks <= 1:
+        job.f, job.dtype, job.x, job.y = &self.f, dtype, px, py
+        job.N, job.F, job.block = N, F, block
+        job.failed = <int *>malloc(sizeof(int) * nblocks)
+        if job.failed == NULL:
+            raise MemoryError()
+        try:
             with nogil:
-                for b in range(nblocks):
-                    start = b * block
-                    failed += olc_te_block(&self.f, dtype, px, start,
-                                           block if N - start > block else N - start, F, py)
-        else:
-            for b in prange(nblocks, nogil=True, num_threads=threads, schedule="static"):
-                start = b * block
-                failed += olc_te_block(&self.f, dtype, px, start,
-                                       block if N - start > block else N - start, F, py)
-        if failed:
-            raise MemoryError("TreeEnsemble: out of memory for a block's scratch")
+                olc_parallel_for(nblocks, _predict_task, &job, threads)
+            for b in range(nblocks):
+                if job.failed[b]:
+                    raise MemoryError("TreeEnsemble: out of memory for a block's scratch")
+        finally:
+            free(job.failed)

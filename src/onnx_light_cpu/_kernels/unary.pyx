@@ -4,11 +4,10 @@ Reciprocal, Gelu (erf and tanh forms) and Clip.
 
 The adapter passes contiguous arrays, the operator, the ONNX element type,
 the SIMD level and a thread count; this module picks the level's function
-once and splits the array into cache-sized chunks over the OpenMP team.
+once and splits the array into cache-sized chunks over the worker pool.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_unary cimport (
@@ -16,8 +15,10 @@ from olc_unary cimport (
     OLC_OP_RECIPROCAL, OLC_OP_SIGMOID, OLC_OP_TANH, olc_clip_fn, olc_clip_level, olc_clip_select,
     olc_unary_fn, olc_unary_level, olc_unary_select,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 ABS = OLC_OP_ABS
 EXP = OLC_OP_EXP
@@ -46,6 +47,20 @@ def level_used(int op, int dtype, int level):
     return olc_unary_level(op, dtype, level)
 
 
+cdef struct _UnaryJob:
+    olc_unary_fn fn
+    const char *x
+    char *y
+    int64_t n, itemsize
+
+
+cdef void _unary_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _UnaryJob *job = <_UnaryJob *>arg
+    cdef int64_t start = c * CHUNK
+    cdef int64_t count = job.n - start if job.n - start < CHUNK else CHUNK
+    job.fn(job.x + start * job.itemsize, job.y + start * job.itemsize, count)
+
+
 def apply(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int threads):
     """y = op(x) for C-contiguous arrays of the same size and element type."""
     cdef olc_unary_fn fn = olc_unary_select(op, dtype, level)
@@ -56,15 +71,30 @@ def apply(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int thread
     cdef const char *px = <const char *>cnp.PyArray_DATA(x)
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef int64_t nchunks = (n + CHUNK - 1) // CHUNK
-    cdef int64_t c, start, count
+    cdef _UnaryJob job
     if threads <= 1 or nchunks <= 1:
         with nogil:
             fn(px, py, n)
         return
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        start = c * CHUNK
-        count = n - start if n - start < CHUNK else CHUNK
-        fn(px + start * itemsize, py + start * itemsize, count)
+    job.fn, job.x, job.y, job.n, job.itemsize = fn, px, py, n, itemsize
+    with nogil:
+        olc_parallel_for(nchunks, _unary_task, &job, threads)
+
+
+cdef struct _ClipJob:
+    olc_clip_fn fn
+    const char *x
+    char *y
+    const void *lo
+    const void *hi
+    int64_t n, itemsize
+
+
+cdef void _clip_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _ClipJob *job = <_ClipJob *>arg
+    cdef int64_t start = c * CHUNK
+    cdef int64_t count = job.n - start if job.n - start < CHUNK else CHUNK
+    job.fn(job.x + start * job.itemsize, job.y + start * job.itemsize, count, job.lo, job.hi)
 
 
 def clip_level_used(int dtype, int level):
@@ -86,12 +116,12 @@ def clip(cnp.ndarray x, cnp.ndarray y, cnp.ndarray lo, cnp.ndarray hi, int dtype
     cdef const void *plo = cnp.PyArray_DATA(lo)
     cdef const void *phi = cnp.PyArray_DATA(hi)
     cdef int64_t nchunks = (n + CHUNK - 1) // CHUNK
-    cdef int64_t c, start, count
+    cdef _ClipJob job
     if threads <= 1 or nchunks <= 1:
         with nogil:
             fn(px, py, n, plo, phi)
         return
-    for c in prange(nchunks, nogil=True, num_threads=threads, schedule="static"):
-        start = c * CHUNK
-        count = n - start if n - start < CHUNK else CHUNK
-        fn(px + start * itemsize, py + start * itemsize, count, plo, phi)
+    job.fn, job.x, job.y, job.lo, job.hi = fn, px, py, plo, phi
+    job.n, job.itemsize = n, itemsize
+    with nogil:
+        olc_parallel_for(nchunks, _clip_task, &job, threads)

@@ -37,8 +37,8 @@ EPSILON = Attr("epsilon", "float", 1e-5)
 # through the evaluator): RMSNormalization [32, 1024] 6.4 vs 7.6,
 # [128, 896] 15.9 vs 11.3, [128, 4096] 69.7 vs 35.1; LayerNormalization
 # alike.  Two threads win from about 64K elements.  (When another process
-# holds the second core, waking our thread can cost ~0.8 ms: true of every
-# OpenMP kernel here.)
+# holds the second core, the caller runs the tasks of the worker that does
+# not wake: no ~0.8 ms wait as under OpenMP.)
 MIN_WORK_PER_THREAD = 1 << 15
 
 

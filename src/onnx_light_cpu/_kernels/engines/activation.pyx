@@ -3,19 +3,21 @@
 
 The adapter passes C-contiguous arrays, the ONNX element type, the SIMD
 level and a thread count; the level's function is chosen once, outside the
-parallel region, and each thread gets one contiguous block of rows
-(BiasGelu) or elements (SwiGLU), so results do not depend on the count.
+parallel loop, and the worker pool gets a few contiguous blocks of rows
+(BiasGelu) or elements (SwiGLU) per thread, so results do not depend on the
+count.
 """
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_activation cimport (
     OLC_ACT_BIAS_GELU, OLC_ACT_SWIGLU, olc_act_args, olc_act_fn, olc_act_level, olc_act_select,
 )
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 BIAS_GELU = OLC_ACT_BIAS_GELU
 SWIGLU = OLC_ACT_SWIGLU
@@ -26,16 +28,26 @@ def level_used(int dtype, int level):
     return olc_act_level(dtype, level)
 
 
+cdef struct _ActJob:
+    olc_act_fn fn
+    olc_act_args *p
+    int64_t rows, nblocks
+
+
+cdef void _act_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _ActJob *job = <_ActJob *>arg
+    job.fn(job.p, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
+
+
 cdef void _run(olc_act_fn fn, olc_act_args *p, int64_t rows, int threads) noexcept nogil:
-    cdef int64_t t, nblocks
+    cdef _ActJob job
     if rows == 0:
         return
     if threads <= 1 or rows < 2:
         fn(p, 0, rows)
         return
-    nblocks = threads if threads < rows else rows
-    for t in prange(nblocks, num_threads=threads, schedule="static"):
-        fn(p, rows * t // nblocks, rows * (t + 1) // nblocks)
+    job.fn, job.p, job.rows, job.nblocks = fn, p, rows, min(rows, 4 * threads)
+    olc_parallel_for(job.nblocks, _act_task, &job, threads)
 
 
 def bias_gelu(cnp.ndarray a, cnp.ndarray bias, cnp.ndarray y, int dtype, int level, int threads):

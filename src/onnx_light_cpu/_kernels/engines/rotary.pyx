@@ -17,25 +17,27 @@ and com.microsoft) and GroupQueryAttention's ``do_rotary``.
   (i, i + rotary_dim/2), interleaved ones (2i, 2i+1); elements h >=
   rotary_dim are copied unchanged.
 - float32 arithmetic (no FMA contraction), one rounding at the store, so
-  every SIMD level gives the same bits.  ``threads`` contiguous blocks of
-  (b, s, n) rows; results do not depend on the count.
+  every SIMD level gives the same bits.  A few contiguous blocks of
+  (b, s, n) rows per thread go to the worker pool; results do not depend on
+  the count.
 
 The function picks the level's row function once, outside the parallel
-region.  ``level_used(level)`` is the level that runs.
+loop.  ``level_used(level)`` is the level that runs.
 """
 
 import numpy as np
 from ml_dtypes import bfloat16
 
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
 from olc_rotary cimport (
     OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16, olc_rope_args, olc_rope_fn, olc_rope_level,
     olc_rope_select)
+from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
+olc_pool_import()
 
 # NumPy dtype -> element type code (onnx.TensorProto numbering).
 _CODES = {np.dtype(np.float32): OLC_FLOAT, np.dtype(np.float16): OLC_FLOAT16,
@@ -45,6 +47,17 @@ _CODES = {np.dtype(np.float32): OLC_FLOAT, np.dtype(np.float16): OLC_FLOAT16,
 def level_used(int level):
     """The instruction-set level the rotation runs at."""
     return olc_rope_level(level)
+
+
+cdef struct _RopeJob:
+    olc_rope_fn fn
+    olc_rope_args *p
+    int64_t rows, nblocks
+
+
+cdef void _rope_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _RopeJob *job = <_RopeJob *>arg
+    job.fn(job.p, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
 
 
 def rotate(cnp.ndarray x, cnp.ndarray cos_cache, cnp.ndarray sin_cache, cnp.ndarray positions,
@@ -88,13 +101,14 @@ def rotate(cnp.ndarray x, cnp.ndarray cos_cache, cnp.ndarray sin_cache, cnp.ndar
     p.S, p.N, p.H, p.half = S, N, H, half
     p.xs_b, p.xs_s, p.xs_n = x.strides[0] // isz, x.strides[1] // isz, x.strides[2] // isz
     p.ys_b, p.ys_s, p.ys_n = out.strides[0] // isz, out.strides[1] // isz, out.strides[2] // isz
-    cdef int64_t rows = B * S * N, t, nblocks
+    cdef int64_t rows = B * S * N
+    cdef _RopeJob job
     if rows == 0:
         return
-    with nogil:
-        if threads <= 1 or rows < 2:
+    if threads <= 1 or rows < 2:
+        with nogil:
             fn(&p, 0, rows)
-        else:
-            nblocks = threads if threads < rows else rows
-            for t in prange(nblocks, num_threads=threads, schedule="static"):
-                fn(&p, rows * t // nblocks, rows * (t + 1) // nblocks)
+        return
+    job.fn, job.p, job.rows, job.nblocks = fn, &p, rows, min(rows, 4 * threads)
+    with nogil:
+        olc_parallel_for(job.nblocks, _rope_task, &job, threads)
