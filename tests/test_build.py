@@ -51,3 +51,14 @@ def test_every_core_with_parallel_loops_binds_the_pool(monkeypatch):
             if "olc_pool_import()" not in texts[0]:
                 unbound.append(core)
     assert unbound == []
+
+
+def test_no_openmp_loops_left():
+    """Every parallel loop runs on the pool (olc_pool.h), whose caller never
+    waits for a worker that has not started; an OpenMP region would."""
+    kernels = ROOT / "src" / "onnx_light_cpu" / "_kernels"
+    construct = re.compile(
+        r"\bprange\b|#\s*pragma\s+omp\s+(?!simd)|\bthreadid\(|omp_get_thread_num")
+    found = [str(p.relative_to(kernels)) for p in kernels.rglob("*")
+             if p.suffix in (".pyx", ".pxd", ".h") and construct.search(p.read_text())]
+    assert found == []
