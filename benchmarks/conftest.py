@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
-# Imported before onnx_light_cpu so the harness sees the user's OpenMP settings.
+# The harness: contenders, timing, the competing load.
 from . import _harness  # noqa: F401  (isort: skip)
 
 import numpy as np  # noqa: E402

@@ -2,7 +2,7 @@
 
     python -m tools.fma_peak [--threads 1 2] [--iters 20000000]
 
-How: ``gemm.fma_peak_gflops`` runs, on each of T OpenMP threads, a loop of
+How: ``gemm.fma_peak_gflops`` runs, on each of T pool threads, a loop of
 independent fused multiply-add chains that never touch memory (AVX-512:
 24 chains of 16 lanes, AVX2: 12 chains of 8 lanes; more chains than FMA
 latency x FMA ports, so only FMA throughput limits the loop) and counts

@@ -10,10 +10,17 @@
  * then waits only for the tasks workers claimed (`done` counts finished
  * tasks), never for a worker that has not started.
  *
- * Workers wait for the next job spinning for `spin_ns` (a decoder calls
- * kernels back to back), then sleep on a condition variable; the caller
- * signals it only when some worker sleeps.  A call from inside a task, or
- * while another thread's job runs, runs serially in its caller. */
+ * A worker waits for the next job spinning for `spin_ns`, then sleeps on a
+ * condition variable; the caller signals it only when some worker sleeps.
+ * The default is 0, sleeping at once, as ONNX Runtime's pool does with
+ * spinning off: a worker that sleeps between jobs has used little CPU, so
+ * on a CPU another process keeps busy the kernel runs it at once when it
+ * wakes and rarely preempts it mid-task; a spinning one is preempted often
+ * and then holds up the task it took (measured in docs/ARCHITECTURE.md,
+ * "Threads").  The caller waiting for such a task spins briefly, then
+ * sleeps, which lets the kernel move the worker to the caller's CPU.  A
+ * call from inside a task, or while another thread's job runs, runs
+ * serially in its caller. */
 #ifndef OLC_POOL_IMPL_H
 #define OLC_POOL_IMPL_H
 
@@ -53,17 +60,20 @@ static struct {
     pthread_cond_t wake;
     pthread_cond_t finished;       /* with lock: the caller's sleep */
 } olc_pool = {
-    .spin_ns = 100000,
+    .spin_ns = 0,
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .finished = PTHREAD_COND_INITIALIZER,
 };
 
-/* How long the caller spins for tasks workers still run before it sleeps.
-   Sleeping leaves its CPU idle, and the kernel then moves a worker that
-   was preempted on a busy CPU over to it. */
-enum { OLC_POOL_CALLER_SPIN_NS = 50000 };
+/* How long the caller spins for the tasks workers still run before it
+   sleeps: four of its own mean task times, within these bounds.  A worker
+   that runs finishes its task in about one; one that was preempted on a
+   busy CPU may not for milliseconds, and sleeping leaves the caller's CPU
+   idle, so that the kernel moves the worker over to it. */
+enum { OLC_POOL_CALLER_SPIN_MIN_NS = 2000, OLC_POOL_CALLER_SPIN_MAX_NS = 50000 };
+enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -77,12 +87,14 @@ static long olc_pool_now_ns(void) {
     return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Claim and run tasks of job `generation` until none is left to claim. */
-static void olc_pool_work(uint32_t generation, int slot) {
+/* Claim and run tasks of job `generation` until none is left to claim;
+   how many this thread ran. */
+static long olc_pool_work(uint32_t generation, int slot) {
+    long ran = 0;
     uint64_t s = atomic_load(&olc_pool.state);
     for (;;) {
         if (olc_pool_generation(s) != generation || olc_pool_next(s) == OLC_POOL_CLOSED)
-            return;
+            return ran;
         /* Read before the swap: if these belong to a later job, the state
            word changed before they were written and the swap fails. */
         olc_task_fn fn = atomic_load_explicit(&olc_pool.fn, memory_order_acquire);
@@ -91,10 +103,11 @@ static void olc_pool_work(uint32_t generation, int slot) {
         int slots = atomic_load_explicit(&olc_pool.slots, memory_order_acquire);
         uint32_t task = olc_pool_next(s);
         if (task >= ntasks || slot > slots)
-            return;
+            return ran;
         if (!atomic_compare_exchange_weak(&olc_pool.state, &s, s + 1))
             continue; /* s now holds the current word */
         fn(arg, (ptrdiff_t)task, slot);
+        ran++;
         if (atomic_fetch_add(&olc_pool.done, 1) + 1 == ntasks && slot != 0
             && atomic_load(&olc_pool.caller_waits)) {
             pthread_mutex_lock(&olc_pool.lock);
@@ -186,7 +199,12 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
         pthread_mutex_unlock(&olc_pool.lock);
     }
     olc_pool_inside = 1;
-    olc_pool_work(generation, 0);
+    long start = olc_pool_now_ns();
+    long ran = olc_pool_work(generation, 0);
+    long task_ns = ran ? (olc_pool_now_ns() - start) / ran : OLC_POOL_CALLER_SPIN_MAX_NS;
+    long spin = 4 * task_ns < OLC_POOL_CALLER_SPIN_MIN_NS ? OLC_POOL_CALLER_SPIN_MIN_NS
+              : 4 * task_ns > OLC_POOL_CALLER_SPIN_MAX_NS ? OLC_POOL_CALLER_SPIN_MAX_NS
+              : 4 * task_ns;
     olc_pool_inside = 0;
     /* Only tasks a worker claimed are left: spin briefly, then sleep until
        the worker finishing the last one signals. */
@@ -198,7 +216,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
             continue;
         long now = olc_pool_now_ns();
         if (deadline == 0) {
-            deadline = now + OLC_POOL_CALLER_SPIN_NS;
+            deadline = now + spin;
         } else if (now > deadline) {
             pthread_mutex_lock(&olc_pool.lock);
             atomic_store(&olc_pool.caller_waits, 1);
