@@ -64,5 +64,6 @@ def check_buffer(op_type: str, what: str, shape, itemsize: int) -> int:
     nbytes = int(itemsize)
     for d in shape:
         nbytes *= int(d)
-    check_allocation(op_type, f"{what} of shape {tuple(int(d) for d in shape)}", nbytes)
+    if nbytes >= CHECK_FROM_BYTES:  # the message only when it may be needed
+        check_allocation(op_type, f"{what} of shape {tuple(int(d) for d in shape)}", nbytes)
     return nbytes
