@@ -28,6 +28,8 @@ from collections import Counter
 import onnx
 from onnx import AttributeProto, helper
 
+from ..ops.control_flow import subgraphs
+
 MS_DOMAIN = "com.microsoft"
 BIAS_INPUT = 5
 
@@ -67,7 +69,7 @@ class _Scope:
 
 def _fuse_graph(graph: onnx.GraphProto) -> None:
     for node in graph.node:
-        for subgraph in _subgraphs(node):
+        for subgraph in subgraphs(node):
             _fuse_graph(subgraph)
     # An initializer that is also a graph input is only a default: not constant.
     overridable = {value.name for value in graph.input}
@@ -85,7 +87,7 @@ def _fuse_graph(graph: onnx.GraphProto) -> None:
 
 def _fuse_function(function: onnx.FunctionProto) -> None:
     for node in function.node:
-        for subgraph in _subgraphs(node):
+        for subgraph in subgraphs(node):
             _fuse_graph(subgraph)
     types = {}
     for value in function.value_info:
@@ -184,19 +186,11 @@ def _constant_value(node: onnx.NodeProto) -> onnx.TensorProto | None:
     return None
 
 
-def _subgraphs(node: onnx.NodeProto):
-    for att in node.attribute:
-        if att.type == AttributeProto.GRAPH:
-            yield att.g
-        elif att.type == AttributeProto.GRAPHS:
-            yield from att.graphs
-
-
 def _names_read_by_subgraphs(node: onnx.NodeProto) -> set[str]:
     """Every name a node inside ``node``'s subgraphs reads (a superset of
     what they take from the outer scope: local names only make it safer)."""
     names = set()
-    for graph in _subgraphs(node):
+    for graph in subgraphs(node):
         for inner in graph.node:
             names.update(inner.input)
             names.update(_names_read_by_subgraphs(inner))

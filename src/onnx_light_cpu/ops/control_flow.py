@@ -60,7 +60,8 @@ def _tensor_types(op_type: str) -> tuple[str, ...]:
     return tuple(sorted(t for t in allowed if t.startswith("tensor(")))
 
 
-def _subgraphs(node: onnx.NodeProto):
+def subgraphs(node: onnx.NodeProto):
+    """The graphs of the node's GRAPH and GRAPHS attributes."""
     for att in node.attribute:
         if att.type == AttributeProto.GRAPH:
             yield att.g
@@ -80,7 +81,7 @@ def outer_names(graph: onnx.GraphProto) -> tuple[str, ...]:
     for node in graph.node:
         for name in node.input:
             read[name] = None
-        for sub in _subgraphs(node):
+        for sub in subgraphs(node):
             read.update(dict.fromkeys(outer_names(sub)))
     read.update(dict.fromkeys(v.name for v in graph.output))
     return tuple(name for name in read if name and name not in defined)
@@ -109,7 +110,7 @@ class ControlFlowOp(KernelOp):
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context=context, initializers=initializers)
         names: dict[str, None] = {}
-        for sub in _subgraphs(onnx_node):
+        for sub in subgraphs(onnx_node):
             names.update(dict.fromkeys(outer_names(sub)))
         self.outer_inputs = tuple(names)
         self._own_inputs = len(onnx_node.input)
