@@ -28,8 +28,12 @@ from benchmarks.decoders import (  # noqa: E402
 )
 
 # Sums taken in another order than ORT's: on logits of order 1-5 the largest
-# difference seen over three steps is 7e-6 (float32 and int4 alike).
-TOLERANCE = {"float32": (1e-4, 1e-4), "int4": (1e-4, 1e-4)}
+# difference seen over three steps is 7e-6 (float32, and int4 at this
+# machine's level).  int4 (accuracy level 4) quantizes each activation block
+# to int8: a sum in another order (the scalar twin's, say) can move a value
+# across a rounding boundary, one code of a block of amax / 127, which the
+# next layers carry to the logits (seen: 0.026 at the scalar level).
+TOLERANCE = {"float32": (1e-4, 1e-4), "int4": (1e-4, 5e-2)}
 # The operators whose kernel must be ours, per weight dtype.
 EXPECTED = {
     "float32": {"MatMul", "Gather"},
