@@ -12,12 +12,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 INCLUDE = re.compile(r'(?:extern from|#include)\s+"(olc_\w+\.h)"')
 
 
-def test_every_header_a_core_includes_is_a_dependency(monkeypatch):
+def _setup_namespace(monkeypatch) -> dict:
+    """setup.py's definitions (CORES, KERNELS, _dependencies...), without
+    running setup()."""
     pytest.importorskip("Cython")  # setup.py's build requirement (absent after `pip install .`)
     monkeypatch.chdir(ROOT)  # setup.py names its paths from the root
     ns: dict = {}
     source = (ROOT / "setup.py").read_text().split('if sys.platform == "win32"')[0]
     exec(compile(source, "setup.py", "exec"), ns)
+    return ns
+
+
+def test_every_header_a_core_includes_is_a_dependency(monkeypatch):
+    ns = _setup_namespace(monkeypatch)
     include_dir = ROOT / ns["KERNELS"] / "include"
     for core in ns["CORES"]:
         pyx = ROOT / ns["KERNELS"] / f"{core}.pyx"
@@ -36,11 +43,7 @@ def test_every_header_a_core_includes_is_a_dependency(monkeypatch):
 def test_every_core_with_parallel_loops_binds_the_pool(monkeypatch):
     """A core whose C calls olc_parallel_for (itself or through a header)
     binds the shared pool at import, else its loops silently run serially."""
-    pytest.importorskip("Cython")
-    monkeypatch.chdir(ROOT)
-    ns: dict = {}
-    source = (ROOT / "setup.py").read_text().split('if sys.platform == "win32"')[0]
-    exec(compile(source, "setup.py", "exec"), ns)
+    ns = _setup_namespace(monkeypatch)
     unbound = []
     for core in ns["CORES"]:
         pyx = ROOT / ns["KERNELS"] / f"{core}.pyx"

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from benchmarks._harness import competing_load
+from benchmarks._harness import competing_load, ort_session_options, time_calls
 
 F = TensorProto.FLOAT
 
@@ -80,11 +80,10 @@ def ours_runner(model, feeds, threads):
 
 
 def ort_runner(model, feeds, threads):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options = ort_session_options(threads)
+    # ORT's default level, as the tables were measured (nothing to fuse in
+    # one node either way)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, feeds)
@@ -104,12 +103,8 @@ def measure(runners: dict, blocks: int) -> dict:
     calls = {name: calls_per_block(run) for name, run in runners.items()}
     times = {name: [] for name in runners}
     for _ in range(blocks):
-        for name, run in runners.items():
-            run()  # warm-up after the other engine ran
-            for _ in range(calls[name]):
-                t = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - t)
+        for name, run in runners.items():  # one warm-up call after the other engine ran
+            times[name].extend(time_calls(run, calls[name], warmup=1))
     return {name: statistics.median(t) for name, t in times.items()}
 
 

@@ -35,13 +35,17 @@ static olc_pool_run_fn olc_pool_run = NULL;
 
 static inline void olc_pool_bind(void *run) { olc_pool_run = (olc_pool_run_fn)run; }
 
-static inline void olc_parallel_for(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
-    if (threads > 1 && ntasks > 1 && olc_pool_run != NULL) {
-        olc_pool_run(ntasks, fn, arg, threads);
-        return;
-    }
+/* Every task in order on the calling thread (slot 0). */
+static inline void olc_run_serially(ptrdiff_t ntasks, olc_task_fn fn, void *arg) {
     for (ptrdiff_t t = 0; t < ntasks; ++t)
         fn(arg, t, 0);
+}
+
+static inline void olc_parallel_for(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
+    if (threads > 1 && ntasks > 1 && olc_pool_run != NULL)
+        olc_pool_run(ntasks, fn, arg, threads);
+    else
+        olc_run_serially(ntasks, fn, arg);
 }
 
 #endif

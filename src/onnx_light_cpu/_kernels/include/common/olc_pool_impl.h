@@ -173,15 +173,10 @@ static int olc_pool_grow(int wanted) {
     return olc_pool.started < wanted ? olc_pool.started : wanted;
 }
 
-static void olc_pool_run_serial(ptrdiff_t ntasks, olc_task_fn fn, void *arg) {
-    for (ptrdiff_t t = 0; t < ntasks; ++t)
-        fn(arg, t, 0);
-}
-
 static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
     if (olc_pool_inside || ntasks >= (ptrdiff_t)OLC_POOL_CLOSED
         || pthread_mutex_trylock(&olc_pool.busy) != 0) {
-        olc_pool_run_serial(ntasks, fn, arg);
+        olc_run_serially(ntasks, fn, arg);
         return;
     }
     int slots = olc_pool_grow(threads - 1);
