@@ -68,8 +68,11 @@ OLC_LVL_ATTR static void OLC_FN(olc_clip_u64)(const void *px, void *py, int64_t 
     uint64_t *y = (uint64_t *)py;
     for (int64_t i = 0; i < n; ++i) { uint64_t v = lo > x[i] ? lo : x[i]; y[i] = v > hi ? hi : v; }
 }
-OLC_LVL_ATTR static void OLC_FN(olc_clip_f16)(const void *px, void *py, int64_t n,
-                                              const void *plo, const void *phi) {
+/* float16 and bfloat16: the same loop; a magnitude above `inf_bits` (the
+ * type's infinity) is a NaN, which stays. */
+OLC_LVL_ATTR static inline void OLC_FN(olc_clip_half)(const void *px, void *py, int64_t n,
+                                                      const void *plo, const void *phi,
+                                                      uint16_t inf_bits) {
     const uint16_t *x = (const uint16_t *)px, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
     const int32_t klo = olc_clip_key16(lo), khi = olc_clip_key16(hi);
     uint16_t *y = (uint16_t *)py;
@@ -77,18 +80,14 @@ OLC_LVL_ATTR static void OLC_FN(olc_clip_f16)(const void *px, void *py, int64_t 
         int32_t k = olc_clip_key16(x[i]);
         uint16_t r = klo > k ? lo : x[i];
         r = (klo > k ? klo : k) > khi ? hi : r;
-        y[i] = (x[i] & 0x7fffu) > 0x7c00u ? x[i] : r;  /* NaN stays */
+        y[i] = (x[i] & 0x7fffu) > inf_bits ? x[i] : r;
     }
+}
+OLC_LVL_ATTR static void OLC_FN(olc_clip_f16)(const void *px, void *py, int64_t n,
+                                              const void *plo, const void *phi) {
+    OLC_FN(olc_clip_half)(px, py, n, plo, phi, 0x7c00u);
 }
 OLC_LVL_ATTR static void OLC_FN(olc_clip_bf16)(const void *px, void *py, int64_t n,
                                                const void *plo, const void *phi) {
-    const uint16_t *x = (const uint16_t *)px, lo = *(const uint16_t *)plo, hi = *(const uint16_t *)phi;
-    const int32_t klo = olc_clip_key16(lo), khi = olc_clip_key16(hi);
-    uint16_t *y = (uint16_t *)py;
-    for (int64_t i = 0; i < n; ++i) {
-        int32_t k = olc_clip_key16(x[i]);
-        uint16_t r = klo > k ? lo : x[i];
-        r = (klo > k ? klo : k) > khi ? hi : r;
-        y[i] = (x[i] & 0x7fffu) > 0x7f80u ? x[i] : r;  /* NaN stays */
-    }
+    OLC_FN(olc_clip_half)(px, py, n, plo, phi, 0x7f80u);
 }
