@@ -10,6 +10,11 @@ import numpy as np
 
 cnp.import_array()
 
+# Bound once, as ops/_base binds them: a test that caps the SIMD level sets
+# ``simd.state.level``, which is read on every call.
+from onnx_light_cpu import simd as _simd
+from onnx_light_cpu.threads import get_default_num_threads as _default_threads
+
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject *o)
     PyObject *PyDict_GetItem(object d, object key)
@@ -75,6 +80,36 @@ def plan_key(int level, int threads, tuple args):
             key.append(a.dtype)
             key.append(a.shape)
     return tuple(key)
+
+
+def cached_plan(op, tuple args):
+    """``op``'s plan for ``args`` (a ``KernelOp`` with ``_plan``): the last
+    run's when its key repeats (the common case, one tuple compare), else
+    ``op._new_plan(key, args)``.  The key: the SIMD level, the thread
+    setting (the evaluator's, else the process default) and each input's
+    dtype and shape."""
+    threads = op._context.num_threads
+    if threads is None:
+        threads = _default_threads()
+    key = plan_key(_simd.state.level, threads, args)
+    cdef tuple last = op._last_plan
+    if key == last[0]:
+        return last[1]
+    return op._new_plan(key, args)
+
+
+def dense(tuple arrays):
+    """``arrays`` with every ndarray that is not C-contiguous replaced by a
+    dense copy (other items as they are): the tuple itself when all are."""
+    cdef Py_ssize_t i, n = len(arrays)
+    cdef list out = None
+    for i in range(n):
+        a = arrays[i]
+        if cnp.PyArray_Check(a) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
+            if out is None:
+                out = list(arrays)
+            out[i] = np.ascontiguousarray(a)
+    return arrays if out is None else tuple(out)
 
 
 def reusable_output(dict kept, slot, shape, dtype):

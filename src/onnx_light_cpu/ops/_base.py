@@ -30,11 +30,10 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
-from .. import simd
-from .._kernels._runloop import input_signature, plan_key, reusable_output, same_signature
+from .._kernels._runloop import cached_plan, input_signature, reusable_output, same_signature
 from ..context import EvaluatorContext
 from ..memory import check_allocation
-from ..threads import decide_num_threads, get_default_num_threads
+from ..threads import decide_num_threads
 from ._contract import Attr, Input, InputChecks, parse_attributes, type_string
 
 __all__ = ["Attr", "Input", "KernelOp", "type_string"]
@@ -150,6 +149,9 @@ class KernelOp(OpRun):
         self._usage = context.usage
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
         self._kept_outputs: dict[int, np.ndarray] = {}
+        # the node's input names as a tuple: reading the protobuf field
+        # costs a microsecond a run in ``_constant_input``
+        self._input_names = tuple(onnx_node.input)
         self._plans: dict = {}
         self._last_plan: tuple = (None, None)  # (key, plan) of the last run
         checks = self._input_checks
@@ -217,7 +219,7 @@ class KernelOp(OpRun):
         """The work of one run: ``_execute`` with the plan of this input
         signature (for adapters that define ``_plan``; others override
         ``_run``)."""
-        return self._execute(self._plan_for(args), *args)
+        return self._execute(cached_plan(self, args), *args)
 
     def _plan(self, *args):
         """What a run needs that depends only on the inputs' dtypes and
@@ -229,16 +231,13 @@ class KernelOp(OpRun):
         raise NotImplementedError(f"{type(self).__name__} defines _plan but not _execute")
 
     def _plan_for(self, args: tuple):
-        threads = self._context.num_threads
-        if threads is None:  # the process default, which may change
-            threads = get_default_num_threads()
-        key = plan_key(simd.state.level, threads, args)
-        # Most runs repeat the last signature: one tuple compare.  One
-        # attribute holds the pair, so that another thread never sees a key
-        # with the plan of another.
-        last = self._last_plan
-        if key == last[0]:
-            return last[1]
+        """The plan of ``args``' signature (``_runloop.cached_plan``)."""
+        return cached_plan(self, args)
+
+    def _new_plan(self, key: tuple, args: tuple):
+        """The plan of a signature unlike the last run's: kept per key.  One
+        attribute holds the (key, plan) pair, so that another thread never
+        sees a key with the plan of another."""
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(*args)
@@ -326,7 +325,7 @@ class KernelOp(OpRun):
     def _constant_input(self, index: int) -> np.ndarray | None:
         """Input ``index`` when it is an initializer of the evaluator (the
         same array on every run, to prepare once), else None."""
-        names = self.onnx_node.input
+        names = self._input_names
         return self._initializers.get(names[index]) if index < len(names) else None
 
     def _prepared_input(self, key, index: int, value: np.ndarray, prepare):

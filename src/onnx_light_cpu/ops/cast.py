@@ -137,14 +137,14 @@ class Cast(KernelOp):
 
     # -- planning -------------------------------------------------------------
 
-    def _plan_for(self, args: tuple):
-        """The plan of the input's dtype at the SIMD level in use: nothing
-        else (its shape, the thread setting) changes it."""
-        key = (args[0].dtype, simd.state.level)
+    def _run(self, x):
+        """``_execute`` with the plan of the input's dtype at the SIMD level
+        in use: nothing else (its shape, the thread setting) changes it."""
+        key = (x.dtype, simd.state.level)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._plan(*args)
-        return plan
+            plan = self._plans[key] = self._plan(x)
+        return self._execute(plan, x)
 
     def _plan(self, x):
         dtype, level = x.dtype, simd.state.level

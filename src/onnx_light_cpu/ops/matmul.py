@@ -91,6 +91,9 @@ class _MatMulEngine(KernelOp):
         return element_type
 
     def _record(self, element_type: int, dtype: np.dtype, kind: str, level: int) -> None:
+        if not self._usage.enabled:  # before building the closure: a run's cost
+            return
+
         def label():
             used = simd.LEVEL_NAMES[core.level_used(level)]
             middle = f"_{kind}" if kind else ""
@@ -114,9 +117,8 @@ class _MatMulEngine(KernelOp):
         return packed
 
     def _float_product(self, level, element_type, a, a_offsets, rsa, csa, b, b_offsets, rsb,
-                       csb, M, N, K, out, alpha, accumulate, constant) -> str:
+                       csb, M, N, K, out, alpha, accumulate, constant, threads) -> str:
         """out (float32, batch x M x N) = alpha A B (+ out); returns the path kind."""
-        threads = self._num_threads(M * N * K * len(a_offsets), self.min_work_per_thread)
         if constant:
             packed = self._packed_b(level, element_type, b, rsb, csb, K, N, threads)
             core.sgemm(a, a_offsets, packed, ZERO, b, ZERO, out, rsa, csa, rsb, csb, M, N, K,
@@ -177,11 +179,35 @@ class MatMul(_MatMulEngine):
             b_off = np.ascontiguousarray(ib * (K * N))
         M, N, K = dims
         empty = M == 0 or N == 0 or len(a_off) == 0 or math.prod(out_shape) == 0 or K == 0
-        return element_type, out_shape, dims, a_off, b_off, nb == 1, empty
+        threads = self._num_threads(M * N * K * len(a_off), self.min_work_per_thread)
+        return (element_type, out_shape, dims, a_off, b_off, nb == 1, empty, threads,
+                self._constant_b(element_type, b, nb == 1 and not empty, K, N, threads))
+
+    def _constant_b(self, element_type, b, single_b, K, N, threads):
+        """(B, its packed copy, its strides) for a float32 B that is the
+        node's constant, packed at planning (the plan's key holds the SIMD
+        level and threads); None for any other B."""
+        if not (single_b and element_type == T.FLOAT and self._constant_input(1) is b):
+            return None
+        strides = (N, 1) if b.flags.c_contiguous else _matrix_strides(b, K, N)
+        if strides is None:
+            return None
+        packed = self._packed_b(simd.state.level, element_type, b, *strides, K, N, threads)
+        return (b, packed) + strides
 
     def _execute(self, plan, a, b):
-        element_type, out_shape, (M, N, K), a_off, b_off, single_b, empty = plan
+        (element_type, out_shape, (M, N, K), a_off, b_off, single_b, empty, threads,
+         constant_b) = plan
         level = simd.state.level
+        if constant_b is not None and constant_b[0] is b and a.flags.c_contiguous:
+            # The common case of a model's projections, with the least
+            # Python between the run and the core (it costs microseconds).
+            _, packed, rsb, csb = constant_b
+            y = self._new_output(out_shape, FLOAT32)
+            core.sgemm(a, ZERO, packed, ZERO, b, ZERO, y, K, 1, rsb, csb, M, N, K, 1.0, False,
+                       T.FLOAT, level, threads)
+            self._record(element_type, FLOAT32, "prepacked", level)
+            return (y,)
         if empty:
             self._record(element_type, a.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=a.dtype),)
@@ -206,12 +232,11 @@ class MatMul(_MatMulEngine):
             else:
                 out = np.empty((batch, M, N), dtype=np.float32)
             kind = self._float_product(level, element_type, a, a_off, K, 1, b, b_off, rsb, csb,
-                                       M, N, K, out, 1.0, False, constant)
+                                       M, N, K, out, 1.0, False, constant, threads)
             if element_type != T.FLOAT:
                 y = out.reshape(out_shape).astype(a.dtype)
         else:
             y = self._new_output(out_shape, a.dtype)
-            threads = self._num_threads(M * N * K * batch, self.min_work_per_thread)
             core.gemm_generic(a, a_off, b, b_off, y, K, 1, M, N, K, element_type, level, threads)
             kind = "blocked"
         self._record(element_type, a.dtype, kind, level)
@@ -294,8 +319,10 @@ class Gemm(_MatMulEngine):
             rsa, csa, rsb, csb = self._operand_strides(a, b)
             if b_strides is not None:
                 rsb, csb = b_strides[::-1] if self.transB else b_strides
+            threads = self._num_threads(M * N * K, self.min_work_per_thread)
             kind = self._float_product(level, element_type, a, ZERO, rsa, csa, b, ZERO, rsb,
-                                       csb, M, N, K, out, self.alpha, accumulate, constant)
+                                       csb, M, N, K, out, self.alpha, accumulate, constant,
+                                       threads)
         return (out if is_f32 else out.astype(a.dtype)), kind
 
     def _run_generic(self, level, element_type, a, b, c, M, N, K):

@@ -32,8 +32,8 @@ class _Reduce(KernelOp):
 
 class ReduceSum(_Reduce):
     """Sum over ``axes`` (attribute before opset 13, input since).  The
-    passes depend on the axes' values: no plan; _run calls _reduced_axes
-    and _passes."""
+    passes depend on the axes' values: no plan; _run keeps them per shape
+    and axes (``_layout``)."""
 
     inputs = (Input("data", types=(T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS),
               Input("axes", types=(T.INT64,), optional=True))
@@ -47,16 +47,29 @@ class ReduceSum(_Reduce):
     # 19.3).  Two threads from 256K elements.
     min_work_per_thread = 1 << 17
 
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        # (shape, dtype, axes' bytes) -> (output shape or None, passes): the
+        # axes are values, outside the plan key; a mask's sum repeats them.
+        self._layouts: dict = {}
+
     def _run(self, x, axes=None):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
-        reduced = self._reduced_axes(x, axes)
-        if reduced is None:  # no axes and noop_with_empty_axes
+        # too many axes: no key, _layout raises before reading them
+        key = (x.shape, x.dtype, None if axes is None else
+               axes.tobytes() if axes.size <= max(x.ndim, 1) else False)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layout(x, axes)
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            self._layouts[key] = layout
+        shape, passes = layout
+        if shape is None:  # no axes and noop_with_empty_axes
             if self._usage.enabled:
                 self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
             return (np.array(x, copy=True),)
-        shape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape)) if self.keepdims \
-            else tuple(d for k, d in enumerate(x.shape) if k not in reduced)
         if self._usage.enabled:
             self._record_path(*self._path("reducesum", x.dtype, element_type, level))
         out = self._new_output(shape, x.dtype)
@@ -65,7 +78,7 @@ class ReduceSum(_Reduce):
             return (out,)
         x = np.ascontiguousarray(x)
         src = x
-        for A, R, B, last in self._passes(x.shape, reduced):
+        for A, R, B, last in passes:
             dst = out if last else np.empty(A * B, dtype=x.dtype)
             threads = self._num_threads(A * R * B, self.min_work_per_thread)
             core.reduce_sum(src, dst, A, R, B, element_type, level, threads)
@@ -73,6 +86,16 @@ class ReduceSum(_Reduce):
         if src is x:  # nothing to sum: every reduced dimension has size 1
             out.reshape(-1)[...] = x.reshape(-1)
         return (out,)
+
+    def _layout(self, x, axes) -> tuple:
+        """(output shape, the core's passes) for these axes; (None, ()) for
+        the identity."""
+        reduced = self._reduced_axes(x, axes)
+        if reduced is None:
+            return None, ()
+        shape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape)) if self.keepdims \
+            else tuple(d for k, d in enumerate(x.shape) if k not in reduced)
+        return shape, tuple(self._passes(x.shape, reduced))
 
     def _reduced_axes(self, x, axes) -> set[int] | None:
         """The axes to sum over, checked and made non-negative; None for the

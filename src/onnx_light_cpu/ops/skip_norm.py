@@ -23,6 +23,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import skip_norm as core
+from .._kernels._runloop import dense
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
@@ -132,8 +133,7 @@ class _SkipNorm(SkipNormBase):
     def _execute(self, plan, *args):
         element_type, level, threads, stats_shape, path = plan
         self._record_path(*path)
-        x, skip, gamma, beta, bias = (None if a is None else np.ascontiguousarray(a)
-                                      for a in self._inputs(args))
+        x, skip, gamma, beta, bias = dense(self._inputs(args))
         shape, dtype = x.shape, x.dtype
         wanted = self._wanted
         y = self._new_output(shape, dtype, 0)
