@@ -98,6 +98,37 @@ def cached_plan(op, tuple args):
     return op._new_plan(key, args)
 
 
+def run_plan(tuple plan, dict results):
+    """Runs an evaluator's lean plan (``registry/hook.py``) over ``results``
+    (initializers and feeds in, every node's outputs added): per node
+    ``(run, inputs_of, outputs, op)``, where ``op`` is the ``KernelOp``
+    whose ``run`` is the base class's, or None.  For such an op whose
+    inputs have the last checked run's signature, its ``_run`` is called
+    directly, which saves a Python frame a node; an error there is raised
+    by calling ``run`` again, which words it.  False as soon as an input is
+    missing (the caller's original loop words that error)."""
+    cdef tuple entry
+    for entry in plan:
+        run, inputs_of, outputs, op = entry
+        try:
+            args = inputs_of(results)
+        except KeyError:
+            return False
+        if op is not None and same_signature(args, op._signature):
+            try:
+                out = op._run(*args)
+            except Exception:
+                out = run(*args)  # raises the clear error of KernelOp.run
+        else:
+            out = run(*args)
+        if type(outputs) is str:  # one output; a run returns a tuple
+            results[outputs] = out[0]
+        else:
+            for name, value in zip(outputs, out):
+                results[name] = value
+    return True
+
+
 def dense(tuple arrays):
     """``arrays`` with every ndarray that is not C-contiguous replaced by a
     dense copy (other items as they are): the tuple itself when all are."""

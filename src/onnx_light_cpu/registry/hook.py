@@ -45,7 +45,9 @@ import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun, RuntimeContextError, RuntimeImplementationError
 
+from .._kernels._runloop import run_plan
 from ..context import EvaluatorContext
+from ..ops._base import KernelOp
 from .fold import fold, unfold
 from .records import DEFAULT_DOMAIN, RegisteredKernel, table_domain
 
@@ -365,10 +367,13 @@ def make_plan(evaluator) -> None:
         names = [plan_inputs(n) for n in nodes]
         if all(inputs is not None for inputs in names):
             # Per node what the loop calls, bound once: its run method, the
-            # getter of its inputs (a tuple of them, whatever their number)
-            # and its output name (a str: one output) or names (a tuple).
+            # getter of its inputs (a tuple of them, whatever their number),
+            # its output name (a str: one output) or names (a tuple), and the
+            # node itself where its run is KernelOp's (``run_plan`` may call
+            # its ``_run`` directly).
             plan = tuple((n.run, _inputs_getter(inputs),
-                          n.output[0] if len(n.output) == 1 else tuple(n.output))
+                          n.output[0] if len(n.output) == 1 else tuple(n.output),
+                          n if type(n).run is KernelOp.run else None)
                          for n, inputs in zip(nodes, names))
     evaluator._olc_plan = plan
 
@@ -410,16 +415,8 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
     results = {"": None}
     results.update(self.rt_inits_)
     results.update(feed_inputs)
-    for run, inputs_of, outputs in plan:
-        try:
-            args = inputs_of(results)
-        except KeyError:  # a missing input: the original words the error
-            return _original_run(self, output_names, feed_inputs)
-        if outputs.__class__ is str:  # the first value; a run returns a tuple
-            results[outputs] = run(*args)[0]
-        else:
-            for name, value in zip(outputs, run(*args)):
-                results[name] = value
+    if not run_plan(plan, results):  # a missing input: the original words the error
+        return _original_run(self, output_names, feed_inputs)
     try:
         return [results[name]
                 for name in (self.output_names_ if output_names is None else output_names)]
