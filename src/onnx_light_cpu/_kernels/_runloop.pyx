@@ -82,17 +82,57 @@ def plan_key(int level, int threads, tuple args):
     return tuple(key)
 
 
+cdef bint _is_key_of(object key, int level, object threads, tuple args):
+    """Whether ``key`` is ``plan_key(level, threads, args)``, read in place
+    (no key built): dtype objects compared by identity, shapes by value.
+    False also where only an equal, not identical, dtype differs: the
+    caller then builds the key."""
+    cdef Py_ssize_t pos = 2, i, ndim
+    cdef tuple k, shape
+    cdef cnp.ndarray arr
+    if type(key) is not tuple:
+        return False
+    k = <tuple>key
+    if len(k) < 2 or k[0] != level or k[1] != threads:
+        return False
+    for a in args:
+        if pos >= len(k):
+            return False
+        if a is None:
+            if k[pos] is not None:
+                return False
+            pos += 1
+            continue
+        if not cnp.PyArray_Check(a) or pos + 1 >= len(k):
+            return False
+        arr = <cnp.ndarray>a
+        if k[pos] is not <object>cnp.PyArray_DESCR(arr):
+            return False
+        shape = <tuple>k[pos + 1]
+        ndim = cnp.PyArray_NDIM(arr)
+        if len(shape) != ndim:
+            return False
+        for i in range(ndim):
+            if cnp.PyArray_DIM(arr, i) != <cnp.npy_intp>shape[i]:
+                return False
+        pos += 2
+    return pos == len(k)
+
+
 def cached_plan(op, tuple args):
     """``op``'s plan for ``args`` (a ``KernelOp`` with ``_plan``): the last
-    run's when its key repeats (the common case, one tuple compare), else
+    run's when its key repeats (the common case, compared in place), else
     ``op._new_plan(key, args)``.  The key: the SIMD level, the thread
     setting (the evaluator's, else the process default) and each input's
     dtype and shape."""
     threads = op._context.num_threads
     if threads is None:
         threads = _default_threads()
-    key = plan_key(_simd.state.level, threads, args)
+    cdef int level = _simd.state.level
     cdef tuple last = op._last_plan
+    if _is_key_of(last[0], level, threads, args):
+        return last[1]
+    key = plan_key(level, threads, args)
     if key == last[0]:
         return last[1]
     return op._new_plan(key, args)
@@ -101,22 +141,27 @@ def cached_plan(op, tuple args):
 def run_plan(tuple plan, dict results):
     """Runs an evaluator's lean plan (``registry/hook.py``) over ``results``
     (initializers and feeds in, every node's outputs added): per node
-    ``(run, inputs_of, outputs, op)``, where ``op`` is the ``KernelOp``
-    whose ``run`` is the base class's, or None.  For such an op whose
-    inputs have the last checked run's signature, its ``_run`` is called
-    directly, which saves a Python frame a node; an error there is raised
-    by calling ``run`` again, which words it.  False as soon as an input is
-    missing (the caller's original loop words that error)."""
+    ``(run, inputs_of, outputs, op, planned)``, where ``op`` is the
+    ``KernelOp`` whose ``run`` is the base class's, or None, and ``planned``
+    says its ``_run`` is the base class's too.  For such an op whose inputs
+    have the last checked run's signature, its ``_run`` (``planned``: its
+    ``_execute`` with its plan) is called directly, which saves a Python
+    frame or two a node; an error there is raised by calling ``run``
+    again, which words it.  False as soon as an input is missing (the
+    caller's original loop words that error)."""
     cdef tuple entry
     for entry in plan:
-        run, inputs_of, outputs, op = entry
+        run, inputs_of, outputs, op, planned = entry
         try:
             args = inputs_of(results)
         except KeyError:
             return False
         if op is not None and same_signature(args, op._signature):
             try:
-                out = op._run(*args)
+                if planned:
+                    out = op._execute(cached_plan(op, args), *args)
+                else:
+                    out = op._run(*args)
             except Exception:
                 out = run(*args)  # raises the clear error of KernelOp.run
         else:

@@ -368,12 +368,13 @@ def make_plan(evaluator) -> None:
         if all(inputs is not None for inputs in names):
             # Per node what the loop calls, bound once: its run method, the
             # getter of its inputs (a tuple of them, whatever their number),
-            # its output name (a str: one output) or names (a tuple), and the
-            # node itself where its run is KernelOp's (``run_plan`` may call
-            # its ``_run`` directly).
+            # its output name (a str: one output) or names (a tuple), the
+            # node itself where its run is KernelOp's and whether its _run is
+            # too (``run_plan`` may skip to its _run or _execute).
             plan = tuple((n.run, _inputs_getter(inputs),
                           n.output[0] if len(n.output) == 1 else tuple(n.output),
-                          n if type(n).run is KernelOp.run else None)
+                          n if type(n).run is KernelOp.run else None,
+                          type(n)._run is KernelOp._run)
                          for n, inputs in zip(nodes, names))
     evaluator._olc_plan = plan
 
