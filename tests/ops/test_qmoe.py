@@ -542,6 +542,45 @@ def test_unsupported_inputs():
         run_once(inputs, **attributes(4, 32, "swiglu", swiglu_fusion=0))
 
 
+def test_bad_zero_points_and_router_weights():
+    """Zero points of the wrong packing or type, router weights of the
+    wrong shape or type: a clear error before anything runs."""
+    rng = np.random.default_rng(27)
+    for bits, block in ((4, 32), (2, 0), (8, 16)):
+        attrs = attributes(bits, block)
+        inputs = with_zero_points(rng, make_inputs(rng, 4, 64, 32, 2, bits=bits, block=block),
+                                  bits, block)
+        for index in (11, 12):
+            bad = list(inputs)
+            bad[index] = np.concatenate([inputs[index], inputs[index]], axis=-1)
+            with pytest.raises(ValueError, match=rf"QMoE: input {index} .*expected "
+                                                 rf".*zero points of {bits}-bit codes"):
+                run_once(bad, **attrs)
+        bad = list(inputs)
+        bad[11] = inputs[11].astype(np.int8)
+        with pytest.raises(TypeError, match=r"QMoE: input 11 "):
+            run_once(bad, **attrs)
+    inputs = make_inputs(rng, 4, 64, 32, 2, block=32)
+    padded = inputs + [None] * (11 - len(inputs))
+    with pytest.raises(ValueError, match=r"QMoE: input 13 .*without FC3 weights"):
+        run_once(padded + [None, None, np.zeros((2, 32, 1), np.uint8)], **attributes(4, 32))
+    major = make_inputs(rng, 4, 48, 40, 2, block=16, fc3=True, input_major=True)
+    zp = np.zeros((2, 48, 2), np.uint8)
+    with pytest.raises(NotImplementedError, match=r"QMoE: input 11 .*output-major layout only"):
+        run_once(major + [None] * (11 - len(major)) + [zp], **attributes(4, 16))
+    for rw, error in ((np.ones((4, 3), np.float32), ValueError),
+                      (np.ones((4, 2, 1), np.float32), ValueError),
+                      (np.ones((4, 2), np.float16), TypeError)):
+        with pytest.raises(error, match=r"QMoE: input 14 "):
+            run_once(padded + [None, None, None, rw], **attributes(4, 32))
+
+
+def test_sparse_mixer_top2():
+    rng = np.random.default_rng(28)
+    inputs = make_inputs(rng, 6, 64, 32, 4, block=32)
+    check_ort(inputs, attributes(4, 32, "silu", k=2, use_sparse_mixer=1))
+
+
 def test_bad_types():
     rng = np.random.default_rng(18)
     attrs = attributes(4, 32)

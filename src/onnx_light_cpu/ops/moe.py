@@ -1,12 +1,24 @@
 """com.microsoft MoE and QMoE: top-k mixture of experts.
 
-Tokens ([T, H] or [B, S, H]) are routed by a softmax over their router
-logits ([T, E]) to the k most probable experts (equal probabilities: the
-higher expert index first, as ONNX Runtime), optionally renormalised; each
-expert computes FC2(activation(FC1 x + b1)) + b2 on the rows routed to it
-only, and the output row is the weighted sum of its experts, summed in
-expert order (the same result at every thread count).  float16 and
-bfloat16 run in float32 and are rounded once at the end.
+Tokens ([T, H] or [B, S, H]) are routed by their router logits ([T, E]) to
+k experts; each expert computes FC2(activation(FC1 x + b1)) + b2 on the
+rows routed to it only, and the output row is the weighted sum of its
+experts, summed in expert order (the same result at every thread count).
+float16 and bfloat16 run in float32 and are rounded once at the end.
+
+Routing (equal values: the higher expert index first, as ONNX Runtime):
+- MoE: softmax over all E logits, the k most probable experts, optionally
+  renormalised (``normalize_routing_weights``);
+- QMoE, as ONNX Runtime 1.32's CPU kernel (where the spec says MoE's
+  routing, ONNX Runtime wins): the k largest raw logits, weighted by the
+  softmax over those k logits only (always normalised); with router
+  weights (input 14, [T, E]) the same experts weighted by their router
+  weights, renormalised only when ``normalize_routing_weights``=1; routes
+  of weight <= 1e-8 (or NaN) are skipped.  A NaN logit never beats a number
+  (ONNX Runtime's order there is unspecified).
+``use_sparse_mixer``=1 is accepted with k=2 and routes as without it
+(ONNX Runtime's CPU kernels parse it and never read it); any other k is an
+error, as there.
 
 One call of the core (``_kernels/moe``, olc_moe.h) runs the routing and
 every expert.  MoE's projections run on the float32 GEMM engine
@@ -15,32 +27,44 @@ of code.  QMoE's experts are converted once per node (never dequantized
 whole) for one of two engines:
 - the MatMulNBits engines (olc_matmul_nbits.h), one matrix per expert and
   projection, run on the rows routed to that expert: few rows per expert
-  (decode), and every call where ONNX Runtime quantizes the activations to
-  int8 (constant block-quantized experts at accuracy level 4, or with
-  8-bit codes), so that the results agree with it;
+  (decode), zero points, and every projection where ONNX Runtime quantizes
+  the activations to int8 (constant block-quantized weights, scales and
+  zero points with K a multiple of the block: 8-bit codes at every
+  accuracy level, 4-bit ones at accuracy level 4), so that the results
+  agree with it;
 - the core's own decoder: signed codes in the GEMM engine's panel order,
   decoded a bounded panel at a time into the micro-kernels' input, for
   many rows per expert (prefill) and for the input-major layout (whose
   scales vary along the outputs, which MatMulNBits cannot express).
+
+QMoE codes (ONNX Runtime 1.32 is the contract where the spec differs):
+2, 4 or 8 bits (``expert_weight_bits``, per projection
+``fc*_expert_weight_bits``), 8 // bits a byte least significant first,
+unsigned, value = (code - zero point) * scale.  The implicit zero point is
+2^(bits-1) -- 128 for 8-bit codes with per-row and block scales alike (the
+spec's two's complement INT8 blocks are not what ONNX Runtime or its
+exports use).  Zero points (inputs 11-13, UINT8, output-major layout only):
+per block [E, N, ceil(blocks * bits / 8)] packed along the blocks of a row,
+per row (block_size 0) [E, ceil(N * bits / 8)] packed along the rows.
+bits=2 is computed exactly; ONNX Runtime's block-wise 2-bit path (blocks
+>= 32, large enough matrices) is an approximate lookup-table GEMM, measured
+0.4-0.8 % of the largest output away (tests/ops/test_qmoe.py::test_two_bits).
+With zero points on only some 4-bit projections, ONNX Runtime runs the
+others through its re-quantizing Q4 GEMM (not reproduced).
 
 Activations: relu (default), gelu (the tanh form, as ONNX Runtime's CPU
 MoE), silu, identity and interleaved SwiGLU (``swiglu_fusion=1``: FC1 rows
 alternate gate and linear) with ``activation_alpha`` (1), ``activation_beta``
 (0) and ``swiglu_limit`` (none): G * sigmoid(alpha G) * (L + beta), G =
 min(gate, limit), L = clamp(linear, -limit, limit).  QMoE's separate FC3
-(the split builder) gates the activation: FC2(act(FC1 x + b1) * (FC3 x +
-b3)), or SwiGLU of (FC1 x + b1, FC3 x + b3) for 'swiglu' with
-``swiglu_fusion=0``.
+(the split builder; ONNX Runtime's CPU QMoE has none) gates the activation:
+FC2(act(FC1 x + b1) * (FC3 x + b3)), or SwiGLU of (FC1 x + b1, FC3 x + b3)
+for 'swiglu' with ``swiglu_fusion=0``.
 
-Not supported (NotImplementedError): MoE's separate FC3, sparse mixer
-routing, non-interleaved SwiGLU, other activations; QMoE's non-integer
-quantization, prepacked weights, nonempty zero points, router weights and
-the FP4/FP8 scale inputs.
-
-QMoE follows the spec where ONNX Runtime 1.32 differs: block-quantized INT8
-codes are two's complement (ORT reads offset codes), and
-``normalize_routing_weights=0`` is honoured (ORT's QMoE always
-renormalises).
+Not supported (NotImplementedError): MoE's separate FC3, non-interleaved
+SwiGLU, other activations; QMoE's 3-bit codes, non-integer quantization,
+prepacked weights, zero points with input-major weights and the FP4/FP8
+scale inputs (15 on).
 """
 
 from __future__ import annotations
@@ -435,6 +459,12 @@ class QMoE(_MoEBase):
                 break
             errors.append((orientation, error))
         else:
+            zp_index = next((11 + i for i, z in enumerate(zps) if z is not None), None)
+            if (zp_index is not None and self.block_size and not self.fused
+                    and self._fits("input", E, H, w1, s1, w2, s2, w3, s3, (None,) * 3)[1] is None):
+                raise NotImplementedError(self._input_error(
+                    zp_index, "is given with input-major (split builder) weights: zero points "
+                    "are supported in the output-major layout only"))
             index, message = errors[0][1]
             if len(errors) > 1:
                 message += (f" (the {errors[0][0]}-major layout; the weights and scales fit "
