@@ -340,9 +340,15 @@ def test_two_bits(block, dtype):
     distance = np.abs(want - exact).max() / np.abs(exact).max()
     assert distance < (1e-2 if block >= 32 else 1e-3), distance
     check(OP, large, exact, tolerance=TOLERANCE_EXACT[np.dtype(dtype)], **attrs)
+    # many rows per expert: the core's own panel decoder
+    many = make_inputs(rng, 60, 64, 32, 4, bits=2, block=block, fused=True, dtype=dtype)
+    got, _, paths = run_ours(OP, many, **attrs)
+    assert any("panels" in p for p in paths), paths
+    check(OP, many, reference(many, **attrs), tolerance=TOLERANCE_EXACT[np.dtype(dtype)],
+          **attrs)
 
 
-@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("bits", [2, 4, 8])
 @pytest.mark.parametrize("H,inter,block", [(33, 17, 16), (40, 24, 32), (71, 130, 64)])
 def test_odd_columns_unpadded_final_blocks(bits, H, inter, block):
     """Column counts that are odd or not block multiples (ORT rejects odd
@@ -357,7 +363,7 @@ def test_odd_columns_unpadded_final_blocks(bits, H, inter, block):
         check_reference(make_inputs(rng, T, H, inter, 3, bits=bits, block=0), attrs)
 
 
-@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("bits", [2, 4, 8])
 @pytest.mark.parametrize("block", [16, 64])
 @pytest.mark.parametrize("activation", ["silu", "swiglu", "relu"])
 def test_input_major_with_fc3(bits, block, activation):
