@@ -348,6 +348,56 @@ def test_two_bits(block, dtype):
           **attrs)
 
 
+@pytest.mark.parametrize("block", [32, 64, 128])
+@pytest.mark.parametrize("T", [9, 60])
+def test_int3_profile(block, T):
+    """bits=3, ONNX Runtime's INT3 profile: float16 (bfloat16 against a
+    float32 oracle), fused SwiGLU, weights [E, N, ceil(K * 3 / 8)] as a
+    row-local 3-bit stream, value = (code - 4) * scale, routing as MoE
+    (softmax over all experts, renormalised on request).  9 tokens: the
+    MatMulNBits float engine; 60: the panel decoder."""
+    rng = np.random.default_rng(50 + block + T)
+    inputs = make_inputs(rng, T, 256, 128, 4, bits=3, block=block, fused=True, bias=True,
+                         dtype=np.float16, scale_dtype=np.float16)
+    inputs[3], inputs[6] = np.abs(inputs[3]), np.abs(inputs[6])
+    for normalize in (0, 1):
+        attrs = attributes(3, block, "swiglu", normalize=normalize, quant_type="int",
+                           weights_prepacked=0)
+        want = check_ort(inputs, attrs)
+        exact = naive.moe(*[a.astype(np.float32) for a in inputs[:2]],
+                          naive.dequantize(inputs[2], inputs[3], 3, block, 256),
+                          inputs[4].astype(np.float32),
+                          naive.dequantize(inputs[5], inputs[6], 3, block, 128),
+                          inputs[7].astype(np.float32), k=2, normalize=bool(normalize),
+                          activation="swiglu")
+        np.testing.assert_allclose(want, exact, rtol=4e-3, atol=4e-3 * np.abs(exact).max())
+    bf = [a.astype(bfloat16) if a.dtype == np.float16 else a for a in inputs]
+    want = run_ort(OP, [a.astype(np.float16) if a.dtype == bfloat16 else a for a in bf],
+                   **attrs).astype(np.float32)
+    check(OP, bf, want, tolerance=(2e-2, 2e-2), **attrs)
+
+
+def test_int3_bad_input():
+    rng = np.random.default_rng(51)
+    inputs = make_inputs(rng, 4, 64, 32, 2, bits=3, block=32, fused=True, dtype=np.float16,
+                         scale_dtype=np.float16)
+    attrs = attributes(3, 32, "swiglu")
+    with pytest.raises(NotImplementedError, match=r"QMoE: input 0 .*float16 or bfloat16"):
+        run_once([inputs[0].astype(np.float32), inputs[1].astype(np.float32)] + inputs[2:],
+                 **attrs)
+    bad = list(inputs)
+    bad[3] = -np.abs(inputs[3])
+    with pytest.raises(ValueError, match=r"QMoE: input 3 .*scales >= 0"):
+        run_once(bad, **attrs)
+    padded = inputs + [None] * (11 - len(inputs))
+    with pytest.raises(ValueError, match=r"QMoE: input 11 .*other than 4"):
+        run_once(padded + [np.full((2, 64, 1), 3, np.uint8)], **attrs)
+    for extra in (dict(block_size=16), dict(activation_type="silu", swiglu_fusion=0),
+                  dict(fc2_expert_weight_bits=4)):
+        with pytest.raises(NotImplementedError, match=r"QMoE: 3-bit weights"):
+            run_once(inputs, **{**attrs, **extra})
+
+
 @pytest.mark.parametrize("bits", [2, 4, 8])
 @pytest.mark.parametrize("H,inter,block", [(33, 17, 16), (40, 24, 32), (71, 130, 64)])
 def test_odd_columns_unpadded_final_blocks(bits, H, inter, block):

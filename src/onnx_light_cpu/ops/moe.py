@@ -61,8 +61,15 @@ min(gate, limit), L = clamp(linear, -limit, limit).  QMoE's separate FC3
 FC2(act(FC1 x + b1) * (FC3 x + b3)), or SwiGLU of (FC1 x + b1, FC3 x + b3)
 for 'swiglu' with ``swiglu_fusion=0``.
 
+bits=3 is ONNX Runtime 1.32's INT3 profile (its only BFLOAT16 QMoE):
+FLOAT16/BFLOAT16 activations, fused SwiGLU, block 32/64/128, weights
+[E, N, ceil(K * 3 / 8)] as a row-local 3-bit stream least significant bit
+first (code p in bits [3p, 3p + 3)), value = (code - 4) * scale, scales
+finite and >= 0, zero points (optional) all 4; routing there is MoE's
+(softmax over all experts, renormalised when normalize_routing_weights).
+
 Not supported (NotImplementedError): MoE's separate FC3, non-interleaved
-SwiGLU, other activations; QMoE's 3-bit codes, non-integer quantization,
+SwiGLU, other activations; QMoE's non-integer quantization,
 prepacked weights, zero points with input-major weights and the FP4/FP8
 scale inputs (15 on).
 """
@@ -284,6 +291,10 @@ def _unpack(b: np.ndarray, bits: int, count: int) -> np.ndarray:
     bytes ``b``, 8 // bits a byte, least significant first."""
     if bits == 8:
         return b[..., :count]
+    if bits == 3:  # a bit stream, code p in bits [3p, 3p + 3)
+        stream = np.unpackbits(b, axis=-1, bitorder="little")[..., :3 * count]
+        triples = stream.reshape(*b.shape[:-1], count, 3)
+        return triples[..., 0] | (triples[..., 1] << 1) | (triples[..., 2] << 2)
     per = 8 // bits
     shifts = (np.arange(per, dtype=np.uint8) * bits).astype(np.uint8)
     codes = (b[..., None] >> shifts) & np.uint8((1 << bits) - 1)
@@ -295,6 +306,9 @@ def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
     byte, least significant first."""
     if bits == 8:
         return np.ascontiguousarray(codes)
+    if bits == 3:
+        stream = np.stack([codes & 1, (codes >> 1) & 1, codes >> 2], axis=-1)
+        return np.packbits(stream.reshape(*codes.shape[:-1], -1), axis=-1, bitorder="little")
     per = 8 // bits
     c = codes.reshape(*codes.shape[:-1], -1, per)
     out = np.zeros(c.shape[:-1], dtype=np.uint8)
@@ -353,9 +367,14 @@ class QMoE(_MoEBase):
             return ("attribute weights_prepacked=1 (prepacked CUDA layouts) is not supported; "
                     "give raw weights")
         for name, bits in zip(("fc1", "fc2", "fc3"), self.proj_bits):
-            if bits not in (2, 4, 8):
+            if bits not in (2, 3, 4, 8):
                 return (f"{name} weight bits {bits} (expert_weight_bits or "
-                        f"{name}_expert_weight_bits) is not supported (2, 4 or 8)")
+                        f"{name}_expert_weight_bits) is not supported (2, 3, 4 or 8)")
+        if 3 in self.proj_bits and (set(self.proj_bits) != {3} or not self.fused
+                                    or self.block_size not in (32, 64, 128)):
+            return ("3-bit weights (ONNX Runtime's INT3 profile) need expert_weight_bits=3 for "
+                    "every projection, activation_type='swiglu' with swiglu_fusion=1 and "
+                    "block_size 32, 64 or 128")
         return None  # swiglu_fusion=0 needs FC3: checked with the inputs
 
     def _execute(self, plan, x, router, w1, s1, b1=None, w2=None, s2=None, b2=None, w3=None,
@@ -368,6 +387,8 @@ class QMoE(_MoEBase):
         if w3 is not None:
             specs.append((2, 8, w3, s3, zps[2], inter, H))
         routing = core.ROUTE_TOPK if router_weights is None else core.ROUTE_WEIGHTS
+        if self.bits == 3:  # ONNX Runtime's INT3 profile routes as MoE
+            routing = core.ROUTE_SOFTMAX
         biases = [self._bias(4, b1), self._bias(7, b2), self._bias(10, b3)]
         int8 = [self._int8_projection(*spec) for spec in specs]
         if not input_major and (tokens * self.k < PANEL_MIN_ROWS * E or any(int8)
@@ -441,6 +462,8 @@ class QMoE(_MoEBase):
             raise NotImplementedError(
                 f"{op}: activation_type='swiglu' needs swiglu_fusion=1 (interleaved rows in "
                 "FC1) or separate FC3 weights")
+        if self.bits == 3:
+            zps = self._int3_checks(x, s1, s2, zps, router_weights)
         E = w1.shape[0]
         tokens, H = self._check_tokens(x, router, E)
         if router_weights is not None and router_weights.shape != (tokens, E):
@@ -477,6 +500,30 @@ class QMoE(_MoEBase):
             if b is not None:
                 self._shape(index, b, (E, rows), "[experts, rows of its projection]")
         return E, tokens, H, inter, orientation == "input", zps, router_weights
+
+    def _int3_checks(self, x, s1, s2, zps, router_weights):
+        """ONNX Runtime's INT3 profile: FLOAT16/BFLOAT16, scales finite and
+        >= 0, zero points (if any) all 4; returns the zero points as
+        implicit ones."""
+        if x.dtype == FLOAT32:
+            raise NotImplementedError(self._input_error(
+                0, "is float32: 3-bit weights (ONNX Runtime's INT3 profile) take float16 or "
+                "bfloat16"))
+        if router_weights is not None:
+            raise NotImplementedError(self._input_error(
+                14, "is given with 3-bit weights: the INT3 profile has no router weights"))
+        for index, s in ((3, s1), (6, s2)):
+            s32 = np.asarray(s, dtype=np.float32)
+            if not (np.isfinite(s32).all() and (s32 >= 0).all()):
+                raise ValueError(self._input_error(
+                    index, "holds a negative or non-finite scale (3-bit weights need finite "
+                    "scales >= 0)"))
+        for which, z in enumerate(zps):
+            if z is not None and (z != 4).any():
+                raise ValueError(self._input_error(
+                    11 + which, "holds a zero point other than 4 (3-bit weights: the zero "
+                    "point is 4)"))
+        return [None, None, None]
 
     def _fits(self, orientation, E, H, w1, s1, w2, s2, w3, s3, zps):
         """(inter_size, None) when every projection, scale and zero point

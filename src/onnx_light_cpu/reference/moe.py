@@ -116,7 +116,12 @@ def qmoe_routing(logits: np.ndarray, k: int, normalize: bool,
 
 def unpack_codes(w: np.ndarray, bits: int, columns: int) -> np.ndarray:
     """Unsigned integer codes [..., columns] of stored bytes [..., P]: 8 //
-    bits codes a byte, least significant first."""
+    bits codes a byte, least significant first; 3 bits: a bit stream, code
+    p in bits [3p, 3p + 3) of the row."""
+    if bits == 3:
+        stream = np.unpackbits(w, axis=-1, bitorder="little")[..., :3 * columns]
+        return (stream.reshape(*w.shape[:-1], columns, 3).astype(np.int32)
+                * np.array([1, 2, 4])).sum(axis=-1)
     per = 8 // bits
     shifts = np.arange(per, dtype=np.uint8) * bits
     codes = (w[..., None] >> shifts) & ((1 << bits) - 1)
