@@ -5,9 +5,12 @@ and decode (T = 1); ours vs ORT, 1 and 2 threads.
     pytest benchmarks/test_bench_moe.py --benchmark-only --benchmark-group-by=group
 
 Rows: MoE float32; QMoE 4-bit with per-row scales, and with blocks of 32
-and 128 at accuracy levels 0 and 4.  Expert weights are initializers, so
-both engines prepare them once, before timing (ORT prepacks them; at
-accuracy level 4 both quantize the activations to int8 per block).
+and 128 at accuracy levels 0 and 4; QMoE 8-bit with blocks of 32, with and
+without zero points, and 4-bit blocks of 32 with zero points at accuracy
+level 4.  Expert weights (and zero points) are initializers, so both
+engines prepare them once, before timing (ORT prepacks them; for 8-bit
+blocks and at accuracy level 4 both quantize the activations to int8 per
+block).
 Outputs are checked against a float32 NumPy reference (within 0.1 at
 accuracy level 4, 1e-3 otherwise; the outputs are O(1)).  onnx.reference
 has no kernel for these operators: no builtin contender.  Groups read
@@ -30,16 +33,20 @@ from ._harness import DEFAULT_IR_VERSION, Case, _onnx_type, bench_contender
 MS = "com.microsoft"
 HIDDEN, INTER, EXPERTS, TOP_K = 1024, 2816, 8, 2
 TOKENS = (128, 1)
-# (label, operator, block_size, accuracy_level); block None: float weights
-ROWS = (("float", "MoE", None, 0), ("int4-per-row", "QMoE", 0, 0),
-        ("int4-b32-acc0", "QMoE", 32, 0), ("int4-b32-acc4", "QMoE", 32, 4),
-        ("int4-b128-acc0", "QMoE", 128, 0), ("int4-b128-acc4", "QMoE", 128, 4))
+# (label, operator, block_size, accuracy_level, bits, zero points); block
+# None: float weights
+ROWS = (("float", "MoE", None, 0, 4, False), ("int4-per-row", "QMoE", 0, 0, 4, False),
+        ("int4-b32-acc0", "QMoE", 32, 0, 4, False), ("int4-b32-acc4", "QMoE", 32, 4, 4, False),
+        ("int4-b128-acc0", "QMoE", 128, 0, 4, False),
+        ("int4-b128-acc4", "QMoE", 128, 4, 4, False),
+        ("int8-b32", "QMoE", 32, 0, 8, False), ("int8-b32-zp", "QMoE", 32, 0, 8, True),
+        ("int4-b32-zp-acc4", "QMoE", 32, 4, 4, True))
 THREADS = (1, 2)
 CONTENDERS = ("ours", "ort")
 
 
 @functools.lru_cache(maxsize=1)
-def _weights(block):
+def _weights(block, bits=4, zero_points=False):
     """Expert weights of one row, shared by its prefill and decode cases."""
     rng = np.random.default_rng(7)
     if block is None:
@@ -48,30 +55,46 @@ def _weights(block):
         return {"fc1_experts_weights": w1, "fc2_experts_weights": w2}
 
     def quantized(rows, columns, unit):
-        w = rng.integers(0, 256, (EXPERTS, rows, columns // 2), dtype=np.uint8)
+        w = rng.integers(0, 256, (EXPERTS, rows, columns * bits // 8), dtype=np.uint8)
         shape = (EXPERTS, rows) if block == 0 else (EXPERTS, rows, columns // block)
-        return w, (rng.uniform(0.5, 1.5, shape) * unit).astype(np.float32)
+        s = (rng.uniform(0.5, 1.5, shape) * unit / (1 << (bits - 4))).astype(np.float32)
+        if not zero_points:
+            return w, s, None
+        # zero points near the middle code keep the outputs O(1)
+        middle = 1 << (bits - 1)
+        z = rng.integers(middle - 2, middle + 2, (EXPERTS, rows, columns // block))
+        if bits == 4:
+            z = z[:, :, 0::2] | (z[:, :, 1::2] << 4)
+        return w, s, z.astype(np.uint8)
 
-    w1, s1 = quantized(2 * INTER, HIDDEN, 1 / 128)
-    w2, s2 = quantized(HIDDEN, INTER, 1 / 212)
-    return {"fc1_experts_weights": w1, "fc1_scales": s1, "fc2_experts_weights": w2,
-            "fc2_scales": s2}
+    w1, s1, z1 = quantized(2 * INTER, HIDDEN, 1 / 128)
+    w2, s2, z2 = quantized(HIDDEN, INTER, 1 / 212)
+    weights = {"fc1_experts_weights": w1, "fc1_scales": s1, "fc2_experts_weights": w2,
+               "fc2_scales": s2}
+    if zero_points:
+        weights.update(fc1_zero_points=z1, fc2_zero_points=z2)
+    return weights
 
 
-def _reference(feeds, weights, block):
+def _reference(feeds, weights, block, bits=4):
     """float32 NumPy: route, then each expert on its rows (QMoE experts
     dequantized one at a time)."""
     x = feeds["input"]
-    experts, mix = naive.routing(feeds["router_probs"], TOP_K, True)
+    if block is None:
+        experts, mix = naive.routing(feeds["router_probs"], TOP_K, True)
+    else:
+        experts, mix = naive.qmoe_routing(feeds["router_probs"], TOP_K, True)
     out = np.zeros(x.shape, np.float64)
     for e in np.unique(experts):
         tokens, slot = np.nonzero(experts == e)
         if block is None:
             w1, w2 = weights["fc1_experts_weights"][e], weights["fc2_experts_weights"][e]
         else:
-            w1, w2 = (naive.dequantize(weights[f"fc{i}_experts_weights"][e:e + 1],
-                                       weights[f"fc{i}_scales"][e:e + 1], 4, block,
-                                       columns)[0].astype(np.float32)
+            w1, w2 = (naive.dequantize(
+                          weights[f"fc{i}_experts_weights"][e:e + 1],
+                          weights[f"fc{i}_scales"][e:e + 1], bits, block, columns,
+                          weights[f"fc{i}_zero_points"][e:e + 1]
+                          if f"fc{i}_zero_points" in weights else None)[0].astype(np.float32)
                       for i, columns in ((1, HIDDEN), (2, INTER)))
         h = x[tokens] @ w1.T
         y = naive.swiglu(h[:, 0::2], h[:, 1::2]) @ w2.T
@@ -81,11 +104,11 @@ def _reference(feeds, weights, block):
 
 @functools.lru_cache(maxsize=1)  # the tests of one case follow each other
 def moe_case(label: str, tokens: int) -> Case:
-    _, op, block, accuracy = next(row for row in ROWS if row[0] == label)
+    _, op, block, accuracy, bits, zero_points = next(row for row in ROWS if row[0] == label)
     rng = np.random.default_rng(tokens)
     feeds = {"input": rng.standard_normal((tokens, HIDDEN)).astype(np.float32),
              "router_probs": rng.standard_normal((tokens, EXPERTS)).astype(np.float32)}
-    weights = _weights(block)
+    weights = _weights(block, bits, zero_points)
     attrs = dict(k=TOP_K, activation_type="swiglu", swiglu_fusion=1,
                  normalize_routing_weights=1)
     if op == "MoE":
@@ -93,7 +116,9 @@ def moe_case(label: str, tokens: int) -> Case:
     else:
         inputs = ["input", "router_probs", "fc1_experts_weights", "fc1_scales", "",
                   "fc2_experts_weights", "fc2_scales"]
-        attrs.update(expert_weight_bits=4, block_size=block, accuracy_level=accuracy)
+        if zero_points:
+            inputs += ["", "", "", "", "fc1_zero_points", "fc2_zero_points"]
+        attrs.update(expert_weight_bits=bits, block_size=block, accuracy_level=accuracy)
     node = oh.make_node(op, inputs, ["output"], domain=MS, **attrs)
     graph = oh.make_graph(
         [node], f"single_{op}",
@@ -104,11 +129,13 @@ def moe_case(label: str, tokens: int) -> Case:
     )
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)],
                           ir_version=DEFAULT_IR_VERSION)
-    # int8 activations (accuracy level 4): a few 1e-2 from the float result
-    tol = 1e-1 if accuracy == 4 else 1e-3
+    # int8 activations (accuracy level 4, 8-bit blocks): a few 1e-2 from
+    # the float result
+    tol = 1e-1 if accuracy == 4 or bits == 8 else 1e-3
     return Case(f"{op}[{label} T{tokens}]", model, feeds, dtype="float32",
                 size=tokens * HIDDEN, domain=MS,
-                reference=functools.partial(_reference, weights=weights, block=block),
+                reference=functools.partial(_reference, weights=weights, block=block,
+                                            bits=bits),
                 rtol=tol, atol=tol, expected_kernel=f"onnx_light_cpu::{op}")
 
 

@@ -330,7 +330,6 @@ def test_k_larger_than_experts():
 @pytest.mark.parametrize("attrs,message", [
     (dict(activation_type="tanh"), r"MoE: attribute activation_type='tanh' is not supported"),
     (dict(activation_type="geglu", swiglu_fusion=1), r"activation_type='geglu'"),
-    (dict(use_sparse_mixer=1), r"MoE: attribute use_sparse_mixer=1"),
     (dict(activation_type="swiglu", swiglu_fusion=2), r"MoE: attribute swiglu_fusion=2"),
     (dict(activation_type="swiglu"), r"MoE: activation_type='swiglu' needs swiglu_fusion=1"),
 ])
@@ -340,6 +339,18 @@ def test_unsupported_attributes(attrs, message):
                          ("swiglu", "geglu"))
     with pytest.raises(NotImplementedError, match=message):
         run_once(inputs, **attrs)
+
+
+def test_sparse_mixer_top2():
+    """use_sparse_mixer=1: ONNX Runtime's CPU accepts it for k=2 and routes
+    as without it; any other k is an error."""
+    rng = np.random.default_rng(21)
+    inputs = make_inputs(rng, 6, 16, 8, 4)
+    for normalize in (0, 1):
+        check_both(inputs, k=2, use_sparse_mixer=1, normalize_routing_weights=normalize)
+    for k in (1, 3):
+        with pytest.raises(ValueError, match=r"MoE: attribute use_sparse_mixer=1 needs k=2"):
+            run_once(inputs, k=k, use_sparse_mixer=1)
 
 
 def test_separate_fc3_rejected():

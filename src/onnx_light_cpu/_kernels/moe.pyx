@@ -22,7 +22,8 @@ from libc.string cimport memset
 from olc_gemm cimport olc_gemm_level, olc_sgemm_nr, olc_sgemm_pack_b, olc_sgemm_packed_size
 from olc_moe cimport (OLC_MOE_CODES, OLC_MOE_GELU, OLC_MOE_IDENTITY, OLC_MOE_NBITS,
                       OLC_MOE_PACKED, OLC_MOE_PATH_DIRECT, OLC_MOE_PATH_INT8,
-                      OLC_MOE_PATH_NONE, OLC_MOE_RELU, OLC_MOE_SCALE_IN, OLC_MOE_SCALE_OUT,
+                      OLC_MOE_PATH_NONE, OLC_MOE_RELU, OLC_MOE_ROUTE_SOFTMAX,
+                      OLC_MOE_ROUTE_TOPK, OLC_MOE_ROUTE_WEIGHTS, OLC_MOE_SCALE_IN, OLC_MOE_SCALE_OUT,
                       OLC_MOE_SILU, OLC_MOE_SWIGLU, olc_moe_args, olc_moe_codes_size,
                       olc_moe_forward, olc_moe_pack_codes, olc_moe_pack_scales_in,
                       olc_moe_pack_scales_out, olc_moe_proj)
@@ -41,6 +42,10 @@ GELU = OLC_MOE_GELU
 SILU = OLC_MOE_SILU
 IDENTITY = OLC_MOE_IDENTITY
 SWIGLU = OLC_MOE_SWIGLU
+# routing (see olc_moe_route): MoE's; QMoE's from the logits; with router weights
+ROUTE_SOFTMAX = OLC_MOE_ROUTE_SOFTMAX
+ROUTE_TOPK = OLC_MOE_ROUTE_TOPK
+ROUTE_WEIGHTS = OLC_MOE_ROUTE_WEIGHTS
 
 
 
@@ -145,11 +150,12 @@ def pack_codes(cnp.ndarray q, cnp.ndarray scales, int64_t block, bint input_majo
     return proj
 
 
-def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, int bits, int64_t block, int64_t K,
-                  bint int8):
+def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, object zp, int bits, int64_t block,
+                  int64_t K, bint int8):
     """E MatMulNBits matrices: ``b`` uint8 codes [E, N, ceil(K / block),
-    block * bits / 8] (offset codes, implicit zero point 2^(bits - 1)) and
-    ``scales`` float32 [E, N, ceil(K / block)], both C-contiguous and kept
+    block * bits / 8] (unsigned codes), ``scales`` float32 [E, N, ceil(K /
+    block)] and ``zp`` None (implicit zero point 2^(bits - 1)) or float32
+    integers in [0, 2^bits) of the scales' shape, all C-contiguous and kept
     unchanged while the result lives.  ``int8``: the int8 engine (the
     activations quantized, as ONNX Runtime's accuracy level 4) for every
     expert whose scales are finite; else the float engine."""
@@ -157,9 +163,11 @@ def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, int bits, int64_t block, in
     cdef int64_t nb = (K + block - 1) // block, blob = block * bits // 8
     if (not b.flags.c_contiguous or b.dtype != np.uint8 or b.size != E * N * nb * blob
             or not scales.flags.c_contiguous or scales.dtype != np.float32
-            or scales.size != E * N * nb):
-        raise ValueError(f"moe core: b must be uint8 [E, N, {nb}, {blob}] and scales float32 "
-                         f"[E, N, {nb}], C-contiguous")
+            or scales.size != E * N * nb
+            or (zp is not None and (not zp.flags.c_contiguous or zp.dtype != np.float32
+                                    or zp.size != E * N * nb))):
+        raise ValueError(f"moe core: b must be uint8 [E, N, {nb}, {blob}], scales and zero "
+                         f"points float32 [E, N, {nb}], C-contiguous")
     cdef Projection proj = Projection()
     proj.nbw = <olc_nb_w *>PyMem_Malloc(max(E, 1) * sizeof(olc_nb_w))
     proj.q8w = <olc_q8_w *>PyMem_Malloc(max(E, 1) * sizeof(olc_q8_w))
@@ -167,12 +175,13 @@ def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, int bits, int64_t block, in
         raise MemoryError("moe core: no memory for the expert descriptors")
     memset(proj.nbw, 0, max(E, 1) * sizeof(olc_nb_w))
     memset(proj.q8w, 0, max(E, 1) * sizeof(olc_q8_w))
-    keep = [b, scales]
-    proj.nbytes = b.nbytes + scales.nbytes
+    keep = [b, scales, zp]
+    proj.nbytes = b.nbytes + scales.nbytes + (0 if zp is None else zp.nbytes)
     # the int8 engine's blocks: the weight block, at most 256 elements
     cdef int64_t ablock = min(block, 256), anblocks = nb * (block // ablock), tiles = 0
     cdef const uint8_t *pb = <const uint8_t *>cnp.PyArray_DATA(b)
     cdef const float *ps = <const float *>cnp.PyArray_DATA(scales)
+    cdef const float *pz = NULL if zp is None else <const float *>cnp.PyArray_DATA(<cnp.ndarray>zp)
     cdef olc_nb_w *w
     cdef olc_q8_w *q
     cdef cnp.ndarray codes, qs, qz
@@ -181,7 +190,7 @@ def prepare_nbits(cnp.ndarray b, cnp.ndarray scales, int bits, int64_t block, in
         w = proj.nbw + e
         w.b = pb + e * N * nb * blob
         w.scales = ps + e * N * nb
-        w.zp = NULL
+        w.zp = NULL if pz == NULL else pz + e * N * nb
         w.zp_default = float(1 << (bits - 1))
         w.K, w.N, w.nb, w.blob, w.block, w.bits = K, N, nb, blob, block, bits
         # weights that are not finite keep per-element float semantics
@@ -220,12 +229,14 @@ cdef const float *data_or_null(object a):
     return <const float *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-def forward(cnp.ndarray x, cnp.ndarray logits, Projection fc1, object b1, Projection fc2,
-            object b2, Projection fc3, object b3, cnp.ndarray out, int64_t k, bint normalize,
-            int op, bint fused, float alpha, float beta, float limit, int level, int threads):
+def forward(cnp.ndarray x, cnp.ndarray logits, object rweights, Projection fc1, object b1,
+            Projection fc2, object b2, Projection fc3, object b3, cnp.ndarray out, int64_t k,
+            int routing, bint normalize, int op, bint fused, float alpha, float beta,
+            float limit, int level, int threads):
     """out (T x H float32) = the mixture of the k routed experts of each
-    token of x (T x H float32); logits T x E float32; biases expert-major
-    float32 or None; fc3 None when there is no FC3.  Returns the path label
+    token of x (T x H float32); logits T x E float32; rweights T x E
+    float32 for ROUTE_WEIGHTS, else None; routing one of ROUTE_*; biases
+    expert-major float32 or None; fc3 None when there is no FC3.  Returns the path label
     of the MatMulNBits engine of the last FC1 product (None for the other
     projections or when no token ran)."""
     cdef olc_moe_args args
@@ -235,12 +246,14 @@ def forward(cnp.ndarray x, cnp.ndarray logits, Projection fc1, object b1, Projec
     args.E = cnp.PyArray_DIM(logits, 1)
     args.NI = fc2.p.K
     args.k = k
+    args.routing = routing
     args.normalize = normalize
     args.op = op
     args.fused = fused
     args.alpha, args.beta, args.limit = alpha, beta, limit
     args.x = <const float *>cnp.PyArray_DATA(x)
     args.logits = <const float *>cnp.PyArray_DATA(logits)
+    args.rweights = data_or_null(rweights)
     args.b1 = data_or_null(b1)
     args.b2 = data_or_null(b2)
     args.b3 = data_or_null(b3)

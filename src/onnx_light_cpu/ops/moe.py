@@ -1,12 +1,24 @@
 """com.microsoft MoE and QMoE: top-k mixture of experts.
 
-Tokens ([T, H] or [B, S, H]) are routed by a softmax over their router
-logits ([T, E]) to the k most probable experts (equal probabilities: the
-higher expert index first, as ONNX Runtime), optionally renormalised; each
-expert computes FC2(activation(FC1 x + b1)) + b2 on the rows routed to it
-only, and the output row is the weighted sum of its experts, summed in
-expert order (the same result at every thread count).  float16 and
-bfloat16 run in float32 and are rounded once at the end.
+Tokens ([T, H] or [B, S, H]) are routed by their router logits ([T, E]) to
+k experts; each expert computes FC2(activation(FC1 x + b1)) + b2 on the
+rows routed to it only, and the output row is the weighted sum of its
+experts, summed in expert order (the same result at every thread count).
+float16 and bfloat16 run in float32 and are rounded once at the end.
+
+Routing (equal values: the higher expert index first, as ONNX Runtime):
+- MoE: softmax over all E logits, the k most probable experts, optionally
+  renormalised (``normalize_routing_weights``);
+- QMoE, as ONNX Runtime 1.32's CPU kernel (where the spec says MoE's
+  routing, ONNX Runtime wins): the k largest raw logits, weighted by the
+  softmax over those k logits only (always normalised); with router
+  weights (input 14, [T, E]) the same experts weighted by their router
+  weights, renormalised only when ``normalize_routing_weights``=1; routes
+  of weight <= 1e-8 (or NaN) are skipped.  A NaN logit never beats a number
+  (ONNX Runtime's order there is unspecified).
+``use_sparse_mixer``=1 is accepted with k=2 and routes as without it
+(ONNX Runtime's CPU kernels parse it and never read it); any other k is an
+error, as there.
 
 One call of the core (``_kernels/moe``, olc_moe.h) runs the routing and
 every expert.  MoE's projections run on the float32 GEMM engine
@@ -15,32 +27,51 @@ of code.  QMoE's experts are converted once per node (never dequantized
 whole) for one of two engines:
 - the MatMulNBits engines (olc_matmul_nbits.h), one matrix per expert and
   projection, run on the rows routed to that expert: few rows per expert
-  (decode), and every call where ONNX Runtime quantizes the activations to
-  int8 (constant block-quantized experts at accuracy level 4, or with
-  8-bit codes), so that the results agree with it;
+  (decode), zero points, and every projection where ONNX Runtime quantizes
+  the activations to int8 (constant block-quantized weights, scales and
+  zero points with K a multiple of the block: 8-bit codes at every
+  accuracy level, 4-bit ones at accuracy level 4), so that the results
+  agree with it;
 - the core's own decoder: signed codes in the GEMM engine's panel order,
   decoded a bounded panel at a time into the micro-kernels' input, for
   many rows per expert (prefill) and for the input-major layout (whose
   scales vary along the outputs, which MatMulNBits cannot express).
+
+QMoE codes (ONNX Runtime 1.32 is the contract where the spec differs):
+2, 4 or 8 bits (``expert_weight_bits``, per projection
+``fc*_expert_weight_bits``), 8 // bits a byte least significant first,
+unsigned, value = (code - zero point) * scale.  The implicit zero point is
+2^(bits-1) -- 128 for 8-bit codes with per-row and block scales alike (the
+spec's two's complement INT8 blocks are not what ONNX Runtime or its
+exports use).  Zero points (inputs 11-13, UINT8, output-major layout only):
+per block [E, N, ceil(blocks * bits / 8)] packed along the blocks of a row,
+per row (block_size 0) [E, ceil(N * bits / 8)] packed along the rows.
+bits=2 is computed exactly; ONNX Runtime's block-wise 2-bit path (blocks
+>= 32, large enough matrices) is an approximate lookup-table GEMM, measured
+0.4-0.8 % of the largest output away (tests/ops/test_qmoe.py::test_two_bits).
+With zero points on only some 4-bit projections, ONNX Runtime runs the
+others through its re-quantizing Q4 GEMM (not reproduced).
 
 Activations: relu (default), gelu (the tanh form, as ONNX Runtime's CPU
 MoE), silu, identity and interleaved SwiGLU (``swiglu_fusion=1``: FC1 rows
 alternate gate and linear) with ``activation_alpha`` (1), ``activation_beta``
 (0) and ``swiglu_limit`` (none): G * sigmoid(alpha G) * (L + beta), G =
 min(gate, limit), L = clamp(linear, -limit, limit).  QMoE's separate FC3
-(the split builder) gates the activation: FC2(act(FC1 x + b1) * (FC3 x +
-b3)), or SwiGLU of (FC1 x + b1, FC3 x + b3) for 'swiglu' with
-``swiglu_fusion=0``.
+(the split builder; ONNX Runtime's CPU QMoE has none) gates the activation:
+FC2(act(FC1 x + b1) * (FC3 x + b3)), or SwiGLU of (FC1 x + b1, FC3 x + b3)
+for 'swiglu' with ``swiglu_fusion=0``.
 
-Not supported (NotImplementedError): MoE's separate FC3, sparse mixer
-routing, non-interleaved SwiGLU, other activations; QMoE's non-integer
-quantization, prepacked weights, nonempty zero points, router weights and
-the FP4/FP8 scale inputs.
+bits=3 is ONNX Runtime 1.32's INT3 profile (its only BFLOAT16 QMoE):
+FLOAT16/BFLOAT16 activations, fused SwiGLU, block 32/64/128, weights
+[E, N, ceil(K * 3 / 8)] as a row-local 3-bit stream least significant bit
+first (code p in bits [3p, 3p + 3)), value = (code - 4) * scale, scales
+finite and >= 0, zero points (optional) all 4; routing there is MoE's
+(softmax over all experts, renormalised when normalize_routing_weights).
 
-QMoE follows the spec where ONNX Runtime 1.32 differs: block-quantized INT8
-codes are two's complement (ORT reads offset codes), and
-``normalize_routing_weights=0`` is honoured (ORT's QMoE always
-renormalises).
+Not supported (NotImplementedError): MoE's separate FC3, non-interleaved
+SwiGLU, other activations; QMoE's non-integer quantization,
+prepacked weights, zero points with input-major weights and the FP4/FP8
+scale inputs (15 on).
 """
 
 from __future__ import annotations
@@ -102,10 +133,12 @@ class _MoEBase(KernelOp):
         self.fused = self.activation == "swiglu" and self.swiglu_fusion == 1
         if self.k < 1:
             self._reject_attribute(f"attribute k must be >= 1, got {self.k!r}")
+        # ONNX Runtime's CPU kernels accept the sparse mixer for top-2 only,
+        # and then route exactly as without it
+        if self.use_sparse_mixer and self.k != 2:
+            self._reject_attribute(f"attribute use_sparse_mixer=1 needs k=2, got k={self.k}")
 
     def _unsupported_attribute(self) -> str | None:
-        if self.use_sparse_mixer:
-            return "attribute use_sparse_mixer=1 (sparse mixer routing) is not supported"
         if self.activation not in ACTIVATIONS:
             return (f"attribute activation_type={self.activation!r} is not supported "
                     f"(expected one of {', '.join(ACTIVATIONS)})")
@@ -152,11 +185,14 @@ class _MoEBase(KernelOp):
         return self._prepared_input(("bias", index), index, b,
                                     lambda: np.ascontiguousarray(b, dtype=np.float32))
 
-    def _forward(self, level, x, router, tokens, H, inter, fc1, b1, fc2, b2, fc3, b3):
+    def _forward(self, level, x, router, tokens, H, inter, fc1, b1, fc2, b2, fc3, b3,
+                 routing=core.ROUTE_SOFTMAX, router_weights=None):
         """(output, path label of the MatMulNBits engine or None): the
         operator on the prepared projections (core.Projection)."""
         x32 = np.ascontiguousarray(x.reshape(tokens, H), dtype=np.float32)
         logits = np.ascontiguousarray(router, dtype=np.float32)
+        if router_weights is not None:
+            router_weights = np.ascontiguousarray(router_weights, dtype=np.float32)
         f = 2 if self.fused else 1
         work = tokens * self.k * H * inter * (f + 1 + (fc3 is not None))
         threads = self._num_threads(work, self.min_work_per_thread)
@@ -165,9 +201,9 @@ class _MoEBase(KernelOp):
             out = y.reshape(tokens, H)
         else:
             out = np.empty((tokens, H), dtype=np.float32)
-        path = core.forward(x32, logits, fc1, b1, fc2, b2, fc3, b3, out, self.k, self.normalize,
-                            ACTIVATIONS[self.activation], self.fused, self.alpha, self.beta,
-                            self.limit, level, threads)
+        path = core.forward(x32, logits, router_weights, fc1, b1, fc2, b2, fc3, b3, out, self.k,
+                            routing, self.normalize, ACTIVATIONS[self.activation], self.fused,
+                            self.alpha, self.beta, self.limit, level, threads)
         if x.dtype != FLOAT32:
             y = out.astype(x.dtype).reshape(x.shape)
         return y, path
@@ -245,6 +281,42 @@ def _is_power_of_two(n) -> bool:
     return isinstance(n, int) and n > 0 and n & (n - 1) == 0
 
 
+def _packed(count: int, bits: int) -> int:
+    """Bytes of ``count`` codes of ``bits`` bits (8 // bits a byte)."""
+    return -(-count * bits // 8)
+
+
+def _unpack(b: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """The first ``count`` unsigned codes (uint8) along the last axis of
+    bytes ``b``, 8 // bits a byte, least significant first."""
+    if bits == 8:
+        return b[..., :count]
+    if bits == 3:  # a bit stream, code p in bits [3p, 3p + 3)
+        stream = np.unpackbits(b, axis=-1, bitorder="little")[..., :3 * count]
+        triples = stream.reshape(*b.shape[:-1], count, 3)
+        return triples[..., 0] | (triples[..., 1] << 1) | (triples[..., 2] << 2)
+    per = 8 // bits
+    shifts = (np.arange(per, dtype=np.uint8) * bits).astype(np.uint8)
+    codes = (b[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return codes.reshape(*b.shape[:-1], -1)[..., :count]
+
+
+def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
+    """Codes (uint8, last axis a multiple of 8 // bits) packed 8 // bits a
+    byte, least significant first."""
+    if bits == 8:
+        return np.ascontiguousarray(codes)
+    if bits == 3:
+        stream = np.stack([codes & 1, (codes >> 1) & 1, codes >> 2], axis=-1)
+        return np.packbits(stream.reshape(*codes.shape[:-1], -1), axis=-1, bitorder="little")
+    per = 8 // bits
+    c = codes.reshape(*codes.shape[:-1], -1, per)
+    out = np.zeros(c.shape[:-1], dtype=np.uint8)
+    for i in range(per):
+        out |= c[..., i] << np.uint8(i * bits)
+    return out
+
+
 class QMoE(_MoEBase):
     """Quantized experts (UINT8 codes, float scales), in ONNX Runtime's raw
     output-major layout or, for block quantization, the split builder's
@@ -262,11 +334,12 @@ class QMoE(_MoEBase):
               Input("fc3_experts_weights", types=(T.UINT8,), ranks=(3,), optional=True),
               Input("fc3_scales", types=FLOATS, optional=True),
               Input("fc3_experts_bias", like=0, optional=True),
-              # not supported when given (zero points: unless empty)
-              Input("fc1_zero_points", optional=True),
-              Input("fc2_zero_points", optional=True),
-              Input("fc3_zero_points", optional=True),
-              Input("router_weights_and_scales", optional=True, variadic=True))
+              Input("fc1_zero_points", types=(T.UINT8,), optional=True),
+              Input("fc2_zero_points", types=(T.UINT8,), optional=True),
+              Input("fc3_zero_points", types=(T.UINT8,), optional=True),
+              Input("router_weights", like=0, ranks=(2,), optional=True),
+              # the FP4/FP8 global and activation scales: not supported
+              Input("scales", optional=True, variadic=True))
     attributes = _MoEBase.attributes + (
         Attr("expert_weight_bits", "int", 4), Attr("block_size", "int", 0),
         Attr("accuracy_level", "int", 0), Attr("fc1_expert_weight_bits", "int", None),
@@ -294,37 +367,62 @@ class QMoE(_MoEBase):
             return ("attribute weights_prepacked=1 (prepacked CUDA layouts) is not supported; "
                     "give raw weights")
         for name, bits in zip(("fc1", "fc2", "fc3"), self.proj_bits):
-            if bits not in (4, 8):
+            if bits not in (2, 3, 4, 8):
                 return (f"{name} weight bits {bits} (expert_weight_bits or "
-                        f"{name}_expert_weight_bits) is not supported (4 or 8)")
+                        f"{name}_expert_weight_bits) is not supported (2, 3, 4 or 8)")
+        if 3 in self.proj_bits and (set(self.proj_bits) != {3} or not self.fused
+                                    or self.block_size not in (32, 64, 128)):
+            return ("3-bit weights (ONNX Runtime's INT3 profile) need expert_weight_bits=3 for "
+                    "every projection, activation_type='swiglu' with swiglu_fusion=1 and "
+                    "block_size 32, 64 or 128")
         return None  # swiglu_fusion=0 needs FC3: checked with the inputs
 
     def _execute(self, plan, x, router, w1, s1, b1=None, w2=None, s2=None, b2=None, w3=None,
                  s3=None, b3=None, *rest):
-        E, tokens, H, inter, input_major = plan
+        E, tokens, H, inter, input_major, zps, router_weights = plan
         level = simd.state.level
-        if not input_major and (tokens * self.k < PANEL_MIN_ROWS * E
-                                or self._int8_engine(self._constant_input(2) is w1)):
-            return self._run_nbits(level, x, router, E, tokens, H, inter, w1, s1, b1, w2, s2,
-                                   b2, w3, s3, b3)
+        f = 2 if self.fused else 1
+        # (projection, weights index, stored weights, scales, zero points, outputs N, inputs K)
+        specs = [(0, 2, w1, s1, zps[0], f * inter, H), (1, 5, w2, s2, zps[1], H, inter)]
+        if w3 is not None:
+            specs.append((2, 8, w3, s3, zps[2], inter, H))
+        routing = core.ROUTE_TOPK if router_weights is None else core.ROUTE_WEIGHTS
+        if self.bits == 3:  # ONNX Runtime's INT3 profile routes as MoE
+            routing = core.ROUTE_SOFTMAX
+        biases = [self._bias(4, b1), self._bias(7, b2), self._bias(10, b3)]
+        int8 = [self._int8_projection(*spec) for spec in specs]
+        if not input_major and (tokens * self.k < PANEL_MIN_ROWS * E or any(int8)
+                                or any(z is not None for z in zps)):
+            projs = [self._prepared(("nbits", which, use), (index, index + 1, 11 + which),
+                                    (w, s, z),
+                                    lambda: self._prepare_nbits(w, s, z, which, N, K, use))
+                     for (which, index, w, s, z, N, K), use in zip(specs, int8)]
+            fc3 = projs[2] if w3 is not None else None
+            y, path = self._forward(level, x, router, tokens, H, inter, projs[0], biases[0],
+                                    projs[1], biases[1], fc3, biases[2], routing,
+                                    router_weights)
+            self._record_path(("nbits", path, x.dtype),
+                              lambda: f"qmoe_{path or 'empty'}_{x.dtype.name}")
+            return (y,)
         # one packing per level of code (AVX-512 VNNI runs the AVX-512 code)
         used = core.level_used(level)
-        self._record_path(("panels", self.bits, self.block_size, input_major, x.dtype, used),
+        self._record_path(("panels", self.proj_bits, self.block_size, input_major, x.dtype, used),
                           lambda: self._panels_label(x.dtype, input_major, used))
-        # (input index, stored weights, scales, bits, outputs N, inputs K)
-        f = 2 if self.fused else 1
-        specs = [(2, w1, s1, self.proj_bits[0], f * inter, H),
-                 (5, w2, s2, self.proj_bits[1], H, inter)]
-        if w3 is not None:
-            specs.append((8, w3, s3, self.proj_bits[2], inter, H))
-        projs = [self._prepared_input(
-                     ("panels", index, used), index, w,
-                     lambda: self._prepare_panels(w, s, bits, N, K, used, input_major))
-                 for index, w, s, bits, N, K in specs]
+        projs = [self._prepared(("panels", which, used), (index, index + 1), (w, s),
+                                lambda: self._prepare_panels(w, s, self.proj_bits[which], N, K,
+                                                             used, input_major))
+                 for which, index, w, s, _, N, K in specs]
         fc3 = projs[2] if w3 is not None else None
-        y, _ = self._forward(level, x, router, tokens, H, inter, projs[0], self._bias(4, b1),
-                             projs[1], self._bias(7, b2), fc3, self._bias(10, b3))
+        y, _ = self._forward(level, x, router, tokens, H, inter, projs[0], biases[0], projs[1],
+                             biases[1], fc3, biases[2], routing, router_weights)
         return (y,)
+
+    def _prepared(self, key, indices, values, prepare):
+        """``prepare()`` kept for the node while every given input of
+        ``indices`` (weights first) is an initializer, else run afresh."""
+        if all(v is None or self._constant_input(i) is v for i, v in zip(indices, values)):
+            return self._prepared_input(key, indices[0], values[0], prepare)
+        return prepare()
 
     def _panels_label(self, dtype, input_major, used):
         block = f"block{self.block_size}" if self.block_size else "per_row"
@@ -332,52 +430,29 @@ class QMoE(_MoEBase):
         return (f"qmoe_int{self.bits}_{block}_{layout}_panels_{dtype.name}_"
                 f"{simd.LEVEL_NAMES[used]}")
 
-    def _run_nbits(self, level, x, router, E, tokens, H, inter, w1, s1, b1, w2, s2, b2, w3, s3,
-                   b3):
-        """Output-major experts on the MatMulNBits engines, one expert at a
-        time on the rows routed to it (at the raw SIMD level: the int8 engine
-        has a VNNI kind)."""
-        f = 2 if self.fused else 1
-        rows1 = f * inter
-
-        def prepared(key, index, w, s, proj, N, K):
-            constant = self._constant_input(index) is w  # ORT's int8 path needs it
-            return self._prepared_input(
-                key, index, w, lambda: self._prepare_nbits(w, s, proj, N, K, constant))
-
-        p1 = prepared("nbits1", 2, w1, s1, 0, rows1, H)
-        p2 = prepared("nbits2", 5, w2, s2, 1, H, inter)
-        p3 = prepared("nbits3", 8, w3, s3, 2, inter, H) if w3 is not None else None
-        b1, b2, b3 = self._bias(4, b1), self._bias(7, b2), self._bias(10, b3)
-        y, path = self._forward(level, x, router, tokens, H, inter, p1, b1, p2, b2, p3, b3)
-        self._record_path(("nbits", path, x.dtype),
-                          lambda: f"qmoe_{path or 'empty'}_{x.dtype.name}")
-        return (y,)
-
     # -- validation -----------------------------------------------------------
 
     def _plan(self, x, router, w1, s1, b1=None, w2=None, s2=None, b2=None, w3=None, s3=None,
               b3=None, *rest):
-        """(E, tokens, H, inter, input_major) after the checks the
-        declarations cannot make."""
+        """(E, tokens, H, inter, input_major, zero points, router weights)
+        after the checks the declarations cannot make."""
         op = "QMoE"
-        for index, v in enumerate(rest, 11):
-            if v is None:
-                continue
-            if index < 14 and v.size == 0:
-                continue  # empty zero points: the implicit ones
-            if index < 14:
+        rest = list(rest) + [None] * (4 - len(rest))
+        for index, v in enumerate(rest[4:], 15):
+            if v is not None:
                 raise NotImplementedError(self._input_error(
-                    index, "is given: zero points are not supported (the codes have "
-                    "implicit zero points)"))
-            raise NotImplementedError(self._input_error(
-                index, "is given: router weights, global and activation scales are "
-                "not supported"))
+                    index, "is given: the FP4/FP8 global and activation scales are not "
+                    "supported"))
+        # empty zero points: the implicit ones
+        zps = [None if v is None or v.size == 0 else v for v in rest[:3]]
+        router_weights = rest[3]
         if (w3 is None) != (s3 is None):
             raise ValueError(self._input_error(
                 8 if w3 is None else 9, "is missing: FC3 weights and scales come together"))
         if w3 is None and b3 is not None:
             raise ValueError(self._input_error(10, "is given without FC3 weights"))
+        if w3 is None and zps[2] is not None:
+            raise ValueError(self._input_error(13, "is given without FC3 weights"))
         has_fc3 = w3 is not None
         if has_fc3 and self.fused:
             raise NotImplementedError(self._input_error(
@@ -387,19 +462,32 @@ class QMoE(_MoEBase):
             raise NotImplementedError(
                 f"{op}: activation_type='swiglu' needs swiglu_fusion=1 (interleaved rows in "
                 "FC1) or separate FC3 weights")
+        if self.bits == 3:
+            zps = self._int3_checks(x, s1, s2, zps, router_weights)
         E = w1.shape[0]
         tokens, H = self._check_tokens(x, router, E)
+        if router_weights is not None and router_weights.shape != (tokens, E):
+            raise ValueError(self._input_error(
+                14, f"has shape {router_weights.shape}, expected {(tokens, E)} (tokens, "
+                "experts)"))
         orientations = ("input", "output") if has_fc3 else ("output", "input")
-        if self.block_size == 0 or self.fused:
-            # per-row scales and fused SwiGLU exist in the output-major layout only
+        if self.block_size == 0 or self.fused or any(z is not None for z in zps):
+            # per-row scales, fused SwiGLU and zero points exist in the
+            # output-major layout only
             orientations = ("output",)
         errors = []
         for orientation in orientations:
-            inter, error = self._fits(orientation, E, H, w1, s1, w2, s2, w3, s3)
+            inter, error = self._fits(orientation, E, H, w1, s1, w2, s2, w3, s3, zps)
             if error is None:
                 break
             errors.append((orientation, error))
         else:
+            zp_index = next((11 + i for i, z in enumerate(zps) if z is not None), None)
+            if (zp_index is not None and self.block_size and not self.fused
+                    and self._fits("input", E, H, w1, s1, w2, s2, w3, s3, (None,) * 3)[1] is None):
+                raise NotImplementedError(self._input_error(
+                    zp_index, "is given with input-major (split builder) weights: zero points "
+                    "are supported in the output-major layout only"))
             index, message = errors[0][1]
             if len(errors) > 1:
                 message += (f" (the {errors[0][0]}-major layout; the weights and scales fit "
@@ -411,11 +499,35 @@ class QMoE(_MoEBase):
         for index, b, rows in ((4, b1, f * inter), (7, b2, H), (10, b3, inter)):
             if b is not None:
                 self._shape(index, b, (E, rows), "[experts, rows of its projection]")
-        return E, tokens, H, inter, orientation == "input"
+        return E, tokens, H, inter, orientation == "input", zps, router_weights
 
-    def _fits(self, orientation, E, H, w1, s1, w2, s2, w3, s3):
-        """(inter_size, None) when every projection and scale fits the
-        orientation, else (None, (input index, message))."""
+    def _int3_checks(self, x, s1, s2, zps, router_weights):
+        """ONNX Runtime's INT3 profile: FLOAT16/BFLOAT16, scales finite and
+        >= 0, zero points (if any) all 4; returns the zero points as
+        implicit ones."""
+        if x.dtype == FLOAT32:
+            raise NotImplementedError(self._input_error(
+                0, "is float32: 3-bit weights (ONNX Runtime's INT3 profile) take float16 or "
+                "bfloat16"))
+        if router_weights is not None:
+            raise NotImplementedError(self._input_error(
+                14, "is given with 3-bit weights: the INT3 profile has no router weights"))
+        for index, s in ((3, s1), (6, s2)):
+            s32 = np.asarray(s, dtype=np.float32)
+            if not (np.isfinite(s32).all() and (s32 >= 0).all()):
+                raise ValueError(self._input_error(
+                    index, "holds a negative or non-finite scale (3-bit weights need finite "
+                    "scales >= 0)"))
+        for which, z in enumerate(zps):
+            if z is not None and (z != 4).any():
+                raise ValueError(self._input_error(
+                    11 + which, "holds a zero point other than 4 (3-bit weights: the zero "
+                    "point is 4)"))
+        return [None, None, None]
+
+    def _fits(self, orientation, E, H, w1, s1, w2, s2, w3, s3, zps):
+        """(inter_size, None) when every projection, scale and zero point
+        fits the orientation, else (None, (input index, message))."""
         f = 2 if self.fused else 1
         if orientation == "output":
             if w1.shape[1] % f:
@@ -427,85 +539,94 @@ class QMoE(_MoEBase):
             inter = w2.shape[1]
             logical = [(2, w1, 3, s1, H, inter), (5, w2, 6, s2, inter, H),
                        (8, w3, 9, s3, H, inter)]
-        for (index, w, sindex, s, rows, columns), bits in zip(logical, self.proj_bits):
+        for which, ((index, w, sindex, s, rows, columns), bits) in enumerate(
+                zip(logical, self.proj_bits)):
             if w is None:
                 continue
-            stored = (E, rows, -(-columns // 2) if bits == 4 else columns)
+            stored = (E, rows, _packed(columns, bits))
             if w.shape != stored:
                 return None, (index, f"has shape {w.shape}, expected {stored}")
-            scale_shape = ((E, rows) if self.block_size == 0
-                           else (E, rows, -(-columns // self.block_size)))
+            nb = -(-columns // self.block_size) if self.block_size else 1
+            scale_shape = (E, rows, nb) if self.block_size else (E, rows)
             if s.shape != scale_shape:
                 return None, (sindex, f"has shape {s.shape}, expected {scale_shape}")
+            zp = zps[which]
+            if zp is not None:
+                # ONNX Runtime's layouts: packed along the blocks of a row,
+                # or (per-row scales) along the rows
+                want = ((E, rows, _packed(nb, bits)) if self.block_size
+                        else (E, _packed(rows, bits)))
+                if zp.shape != want:
+                    return None, (11 + which, f"has shape {zp.shape}, expected {want} (zero "
+                                              f"points of {bits}-bit codes, "
+                                              f"{8 // bits} a byte)")
         return inter, None
 
     # -- preparation ------------------------------------------------------------
 
-    def _int8_engine(self, constant: bool) -> bool:
-        """Whether ONNX Runtime would quantize the activations to int8: for
-        constant block-quantized experts, at accuracy level 4 or with 8-bit
-        codes (see _prepare_nbits)."""
-        if not constant or not self.block_size:
+    def _int8_projection(self, which, index, w, s, zp, N, K) -> bool:
+        """Whether ONNX Runtime quantizes the activations of this projection
+        to int8 (its MatMulNBits kernels): constant block-quantized weights,
+        scales and zero points, K a multiple of the block, and 8-bit codes
+        or 4-bit ones at accuracy level 4."""
+        bits, block = self.proj_bits[which], self.block_size
+        if not block or K % block:
             return False
-        return self.accuracy_level == 4 or 8 in self.proj_bits[:2]
+        if not (bits == 8 or (bits == 4 and self.accuracy_level == 4)):
+            return False
+        return all(v is None or self._constant_input(i) is v
+                   for i, v in ((index, w), (index + 1, s), (11 + which, zp)))
 
     def _prepare_panels(self, w, s, bits, N, K, level, input_major):
-        """Experts for the core's own decoder: their signed codes [E, N, K]
-        (output-major experts are stored [E, N, P], input-major ones
-        [E, K, P]) and scales, laid out by the core for ``level``."""
+        """Experts for the core's own decoder: their signed codes (code -
+        2^(bits-1)) [E, N, K] (output-major experts are stored [E, N, P],
+        input-major ones [E, K, P]) and scales, laid out by the core for
+        ``level``."""
         if input_major:
-            codes = self._codes(w, bits, N, signed8=True).transpose(0, 2, 1)
+            codes = self._codes(w, bits, N).transpose(0, 2, 1)
         else:
-            codes = self._codes(w, bits, K, signed8=self.block_size > 0)
+            codes = self._codes(w, bits, K)
         return core.pack_codes(codes, s, self.block_size, input_major, level)
 
-    def _prepare_nbits(self, w, s, which, N, K, constant):
+    def _prepare_nbits(self, w, s, zp, which, N, K, int8):
         """Output-major experts (stored [E, N, P]) in MatMulNBits's layout
-        [E, N, blocks, block bytes] (offset codes, implicit zero point),
-        prepared by the core: the final block padded with zero codes, signed
-        INT8 moved to offset codes, per-row scales repeated over blocks of
-        128."""
+        [E, N, blocks, block bytes] (unsigned codes, the final block padded
+        with the zero point's code), with float32 scales and zero points
+        [E, N, blocks] (per-row ones repeated over blocks of 128), for the
+        int8 engine (``int8``) or the float one."""
         bits = self.proj_bits[which]
         block = self.block_size or 128
         if block > K:  # one block either way: the smallest that covers K
             block = max(16, 1 << (K - 1).bit_length())  # (not 2^31 bytes a row)
         nb = -(-K // block)
-        blob = block * bits // 8
-        zero = 0x88 if bits == 4 else 0x80
-        # As ONNX Runtime: constant block-quantized experts take the int8
-        # engine at accuracy level 4, and always for 8 bits; per-row experts,
-        # and experts that are not initializers, stay in float32.
-        if self.block_size == 0 or not constant:
-            accuracy = 0
-        elif bits == 8:
-            accuracy = 4
-        else:
-            accuracy = 4 if self.accuracy_level == 4 else 0
         E = w.shape[0]
-        packed = np.full((E, N, nb * blob), zero, dtype=np.uint8)
-        stored = w
-        if bits == 8 and self.block_size:
-            stored = stored ^ np.uint8(0x80)  # two's complement -> offset codes
-        packed[:, :, :stored.shape[2]] = stored
-        if bits == 4 and K % 2:
-            packed[:, :, K // 2] = (packed[:, :, K // 2] & 0x0F) | 0x80
         s32 = np.asarray(s, dtype=np.float32)
+        if zp is None:
+            z = None
+            pad = np.full((E, N), 1 << (bits - 1), dtype=np.uint8)
+        elif self.block_size:
+            zq = _unpack(zp, bits, s32.shape[2])
+            z = np.ascontiguousarray(zq, dtype=np.float32)
+            pad = zq[:, :, -1]
+        else:
+            zq = _unpack(zp, bits, N)
+            z = np.ascontiguousarray(np.repeat(zq[:, :, None], nb, axis=2), dtype=np.float32)
+            pad = zq
+        codes = np.empty((E, N, nb * block), dtype=np.uint8)
+        codes[:, :, :K] = _unpack(w, bits, K)
+        codes[:, :, K:] = pad[:, :, None]
+        packed = _pack(codes, bits).reshape(E, N, nb, block * bits // 8)
         scales = (np.repeat(s32[:, :, None], nb, axis=2) if self.block_size == 0
                   else np.ascontiguousarray(s32))
-        return core.prepare_nbits(packed.reshape(E, N, nb, blob), scales, bits, block, K,
-                                  accuracy == 4)
+        return core.prepare_nbits(packed, scales, z, bits, block, K, int8)
 
     @staticmethod
-    def _codes(w, bits, columns, signed8):
-        """Signed int8 codes [..., R, columns] of stored bytes [..., R, P]."""
-        if bits == 4:
-            q = np.empty(w.shape[:-1] + (2 * w.shape[-1],), dtype=np.uint8)
-            q[..., 0::2] = w & 15
-            q[..., 1::2] = w >> 4
-            return (q[..., :columns].view(np.int8) - np.int8(8))
-        if signed8:
-            return w[..., :columns].view(np.int8)
-        return (w[..., :columns] ^ np.uint8(128)).view(np.int8)
+    def _codes(w, bits, columns):
+        """Signed int8 codes (code - 2^(bits-1)) [..., R, columns] of stored
+        bytes [..., R, P]."""
+        if bits == 8:
+            return (w[..., :columns] ^ np.uint8(128)).view(np.int8)
+        return (_unpack(w, bits, columns).view(np.int8) - np.int8(1 << (bits - 1)))
 
 
 KERNELS = {

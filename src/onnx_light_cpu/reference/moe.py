@@ -53,19 +53,25 @@ def swiglu(gate, linear, alpha=1.0, beta=0.0, limit=None):
 
 
 def moe(x, logits, w1, b1, w2, b2, w3=None, b3=None, *, k=1, normalize=False,
-        activation="relu", alpha=1.0, beta=0.0, limit=None):
+        activation="relu", alpha=1.0, beta=0.0, limit=None, routes=None):
     """Mixture of experts on logical float weights: w1 [E, f*I, H]
     (interleaved gate/linear rows for activation 'swiglu' without w3),
     w2 [E, H, I], optional w3 [E, I, H]; biases [E, rows] or None.
-    x is [..., H]; returns float64 of x's shape."""
+    x is [..., H]; returns float64 of x's shape.  ``routes``: (experts,
+    weights) of QMoE's routing (:func:`qmoe_routing`), whose routes of
+    weight <= 1e-8 (or NaN) are skipped; else MoE's :func:`routing`."""
     shape = x.shape
     x = x.reshape(-1, shape[-1]).astype(np.float64)
-    experts, weights = routing(np.asarray(logits, np.float32), k, normalize)
+    qmoe_routes = routes is not None
+    experts, weights = routes if qmoe_routes else routing(np.asarray(logits, np.float32), k,
+                                                          normalize)
     out = np.zeros_like(x)
     for t in range(x.shape[0]):
-        if not np.isfinite(weights[t]).all():  # NaN or +inf logits: ONNX Runtime
-            continue                              # routes such a token nowhere
+        if not qmoe_routes and not np.isfinite(weights[t]).all():  # NaN or +inf logits:
+            continue                                # ONNX Runtime routes such a token nowhere
         for e, w in zip(experts[t], weights[t]):
+            if qmoe_routes and not w > 1e-8:
+                continue
             h = w1[e].astype(np.float64) @ x[t]
             if b1 is not None:
                 h = h + b1[e]
@@ -86,47 +92,93 @@ def moe(x, logits, w1, b1, w2, b2, w3=None, b3=None, *, k=1, normalize=False,
     return out.reshape(shape)
 
 
-def unpack_codes(w: np.ndarray, bits: int, columns: int, signed8: bool) -> np.ndarray:
-    """Signed integer codes [E, R, columns] of stored bytes [E, R, P]:
-    INT4 low nibble first minus 8; INT8 two's complement (``signed8``) or
-    minus 128."""
-    if bits == 4:
-        codes = np.stack([w & 15, w >> 4], axis=-1).reshape(*w.shape[:-1], -1)
-        return codes[..., :columns].astype(np.int32) - 8
-    if signed8:
-        return w.view(np.int8)[..., :columns].astype(np.int32)
-    return w[..., :columns].astype(np.int32) - 128
+def qmoe_routing(logits: np.ndarray, k: int, normalize: bool,
+                 router_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """QMoE's routing (ONNX Runtime 1.32's CPU kernel): the k largest raw
+    logits (equal ones: the higher expert index first); their weights are
+    the softmax over those k logits only, or, with ``router_weights``
+    [T, E], the router weights at the selected experts, renormalised to sum
+    to one when ``normalize`` (a sum of 0 gives weights 0).  Routes of
+    weight <= 1e-8 are skipped by :func:`moe`."""
+    logits = logits.astype(np.float64)
+    order = logits.shape[1] - 1 - np.argsort(-logits[:, ::-1], axis=1, kind="stable")
+    experts = order[:, :k]
+    if router_weights is None:
+        top = np.take_along_axis(logits, experts, axis=1)
+        e = np.exp(top - top[:, :1])
+        return experts, e / e.sum(axis=1, keepdims=True)
+    weights = np.take_along_axis(router_weights.astype(np.float64), experts, axis=1)
+    if normalize:
+        total = weights.sum(axis=1, keepdims=True)
+        weights = np.where(total == 0.0, 0.0, weights / np.where(total == 0.0, 1.0, total))
+    return experts, weights
 
 
-def dequantize(w, scales, bits, block_size, columns):
+def unpack_codes(w: np.ndarray, bits: int, columns: int) -> np.ndarray:
+    """Unsigned integer codes [..., columns] of stored bytes [..., P]: 8 //
+    bits codes a byte, least significant first; 3 bits: a bit stream, code
+    p in bits [3p, 3p + 3) of the row."""
+    if bits == 3:
+        stream = np.unpackbits(w, axis=-1, bitorder="little")[..., :3 * columns]
+        return (stream.reshape(*w.shape[:-1], columns, 3).astype(np.int32)
+                * np.array([1, 2, 4])).sum(axis=-1)
+    per = 8 // bits
+    shifts = np.arange(per, dtype=np.uint8) * bits
+    codes = (w[..., None] >> shifts) & ((1 << bits) - 1)
+    return codes.reshape(*w.shape[:-1], -1)[..., :columns].astype(np.int32)
+
+
+def zero_points(zp, bits: int, E: int, rows: int, nblocks: int, block_size: int) -> np.ndarray:
+    """Float64 zero points [E, rows, nblocks]: implicit 2^(bits-1) when
+    ``zp`` is None; else ONNX Runtime's layouts, codes least significant
+    first: per block [E, rows, ceil(nblocks * bits / 8)] packed along the
+    blocks; per row (block_size 0) [E, ceil(rows * bits / 8)] packed along
+    the rows."""
+    if zp is None:
+        return np.full((E, rows, nblocks), float(1 << (bits - 1)))
+    if block_size:
+        return unpack_codes(zp.reshape(E, rows, -1), bits, nblocks).astype(np.float64)
+    return unpack_codes(zp.reshape(E, -1), bits, rows).reshape(E, rows, 1).astype(np.float64)
+
+
+def dequantize(w, scales, bits, block_size, columns, zp=None):
     """Logical float64 matrix [E, R, columns] of stored weights and scales
-    ([E, R] per row for block_size 0, else [E, R, ceil(columns/block)])."""
-    codes = unpack_codes(w, bits, columns, signed8=block_size > 0).astype(np.float64)
+    ([E, R] per row for block_size 0, else [E, R, ceil(columns/block)]):
+    (code - zero point) * scale, codes unsigned (8 // bits a byte)."""
+    codes = unpack_codes(w, bits, columns).astype(np.float64)
     s = scales.astype(np.float64)
-    if block_size == 0:
-        return codes * s[..., None]
-    return codes * np.repeat(s, block_size, axis=-1)[..., :columns]
+    E, R = codes.shape[:2]
+    s = s.reshape(E, R, -1)
+    z = zero_points(zp, bits, E, R, s.shape[2], block_size)
+    step = block_size or columns
+    expand = lambda a: np.repeat(a, step, axis=-1)[..., :columns]  # noqa: E731
+    return (codes - expand(z)) * expand(s)
 
 
 def qmoe(x, logits, w1, s1, b1, w2, s2, b2, w3=None, s3=None, b3=None, *, bits=4,
          block_size=0, input_major=False, k=1, normalize=False, activation="relu",
-         alpha=1.0, beta=0.0, limit=None):
+         alpha=1.0, beta=0.0, limit=None, zps=(None, None, None),
+         router_weights=None, proj_bits=None):
     """QMoE: dequantize each projection to its logical matrix, bring it to
-    output-major, then :func:`moe`.  Output-major stores FC1 [E, f*I, H],
-    FC2 [E, H, I], FC3 [E, I, H]; input-major (``input_major``) FC1 and
-    FC3 [E, H, I], FC2 [E, I, H]."""
+    output-major, then :func:`moe` with :func:`qmoe_routing`.  Output-major
+    stores FC1 [E, f*I, H], FC2 [E, H, I], FC3 [E, I, H]; input-major
+    (``input_major``) FC1 and FC3 [E, H, I], FC2 [E, I, H].  ``proj_bits``:
+    bits of FC1, FC2, FC3 when they differ."""
     H = x.shape[-1]
+    b = proj_bits or (bits, bits, bits)
+    z1, z2, z3 = zps
     if input_major:
         inter = w2.shape[1]
-        m1 = dequantize(w1, s1, bits, block_size, inter).transpose(0, 2, 1)
-        m2 = dequantize(w2, s2, bits, block_size, H).transpose(0, 2, 1)
-        m3 = (dequantize(w3, s3, bits, block_size, inter).transpose(0, 2, 1)
+        m1 = dequantize(w1, s1, b[0], block_size, inter).transpose(0, 2, 1)
+        m2 = dequantize(w2, s2, b[1], block_size, H).transpose(0, 2, 1)
+        m3 = (dequantize(w3, s3, b[2], block_size, inter).transpose(0, 2, 1)
               if w3 is not None else None)
     else:
         fused = w3 is None and activation == "swiglu"
         inter = w3.shape[1] if w3 is not None else w1.shape[1] // (2 if fused else 1)
-        m1 = dequantize(w1, s1, bits, block_size, H)
-        m2 = dequantize(w2, s2, bits, block_size, inter)
-        m3 = dequantize(w3, s3, bits, block_size, H) if w3 is not None else None
+        m1 = dequantize(w1, s1, b[0], block_size, H, z1)
+        m2 = dequantize(w2, s2, b[1], block_size, inter, z2)
+        m3 = dequantize(w3, s3, b[2], block_size, H, z3) if w3 is not None else None
+    routes = qmoe_routing(np.asarray(logits, np.float32), k, normalize, router_weights)
     return moe(x, logits, m1, b1, m2, b2, m3, b3, k=k, normalize=normalize,
-               activation=activation, alpha=alpha, beta=beta, limit=limit)
+               activation=activation, alpha=alpha, beta=beta, limit=limit, routes=routes)

@@ -514,14 +514,59 @@ static olc_moe_act_fn olc_moe_act_select(int level) {
 
 /* ---- routing ---- */
 
-/* For each of the T tokens: softmax of its E logits, then the k largest
- * probabilities (ties: the higher expert index first), renormalised to
- * sum to one when asked; a token with a NaN logit gets weights 0.  sel and
- * wsel hold T x k experts and weights. */
-static void olc_moe_route(int64_t T, int64_t E, int64_t k, int normalize, const float *logits,
-                          int32_t *sel, float *wsel, float *prob) {
+/* Routing of MoE (OLC_MOE_ROUTE_SOFTMAX) and of QMoE (the other two, as
+ * ONNX Runtime's QMoE CPU kernel computes it). */
+enum { OLC_MOE_ROUTE_SOFTMAX = 0, OLC_MOE_ROUTE_TOPK = 1, OLC_MOE_ROUTE_WEIGHTS = 2 };
+/* QMoE skips routes of weight <= this (and NaN weights), as ONNX Runtime. */
+#define OLC_MOE_MIN_WEIGHT 1e-8f
+
+/* For each of the T tokens its k experts (sel) and weights (wsel):
+ * - OLC_MOE_ROUTE_SOFTMAX (MoE): softmax over the E logits, the k most
+ *   probable experts (ties: the higher expert index first), renormalised
+ *   to sum to one when asked; a token with a NaN logit gets weights 0;
+ * - OLC_MOE_ROUTE_TOPK (QMoE): the k largest raw logits (same ties), and
+ *   the softmax over those k logits only (multiplied by the reciprocal of
+ *   its sum, as ONNX Runtime);
+ * - OLC_MOE_ROUTE_WEIGHTS (QMoE with router weights rweights, T x E): the
+ *   experts of the k largest logits, weighted by their router weights,
+ *   divided by their sum when asked (a sum of 0 gives weights 0).
+ * prob: E floats of scratch. */
+static void olc_moe_route(int64_t T, int64_t E, int64_t k, int mode, int normalize,
+                          const float *logits, const float *rweights, int32_t *sel, float *wsel,
+                          float *prob) {
     for (int64_t t = 0; t < T; ++t) {
         const float *l = logits + t * E;
+        int32_t *s = sel + t * k;
+        float *w = wsel + t * k;
+        if (mode != OLC_MOE_ROUTE_SOFTMAX) {
+            /* the k largest logits: a NaN never beats a number */
+            for (int64_t j = 0; j < k; ++j) {
+                int64_t best = -1;
+                for (int64_t e = 0; e < E; ++e) {
+                    int taken = 0;
+                    for (int64_t i = 0; i < j; ++i) taken |= s[i] == e;
+                    if (taken) continue;
+                    if (best < 0 || l[e] >= l[best] || (l[best] != l[best] && l[e] == l[e]))
+                        best = e;
+                }
+                s[j] = (int32_t)best;
+            }
+            if (mode == OLC_MOE_ROUTE_TOPK) {
+                float mx = l[s[0]], sum = 0.0f;
+                for (int64_t j = 0; j < k; ++j) sum += w[j] = olc_expf_(l[s[j]] - mx);
+                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                for (int64_t j = 0; j < k; ++j) w[j] *= inv;
+            } else {
+                const float *rw = rweights + t * E;
+                float sum = 0.0f;
+                for (int64_t j = 0; j < k; ++j) sum += w[j] = rw[s[j]];
+                if (normalize) {
+                    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                    for (int64_t j = 0; j < k; ++j) w[j] *= inv;
+                }
+            }
+            continue;
+        }
         float mx = l[0], sum = 0.0f;
         for (int64_t e = 1; e < E; ++e) mx = l[e] > mx ? l[e] : mx;
         for (int64_t e = 0; e < E; ++e) sum += prob[e] = olc_expf_(l[e] - mx);
@@ -536,23 +581,25 @@ static void olc_moe_route(int64_t T, int64_t E, int64_t k, int normalize, const 
                 if (best < 0 || prob[e] >= prob[best] || (prob[best] != prob[best] && prob[e] == prob[e]))
                     best = e;
             }
-            sel[t * k + j] = (int32_t)best;
-            wsel[t * k + j] = prob[best];
+            s[j] = (int32_t)best;
+            w[j] = prob[best];
             total += prob[best];
             prob[best] = -1.0f;
         }
         if (normalize)
-            for (int64_t j = 0; j < k; ++j) wsel[t * k + j] /= total;
+            for (int64_t j = 0; j < k; ++j) w[j] /= total;
         if (sum != sum) /* NaN among the logits: no contribution (as ONNX Runtime) */
-            for (int64_t j = 0; j < k; ++j) wsel[t * k + j] = 0.0f;
+            for (int64_t j = 0; j < k; ++j) w[j] = 0.0f;
     }
 }
 
 /* Routes the T tokens and groups them by expert: expert e's rows are
  * rows[count[e]..count[e+1]) (token numbers, increasing) with their
- * weights rw; count has E + 1 entries.  Returns -1 without memory. */
-static int olc_moe_group(int64_t T, int64_t E, int64_t k, int normalize, const float *logits,
-                         int64_t *count, int32_t *rows, float *rw) {
+ * weights rw; count has E + 1 entries.  QMoE's routing leaves out the
+ * routes of weight <= OLC_MOE_MIN_WEIGHT.  Returns -1 without memory. */
+static int olc_moe_group(int64_t T, int64_t E, int64_t k, int mode, int normalize,
+                         const float *logits, const float *rweights, int64_t *count,
+                         int32_t *rows, float *rw) {
     int32_t *sel = (int32_t *)malloc((size_t)(T * k + 1) * sizeof(int32_t));
     float *wsel = (float *)malloc((size_t)(T * k + 1) * sizeof(float));
     float *prob = (float *)malloc((size_t)E * sizeof(float));
@@ -562,12 +609,17 @@ static int olc_moe_group(int64_t T, int64_t E, int64_t k, int normalize, const f
         status = -1;
         goto done;
     }
-    olc_moe_route(T, E, k, normalize, logits, sel, wsel, prob);
+    olc_moe_route(T, E, k, mode, normalize, logits, rweights, sel, wsel, prob);
+    if (mode != OLC_MOE_ROUTE_SOFTMAX)
+        for (int64_t i = 0; i < T * k; ++i)
+            if (!(wsel[i] > OLC_MOE_MIN_WEIGHT)) sel[i] = -1;
     memset(count, 0, (size_t)(E + 1) * sizeof(int64_t));
-    for (int64_t i = 0; i < T * k; ++i) ++count[sel[i] + 1];
+    for (int64_t i = 0; i < T * k; ++i)
+        if (sel[i] >= 0) ++count[sel[i] + 1];
     for (int64_t e = 0; e < E; ++e) count[e + 1] += count[e];
     memcpy(fill, count, (size_t)E * sizeof(int64_t));
     for (int64_t i = 0; i < T * k; ++i) {
+        if (sel[i] < 0) continue;
         int64_t slot = fill[sel[i]]++;
         rows[slot] = (int32_t)(i / k);
         rw[slot] = wsel[i];
@@ -640,9 +692,10 @@ static void olc_moe_scatter(int level, float *out, int64_t H, const int32_t *row
 
 typedef struct {
     int64_t T, H, NI, E, k;
-    int normalize, op, fused;
+    int routing, normalize, op, fused; /* routing: OLC_MOE_ROUTE_* */
     float alpha, beta, limit;
     const float *x, *logits;          /* T x H, T x E (float32) */
+    const float *rweights;            /* OLC_MOE_ROUTE_WEIGHTS: T x E (float32) */
     const float *b1, *b2, *b3;        /* expert-major biases (float32) or NULL */
     olc_moe_proj fc1, fc2, fc3;       /* fc3.N == 0: none */
     float *out;                       /* T x H, float32 */
@@ -707,7 +760,8 @@ static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads, int *
     float *g = olc_gemm_alloc((size_t)(tile * NI));
     float *y = olc_gemm_alloc((size_t)(tile * H));
     if (!count || !rows || !rw || !a || !h || (gated && !u) || !g || !y ||
-        olc_moe_group(T, E, k, p->normalize, p->logits, count, rows, rw) != 0) {
+        olc_moe_group(T, E, k, p->routing, p->normalize, p->logits, p->rweights, count, rows,
+                      rw) != 0) {
         status = -1;
         goto done;
     }

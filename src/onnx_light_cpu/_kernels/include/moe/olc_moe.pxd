@@ -10,6 +10,7 @@ cdef extern from "moe/olc_moe.h" nogil:
     int OLC_MOE_PACKED, OLC_MOE_CODES, OLC_MOE_NBITS
     int OLC_MOE_SCALE_OUT, OLC_MOE_SCALE_IN
     int OLC_MOE_PATH_NONE, OLC_MOE_PATH_PANEL, OLC_MOE_PATH_DIRECT, OLC_MOE_PATH_INT8
+    int OLC_MOE_ROUTE_SOFTMAX, OLC_MOE_ROUTE_TOPK, OLC_MOE_ROUTE_WEIGHTS
 
     ctypedef struct olc_moe_proj:
         int kind
@@ -25,10 +26,11 @@ cdef extern from "moe/olc_moe.h" nogil:
         const olc_q8_w *q8
     ctypedef struct olc_moe_args:
         int64_t T, H, NI, E, k
-        int normalize, op, fused
+        int routing, normalize, op, fused
         float alpha, beta, limit
         const float *x
         const float *logits
+        const float *rweights
         const float *b1
         const float *b2
         const float *b3
