@@ -1,6 +1,8 @@
 """The worker pool every core's parallel loop runs on (olc_pool_impl.h):
 each task runs exactly once whoever claims it, nested loops run serially
-inside their task, concurrent callers and a forked child still finish."""
+inside their task, concurrent callers and a forked child still finish, and
+a worker that holds its task for milliseconds sends the next jobs to their
+callers for a while (the stall guard)."""
 
 from __future__ import annotations
 
@@ -62,3 +64,20 @@ def test_spin_setting():
             _cpu.set_pool_spin_us(-1)
     finally:
         _cpu.set_pool_spin_us(before)
+
+
+def test_a_stalled_worker_makes_the_next_jobs_serial():
+    """The worker's first task holds it 20 ms (as a preempted worker would):
+    the caller counts a stall and runs the following jobs alone; every task
+    still runs once."""
+    stalls, _ = _cpu.pool_stalls()
+    # 200 tasks of 20 µs: the caller is busy 4 ms, the worker surely joins
+    runs, slots, _ = _cpu.pool_check(200, 2, task_us=20, stall_us=20_000)
+    assert runs == [1] * 200
+    if set(slots) == {0}:
+        pytest.skip("the worker never woke during the job (machine too busy)")
+    after, left_us = _cpu.pool_stalls()
+    assert after == stalls + 1
+    if left_us > 5000:  # still inside the serial period: the caller runs it all
+        runs, slots, _ = _cpu.pool_check(200, 2, task_us=5)
+        assert runs == [1] * 200 and set(slots) == {0}

@@ -18,6 +18,9 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     int olc_pool_started()
     long olc_pool_spin_ns()
     void olc_pool_set_spin_ns(long ns)
+    long olc_pool_stalls()
+    long olc_pool_serial_ns_left()
+    long olc_pool_now_ns()
 
 
 #: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512,
@@ -57,11 +60,26 @@ def set_pool_spin_us(double us):
     olc_pool_set_spin_ns(<long>(us * 1000.0))
 
 
+def pool_stalls():
+    """(stalls seen so far, µs left of the serial period the last one
+    started): the stall guard of olc_pool_impl.h."""
+    return olc_pool_stalls(), olc_pool_serial_ns_left() / 1000.0
+
+
 cdef struct _CheckJob:
     int *runs    # times each task ran
     int *slots   # the slot that ran it
     int *nested  # runs of the nested loops' tasks, `inner` per task
     int inner
+    long task_ns   # each task spins this long
+    long stall_ns  # a worker's first task of the job also spins this long
+    int stalled    # (set once a worker stalled)
+
+
+cdef void _spin(long ns) noexcept nogil:
+    cdef long end = olc_pool_now_ns() + ns
+    while olc_pool_now_ns() < end:
+        pass
 
 
 cdef void _check_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
@@ -69,11 +87,17 @@ cdef void _check_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef _CheckJob inner
     job.runs[t] += 1
     job.slots[t] = slot
+    if job.task_ns:
+        _spin(job.task_ns)
+    if slot != 0 and job.stall_ns and not job.stalled:  # a worker preempted mid-task
+        job.stalled = 1
+        _spin(job.stall_ns)
     if job.inner:  # a loop inside a task runs serially, in that task
         inner.runs = job.nested + t * job.inner
         inner.slots = NULL
         inner.nested = NULL
         inner.inner = 0
+        inner.task_ns = inner.stall_ns = inner.stalled = 0
         olc_pool_run_tasks(job.inner, _check_nested_task, &inner, 2)
 
 
@@ -81,10 +105,13 @@ cdef void _check_nested_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     (<_CheckJob *>arg).runs[t] += 1
 
 
-def pool_check(Py_ssize_t ntasks, int threads, int inner=0):
-    """Run ``ntasks`` trivial tasks on the pool (for tests): the times each
-    task ran, the slot that ran each, and, with ``inner``, the times each
-    task of the loops nested in them ran (``inner`` per task)."""
+def pool_check(Py_ssize_t ntasks, int threads, int inner=0, double task_us=0,
+               double stall_us=0):
+    """Run ``ntasks`` tasks on the pool (for tests): the times each task
+    ran, the slot that ran each, and, with ``inner``, the times each task
+    of the loops nested in them ran (``inner`` per task).  Each task spins
+    ``task_us``; the first task a worker takes spins ``stall_us`` more, as
+    a worker preempted mid-task would hold it."""
     cdef Py_ssize_t size = max(2 * ntasks + ntasks * inner, 1)
     cdef int *buf = <int *>malloc(size * sizeof(int))
     if buf == NULL:
@@ -97,6 +124,9 @@ def pool_check(Py_ssize_t ntasks, int threads, int inner=0):
     job.slots = buf + ntasks
     job.nested = buf + 2 * ntasks
     job.inner = inner
+    job.task_ns = <long>(task_us * 1000.0)
+    job.stall_ns = <long>(stall_us * 1000.0)
+    job.stalled = 0
     with nogil:
         olc_pool_run_tasks(ntasks, _check_task, &job, threads)
     try:

@@ -20,7 +20,15 @@
  * "Threads").  The caller waiting for such a task spins briefly, then
  * sleeps, which lets the kernel move the worker to the caller's CPU.  A
  * call from inside a task, or while another thread's job runs, runs
- * serially in its caller. */
+ * serially in its caller.
+ *
+ * Stall guard: when the caller still waits, long after its own last task,
+ * for a task a worker holds (the worker was preempted by another process),
+ * the jobs of the next OLC_POOL_SERIAL_MIN_NS run serially in their
+ * callers, doubling on each stall in a row up to OLC_POOL_SERIAL_MAX_NS; a
+ * job workers help without a stall resets it.  On a CPU another process
+ * keeps busy, two threads then cost what one does instead of a preempted
+ * slice per job.  Tasks are the same either way: results do not change. */
 #ifndef OLC_POOL_IMPL_H
 #define OLC_POOL_IMPL_H
 
@@ -54,6 +62,9 @@ static struct {
     _Atomic int sleepers;
     _Atomic int caller_waits;      /* the caller sleeps until `done` is complete */
     _Atomic long spin_ns;
+    _Atomic long serial_until;     /* jobs before this time run serially */
+    long serial_ns;                /* the last serial period (under busy), 0: none */
+    _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
     int started;                   /* workers created (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with wake: sleeping workers */
@@ -74,6 +85,15 @@ static struct {
    idle, so that the kernel moves the worker over to it. */
 enum { OLC_POOL_CALLER_SPIN_MIN_NS = 2000, OLC_POOL_CALLER_SPIN_MAX_NS = 50000 };
 enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
+
+/* A wait after the caller's last task counts as a stall from this long and
+   from OLC_POOL_STALL_TASKS of its mean task times: a preempted worker holds
+   its task for a scheduler slice (milliseconds), a running one finishes it
+   in about one task time. */
+#define OLC_POOL_STALL_MIN_NS 500000L
+#define OLC_POOL_STALL_TASKS 8
+#define OLC_POOL_SERIAL_MIN_NS 20000000L
+#define OLC_POOL_SERIAL_MAX_NS 640000000L
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -173,8 +193,24 @@ static int olc_pool_grow(int wanted) {
     return olc_pool.started < wanted ? olc_pool.started : wanted;
 }
 
+/* The stall guard, after a job workers helped with (caller holds busy):
+   `waited` is how long the caller waited after its own last task. */
+static void olc_pool_after_job(long waited, long task_ns) {
+    if (waited < OLC_POOL_STALL_MIN_NS || waited < OLC_POOL_STALL_TASKS * task_ns) {
+        olc_pool.serial_ns = 0;
+        return;
+    }
+    long period = 2 * olc_pool.serial_ns;
+    period = period < OLC_POOL_SERIAL_MIN_NS ? OLC_POOL_SERIAL_MIN_NS
+           : period > OLC_POOL_SERIAL_MAX_NS ? OLC_POOL_SERIAL_MAX_NS : period;
+    olc_pool.serial_ns = period;
+    atomic_store(&olc_pool.serial_until, olc_pool_now_ns() + period);
+    atomic_fetch_add(&olc_pool.stalls, 1);
+}
+
 static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
     if (olc_pool_inside || ntasks >= (ptrdiff_t)OLC_POOL_CLOSED
+        || olc_pool_now_ns() < atomic_load(&olc_pool.serial_until)
         || pthread_mutex_trylock(&olc_pool.busy) != 0) {
         olc_run_serially(ntasks, fn, arg);
         return;
@@ -201,6 +237,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
               : 4 * task_ns > OLC_POOL_CALLER_SPIN_MAX_NS ? OLC_POOL_CALLER_SPIN_MAX_NS
               : 4 * task_ns;
     olc_pool_inside = 0;
+    long own_end = olc_pool_now_ns();
     /* Only tasks a worker claimed are left: spin briefly, then sleep until
        the worker finishing the last one signals. */
     long deadline = 0;
@@ -221,6 +258,8 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
             pthread_mutex_unlock(&olc_pool.lock);
         }
     }
+    if (ran < ntasks)
+        olc_pool_after_job(olc_pool_now_ns() - own_end, task_ns);
     pthread_mutex_unlock(&olc_pool.busy);
 }
 
@@ -235,6 +274,8 @@ static void olc_pool_after_fork_child(void) {
     pthread_cond_init(&olc_pool.wake, NULL);
     pthread_cond_init(&olc_pool.finished, NULL);
     atomic_store(&olc_pool.caller_waits, 0);
+    atomic_store(&olc_pool.serial_until, 0);
+    olc_pool.serial_ns = 0;
 }
 
 static int olc_pool_init(void) {
@@ -248,5 +289,10 @@ static inline void *olc_pool_entry(void) { return (void *)olc_pool_run_tasks; }
 static inline int olc_pool_started(void) { return olc_pool.started; }
 static inline long olc_pool_spin_ns(void) { return atomic_load(&olc_pool.spin_ns); }
 static inline void olc_pool_set_spin_ns(long ns) { atomic_store(&olc_pool.spin_ns, ns); }
+static inline long olc_pool_stalls(void) { return atomic_load(&olc_pool.stalls); }
+static inline long olc_pool_serial_ns_left(void) {
+    long left = atomic_load(&olc_pool.serial_until) - olc_pool_now_ns();
+    return left > 0 ? left : 0;
+}
 
 #endif
