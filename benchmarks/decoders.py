@@ -57,6 +57,12 @@ class DecoderConfig:
     rope_theta: float = 10000.0
     epsilon: float = 1e-6
     max_positions: int = 4096
+    # GPT-OSS's mixture of experts in place of the SwiGLU MLP when > 0: a
+    # router MatMul + Add and one QMoE of ``expert_bits`` blocks of 32
+    # (fused, clamped SwiGLU), ``experts_per_token`` experts a token.
+    experts: int = 0
+    experts_per_token: int = 2
+    expert_bits: int = 8
 
     @property
     def head_size(self) -> int:
@@ -238,6 +244,40 @@ def _mlp(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str) -> str:
     return _linear(g, dtype, f"{base}/down_proj/MatMul", product, c.intermediate, c.hidden)
 
 
+def _moe(g: _Graph, c: DecoderConfig, layer: int, x: str) -> str:
+    """GPT-OSS's MLP as the builder writes it for CPU: the tokens as rows,
+    router logits from a MatMul with bias, one QMoE over quantized experts
+    (gate and up interleaved in FC1, SwiGLU clamped at 7 with alpha 1.702),
+    the rows back in the input's shape."""
+    base = f"/model/layers.{layer}/moe"
+    name = f"model.layers.{layer}.moe"
+    E, H, inter, bits = c.experts, c.hidden, c.intermediate, c.expert_bits
+    rows = g.node("Reshape", [x, g.const([-1, H])], f"{base}/Reshape")
+    router = g.init(f"{name}.router.weight", g.normal((H, E), 1.0 / np.sqrt(H)))
+    logits = g.node("MatMul", [rows, router], f"{base}/router/MatMul")
+    logits = g.node("Add", [logits, g.init(f"{name}.router.bias", g.normal((E,), 0.1))],
+                    f"{base}/router/Add")
+
+    def experts(kind: str, n: int, k: int) -> tuple[str, str]:
+        codes = g.rng.integers(0, 256, size=(E, n, k * bits // 8), dtype=np.uint8)
+        unit = 1.0 / (np.sqrt(k) * (1 << (bits - 2)))
+        scales = (g.rng.uniform(0.5, 1.5, size=(E, n, k // BLOCK_SIZE)) * unit)
+        return (g.init(f"{name}.experts.{kind}.qweight", codes),
+                g.init(f"{name}.experts.{kind}.scales", scales.astype(np.float32)))
+
+    w1, s1 = experts("gate_up_proj", 2 * inter, H)
+    w2, s2 = experts("down_proj", H, inter)
+    b1 = g.init(f"{name}.experts.gate_up_proj.bias", g.normal((E, 2 * inter), 0.1))
+    b2 = g.init(f"{name}.experts.down_proj.bias", g.normal((E, H), 0.1))
+    out = g.node("QMoE", [rows, logits, w1, s1, b1, w2, s2, b2], f"{base}/QMoE", domain=MS,
+                 k=c.experts_per_token, activation_type="swiglu", swiglu_fusion=1,
+                 activation_alpha=1.702, activation_beta=1.0, swiglu_limit=7.0,
+                 normalize_routing_weights=1, expert_weight_bits=bits,
+                 block_size=BLOCK_SIZE)
+    shape = g.node("Shape", [x], f"{base}/Shape")
+    return g.node("Reshape", [out, shape], f"{base}/Reshape_1")
+
+
 def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
                   ) -> onnx.ModelProto:
     """The builder-shaped decoder of ``config`` in ``dtype`` (float32 or int4:
@@ -258,7 +298,7 @@ def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
         x, residual = _layernorm(g, c, layer, "input", residual, skip)
         skip = _attention(g, c, dtype, layer, x, mask, caches)
         x, residual = _layernorm(g, c, layer, "post_attention", residual, skip)
-        skip = _mlp(g, c, dtype, layer, x)
+        skip = _moe(g, c, layer, x) if c.experts else _mlp(g, c, dtype, layer, x)
     x, _ = _layernorm(g, c, c.layers, "final_norm", residual, skip, last=True)
     _linear(g, dtype, "/lm_head/MatMul", x, c.hidden, c.vocab, weight=lm_weight,
             output="logits")
