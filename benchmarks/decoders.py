@@ -63,6 +63,26 @@ class DecoderConfig:
     experts: int = 0
     experts_per_token: int = 2
     expert_bits: int = 8
+    # GroupQueryAttention's quantized KV cache when 8 or 4: int8 caches, or
+    # uint8 ones of two 4-bit codes a byte, with float32 dequantization
+    # scales (``kv_quant``: PER_TENSOR or PER_CHANNEL) as initializers.
+    kv_cache_bits: int = 0
+    kv_quant: str = "PER_TENSOR"
+    # int4 only: the embedding's GatherBlockQuantized reads an INT4-typed
+    # [vocab, hidden] table (the LM head's codes as signed values) instead of
+    # a Reshape of the LM head's packed uint8 codes.
+    typed_embedding: bool = False
+
+    @property
+    def cache_type(self) -> int:
+        """The element type of the KV cache inputs and outputs."""
+        return {0: TensorProto.FLOAT, 8: TensorProto.INT8, 4: TensorProto.UINT8}[
+            self.kv_cache_bits]
+
+    @property
+    def cache_width(self) -> int:
+        """Elements of a cached head vector: two 4-bit codes a byte."""
+        return self.head_size // 2 if self.kv_cache_bits == 4 else self.head_size
 
     @property
     def head_size(self) -> int:
@@ -190,7 +210,16 @@ def _embedding(g: _Graph, c: DecoderConfig, dtype: str):
         table = g.node("Transpose", [weight], f"{base}/Transpose", perm=[1, 0])
         return g.node("Gather", [table, "input_ids"], f"{base}/Gather"), weight
     weight = _int4_weight(g, "lm_head.MatMul", c.hidden, c.vocab)
-    flat = g.node("Reshape", [weight[0], g.const([c.vocab, c.hidden // 2])], f"{base}/Reshape")
+    if c.typed_embedding:
+        # code c of the LM head is the value c - 8; the low nibble comes first
+        codes = numpy_helper.to_array(g.initializers[-2]).reshape(c.vocab, c.hidden // 2)
+        values = np.stack([codes & 15, codes >> 4], axis=-1).reshape(-1).astype(np.int64) - 8
+        flat = "model.embed_tokens.qweight"
+        g.initializers.append(helper.make_tensor(flat, TensorProto.INT4, [c.vocab, c.hidden],
+                                                 values.tolist()))
+    else:
+        flat = g.node("Reshape", [weight[0], g.const([c.vocab, c.hidden // 2])],
+                      f"{base}/Reshape")
     out = g.node("GatherBlockQuantized", [flat, "input_ids", weight[1]],
                  f"{base}/GatherBlockQuantized", domain=MS, bits=4, block_size=BLOCK_SIZE,
                  gather_axis=0, quantize_axis=1)
@@ -221,16 +250,26 @@ def _attention(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str,
         bias = g.init(f"model.layers.{layer}.attn.qkv_proj.bias",
                       g.normal((q_size + 2 * kv_size,), 0.1))
         qkv = g.node("Add", [qkv, bias], f"{base}/qkv_proj/Add")
+    inputs = [qkv, "", "", f"past_key_values.{layer}.key", f"past_key_values.{layer}.value",
+              *mask, *caches]
+    quantized = {}
+    if c.kv_cache_bits:
+        shape = (1,) if c.kv_quant == "PER_TENSOR" else (1, c.kv_heads, 1, c.head_size)
+        # a scale per code unit that covers a value range of about +-4
+        unit = 4.0 / (127 if c.kv_cache_bits == 8 else 7)
+        inputs += ["", "", ""] + [
+            g.init(f"model.layers.{layer}.attn.{kind}_scale",
+                   (g.rng.uniform(0.8, 1.2, size=shape) * unit).astype(np.float32))
+            for kind in ("k", "v")]
+        quantized = dict(k_quant_type=c.kv_quant, v_quant_type=c.kv_quant,
+                         kv_cache_bit_width=c.kv_cache_bits)
     gqa = g.node(
-        "GroupQueryAttention",
-        [qkv, "", "", f"past_key_values.{layer}.key", f"past_key_values.{layer}.value",
-         *mask, *caches],
-        f"{base}/GroupQueryAttention",
+        "GroupQueryAttention", inputs, f"{base}/GroupQueryAttention",
         outputs=[f"{base}/GroupQueryAttention/output_0", f"present.{layer}.key",
                  f"present.{layer}.value"],
         domain=MS, num_heads=c.heads, kv_num_heads=c.kv_heads,
         scale=float(1.0 / np.sqrt(c.head_size)), local_window_size=-1, softcap=0.0,
-        do_rotary=1, rotary_interleaved=0)
+        do_rotary=1, rotary_interleaved=0, **quantized)
     return _linear(g, dtype, f"{base}/o_proj/MatMul", gqa, q_size, c.hidden)
 
 
@@ -303,8 +342,8 @@ def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
     _linear(g, dtype, "/lm_head/MatMul", x, c.hidden, c.vocab, weight=lm_weight,
             output="logits")
 
-    kv_shape = ["batch_size", c.kv_heads, "past_sequence_length", c.head_size]
-    present_shape = ["batch_size", c.kv_heads, "total_sequence_length", c.head_size]
+    kv_shape = ["batch_size", c.kv_heads, "past_sequence_length", c.cache_width]
+    present_shape = ["batch_size", c.kv_heads, "total_sequence_length", c.cache_width]
     inputs = [
         helper.make_tensor_value_info("input_ids", TensorProto.INT64,
                                       ["batch_size", "sequence_length"]),
@@ -316,9 +355,9 @@ def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
     for i in range(c.layers):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kind}", TensorProto.FLOAT, kv_shape))
+                f"past_key_values.{i}.{kind}", c.cache_type, kv_shape))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", TensorProto.FLOAT, present_shape))
+                f"present.{i}.{kind}", c.cache_type, present_shape))
     graph = helper.make_graph(g.nodes, f"{c.name}-{dtype}", inputs, outputs, g.initializers)
     return helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
@@ -334,10 +373,17 @@ def make_feeds(config: DecoderConfig, seq: int, past: int, batch: int = 1, seed:
         "input_ids": rng.integers(0, config.vocab, size=(batch, seq), dtype=np.int64),
         "attention_mask": np.ones((batch, past + seq), dtype=np.int64),
     }
-    shape = (batch, config.kv_heads, past, config.head_size)
+    shape = (batch, config.kv_heads, past, config.cache_width)
     for i in range(config.layers):
         for kind in ("key", "value"):
-            feeds[f"past_key_values.{i}.{kind}"] = rng.standard_normal(shape, dtype=np.float32)
+            if config.kv_cache_bits == 8:
+                cache = rng.integers(-127, 128, size=shape, dtype=np.int8)
+            elif config.kv_cache_bits == 4:  # codes q + 8 of q in [-7, 7], two a byte
+                low, high = rng.integers(1, 16, size=(2,) + shape, dtype=np.uint8)
+                cache = low | (high << 4)
+            else:
+                cache = rng.standard_normal(shape, dtype=np.float32)
+            feeds[f"past_key_values.{i}.{kind}"] = cache
     return feeds
 
 

@@ -1,6 +1,7 @@
 """Small decoders with the features of ONNX Runtime's model builder beyond
 the dense Qwen2/Llama shape (benchmarks/decoders.py): GPT-OSS's QMoE
-experts.  Each runs a 7-token prefill and two decode steps with the present
+experts, int8 and int4 KV caches, an INT4-typed GatherBlockQuantized
+embedding.  Each runs a 7-token prefill and two decode steps with the present
 cache fed back, with our kernels, and matches ONNX Runtime 1.32 end to end."""
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ CASES = {
                       experts_per_token=2, expert_bits=8), "float32", {"QMoE"}),
     "qmoe4": (replace(BASE, name="tiny-gpt-oss-4bit", intermediate=64, experts=4,
                       experts_per_token=2, expert_bits=4), "int4", {"QMoE", "MatMulNBits"}),
+    "typed-embedding": (replace(BASE, name="tiny-qwen-int4-embedding", typed_embedding=True),
+                        "int4", {"GatherBlockQuantized", "MatMulNBits"}),
 }
+for _bits in (8, 4):
+    for _quant in ("PER_TENSOR", "PER_CHANNEL"):
+        CASES[f"kv{_bits}-{_quant.lower()}"] = (
+            replace(BASE, name=f"tiny-qwen-kv{_bits}", kv_cache_bits=_bits, kv_quant=_quant),
+            "float32", {"GroupQueryAttention"})
 # QMoE's int8 activations (8-bit experts, and 4-bit at accuracy level 4)
 # quantize each block to int8 as ORT does, but sums taken in another order
 # can move one code across a rounding boundary (see test_decoders.py).
