@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Data-movement cores: Concat, Split, Slice, Gather, ScatterND, NonZero.
+"""Data-movement cores: Concat, Split, Slice, Gather, ScatterND, NonZero,
+Transpose.
 
 The adapters pass contiguous arrays (or, for Slice, a strided NumPy view of
 the input) and sizes in bytes; the cores copy blocks, splitting the work
@@ -12,8 +13,9 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
 from olc_tensor cimport (
-    olc_check_indices, olc_copy_rows_range, olc_gather_rows, olc_nonzero_count, olc_nonzero_fill,
-    olc_nonzero_kind, olc_scatter_fn, olc_scatter_offsets, olc_scatter_select, olc_strided_rows,
+    OLC_TRANSPOSE_TILE, olc_check_indices, olc_copy_rows_range, olc_gather_rows,
+    olc_nonzero_count, olc_nonzero_fill, olc_nonzero_kind, olc_scatter_fn, olc_scatter_offsets,
+    olc_scatter_select, olc_strided_rows, olc_transpose_task,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
@@ -70,6 +72,37 @@ cdef void _gather_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
     cdef int64_t r1 = (c + 1) * job.chunk
     olc_gather_rows(job.dst, job.src, job.idx, job.nidx, job.dim, job.row_bytes,
                     c * job.chunk, r1 if r1 < job.rows else job.rows)
+
+
+cdef struct _TransposeJob:
+    char *dst
+    const char *src
+    int64_t R, C, size, band_cols
+
+
+cdef void _transpose_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _TransposeJob *job = <_TransposeJob *>arg
+    olc_transpose_task(job.dst, job.src, job.R, job.C, job.size, job.band_cols, t)
+
+
+def transpose(cnp.ndarray src, cnp.ndarray dst, int64_t batch, int64_t R, int64_t C,
+              int threads):
+    """dst[b, c, r] = src[b, r, c] for ``batch`` R x C matrices of
+    C-contiguous ``src`` into C-contiguous ``dst`` (same element size)."""
+    cdef _TransposeJob job
+    cdef int64_t size = cnp.PyArray_ITEMSIZE(src), band_bytes, row_bands, col_bands
+    if batch * R * C == 0:
+        return
+    job.dst, job.src = <char *>cnp.PyArray_DATA(dst), <const char *>cnp.PyArray_DATA(src)
+    job.R, job.C, job.size = R, C, size
+    # a task: one band of TILE rows and as many whole tiles of columns as
+    # make about TASK_BYTES
+    band_bytes = OLC_TRANSPOSE_TILE * size * OLC_TRANSPOSE_TILE
+    job.band_cols = OLC_TRANSPOSE_TILE * max(1, TASK_BYTES // band_bytes)
+    row_bands = (R + OLC_TRANSPOSE_TILE - 1) // OLC_TRANSPOSE_TILE
+    col_bands = (C + job.band_cols - 1) // job.band_cols
+    with nogil:
+        olc_parallel_for(batch * row_bands * col_bands, _transpose_task, &job, threads)
 
 
 def copy_rows(list srcs, list dsts, list src_strides, list dst_strides, list row_bytes,

@@ -3,8 +3,9 @@ Unsqueeze, Flatten, Constant, ConstantOfShape, Range, Expand, Tile,
 Transpose, Where.
 
 They run on tiny tensors (shapes, masks, position ids) between the real
-kernels, so what they cost is the Python around them; NumPy does the work
-and there is no core.  Every element type of the schemas is accepted
+kernels, so what they cost is the Python around them; NumPy does the work,
+except for the transposes of matrices, which the tensor core copies tile by
+tile.  Every element type of the schemas is accepted
 (strings as NumPy object or unicode arrays).
 
 - **Views, never copies**: Identity, Reshape, Squeeze, Unsqueeze and
@@ -15,7 +16,11 @@ and there is no core.  Every element type of the schemas is accepted
   change it.
 - **New contiguous outputs**: Expand, Tile and Transpose write into an
   output of their own with one ``np.copyto`` from a (broadcast,
-  transposed) view of the input; Where is ``np.where``.
+  transposed) view of the input; Where is ``np.where``.  A Transpose that
+  is a batch of matrix transposes once axes of size 1 are dropped and axes
+  that stay neighbours merged (a weight's [K, N] -> [N, K], [B, S, H] ->
+  [B, H, S]) runs the core's tiled copy instead: NumPy's element by element
+  walk across rows is several times slower there.
 - **Sizes**: outputs are sized before they are allocated; a size of 2**63
   bytes or more is a ValueError (no machine holds it), one that does not
   fit in memory the MemoryError of ``KernelOp._check_bytes``.
@@ -30,7 +35,9 @@ import onnx
 import onnx.numpy_helper
 from onnx import AttributeProto, TensorProto
 
+from .._kernels import tensor as core
 from ._base import Attr, Input, KernelOp
+from .tensor import MIN_BYTES_PER_THREAD
 
 T = TensorProto
 
@@ -577,6 +584,27 @@ class Tile(_Glue):
         return (out,)
 
 
+def _matrices(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(batch, rows, columns) when transposing by ``perm`` is transposing a
+    batch of rows x columns matrices (batch 1: one matrix), else None.
+    Axes of size 1 move nothing and are dropped; axes that are neighbours
+    in the output as in the input move as one."""
+    kept = [a for a in perm if shape[a] != 1]
+    groups: list[list[int]] = []  # runs of neighbouring input axes, output order
+    for a in kept:
+        if groups and groups[-1][-1] + 1 == a:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    dims = [math.prod(shape[a] for a in g) for g in groups]
+    starts = [g[0] for g in groups]
+    if len(groups) == 2 and starts[0] > starts[1]:  # [R, C] -> [C, R]
+        return 1, dims[1], dims[0]
+    if len(groups) == 3 and starts[0] < starts[2] < starts[1]:  # [B, R, C] -> [B, C, R]
+        return dims[0], dims[2], dims[1]
+    return None
+
+
 class Transpose(_Glue):
     """``data`` with its axes permuted by ``perm`` (reversed by default),
     a new contiguous tensor."""
@@ -588,7 +616,8 @@ class Transpose(_Glue):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._perms: dict = {}  # (rank, dtype) -> checked permutation
+        # (shape, dtype) -> (checked permutation, its matrices or None)
+        self._layouts: dict = {}
 
     def _perm(self, rank: int) -> tuple[int, ...]:
         if self.perm is None:
@@ -600,13 +629,23 @@ class Transpose(_Glue):
         return perm
 
     def _run(self, x):
-        key = (x.ndim, x.dtype)
-        perm = self._perms.get(key)
-        if perm is None:
+        key = (x.shape, x.dtype)
+        layout = self._layouts.get(key)
+        if layout is None:
             self._check_data(0, x)
-            perm = self._perms[key] = self._perm(x.ndim)
+            perm = self._perm(x.ndim)
+            matrices = None if x.dtype.kind in "OUS" else _matrices(x.shape, perm)
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            layout = self._layouts[key] = (perm, matrices)
+        perm, matrices = layout
         view = x.transpose(perm)
         out = self._output(view.shape, x.dtype)
+        if matrices is not None and x.flags.c_contiguous:
+            if self._usage.enabled:
+                self._label(("tiles", x.dtype), f"transpose_{_name(x.dtype)}_tiles")
+            core.transpose(x, out, *matrices, self._num_threads(out.nbytes, MIN_BYTES_PER_THREAD))
+            return (out,)
         if self._usage.enabled:
             self._label(x.dtype, f"transpose_{_name(x.dtype)}_numpy")
         np.copyto(out, view)

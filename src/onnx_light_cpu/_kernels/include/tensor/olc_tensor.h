@@ -48,6 +48,56 @@ static void olc_copy_rows_range(char *dst, int64_t dst_stride, const char *src,
     }
 }
 
+/* Transpose: dst[b][c][r] = src[b][r][c] over the tiles of rows
+ * [r0, r1) and columns [c0, c1) of matrix b (R x C elements of `size`
+ * bytes).  A tile of `OLC_TRANSPOSE_TILE` rows and columns fits in L1, so
+ * the strided side of the copy stays cached; inside it the writes are
+ * sequential (measured 1.2-3x faster than sequential reads).  Tiles of 16
+ * were the best compromise over 1, 2, 4 and 8-byte elements: larger ones
+ * lose on power-of-two row lengths, whose rows share cache sets.  One loop
+ * a width, for the compiler to keep the element in a register. */
+enum { OLC_TRANSPOSE_TILE = 16 };
+
+#define OLC_TRANSPOSE_LOOP(T)                                                          \
+    for (int64_t c = c0; c < c1; ++c) {                                                \
+        T *d = (T *)dst + c * R;                                                       \
+        const T *s = (const T *)src + c;                                               \
+        for (int64_t r = r0; r < r1; ++r)                                              \
+            d[r] = s[r * C];                                                           \
+    }
+
+static void olc_transpose_tile(char *dst, const char *src, int64_t R, int64_t C, int64_t size,
+                               int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    switch (size) {
+    case 1: OLC_TRANSPOSE_LOOP(uint8_t) return;
+    case 2: OLC_TRANSPOSE_LOOP(uint16_t) return;
+    case 4: OLC_TRANSPOSE_LOOP(uint32_t) return;
+    case 8: OLC_TRANSPOSE_LOOP(uint64_t) return;
+    default:
+        for (int64_t c = c0; c < c1; ++c)
+            for (int64_t r = r0; r < r1; ++r)
+                memcpy(dst + (c * R + r) * size, src + (r * C + c) * size, (size_t)size);
+    }
+}
+#undef OLC_TRANSPOSE_LOOP
+
+/* Task t of a batch of transposes: matrix t / (row_bands * col_bands), one
+ * band of OLC_TRANSPOSE_TILE rows and `band_cols` columns, tile by tile. */
+static void olc_transpose_task(char *dst, const char *src, int64_t R, int64_t C, int64_t size,
+                               int64_t band_cols, int64_t t) {
+    int64_t col_bands = (C + band_cols - 1) / band_cols;
+    int64_t row_bands = (R + OLC_TRANSPOSE_TILE - 1) / OLC_TRANSPOSE_TILE;
+    int64_t b = t / (row_bands * col_bands), rest = t % (row_bands * col_bands);
+    int64_t r0 = (rest / col_bands) * OLC_TRANSPOSE_TILE, cb = (rest % col_bands) * band_cols;
+    int64_t r1 = r0 + OLC_TRANSPOSE_TILE < R ? r0 + OLC_TRANSPOSE_TILE : R;
+    int64_t ce = cb + band_cols < C ? cb + band_cols : C;
+    dst += b * R * C * size;
+    src += b * R * C * size;
+    for (int64_t c0 = cb; c0 < ce; c0 += OLC_TRANSPOSE_TILE)
+        olc_transpose_tile(dst, src, R, C, size, r0, r1, c0,
+                           c0 + OLC_TRANSPOSE_TILE < ce ? c0 + OLC_TRANSPOSE_TILE : ce);
+}
+
 /* Rows [r0, r1) of a strided view: row r (a multi-index over dims[0..nd-2])
  * starts at src + sum(idx_k strides[k]); its last dimension has dims[nd-1]
  * elements strides[nd-1] bytes apart and is written contiguously. */
