@@ -1,11 +1,14 @@
 """Tiny builder-shaped decoders (benchmarks/decoders.py) run end to end with
-our kernels and match ONNX Runtime: a 7-token prefill, then one decode step
-with the present cache fed back, float32 and int4 weights."""
+our kernels and match ONNX Runtime: a 7-token prefill, then decode steps
+with the present cache fed back, float32 and int4 weights; and decoders
+with the builder's other features: GPT-OSS's QMoE experts, int8 and int4
+KV caches, an INT4-typed GatherBlockQuantized embedding."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,32 +54,67 @@ def _ort_session(model):
                                 providers=["CPUExecutionProvider"])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("config", TINY, ids=[c.name for c in TINY])
-def test_tiny_decoder_matches_onnxruntime(config, dtype):
+def _matches_onnxruntime(config, dtype, steps, tolerance):
+    """Runs a prefill and ``steps - 1`` decode steps with ours and ORT,
+    feeding ORT's present cache and greedy token back; returns our
+    evaluator (its kernel usage recorded)."""
     model = build_decoder(config, dtype)
     names = [o.name for o in model.graph.output]
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
     olc.set_kernel_usage_recording(sess, True)
     ref = _ort_session(model)
-    rtol, atol = TOLERANCE[dtype]
-
+    rtol, atol = tolerance
     feeds = make_feeds(config, PREFILL, PAST)
-    for step in ("prefill", "decode"):
+    for step in range(steps):
         got = dict(zip(names, sess.run(None, feeds)))
         want = dict(zip(names, ref.run(None, feeds)))
         for name in names:
             assert got[name].shape == want[name].shape, (step, name)
             np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=atol,
-                                       err_msg=f"{config.name} {dtype} {step}: {name}")
-        token = int(np.argmax(want["logits"][0, -1]))
-        feeds = next_step_feeds(config, feeds, want, token)
-    assert got["present.0.key"].shape[2] == PAST + PREFILL + 1
+                                       err_msg=f"{config.name} {dtype} step {step}: {name}")
+        feeds = next_step_feeds(config, feeds, want, int(np.argmax(want["logits"][0, -1])))
+    assert got["present.0.key"].shape[2] == PAST + PREFILL + steps - 1
+    return sess
 
+
+def _not_ours(sess, expected) -> list[str]:
     used = {name.split("::", 1)[1] for name in olc.used_kernel_names(sess)}
-    missing = (COMMON | EXPECTED[dtype]) - used
-    assert not missing, f"these operators did not run our kernel: {sorted(missing)}"
+    return sorted(set(expected) - used)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", TINY, ids=[c.name for c in TINY])
+def test_tiny_decoder_matches_onnxruntime(config, dtype):
+    sess = _matches_onnxruntime(config, dtype, 2, TOLERANCE[dtype])
+    missing = _not_ours(sess, COMMON | EXPECTED[dtype])
+    assert not missing, f"these operators did not run our kernel: {missing}"
+
+
+# The builder's other features on tiny-qwen: (config, weight dtype of the
+# dense projections, operators that must run ours).
+FEATURES = {
+    "qmoe8": (replace(TINY[0], name="tiny-gpt-oss-8bit", intermediate=64, experts=4,
+                      expert_bits=8), "float32", {"QMoE"}),
+    "qmoe4": (replace(TINY[0], name="tiny-gpt-oss-4bit", intermediate=64, experts=4,
+                      expert_bits=4), "int4", {"QMoE", "MatMulNBits"}),
+    "typed-embedding": (replace(TINY[0], name="tiny-qwen-int4-embedding", typed_embedding=True),
+                        "int4", {"GatherBlockQuantized", "MatMulNBits"}),
+    **{f"kv{bits}-{quant.lower()}": (
+        replace(TINY[0], name=f"tiny-qwen-kv{bits}", kv_cache_bits=bits, kv_quant=quant),
+        "float32", {"GroupQueryAttention"})
+       for bits in (8, 4) for quant in ("PER_TENSOR", "PER_CHANNEL")},
+}
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_decoder_features_match_onnxruntime(feature):
+    """A prefill and two decode steps.  QMoE quantizes activations to int8
+    as int4 projections do: one code may move (TOLERANCE["int4"])."""
+    config, dtype, expected = FEATURES[feature]
+    sess = _matches_onnxruntime(config, dtype, 3, TOLERANCE["int4"])
+    missing = _not_ours(sess, expected)
+    assert not missing, f"these operators did not run our kernel: {missing}"
 
 
 def test_tiny_decoder_structure():
