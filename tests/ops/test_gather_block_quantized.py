@@ -276,7 +276,10 @@ def typed_oracle(data, indices, scales, zero_points=None, *, gather_axis=0, quan
     A = data.shape[g]
     flat = indices.reshape(-1).astype(np.int64)
     ok = (flat >= -A) & (flat < A)
-    out = np.moveaxis(table, g, 0)[np.where(ok, flat % max(A, 1), 0)]
+    moved = np.moveaxis(table, g, 0)
+    if A == 0:  # every index out of range
+        moved = np.zeros((1,) + moved.shape[1:], np.float32)
+    out = moved[np.where(ok, flat % max(A, 1), 0)]
     out[~ok] = 0
     out = np.moveaxis(out.reshape(indices.shape + out.shape[1:]), range(indices.ndim),
                       range(g, g + indices.ndim))
@@ -406,6 +409,21 @@ def test_typed_float_every_code(dtype):
     scales = np.array([[1.0], [-0.5]] * 8, np.float32)
     idx = np.arange(16, dtype=np.int64)
     check_typed([codes, idx, scales], block_size=0)
+
+
+def test_typed_float_ignores_bits():
+    rng = np.random.default_rng(17)
+    inputs = typed_inputs(rng, ml_dtypes.float8_e5m2, (6, 40), (6, 1), np.float32,
+                          np.array([1, -1], np.int64))
+    for bits in (2, 3, 8):
+        check_typed(inputs, block_size=0, bits=bits)
+
+
+def test_typed_empty_table():
+    """A gather axis of length 0: every index is out of range (ORT: zeros)."""
+    rng = np.random.default_rng(18)
+    inputs = typed_inputs(rng, int4, (0, 32), (0, 2), np.float32, np.array([0, -1], np.int64))
+    check_typed(inputs, block_size=16)
 
 
 def test_typed_rank1():

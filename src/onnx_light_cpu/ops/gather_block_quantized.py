@@ -102,7 +102,9 @@ class GatherBlockQuantized(KernelOp):
               Input("indices", types=(T.INT32, T.INT64)),
               Input("scales", types=(T.FLOAT, T.FLOAT16, T.BFLOAT16)),
               Input("zero_points", like=0, optional=True))
-    attributes = (Attr("bits", "int", 4, allowed=(2, 4, 8)), Attr("block_size", "int", 128),
+    # bits: 2, 4 or 8 for uint8 data, 4 for INT4/UINT4, ignored for FLOAT8/FLOAT4
+    # (checked by _plan, as ONNX Runtime does)
+    attributes = (Attr("bits", "int", 4), Attr("block_size", "int", 128),
                   Attr("gather_axis", "int", 0), Attr("quantize_axis", "int", 1))
     # Output elements one thread must have before a second one helps.
     # Measured on 2 cores (AVX-512, 4-bit, float32 and float16 alike): one
@@ -122,6 +124,9 @@ class GatherBlockQuantized(KernelOp):
         if data.dtype != _UINT8:
             return self._typed_plan(data, indices, scales, zero_points)
         op = self.onnx_node.op_type
+        if self.bits not in (2, 4, 8):
+            raise ValueError(f"{op}: attribute bits must be 2, 4 or 8 for uint8 data, "
+                             f"got {self.bits}")
         if self.block_size == 0:
             raise ValueError(f"{op}: attribute block_size 0 is for FLOAT8/FLOAT4 data only")
         if scales.dtype == bfloat16:
