@@ -84,4 +84,4 @@ def test_typed_embedding_decoder_matches_onnxruntime(config, kind):
         feeds = next_step_feeds(config, feeds, want, token)
     assert "onnx_light_cpu::GatherBlockQuantized" in olc.used_kernel_names(sess)
     paths = olc.used_kernel_paths(sess)
-    assert f"gather_block_quantized_{kind}_float32_scalar" in paths, paths
+    assert any(p.startswith(f"gather_block_quantized_{kind}_float32_") for p in paths), paths

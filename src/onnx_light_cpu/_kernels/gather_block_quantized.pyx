@@ -11,9 +11,9 @@ depend on the thread count.
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from olc_block_codes cimport olc_bc_zp_bytes
-from olc_gather_block_quantized cimport (OLC_GBQT_MAX_RANK, olc_gbq_args, olc_gbq_fn,
-                                         olc_gbq_level, olc_gbq_select, olc_gbqt_args,
-                                         olc_gbqt_rows)
+from olc_gather_block_quantized cimport (OLC_GBQT_MAX_RANK, olc_build_level, olc_gbq_args,
+                                         olc_gbq_fn, olc_gbq_level, olc_gbq_select,
+                                         olc_gbqt_args, olc_gbqt_fn, olc_gbqt_select)
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -90,19 +90,25 @@ def apply(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.ndarray
 MAX_TYPED_RANK = OLC_GBQT_MAX_RANK
 
 
+def typed_level_used(int level):
+    """The instruction-set level typed data runs at."""
+    return olc_build_level(level)
+
+
 cdef struct _GbqtJob:
+    olc_gbqt_fn fn
     olc_gbqt_args *a
     int64_t rows, nblocks
 
 
 cdef void _gbqt_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef _GbqtJob *job = <_GbqtJob *>arg
-    olc_gbqt_rows(job.a, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
+    job.fn(job.a, job.rows * t // job.nblocks, job.rows * (t + 1) // job.nblocks)
 
 
 def apply_typed(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.ndarray lut,
                 cnp.ndarray out, tuple sstrides, int g, int q, int64_t block, int dtype,
-                int threads):
+                int level, int threads):
     """Dequantize the slices of typed data (one byte an element) selected
     by idx along axis g into out (data.shape[:g] + idx.shape +
     data.shape[g+1:], element type dtype: TensorProto FLOAT, FLOAT16 or
@@ -140,10 +146,11 @@ def apply_typed(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.n
     if rows == 0 or B == 0:
         return
     cdef _GbqtJob job
+    cdef olc_gbqt_fn fn = olc_gbqt_select(level)
     if threads <= 1 or rows < 2:
         with nogil:
-            olc_gbqt_rows(&a, 0, rows)
+            fn(&a, 0, rows)
         return
-    job.a, job.rows, job.nblocks = &a, rows, min(rows, 4 * threads)
+    job.fn, job.a, job.rows, job.nblocks = fn, &a, rows, min(rows, 4 * threads)
     with nogil:
         olc_parallel_for(job.nblocks, _gbqt_task, &job, threads)

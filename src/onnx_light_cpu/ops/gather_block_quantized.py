@@ -209,8 +209,10 @@ class GatherBlockQuantized(KernelOp):
                           self._num_threads(math.prod(out_shape), self.min_work_per_thread))
 
     def _execute_typed(self, plan, data, indices, scales, zero_points):
-        self._record_path((data.dtype, scales.dtype), lambda: (
-            f"gather_block_quantized_{data.dtype.name}_{scales.dtype.name}_scalar"))
+        level = simd.state.level
+        self._record_path((data.dtype, scales.dtype, level), lambda: (
+            f"gather_block_quantized_{data.dtype.name}_{scales.dtype.name}_"
+            f"{simd.LEVEL_NAMES[core.typed_level_used(level)]}"))
         if not data.flags.c_contiguous:
             data = np.ascontiguousarray(data)
         if not indices.flags.c_contiguous:
@@ -222,7 +224,7 @@ class GatherBlockQuantized(KernelOp):
         y = self._new_output(plan.out_shape, scales.dtype)
         core.apply_typed(data.view(np.uint8), indices, scales, zero_points,
                          _TYPED[data.dtype][0], y, plan.sstrides, plan.g, plan.q, plan.block,
-                         _OUT_TYPES[scales.dtype], plan.threads)
+                         _OUT_TYPES[scales.dtype], level, plan.threads)
         return (y,)
 
     def _execute(self, plan, data, indices, scales, zero_points=None):

@@ -44,4 +44,6 @@ cdef extern from "gather_block_quantized/olc_gather_block_typed.h" nogil:
         int q
         int idx64
         int dtype
-    void olc_gbqt_rows(const olc_gbqt_args *a, int64_t r0, int64_t r1)
+    ctypedef void (*olc_gbqt_fn)(const olc_gbqt_args *a, int64_t r0, int64_t r1)
+    olc_gbqt_fn olc_gbqt_select(int level)
+    int olc_build_level(int level)

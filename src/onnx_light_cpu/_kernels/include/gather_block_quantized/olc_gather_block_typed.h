@@ -17,12 +17,21 @@
  * Output row r (of M * n_idx) is the slice data[m, idx[n], ...] of
  * B = J * L elements: J runs of L elements along the last axis (L = 1 and
  * J = 1 when the gather axis is the last one).  Rows are independent, so any
- * split over threads gives the same bits.  Scalar code, no scratch.
+ * split over threads gives the same bits.  No scratch.
+ *
+ * API: olc_gbqt_select(level) -> the row function (olc_gbqt_fn) writing
+ * output rows [r0, r1).  The row loop is one body
+ * (olc_gather_block_typed_rows.h) compiled per level around the level's
+ * span function: the vector levels look 8 or 16 values up at once with a
+ * gather from the table, then subtract and multiply as the scalar twin
+ * does (no fused multiply-add), so every level gives the same bits.
  */
 #ifndef OLC_GATHER_BLOCK_TYPED_H
 #define OLC_GATHER_BLOCK_TYPED_H
 #include <stdint.h>
 #include <string.h>
+#include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_types.h"
 #include "common/olc_vec.h"
 
@@ -41,6 +50,8 @@ typedef struct {
     int rank, g, q, idx64, dtype;      /* dtype: OLC_FLOAT, OLC_FLOAT16 or OLC_BFLOAT16 */
 } olc_gbqt_args;
 
+typedef void (*olc_gbqt_fn)(const olc_gbqt_args *a, int64_t r0, int64_t r1);
+
 static inline int64_t olc_gbqt_contrib(const olc_gbqt_args *a, int k, int64_t i) {
     return (k == a->q ? i / a->block : i) * a->sstride[k];
 }
@@ -51,64 +62,65 @@ static inline float olc_gbqt_scale(const olc_gbqt_args *a, int64_t s) {
     return olc_bf2f(((const uint16_t *)a->scales)[s]);
 }
 
-/* One run of L elements: data from src, output from o, scale offset s0 of
- * its first element; the run is along the last axis, k_last (or -1). */
-static inline void olc_gbqt_run(const olc_gbqt_args *a, const uint8_t *src, int64_t o,
-                                int64_t s0, int k_last) {
-    const float *lut = a->lut;
-    const int64_t L = a->L;
-    /* span: elements sharing one scale (and zero point) */
-    int64_t span = L;
-    if (k_last >= 0 && k_last == a->q) span = a->block;
-    else if (k_last >= 0 && a->sstride[k_last] != 0) span = 1;
-    for (int64_t e0 = 0; e0 < L; e0 += span) {
-        int64_t s = s0 + (k_last < 0 ? 0 : olc_gbqt_contrib(a, k_last, e0));
-        float scale = olc_gbqt_scale(a, s), zp = a->zp ? lut[a->zp[s]] : 0.0f;
-        int64_t e1 = e0 + span < L ? e0 + span : L;
-        /* one loop per output type, so the compiler keeps the store simple */
-        if (a->dtype == OLC_FLOAT) {
-            float *y = (float *)a->out + o;
-            for (int64_t e = e0; e < e1; ++e) y[e] = (lut[src[e]] - zp) * scale;
-        } else if (a->dtype == OLC_FLOAT16) {
-            uint16_t *y = (uint16_t *)a->out + o;
-            for (int64_t e = e0; e < e1; ++e) y[e] = olc_f2h((lut[src[e]] - zp) * scale);
-        } else {
-            uint16_t *y = (uint16_t *)a->out + o;
-            for (int64_t e = e0; e < e1; ++e) y[e] = olc_f2bf((lut[src[e]] - zp) * scale);
-        }
+/* ---- each level's span: y[e] = (lut[src[e]] - zp) * scale for e in
+ * [0, n), y float32, float16 or bfloat16 (dtype) ---- */
+
+static inline void olc_gbqt_span_scalar(const float *lut, const uint8_t *src, float zp,
+                                        float scale, void *out, int64_t n, int dtype) {
+    if (dtype == OLC_FLOAT) {
+        float *y = (float *)out;
+        for (int64_t e = 0; e < n; ++e) y[e] = (lut[src[e]] - zp) * scale;
+    } else if (dtype == OLC_FLOAT16) {
+        uint16_t *y = (uint16_t *)out;
+        for (int64_t e = 0; e < n; ++e) y[e] = olc_f2h((lut[src[e]] - zp) * scale);
+    } else {
+        uint16_t *y = (uint16_t *)out;
+        for (int64_t e = 0; e < n; ++e) y[e] = olc_f2bf((lut[src[e]] - zp) * scale);
     }
 }
 
-/* Output rows [r0, r1). */
-static void olc_gbqt_rows(const olc_gbqt_args *a, int64_t r0, int64_t r1) {
-    const int64_t B = a->J * a->L;
-    const int k_last = a->g < a->rank - 1 ? a->rank - 1 : -1;
-    const int size = a->dtype == OLC_FLOAT ? 4 : 2;
-    for (int64_t r = r0; r < r1; ++r) {
-        int64_t m = r / a->n_idx, n = r - m * a->n_idx;
-        int64_t i = a->idx64 ? ((const int64_t *)a->idx)[n] : (int64_t)((const int32_t *)a->idx)[n];
-        if (i < -a->A || i >= a->A) {
-            memset((char *)a->out + (size_t)(r * B) * (size_t)size, 0, (size_t)B * (size_t)size);
-            continue;
-        }
-        if (i < 0) i += a->A;
-        /* the scale offset of the row's first element: axes before g, then g */
-        int64_t s_row = olc_gbqt_contrib(a, a->g, i);
-        for (int k = a->g - 1; k >= 0; --k) {
-            s_row += olc_gbqt_contrib(a, k, m % a->dims[k]);
-            m /= a->dims[k];
-        }
-        const uint8_t *src = a->data + (((r / a->n_idx) * a->A + i) * B);
-        for (int64_t j = 0; j < a->J; ++j) {
-            /* axes g+1 .. r-2 of run j */
-            int64_t s = s_row, rem = j;
-            for (int k = a->rank - 2; k > a->g; --k) {
-                s += olc_gbqt_contrib(a, k, rem % a->dims[k]);
-                rem /= a->dims[k];
-            }
-            olc_gbqt_run(a, src + j * a->L, r * B + j * a->L, s, k_last);
-        }
+#if OLC_X86
+static inline OLC_TARGET_AVX2 void olc_gbqt_span_avx2(const float *lut, const uint8_t *src,
+                                                      float zp, float scale, void *out,
+                                                      int64_t n, int dtype) {
+    const __m256 vz = _mm256_set1_ps(zp), vs = _mm256_set1_ps(scale);
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) {
+        __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(src + e)));
+        __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_i32gather_ps(lut, c, 4), vz), vs);
+        if (dtype == OLC_FLOAT) olc_st_f32_avx2((float *)out + e, v);
+        else if (dtype == OLC_FLOAT16) olc_st_f16_avx2((uint16_t *)out + e, v);
+        else olc_st_bf16_avx2((uint16_t *)out + e, v);
     }
+    olc_gbqt_span_scalar(lut, src + e, zp, scale,
+                         (char *)out + e * (dtype == OLC_FLOAT ? 4 : 2), n - e, dtype);
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 void olc_gbqt_span_avx512(const float *lut, const uint8_t *src,
+                                                          float zp, float scale, void *out,
+                                                          int64_t n, int dtype) {
+    const __m512 vz = _mm512_set1_ps(zp), vs = _mm512_set1_ps(scale);
+    for (int64_t e = 0; e < n; e += 16) {
+        __mmask16 m = n - e >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - e)) - 1);
+        __m512i c = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src + e));
+        __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, c, lut, 4);
+        v = _mm512_mul_ps(_mm512_sub_ps(v, vz), vs);
+        if (dtype == OLC_FLOAT) olc_st_f32_avx512((float *)out + e, m, v);
+        else if (dtype == OLC_FLOAT16) olc_st_f16_avx512((uint16_t *)out + e, m, v);
+        else olc_st_bf16_avx512((uint16_t *)out + e, m, v);
+    }
+}
+#endif
+
+/* ---- the row functions, olc_gbqt_rows_<level> ---- */
+#define OLC_BODY "gather_block_quantized/olc_gather_block_typed_rows.h"
+#include "common/olc_each_level.h"
+
+/* The row function at a level (capped to the levels this build has). */
+static inline olc_gbqt_fn olc_gbqt_select(int level) {
+    return OLC_LEVEL_FN(olc_build_level(level), olc_gbqt_rows);
 }
 
 #endif
