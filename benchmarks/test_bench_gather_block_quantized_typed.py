@@ -9,6 +9,10 @@ gathering 1 token (decode) and 128 (prefill), ours vs ORT.
 The table, scales and zero points are initializers (ORT takes no INT4
 feeds from NumPy, and a real embedding is constant); only the indices are
 fed.  The reference dequantizes the selected rows in NumPy.
+
+Measured (AVX-512, 2 loaded cores, medians of 15 alternating blocks, ours /
+ORT 1.32 at 2 threads): 1 id 0.07-0.30 (3-4 µs vs 11-52 µs), 128 ids
+0.03-0.07 (52-64 µs vs 0.95-1.65 ms).
 """
 
 from __future__ import annotations
