@@ -167,7 +167,7 @@ class GatherBlockQuantized(KernelOp):
 
     def _typed_plan(self, data, indices, scales, zero_points):
         op = self.onnx_node.op_type
-        lut, with_zp = _TYPED[data.dtype]
+        with_zp = _TYPED[data.dtype][1]
         name = data.dtype.name
         rank = data.ndim
         if not 1 <= rank <= core.MAX_TYPED_RANK:

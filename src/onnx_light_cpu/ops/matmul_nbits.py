@@ -79,7 +79,6 @@ _NARROW = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(bfloat16): Tensor
 _SIZE_LIMIT = 1 << 62
 _EMPTY_LABEL = "matmul_nbits_omitted_weights"
 _G_IDX_LABEL = "matmul_nbits_g_idx_dense_float32"
-_INT32 = np.dtype(np.int32)
 
 
 class _Plan(NamedTuple):
@@ -272,6 +271,8 @@ class MatMulNBits(KernelOp):
                 4, f"(g_idx) holds values in [{int(groups.min())}, {int(groups.max())}]: "
                 f"group indices are in [0, {nb})"))
         self._check_padding(b)
+        # codes, scales and product: three float32 [N, K] arrays at once
+        self._check_bytes(f"the weights dequantized for g_idx ({K}x{N} float32)", 12 * K * N)
         q = codes_matrix(b, K, N, self.bits, self.block_size).astype(np.float32)
         s = scales.reshape(N, nb).astype(np.float32)[:, groups]
         if zero_points is None or zero_points.dtype == _UINT8:  # packed ones are ignored
