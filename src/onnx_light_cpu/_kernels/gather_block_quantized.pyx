@@ -125,7 +125,9 @@ def apply_typed(cnp.ndarray data, cnp.ndarray idx, cnp.ndarray scales, zp, cnp.n
     a.data = <const uint8_t *>cnp.PyArray_DATA(data)
     a.idx = cnp.PyArray_DATA(idx)
     a.scales = cnp.PyArray_DATA(scales)
-    a.zp = NULL if zp is None else <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>zp)
+    a.zp = NULL
+    if zp is not None:
+        a.zp = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>zp)
     a.lut = <const float *>cnp.PyArray_DATA(lut)
     a.out = cnp.PyArray_DATA(out)
     a.rank, a.g, a.q, a.block, a.dtype = r, g, q, block, dtype
