@@ -527,3 +527,31 @@ def test_typed_bad_input(name, make, edit, attrs, error, match):
     with pytest.raises(error, match=match) as info:
         run_once(inputs, attrs)
     assert OP in str(info.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(40))
+def test_typed_sweep(seed):
+    """Random ranks 1-4 (2-4 against ORT), axes, blocks, broadcast scales,
+    zero points, index shapes and scale types, against ORT and NumPy."""
+    rng = np.random.default_rng(1000 + seed)
+    dtype = (INT_TYPES + FLOAT_TYPES)[seed % 7]
+    rank = int(rng.integers(2, 5))
+    shape = tuple(int(d) for d in rng.integers(1, 6, rank))
+    g, q = (int(a) for a in rng.integers(0, rank, 2))
+    block = int(rng.choice([16, 32, 64] + ([0] if dtype in FLOAT_TYPES else [])))
+    shape = shape[:q] + (int(rng.integers(1, 80)),) + shape[q + 1:]
+    n = shape[q]
+    eff = block or n
+    scale_shape = [-(-n // eff) if k == q else d for k, d in enumerate(shape)]
+    if dtype in FLOAT_TYPES:
+        scale_shape = [1 if k != q and rng.random() < 0.4 else d
+                       for k, d in enumerate(scale_shape)]
+    A = shape[g]
+    idx = rng.integers(-A - 2, A + 2, tuple(rng.integers(0, 4, int(rng.integers(0, 3)))))
+    idx = idx.astype(rng.choice([np.int32, np.int64]))
+    scale_dtype = [np.float32, np.float16, bfloat16][seed % 3]
+    inputs = typed_inputs(rng, dtype, shape, tuple(scale_shape), scale_dtype, idx,
+                          zp=dtype in INT_TYPES and bool(rng.integers(0, 2)))
+    check_typed(inputs, gather_axis=g - rank * int(rng.integers(0, 2)), quantize_axis=q,
+                block_size=block)
