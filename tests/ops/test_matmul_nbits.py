@@ -488,8 +488,15 @@ def test_bad_inputs():
     _bad([a, b, scales, zp, bias[:2]], ValueError, "input 5", **attrs)
     _bad([a, b, scales, zp, bias.astype(np.float16)], TypeError, "input 5", **attrs)
     g_idx = np.zeros(64, np.int32)
-    with pytest.raises(ValueError, match="g_idx"):
-        run_ours([a, b, scales, zp, g_idx, bias], constant=False, **attrs)
+    for bad, exc, match in ((g_idx[:63], ValueError, r"input 4 .*shape \(64,\)"),
+                            (g_idx.reshape(8, 8), ValueError, "input 4"),
+                            (g_idx.astype(np.int64), TypeError, "input 4"),
+                            (g_idx - 1, ValueError, r"input 4 .*\[0, 2\)"),
+                            (g_idx + 2, ValueError, r"input 4 .*\[0, 2\)")):
+        for constant in (False, True):
+            with pytest.raises(exc, match=match) as info:
+                run_ours([a, b, scales, zp, bad, bias], constant=constant, **attrs)
+            assert "MatMulNBits" in str(info.value)
 
 
 def test_bad_three_bit_zero_points():
@@ -513,3 +520,111 @@ def test_sweep_vs_ort(bits, block, zp, level, M):
     inputs, attrs = make_case(rng, M=M, K=K, N=N, bits=bits, block=block, zp=zp, bias=True)
     attrs["accuracy_level"] = level
     check(inputs, run_ort(inputs, **attrs), **attrs)
+
+
+# ---- g_idx ----
+
+def g_idx_oracle(a, b, scales, zero_points, g_idx, bias, *, K, N, bits, block_size, **_):
+    """(q - zp) * scales[n, g_idx[k]] in float64: packed zero points ignored
+    (the implicit 2^(bits-1)), floating ones read at g_idx."""
+    groups = g_idx[:K]
+    nb = -(-K // block_size)
+    q = codes_matrix(b, K, N, bits, block_size).astype(np.float64)
+    s = scales.reshape(N, nb).astype(np.float64)[:, groups]
+    z = (2.0 ** (bits - 1) if zero_points is None or zero_points.dtype == np.uint8
+         else zero_points.reshape(N, nb).astype(np.float64)[:, groups])
+    y = a.reshape(-1, K).astype(np.float64) @ ((q - z) * s).T
+    if bias is not None:
+        y += bias.astype(np.float64)
+    return y.reshape(a.shape[:-1] + (N,)).astype(a.dtype)
+
+
+def g_idx_case(rng, *, bits=4, block=32, zp="none", dtype=np.float32, M=5, K=100, N=9,
+               padded=False):
+    inputs, attrs = make_case(rng, M=M, K=K, N=N, bits=bits, block=block, zp=zp, bias=True,
+                              dtype=dtype)
+    if bits == 3 and zp == "uint8":
+        inputs[3] = rng.integers(0, 8, inputs[2].shape).astype(np.uint8)
+    nb = -(-K // block)
+    g_idx = rng.integers(0, nb, nb * block if padded else K).astype(np.int32)
+    a, b, scales, zero_points, bias = inputs
+    return [a, b, scales, zero_points, g_idx, bias], attrs
+
+
+@pytest.mark.parametrize("zp", ("none", "uint8", "float"))
+@pytest.mark.parametrize("block,padded", ((16, False), (32, True), (128, False)))
+@pytest.mark.parametrize("constant", (True, False))
+def test_g_idx_vs_ort(zp, block, padded, constant):
+    """4 bits (what ONNX Runtime's CPU kernel computes right): float32 and
+    float16 against ORT."""
+    rng = np.random.default_rng(block + padded)
+    for dtype, ulp in ((np.float32, None), (np.float16, 2 ** -10)):
+        inputs, attrs = g_idx_case(rng, block=block, zp=zp, dtype=dtype, padded=padded)
+        expected = run_ort(inputs, constant, **attrs)
+        check(inputs, expected, constant=constant, low_precision_ulp=ulp,
+              expect_path="g_idx", **attrs)
+        np.testing.assert_allclose(expected.astype(np.float64),
+                                   g_idx_oracle(*inputs, **attrs).astype(np.float64),
+                                   rtol=0, atol=tolerance(expected, attrs["K"]) + (ulp or 0) * 64)
+
+
+@pytest.mark.parametrize("zp", ("none", "uint8", "float"))
+def test_g_idx_bfloat16_vs_ort_float32(zp):
+    rng = np.random.default_rng(50)
+    inputs, attrs = g_idx_case(rng, zp=zp, dtype=bfloat16)
+    widened = [v if v is None or v.dtype in (np.uint8, np.int32) else v.astype(np.float32)
+               for v in inputs]
+    expected = run_ort(widened, **attrs).astype(bfloat16)
+    check(inputs, expected, low_precision_ulp=2 ** -7, expect_path="g_idx", **attrs)
+
+
+@pytest.mark.parametrize("bits,zp", [(2, "none"), (2, "uint8"), (2, "float"), (3, "none"),
+                                     (3, "uint8"), (8, "none"), (8, "uint8"), (8, "float")])
+def test_g_idx_other_bits_vs_oracle(bits, zp):
+    """ONNX Runtime 1.32 rejects 8 bits with g_idx and reads 2-bit codes as
+    nibbles: these follow the documented dequantization (float64 oracle)."""
+    rng = np.random.default_rng(60 + bits)
+    block = 32 if bits == 3 else 64
+    inputs, attrs = g_idx_case(rng, bits=bits, block=block, zp=zp, K=150)
+    check(inputs, g_idx_oracle(*inputs, **attrs), expect_path="g_idx", **attrs)
+
+
+def test_g_idx_prepared_once():
+    """Constant weights are dequantized once (K * N * 4 bytes kept)."""
+    rng = np.random.default_rng(70)
+    inputs, attrs = g_idx_case(rng, K=64, N=8)
+    model, feeds = nbits_model(inputs, True, **attrs)
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    first = sess.run(None, feeds)[0]
+    (node,) = [n for n in sess.rt_nodes_ if hasattr(n, "prepared_bytes")]
+    kept = node._dense_weights
+    assert node.prepared_bytes == 64 * 8 * 4
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], first)
+    assert node._dense_weights is kept
+
+
+# ---- three-bit padding ----
+
+def test_three_bit_nonzero_padding_rejected():
+    """Bits after the last K element of a column (K=40: bits [24, 96) of the
+    last block) must be zero; bit 23 (code 7's top bit) is data."""
+    rng = np.random.default_rng(80)
+    q = rng.integers(0, 8, (3, 40)).astype(np.uint8)
+    b = pack_codes(q, 3, 32, 40)
+    a = rng.standard_normal((2, 40)).astype(np.float32)
+    scales = (rng.random((3, 2)) * 0.1).astype(np.float32)
+    attrs = dict(K=40, N=3, bits=3, block_size=32)
+    fine = b.copy()
+    fine[2, 1, 2] |= 0x80 if not fine[2, 1, 2] & 0x80 else 0
+    for constant in (True, False):
+        run_ours([a, fine, scales, None, None], constant=constant, **attrs)
+        for column, byte, bit in ((0, 3, 0x01), (1, 11, 0x80), (2, 7, 0x10)):
+            bad = b.copy()
+            bad[column, 1, byte] |= bit
+            with pytest.raises(ValueError, match=rf"MatMulNBits: input 1 .*padding.*column "
+                                                 rf"{column}"):
+                run_ours([a, bad, scales, None, None], constant=constant, **attrs)
+            with pytest.raises(ValueError, match="padding"):  # the g_idx path too
+                run_ours([a, bad, scales, None, np.zeros(40, np.int32), None],
+                         constant=constant, **attrs)

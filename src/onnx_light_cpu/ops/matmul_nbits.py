@@ -8,19 +8,33 @@ codes along K, block after block, packed low bits first, the last block
 padded), scales ([N, ceil(K / block_size)] or flat, A's type), optional
 zero_points (packed UINT8 [N, ceil(ceil(K / block_size) * bits / 8)], each
 column starting a byte; or A's float type with the scales' shape; flat
-shapes accepted; default 2^(bits-1)), g_idx (rejected) and optional bias
+shapes accepted; default 2^(bits-1)), optional g_idx (below) and bias
 ([N], A's type).  Attributes K, N, bits (2, 4, 8; default 4), block_size (a
 power of two >= 16), accuracy_level (4 selects the int8 engine, any other
 value the float one, as ONNX Runtime does) and weight_prepacked (0 only).
 A B with a zero dimension (and its other dimensions as above) is an omitted
 projection: Y is the bias, or zeros.
 
+g_idx (input 4, INT32 [K], or [ceil(K / block_size) * block_size] whose
+entries past K are ignored, as ONNX Runtime takes it; values in
+[0, ceil(K / block_size))): reduction index k takes the scale
+scales[n, g_idx[k]]; UINT8 zero points are then ignored and the implicit
+2^(bits-1) used, floating ones read as zero_points[n, g_idx[k]] (ONNX
+Runtime 1.32's behaviour, measured for 4 bits).  Such weights are
+dequantized whole to float32 [K, N] (once when B, scales, zero points and
+g_idx are initializers; K * N * 4 bytes, reported in ``prepared_bytes``)
+and multiplied in float32 by NumPy.  Beyond ONNX Runtime: 2, 3 and 8 bits
+with g_idx (its CPU kernel rejects 8 bits and reads 2-bit codes as 4-bit
+nibbles, past the column's bytes; this kernel dequantizes them as
+documented).
+
 Three-bit weights, this package's extension (ONNX Runtime rejects bits=3):
 B is UINT8 [N, ceil(K / 32), 12], block_size must be 32, and code p of a
 block occupies bits [3p, 3p+3) of its 12 bytes read as one little-endian
 integer (codes [1, 2, 5] begin with bytes 0x51 0x01); zero_points, when
 given, are UINT8 [N, ceil(K / 32)] (one byte a block) with values 0-7,
-default 4.
+default 4.  The bits after the last K element of each column (the padding
+of its last block) must be zero.
 
 Engines (``_kernels/matmul_nbits.pyx``): accuracy_level 4 with integer zero
 points (implicit or UINT8; for 2 bits only blocks of 32 to 128) quantizes
@@ -51,6 +65,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import cast as cast_core
 from .._kernels import matmul_nbits as core
+from ..reference.matmul_nbits import codes_matrix
 from ._base import Attr, Input, KernelOp, type_string
 
 T = TensorProto
@@ -63,6 +78,7 @@ _NARROW = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(bfloat16): Tensor
 # Sizes past this are rejected before anything is allocated.
 _SIZE_LIMIT = 1 << 62
 _EMPTY_LABEL = "matmul_nbits_omitted_weights"
+_G_IDX_LABEL = "matmul_nbits_g_idx_dense_float32"
 
 
 class _Plan(NamedTuple):
@@ -79,11 +95,12 @@ class MatMulNBits(KernelOp):
     op_domain = "com.microsoft"
     element_types = tuple(type_string(t) for t in (T.FLOAT, T.FLOAT16, T.BFLOAT16, T.UINT8))
     # scales may be left out with an omitted B; zero points are uint8 or A's
-    # type (checked by _plan); g_idx is rejected.
+    # type (checked by _plan).
     inputs = (Input("A", types=_FLOAT_TYPES), Input("B", types=(T.UINT8,)),
               Input("scales", like=0, optional=True),
               Input("zero_points", types=(T.UINT8,) + _FLOAT_TYPES, optional=True),
-              Input("g_idx", optional=True), Input("bias", like=0, optional=True))
+              Input("g_idx", types=(T.INT32,), optional=True),
+              Input("bias", like=0, optional=True))
     attributes = (Attr("K", "int"), Attr("N", "int"), Attr("bits", "int", 4, allowed=(2, 3, 4, 8)),
                   Attr("block_size", "int"), Attr("accuracy_level", "int", 0),
                   Attr("weight_prepacked", "int", 0))
@@ -101,6 +118,8 @@ class MatMulNBits(KernelOp):
         self.scratch_bytes = 0
         self._prepared = None
         self._prepared_key = None
+        self._dense_weights = None
+        self._dense_key = None
         K, N, bits, block = self.K, self.N, self.bits, self.block_size
         if self._attribute_error is not None:
             return
@@ -115,8 +134,6 @@ class MatMulNBits(KernelOp):
         elif self.weight_prepacked != 0:
             self._reject_attribute(f"weight_prepacked={self.weight_prepacked} (a provider's "
                                    "prepacked layout) is not supported; pass weight_prepacked=0")
-        elif len(onnx_node.input) > 4 and onnx_node.input[4]:
-            self._reject_attribute("input 4 (g_idx) is deprecated and not supported")
         else:
             self.nb = -(-K // block)
             self.blob = 12 if bits == 3 else block * bits // 8
@@ -134,9 +151,11 @@ class MatMulNBits(KernelOp):
                 f"got {value.shape}"))
 
     def _plan(self, a, b, scales=None, zero_points=None, g_idx=None, bias=None):
-        if g_idx is not None:
-            raise ValueError(self._input_error(4, "(g_idx) is deprecated and not supported"))
         dtype = a.dtype
+        if g_idx is not None and g_idx.shape not in ((self.K,), (self.nb * self.block_size,)):
+            raise ValueError(self._input_error(
+                4, f"(g_idx) must have shape ({self.K},) or ({self.nb * self.block_size},), "
+                f"got {g_idx.shape}"))
         if a.ndim < 1 or a.shape[-1] != self.K:
             raise ValueError(self._input_error(
                 0, f"must have rank >= 1 and last dimension K={self.K}, got shape {a.shape}"))
@@ -209,18 +228,69 @@ class MatMulNBits(KernelOp):
                 and zero_points.size and int(zero_points.max()) > 7):
             raise ValueError(self._input_error(
                 3, f"holds {int(zero_points.max())}: 3-bit zero points are in [0, 7]"))
-        constant = (self._constant_input(1) is b and self._constant_input(2) is scales
-                    and (zero_points is None or self._constant_input(3) is zero_points))
+        self._check_padding(b)
+        constant = self._constants(b, scales, zero_points)
         prepared = self._prepare(b, scales, zero_points, constant)
         if constant:
             self._prepared, self._prepared_key = prepared, (b, scales, zero_points, dtype)
         return prepared
+
+    def _constants(self, b, scales, zero_points, g_idx=None) -> bool:
+        """Whether the weight inputs given are all initializers."""
+        return (self._constant_input(1) is b and self._constant_input(2) is scales
+                and (zero_points is None or self._constant_input(3) is zero_points)
+                and (g_idx is None or self._constant_input(4) is g_idx))
+
+    def _check_padding(self, b) -> None:
+        """bits=3: the bits after the last K element of each column are zero."""
+        valid = self.K - (self.nb - 1) * 32  # codes of the last block
+        if self.bits != 3 or valid == 32:
+            return
+        first = 3 * valid  # the first padding bit of the last block
+        mask = np.zeros(12, np.uint8)
+        mask[first // 8] = (0xFF << (first % 8)) & 0xFF
+        mask[first // 8 + 1:] = 0xFF
+        bad = np.flatnonzero((b[:, -1, :] & mask).any(axis=1))
+        if bad.size:
+            raise ValueError(self._input_error(
+                1, f"has nonzero padding bits after the last K element (K={self.K}) in "
+                f"column {int(bad[0])}: bits [{first}, 96) of a column's last 3-bit block "
+                "must be zero"))
+
+    def _dense(self, b, scales, zero_points, g_idx):
+        """float32 [K, N] weights of a node with g_idx: made once when B,
+        scales, zero points and g_idx are initializers, else for this call."""
+        key = self._dense_key
+        if (key is not None and key[0] is b and key[1] is scales and key[2] is zero_points
+                and key[3] is g_idx):
+            return self._dense_weights
+        N, nb, K = self.N, self.nb, self.K
+        groups = g_idx[:K]
+        if groups.size and (int(groups.min()) < 0 or int(groups.max()) >= nb):
+            raise ValueError(self._input_error(
+                4, f"(g_idx) holds values in [{int(groups.min())}, {int(groups.max())}]: "
+                f"group indices are in [0, {nb})"))
+        self._check_padding(b)
+        # codes, scales and product: three float32 [N, K] arrays at once
+        self._check_bytes(f"the weights dequantized for g_idx ({K}x{N} float32)", 12 * K * N)
+        q = codes_matrix(b, K, N, self.bits, self.block_size).astype(np.float32)
+        s = scales.reshape(N, nb).astype(np.float32)[:, groups]
+        if zero_points is None or zero_points.dtype == _UINT8:  # packed ones are ignored
+            z = np.float32(1 << (self.bits - 1))
+        else:
+            z = zero_points.reshape(N, nb).astype(np.float32)[:, groups]
+        w = np.ascontiguousarray(((q - z) * s).T)
+        if self._constants(b, scales, zero_points, g_idx):
+            self._dense_weights, self._dense_key = w, (b, scales, zero_points, g_idx)
+        return w
 
     # ---- execute ----
 
     def _execute(self, plan, a, b, scales=None, zero_points=None, g_idx=None, bias=None):
         if plan.omitted:
             return self._omitted(plan, a, bias)
+        if g_idx is not None:
+            return self._execute_g_idx(plan, a, b, scales, zero_points, g_idx, bias)
         dtype = a.dtype
         prepared = self._weights(dtype, b, scales, zero_points)
         M, level = plan.M, simd.state.level
@@ -246,6 +316,22 @@ class MatMulNBits(KernelOp):
             y = self._new_output(plan.out_shape, dtype)
             cast_core.convert(y2, y, _NARROW[dtype], TensorProto.FLOAT, level, threads)
         self._record_path(label, lambda: label)
+        return (y,)
+
+    def _execute_g_idx(self, plan, a, b, scales, zero_points, g_idx, bias):
+        """Y with g_idx: float32 A times the dense weights, plus the bias,
+        rounded once to A's type."""
+        w = self._dense(b, scales, zero_points, g_idx)
+        a2 = a.reshape(plan.M, self.K).astype(np.float32)
+        y2 = a2 @ w
+        if bias is not None:
+            y2 += bias.astype(np.float32)
+        y = self._new_output(plan.out_shape, a.dtype)
+        y.reshape(plan.M, self.N)[...] = y2
+        kept = w is self._dense_weights
+        self.prepared_bytes = w.nbytes if kept else 0
+        self.scratch_bytes = a2.nbytes + y2.nbytes + (0 if kept else w.nbytes)
+        self._record_path(_G_IDX_LABEL, lambda: _G_IDX_LABEL)
         return (y,)
 
     def _omitted(self, plan, a, bias):

@@ -21,3 +21,29 @@ cdef extern from "gather_block_quantized/olc_gather_block_quantized.h" nogil:
     ctypedef void (*olc_gbq_fn)(const olc_gbq_args *a, int64_t r0, int64_t r1)
     olc_gbq_fn olc_gbq_select(int bits, int dtype, int level)
     int olc_gbq_level(int bits, int level)
+
+cdef extern from "gather_block_quantized/olc_gather_block_typed.h" nogil:
+    enum: OLC_GBQT_MAX_RANK
+    ctypedef struct olc_gbqt_args:
+        const uint8_t *data
+        const void *idx
+        const void *scales
+        const uint8_t *zp
+        const float *lut
+        void *out
+        int64_t dims[16]
+        int64_t sstride[16]
+        int64_t n_idx
+        int64_t M
+        int64_t A
+        int64_t J
+        int64_t L
+        int64_t block
+        int rank
+        int g
+        int q
+        int idx64
+        int dtype
+    ctypedef void (*olc_gbqt_fn)(const olc_gbqt_args *a, int64_t r0, int64_t r1)
+    olc_gbqt_fn olc_gbqt_select(int level)
+    int olc_build_level(int level)
