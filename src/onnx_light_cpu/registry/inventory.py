@@ -14,6 +14,7 @@ from ..naive import causal_conv_with_state as naive_causal_conv_with_state
 from ..naive import cdist as naive_cdist
 from ..naive import group_query_attention as naive_group_query_attention
 from ..naive import linear_attention as naive_linear_attention
+from ..naive import microsoft_attention as naive_microsoft_attention
 from ..naive import multi_head_attention as naive_multi_head_attention
 from ..naive import skip_norm as naive_skip_norm
 from ..ops import (
@@ -31,6 +32,7 @@ from ..ops import (
     matmul,
     matmul_integer,
     matmul_nbits,
+    microsoft_attention,
     microsoft_tensor,
     moe,
     multi_head_attention,
@@ -100,6 +102,7 @@ MICROSOFT_FAMILIES = (
     (linear_attention.microsoft_family, naive_linear_attention),
     (multi_head_attention, naive_multi_head_attention),
     (group_query_attention, naive_group_query_attention),
+    (microsoft_attention, naive_microsoft_attention),
 )
 
 
