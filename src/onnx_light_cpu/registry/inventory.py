@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..naive import bias_gelu as naive_bias_gelu
 from ..naive import causal_conv_with_state as naive_causal_conv_with_state
 from ..naive import cdist as naive_cdist
+from ..naive import embed_layer_norm as naive_embed_layer_norm
 from ..naive import group_query_attention as naive_group_query_attention
 from ..naive import linear_attention as naive_linear_attention
 from ..naive import microsoft_attention as naive_microsoft_attention
@@ -25,6 +26,7 @@ from ..ops import (
     causal_conv_with_state,
     cdist,
     control_flow,
+    embed_layer_norm,
     gather_block_quantized,
     group_query_attention,
     indexing,
@@ -103,6 +105,7 @@ MICROSOFT_FAMILIES = (
     (multi_head_attention, naive_multi_head_attention),
     (group_query_attention, naive_group_query_attention),
     (microsoft_attention, naive_microsoft_attention),
+    (embed_layer_norm, naive_embed_layer_norm),
 )
 
 
