@@ -44,6 +44,7 @@ class EmbedLayerNormalizationBase(KernelOp):
     both families; subclasses implement ``_compute``."""
 
     op_domain = "com.microsoft"
+    onnx_types = FLOATS  # the inventory lists the tables' types, not the ids'
     inputs = (Input("input_ids", **IDS),
               Input("segment_ids", optional=True, **IDS),
               Input("word_embedding", types=FLOATS, ranks=(2,)),
