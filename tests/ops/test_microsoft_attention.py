@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
+from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
@@ -264,7 +265,7 @@ def test_constant_weights_are_packed_once_and_agree():
     inputs, attrs = random_config(rng, "ends", np.float32)
     model = attention_model(inputs, attrs)
     model.graph.initializer.append(oh.make_tensor(
-        "weights", 1, inputs[1].shape, inputs[1].ravel().tolist()))
+        "weights", TensorProto.FLOAT, inputs[1].shape, inputs[1].ravel().tolist()))
     del model.graph.input[1]
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
@@ -351,3 +352,82 @@ def test_present_with_unequal_head_sizes_is_rejected():
     w = np.ones((12, 30), np.float32)
     with pytest.raises(NotImplementedError, match="present"):
         run_ours([x, w], {"num_heads": 3, "qkv_hidden_sizes": [9, 9, 12]}, 2)
+
+
+# -- end to end ----------------------------------------------------------------
+
+def bert_like_model(rng, b, s, hidden=64, heads=4, vocab=50, layers=2):
+    """EmbedLayerNormalization -> layers x (Attention -> MatMul ->
+    SkipLayerNormalization -> MatMul -> BiasGelu -> MatMul ->
+    SkipLayerNormalization), the fused graph of ORT's BERT optimizer."""
+    f = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    inits, nodes = {}, []
+
+    def init(name, value):
+        inits[name] = value
+        return name
+
+    nodes.append(oh.make_node(
+        "EmbedLayerNormalization",
+        ["input_ids", "segment_ids", init("word", f(vocab, hidden)), init("pos", f(s, hidden)),
+         init("seg", f(2, hidden)), init("g0", 1 + f(hidden)), init("b0", f(hidden)), "mask"],
+        ["h0", "mask_index"], domain=MS, epsilon=1e-12))
+    x = "h0"
+    for i in range(layers):
+        nodes += [
+            oh.make_node("Attention", [x, init(f"qkv_w{i}", f(hidden, 3 * hidden)),
+                                      init(f"qkv_b{i}", f(3 * hidden)), "mask_index"],
+                         [f"att{i}"], domain=MS, num_heads=heads),
+            oh.make_node("MatMul", [f"att{i}", init(f"o_w{i}", f(hidden, hidden))], [f"o{i}"]),
+            oh.make_node("SkipLayerNormalization",
+                         [f"o{i}", x, init(f"g1_{i}", 1 + f(hidden)), init(f"b1_{i}", f(hidden)),
+                          init(f"o_b{i}", f(hidden))], [f"ln{i}"], domain=MS, epsilon=1e-12),
+            oh.make_node("MatMul", [f"ln{i}", init(f"fc1_w{i}", f(hidden, 4 * hidden))],
+                         [f"fc1{i}"]),
+            oh.make_node("BiasGelu", [f"fc1{i}", init(f"fc1_b{i}", f(4 * hidden))], [f"act{i}"],
+                         domain=MS),
+            oh.make_node("MatMul", [f"act{i}", init(f"fc2_w{i}", f(4 * hidden, hidden))],
+                         [f"fc2{i}"]),
+            oh.make_node("SkipLayerNormalization",
+                         [f"fc2{i}", f"ln{i}", init(f"g2_{i}", 1 + f(hidden)),
+                          init(f"b2_{i}", f(hidden)), init(f"fc2_b{i}", f(hidden))],
+                         [f"h{i + 1}"], domain=MS, epsilon=1e-12)]
+        x = f"h{i + 1}"
+    int32 = TensorProto.INT32
+    graph = oh.make_graph(
+        nodes, "bert_like",
+        [oh.make_tensor_value_info(n, int32, [b, s]) for n in ("input_ids", "segment_ids",
+                                                              "mask")],
+        [oh.make_tensor_value_info(x, 1, [b, s, hidden])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21),
+                                                oh.make_opsetid(MS, 1)])
+    feeds = {"input_ids": rng.integers(0, vocab, (b, s)).astype(np.int32),
+             "segment_ids": rng.integers(0, 2, (b, s)).astype(np.int32),
+             "mask": (np.arange(s)[None, :] < rng.integers(1, s + 1, (b, 1))).astype(np.int32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_bert_like_graph_vs_ort(naive):
+    rng = np.random.default_rng(21)
+    model, feeds = bert_like_model(rng, b=3, s=11)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    policy = (olc.MicrosoftKernelImplementation.NAIVE if naive
+              else olc.MicrosoftKernelImplementation.OPTIMIZED)
+    for threads in THREAD_COUNTS:
+        sess = ReferenceEvaluator(model)
+        olc.register_kernels_for_session(sess, microsoft_implementation=policy)
+        olc.set_num_threads_for_session(sess, threads)
+        olc.set_kernel_usage_recording(sess, True)
+        got = sess.run(None, feeds)
+        names = set(olc.used_kernel_names(sess))
+        prefix = "Naive" if naive else ""
+        for kernel in (f"{prefix}MicrosoftAttention", f"{prefix}EmbedLayerNormalization",
+                       f"{prefix}SkipLayerNormalization", f"{prefix}BiasGelu", "MatMul"):
+            assert f"onnx_light_cpu::{kernel}" in names, (kernel, names)
+        assert_close(got[0], want[0], f"bert-like, {threads} threads", (1e-4, 1e-4))
