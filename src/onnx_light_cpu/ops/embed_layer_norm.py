@@ -18,7 +18,9 @@ extension.
 The OPTIMIZED family runs each row on SkipLayerNormalization's row function
 (x = the word row, skip = the position row, bias = the segment row): one
 pass, no gathered copy.  Where this package differs: a segment_ids without a
-segment_embedding (ORT fails in shape inference) is a ValueError.
+segment_embedding (ORT fails in shape inference) is a ValueError; a rank-1
+position_ids (ORT's process aborts) is rejected; the node may leave out the
+mask_index output (ORT's shape inference wants it).
 """
 
 from __future__ import annotations
