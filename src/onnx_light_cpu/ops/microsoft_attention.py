@@ -56,7 +56,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels.engines import gemm
 from ..memory import check_buffer
-from ._base import ELEMENT_TYPES, EVERY_INPUT, Attr, Input, KernelOp
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
 from .attention import engine_level_name, run_engine
@@ -95,7 +95,6 @@ class MicrosoftAttentionBase(KernelOp):
     shared by both families; subclasses implement ``_attend``."""
 
     op_domain = "com.microsoft"
-    strided_inputs = EVERY_INPUT  # the adapter copies only what its cores cannot read
     #: The NAIVE family materialises the scores.
     computes_in_numpy: ClassVar[bool] = False
 
