@@ -255,16 +255,16 @@ class MicrosoftAttentionBase(KernelOp):
         v4 = qkv[..., 2 * dq:].reshape(b, s, n, hv).transpose(0, 2, 1, 3)
         present = None
         if past is not None or self.wants_present:
-            present = np.empty((2, b, n, t, h), dtype=x.dtype)
+            present = self._new_output((2, b, n, t, h), x.dtype, 1)
             if p:
                 present[:, :, :, :p] = past
             present[0, :, :, p:] = k4
             present[1, :, :, p:] = v4
             k4, v4 = present[0], present[1]
-        out = np.empty((b, s, n, hv), dtype=x.dtype)
-        self._attend(plan, q4, k4, v4, out.transpose(0, 2, 1, 3), ranges, mask_index,
-                     attention_bias)
-        results = (out.reshape(b, s, n * hv), present)
+        out = self._new_output((b, s, n * hv), x.dtype, 0)
+        out4 = out.reshape(b, s, n, hv).transpose(0, 2, 1, 3)
+        self._attend(plan, q4, k4, v4, out4, ranges, mask_index, attention_bias)
+        results = (out, present)
         return results[: max(self.n_outputs, 1)]
 
     def _key_ranges(self, plan, mask) -> tuple | None:
@@ -317,7 +317,9 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         b, s, hin = plan.b, plan.s, plan.hin
         total = weights.shape[1]
         m = b * s
-        out = np.empty((m, total), np.float32)
+        # a kept scratch slot (no output uses 2): a fresh 28 MB buffer a run
+        # (BERT-base, B=8, S=384) would fault its pages in every time
+        out = self._new_output((m, total), np.dtype(np.float32), 2)
         if bias is not None:
             out[...] = bias.astype(np.float32, copy=False)
         else:
