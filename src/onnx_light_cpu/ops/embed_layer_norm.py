@@ -146,8 +146,8 @@ class EmbedLayerNormalization(EmbedLayerNormalizationBase):
             f"{simd.LEVEL_NAMES[core.level_used(element_type, level)]}"))
         b, s = ids.shape
         h = word.shape[1]
-        y = np.empty((b, s, h), dtype=word.dtype)
-        total = np.empty((b, s, h), dtype=word.dtype) if self.wants[2] else None
+        y = self._new_output((b, s, h), word.dtype, 0)
+        total = self._new_output((b, s, h), word.dtype, 2) if self.wants[2] else None
         rows = np.ascontiguousarray(ids, dtype=np.int64).reshape(-1)
         places = np.ascontiguousarray(self.positions(ids, pids), dtype=np.int64).reshape(-1)
         segments = None
