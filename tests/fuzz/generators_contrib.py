@@ -281,6 +281,66 @@ def gen_mha(d: Draw, record) -> Case:
     return case
 
 
+@generator("com.microsoft", "Attention")
+def gen_microsoft_attention(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    b, n, s = d.choice((1, 2)), d.choice((1, 2, 3)), d.choice((1, 3, 8))
+    h, hin = d.choice((8, 16, 5)), d.choice((4, 16, 24))
+    past = d.choice((0, 0, 1, 5))
+    t = past + s
+    x = randn(rng, (b, s, hin), dtype)
+    w = randn(rng, (hin, 3 * n * h), dtype)
+    bias = randn(rng, (3 * n * h,), dtype) if d.chance(0.8) else None
+    mask = None
+    kind = d.choice(["none", "lengths", "ends_starts", "2d", "3d"])
+    if kind == "lengths":
+        mask = rng.integers(1, t + 1, size=b).astype(np.int32)
+    elif kind == "ends_starts":
+        mask = np.concatenate([rng.integers(t // 2 + 1, t + 1, size=b),
+                               rng.integers(0, t // 2 + 1, size=b)]).astype(np.int32)
+    elif kind in ("2d", "3d"):
+        mask = rng.integers(0, 2, size=(b, t) if kind == "2d" else (b, s, t)).astype(np.int32)
+        mask[..., 0] = 1
+    attention_bias = randn(rng, (d.choice((1, b)), d.choice((1, n)), s, t), dtype) \
+        if not past and d.chance(0.3) else None
+    pst = randn(rng, (2, b, n, past, h), dtype) if past else None
+    attrs = {"num_heads": n}
+    if d.chance(0.3):
+        attrs["unidirectional"] = 1
+    if d.chance(0.3):
+        attrs["scale"] = d.float(0.02, 0.3)
+    inputs = [x, w, bias, mask, pst, attention_bias]
+    while inputs[-1] is None:
+        inputs.pop()
+    return _twin("Attention", inputs, attrs, dtype, n_outputs=2 if past else 1,
+                 structural=frozenset({3}))
+
+
+@generator("com.microsoft", "EmbedLayerNormalization")
+def gen_embed_layer_norm(d: Draw, record) -> Case:
+    dtype = _dt(d, record)
+    rng = d.rng()
+    b, s, h = d.choice((1, 2, 3)), d.choice((1, 4, 9)), d.choice((1, 8, 17, 64))
+    vocab, positions = d.choice((1, 5, 50)), s + d.choice((0, 3))
+    ids = rng.integers(0, vocab, (b, s)).astype(np.int32)
+    segments = d.chance(0.7)
+    sids = rng.integers(0, 2, (b, s)).astype(np.int32) if segments else None
+    seg = randn(rng, (2, h), dtype) if segments else None
+    mask = rng.integers(0, 2, (b, s)).astype(np.int32) if d.chance(0.6) else None
+    pids = None
+    if d.chance(0.3):
+        pids = rng.integers(0, positions, (d.choice((1, b)), s)).astype(np.int32)
+    inputs = [ids, sids, randn(rng, (vocab, h), dtype), randn(rng, (positions, h), dtype), seg,
+              randn(rng, (h,), dtype), randn(rng, (h,), dtype), mask, pids]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"epsilon": d.choice([1e-12, 1e-5])} if d.chance(0.5) else {}
+    return _twin("EmbedLayerNormalization", inputs, attrs, dtype, n_outputs=3,
+                 structural=frozenset({0, 1, 7, 8}),
+                 output_types=(elem_type(dtype), TensorProto.INT32, elem_type(dtype)))
+
+
 @generator("com.microsoft", "GroupQueryAttention")
 def gen_gqa(d: Draw, record) -> Case:
     dtype = _dt(d, record)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from ..naive import bias_gelu as naive_bias_gelu
 from ..naive import causal_conv_with_state as naive_causal_conv_with_state
 from ..naive import cdist as naive_cdist
+from ..naive import embed_layer_norm as naive_embed_layer_norm
 from ..naive import group_query_attention as naive_group_query_attention
 from ..naive import linear_attention as naive_linear_attention
+from ..naive import microsoft_attention as naive_microsoft_attention
 from ..naive import multi_head_attention as naive_multi_head_attention
 from ..naive import skip_norm as naive_skip_norm
 from ..ops import (
@@ -24,6 +26,7 @@ from ..ops import (
     causal_conv_with_state,
     cdist,
     control_flow,
+    embed_layer_norm,
     gather_block_quantized,
     group_query_attention,
     indexing,
@@ -31,6 +34,7 @@ from ..ops import (
     matmul,
     matmul_integer,
     matmul_nbits,
+    microsoft_attention,
     microsoft_tensor,
     moe,
     multi_head_attention,
@@ -100,6 +104,8 @@ MICROSOFT_FAMILIES = (
     (linear_attention.microsoft_family, naive_linear_attention),
     (multi_head_attention, naive_multi_head_attention),
     (group_query_attention, naive_group_query_attention),
+    (microsoft_attention, naive_microsoft_attention),
+    (embed_layer_norm, naive_embed_layer_norm),
 )
 
 
