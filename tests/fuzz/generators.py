@@ -625,6 +625,16 @@ def gen_identity(d: Draw, record) -> Case:
     return _glue("Identity", _opset(d, record, (13, 16, 21)), [x])
 
 
+def _shape(x, attrs):
+    """onnx.reference counts a negative start/end from the back twice (end
+    -5 of a rank-3 shape is its slice [:-2]); the schema and ONNX Runtime
+    add the rank once and clamp to [0, rank]."""
+    r = x.ndim
+    start, end = (min(max(v + r if v < 0 else v, 0), r)
+                  for v in (attrs.get("start", 0), attrs.get("end", r)))
+    return [np.array(x.shape[start:end], np.int64)]
+
+
 @generator("ai.onnx", "Shape")
 def gen_shape(d: Draw, record) -> Case:
     x = randn(d.rng(), random_shape(d), _glue_dtype(d, record))
@@ -635,7 +645,7 @@ def gen_shape(d: Draw, record) -> Case:
             attrs["start"] = d.int(-r, r)
         if d.chance(0.5):
             attrs["end"] = d.int(-r, r)
-    return _glue("Shape", opset, [x], attrs)
+    return _glue("Shape", opset, [x], attrs, oracle="numpy", numpy_oracle=_shape)
 
 
 @generator("ai.onnx", "Reshape")

@@ -1,5 +1,5 @@
 """Identity, Shape, Reshape, Squeeze, Unsqueeze, Flatten, Constant,
-ConstantOfShape, Range, Expand, Tile, Transpose, Where: against the
+ConstantOfShape, Range, Expand, Tile, Where: against the
 onnx.reference built-ins (bit for bit) over the element types, opsets and
 attributes; views where the operator allows one, fresh contiguous outputs
 where it does not; read-only constants; every downstream kernel takes the
@@ -18,7 +18,6 @@ from onnx import numpy_helper as nh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.ops import shape as shape_ops
 
 from differential import layouts, node_model, run_builtin, same_bits
 
@@ -473,67 +472,6 @@ def test_tile_errors():
           r"Tile: input 1 \('x1'\) has 1 values for input 0 of rank 2", 13)
     error("Tile", [values((2, 3), np.float32), np.array([2, -1], I64)],
           "negative repeat count", 13)
-
-
-# ------------------------------------------------------------------ Transpose
-
-@pytest.mark.parametrize("shape,perm", [
-    ((1, 128, 896), [0, 2, 1]), ((1, 14, 128, 64), [0, 2, 1, 3]), ((2, 3, 4), None), ((5,), None),
-    ((), None), ((0, 3), [1, 0]), ((2, 3, 4, 5, 6), [4, 0, 3, 1, 2])], ids=str)
-@pytest.mark.parametrize("opset", [1, 13, 21])
-def test_transpose(shape, perm, opset):
-    x = values(shape, np.float32)
-    (y,) = check("Transpose", [x], opset, **({"perm": perm} if perm is not None else {}))
-    assert fresh(y, x)
-
-
-@pytest.mark.parametrize("dtype", DTYPES + EXOTIC, ids=lambda d: np.dtype(d).name)
-def test_transpose_types_and_layouts(dtype):
-    x = values((3, 4), dtype)
-    for _, lx in layouts(x):
-        (y,) = ours("Transpose", [lx], 21, perm=[1, 0])
-        assert fresh(y, lx) and y.tolist() == lx.T.tolist()
-
-
-@pytest.mark.parametrize("shape,perm", [
-    ((37, 53), [1, 0]), ((3, 17, 33), [0, 2, 1]), ((2, 40, 3, 20), [0, 2, 3, 1]),
-    ((1, 70, 1, 90), [3, 1, 0, 2]), ((300, 1100), [1, 0]), ((4, 5, 6), [2, 0, 1]),
-    ((2, 3, 4, 5), [1, 0, 2, 3])], ids=str)
-@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.int64, np.complex128],
-                         ids=lambda d: np.dtype(d).name)
-def test_transpose_of_matrices_tile_by_tile(shape, perm, dtype):
-    """Batches of matrix transposes (after dropping axes of size 1 and
-    merging neighbours) run the tiled core, at edges that fill no tile and
-    sizes that split between threads; others stay NumPy's."""
-    x = values(shape, dtype)
-    want = np.ascontiguousarray(x.transpose(perm))
-    for threads in (1, 2):
-        sess = evaluator(node_model("Transpose", [x], perm=perm))
-        olc.set_num_threads_for_session(sess, threads)
-        (y,) = sess.run(None, {"x0": x})
-        assert same_bits(y, want)
-        tiles = shape_ops._matrices(shape, tuple(perm)) is not None
-        assert tiles == (shape != (2, 3, 4, 5))  # that one moves whole rows
-        assert set(olc.used_kernel_names(sess)) == {"onnx_light_cpu::Transpose"}
-
-
-def test_matrices_of_a_transpose():
-    # (batch, rows, columns) of the input's matrices
-    assert shape_ops._matrices((7, 9), (1, 0)) == (1, 7, 9)
-    assert shape_ops._matrices((2, 7, 9), (0, 2, 1)) == (2, 7, 9)
-    assert shape_ops._matrices((2, 7, 3, 9), (0, 2, 3, 1)) == (2, 7, 27)  # [S, N*H] -> [N*H, S]
-    assert shape_ops._matrices((4, 5, 6), (2, 0, 1)) == (1, 20, 6)
-    assert shape_ops._matrices((1, 7, 1, 9), (3, 1, 0, 2)) == (1, 7, 9)
-    assert shape_ops._matrices((7, 9), (0, 1)) is None        # a copy
-    assert shape_ops._matrices((2, 7, 9, 4), (0, 2, 1, 3)) is None  # whole rows move
-    assert shape_ops._matrices((2, 3, 4), (2, 1, 0)) is None  # three axes reversed
-
-
-def test_transpose_errors():
-    error("Transpose", [values((2, 3), np.float32)],
-          r"Transpose: input 0 \('x0'\) of rank 2 cannot be transposed by perm \[0\]", perm=[0])
-    error("Transpose", [values((2, 3), np.float32)],
-          r"Transpose: input 0 \('x0'\) \(perm\) repeats axis 0", perm=[0, 0])
 
 
 # ------------------------------------------------------------------ Where

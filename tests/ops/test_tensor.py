@@ -1,4 +1,5 @@
-"""Concat, Gather, NonZero, ScatterND, Slice, Split against the built-ins.
+"""Concat, Gather, NonZero, ScatterND, Slice, Split, Transpose against the
+built-ins.
 
 These operators move elements without arithmetic (but for ScatterND's
 reductions), so our outputs must equal the built-in's bit for bit, at every
@@ -7,12 +8,14 @@ SIMD level and thread count, for every element type.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
+from onnx_light_cpu.ops import tensor as tensor_ops
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import THREAD_COUNTS, node_model, run_builtin, run_ours, same_bits
@@ -75,6 +78,47 @@ def check_exact(op, inputs, expected=None, **kwargs):
 
 def _ints(*values, dtype=np.int64):
     return np.array(values, dtype=dtype)
+
+
+# ---------------------------------------------------------------- Transpose
+
+@pytest.mark.parametrize("shape,perm", [
+    ((1, 128, 96), [0, 2, 1]), ((1, 14, 16, 64), [0, 2, 1, 3]), ((2, 3, 4), None), ((5,), None),
+    ((), None), ((0, 3), [1, 0]), ((2, 3, 4, 5, 6), [4, 0, 3, 1, 2]), ((37, 53), [1, 0]),
+    ((3, 17, 33), [0, 2, 1]), ((2, 40, 3, 20), [0, 2, 3, 1]), ((1, 70, 1, 90), [3, 1, 0, 2]),
+    ((4, 5, 6), [2, 0, 1]), ((2, 3, 4, 5), [1, 0, 2, 3])], ids=str)
+def test_transpose(shape, perm):
+    """Batches of matrix transposes (the tiled core: edges that fill no
+    tile, splits between threads) and row moves (NumPy), at every level."""
+    x = _data(np.random.default_rng(0), shape, np.float32)
+    check_exact("Transpose", [x], **({"perm": perm} if perm is not None else {}))
+
+
+@pytest.mark.parametrize("dtype", ALL + [object, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                                         ml_dtypes.int4, ml_dtypes.uint4],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("opset", [1, 13, 21])
+def test_transpose_types_and_opsets(dtype, opset):
+    x = _data(np.random.default_rng(1), (3, 19, 21), dtype) if np.dtype(dtype) not in (
+        np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)) else \
+        np.random.default_rng(1).integers(0, 7, (3, 19, 21)).astype(dtype)
+    for perm in ([0, 2, 1], [2, 0, 1], [1, 0, 2]):
+        (y,), names, _ = run_ours(node_model("Transpose", [x], opset=opset, perm=perm), [x], 2)
+        assert "onnx_light_cpu::Transpose" in names
+        _same(y, np.ascontiguousarray(x.transpose(perm)), f"Transpose {perm}")
+        assert y.flags.c_contiguous and not np.shares_memory(y, x)
+
+
+def test_matrices_of_a_transpose():
+    # (batch, rows, columns) of the input's matrices
+    assert tensor_ops._matrices((7, 9), (1, 0)) == (1, 7, 9)
+    assert tensor_ops._matrices((2, 7, 9), (0, 2, 1)) == (2, 7, 9)
+    assert tensor_ops._matrices((2, 7, 3, 9), (0, 2, 3, 1)) == (2, 7, 27)  # [S, N*H] -> [N*H, S]
+    assert tensor_ops._matrices((4, 5, 6), (2, 0, 1)) == (1, 20, 6)
+    assert tensor_ops._matrices((1, 7, 1, 9), (3, 1, 0, 2)) == (1, 7, 9)
+    assert tensor_ops._matrices((7, 9), (0, 1)) is None        # a copy
+    assert tensor_ops._matrices((2, 7, 9, 4), (0, 2, 1, 3)) is None  # whole rows move
+    assert tensor_ops._matrices((2, 3, 4), (2, 1, 0)) is None  # three axes reversed
 
 
 # ------------------------------------------------------------------- Concat
@@ -328,6 +372,10 @@ def _run(op, inputs, **kwargs):
                 r"int64"),
     ("ScatterND", [np.zeros((4,), np.float32), _ints(1).reshape(1, 1), np.zeros((2,), np.float32)],
      {}, ValueError, r"ScatterND: input 2 \('x2'\) has shape \(2,\), expected \(1,\)"),
+    ("Transpose", [np.zeros((2, 3), np.float32)], {"perm": [0]},
+     ValueError, r"Transpose: input 0 \('x0'\) of rank 2 cannot be transposed by perm \[0\]"),
+    ("Transpose", [np.zeros((2, 3), np.float32)], {"perm": [0, 0]},
+     ValueError, r"Transpose: input 0 \('x0'\) \(perm\) repeats axis 0"),
 ])
 def test_bad_input_is_a_clear_error(op, inputs, kwargs, error, message):
     originals = [a.copy() for a in inputs]

@@ -1,11 +1,10 @@
 """The glue of exported graphs: Identity, Shape, Reshape, Squeeze,
-Unsqueeze, Flatten, Constant, ConstantOfShape, Range, Expand, Tile,
-Transpose, Where.
+Unsqueeze, Flatten, Constant, ConstantOfShape, Range, Expand, Tile, Where
+(Transpose, which has a core, is in ``tensor.py``).
 
 They run on tiny tensors (shapes, masks, position ids) between the real
-kernels, so what they cost is the Python around them; NumPy does the work,
-except for the transposes of matrices, which the tensor core copies tile by
-tile.  Every element type of the schemas is accepted
+kernels, so what they cost is the Python around them; NumPy does the work
+and there is no core.  Every element type of the schemas is accepted
 (strings as NumPy object or unicode arrays).
 
 - **Views, never copies**: Identity, Reshape, Squeeze, Unsqueeze and
@@ -14,13 +13,9 @@ tile.  Every element type of the schemas is accepted
   a fresh int64 array.  Constant returns the one array it made from its
   attribute when the node was built, read-only so nothing downstream can
   change it.
-- **New contiguous outputs**: Expand, Tile and Transpose write into an
-  output of their own with one ``np.copyto`` from a (broadcast,
-  transposed) view of the input; Where is ``np.where``.  A Transpose that
-  is a batch of matrix transposes once axes of size 1 are dropped and axes
-  that stay neighbours merged (a weight's [K, N] -> [N, K], [B, S, H] ->
-  [B, H, S]) runs the core's tiled copy instead: NumPy's element by element
-  walk across rows is several times slower there.
+- **New contiguous outputs**: Expand and Tile write into an output of
+  their own with one ``np.copyto`` from a broadcast view of the input;
+  Where is ``np.where``.
 - **Sizes**: outputs are sized before they are allocated; a size of 2**63
   bytes or more is a ValueError (no machine holds it), one that does not
   fit in memory the MemoryError of ``KernelOp._check_bytes``.
@@ -35,9 +30,7 @@ import onnx
 import onnx.numpy_helper
 from onnx import AttributeProto, TensorProto
 
-from .._kernels import tensor as core
 from ._base import Attr, Input, KernelOp
-from .tensor import MIN_BYTES_PER_THREAD
 
 T = TensorProto
 
@@ -584,74 +577,6 @@ class Tile(_Glue):
         return (out,)
 
 
-def _matrices(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, int, int] | None:
-    """(batch, rows, columns) when transposing by ``perm`` is transposing a
-    batch of rows x columns matrices (batch 1: one matrix), else None.
-    Axes of size 1 move nothing and are dropped; axes that are neighbours
-    in the output as in the input move as one."""
-    kept = [a for a in perm if shape[a] != 1]
-    groups: list[list[int]] = []  # runs of neighbouring input axes, output order
-    for a in kept:
-        if groups and groups[-1][-1] + 1 == a:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    dims = [math.prod(shape[a] for a in g) for g in groups]
-    starts = [g[0] for g in groups]
-    if len(groups) == 2 and starts[0] > starts[1]:  # [R, C] -> [C, R]
-        return 1, dims[1], dims[0]
-    if len(groups) == 3 and starts[0] < starts[2] < starts[1]:  # [B, R, C] -> [B, C, R]
-        return dims[0], dims[2], dims[1]
-    return None
-
-
-class Transpose(_Glue):
-    """``data`` with its axes permuted by ``perm`` (reversed by default),
-    a new contiguous tensor."""
-
-    inputs = (Input("data"),)
-    onnx_types = ANY_TYPES
-    attributes = (Attr("perm", "ints", None),)
-    strided_inputs = frozenset({0})  # copied through its strides
-
-    def __init__(self, onnx_node, run_params, **kwargs):
-        super().__init__(onnx_node, run_params, **kwargs)
-        # (shape, dtype) -> (checked permutation, its matrices or None)
-        self._layouts: dict = {}
-
-    def _perm(self, rank: int) -> tuple[int, ...]:
-        if self.perm is None:
-            return tuple(range(rank - 1, -1, -1))
-        perm = tuple(self._axes(0, self.perm, rank, "perm"))
-        if len(perm) != rank:
-            raise ValueError(self._input_error(
-                0, f"of rank {rank} cannot be transposed by perm {self.perm}"))
-        return perm
-
-    def _run(self, x):
-        key = (x.shape, x.dtype)
-        layout = self._layouts.get(key)
-        if layout is None:
-            self._check_data(0, x)
-            perm = self._perm(x.ndim)
-            matrices = None if x.dtype.kind in "OUS" else _matrices(x.shape, perm)
-            if len(self._layouts) >= 64:
-                self._layouts.clear()
-            layout = self._layouts[key] = (perm, matrices)
-        perm, matrices = layout
-        view = x.transpose(perm)
-        out = self._output(view.shape, x.dtype)
-        if matrices is not None and x.flags.c_contiguous:
-            if self._usage.enabled:
-                self._label(("tiles", x.dtype), f"transpose_{_name(x.dtype)}_tiles")
-            core.transpose(x, out, *matrices, self._num_threads(out.nbytes, MIN_BYTES_PER_THREAD))
-            return (out,)
-        if self._usage.enabled:
-            self._label(x.dtype, f"transpose_{_name(x.dtype)}_numpy")
-        np.copyto(out, view)
-        return (out,)
-
-
 class Where(_Glue):
     """``X`` where ``condition`` holds, else ``Y``, all three broadcast, a
     new tensor."""
@@ -681,5 +606,5 @@ class Where(_Glue):
 
 KERNELS = {
     "RegisterShapeKernels": (Identity, Shape, Reshape, Squeeze, Unsqueeze, Flatten, Constant,
-                             ConstantOfShape, Range, Expand, Tile, Transpose, Where),
+                             ConstantOfShape, Range, Expand, Tile, Where),
 }

@@ -1,4 +1,4 @@
-"""Concat, Gather, NonZero, ScatterND, Slice, Split: data movement.
+"""Concat, Gather, NonZero, ScatterND, Slice, Split, Transpose: data movement.
 
 These operators only move elements, so the cores work on bytes: an element
 type matters through its size.  Every type the schemas allow is accepted;
@@ -15,6 +15,7 @@ from onnx import TensorProto
 
 from .._kernels import tensor as core
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
+from .shape import ANY_TYPES, _Glue
 
 T = TensorProto
 # Every element type of the movement schemas (string handled by NumPy).
@@ -447,6 +448,78 @@ class ScatterND(_Movement):
         return out
 
 
+def _matrices(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(batch, rows, columns) when transposing by ``perm`` is transposing a
+    batch of rows x columns matrices (batch 1: one matrix), else None.
+    Axes of size 1 move nothing and are dropped; axes that are neighbours
+    in the output as in the input move as one."""
+    kept = [a for a in perm if shape[a] != 1]
+    groups: list[list[int]] = []  # runs of neighbouring input axes, output order
+    for a in kept:
+        if groups and groups[-1][-1] + 1 == a:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    dims = [math.prod(shape[a] for a in g) for g in groups]
+    starts = [g[0] for g in groups]
+    if len(groups) == 2 and starts[0] > starts[1]:  # [R, C] -> [C, R]
+        return 1, dims[1], dims[0]
+    if len(groups) == 3 and starts[0] < starts[2] < starts[1]:  # [B, R, C] -> [B, C, R]
+        return dims[0], dims[2], dims[1]
+    return None
+
+
+class Transpose(_Glue):
+    """``data`` with its axes permuted by ``perm`` (reversed by default),
+    a new contiguous tensor: every element type of the schema, as the glue
+    of ``shape.py`` takes them.  A batch of matrix transposes (once axes of
+    size 1 are dropped and axes that stay neighbours merged: a weight's
+    [K, N] -> [N, K], [B, S, H] -> [B, H, S]) is the core's tiled copy;
+    other permutations move whole rows, which ``np.copyto`` does well."""
+
+    inputs = (Input("data"),)
+    onnx_types = ANY_TYPES
+    attributes = (Attr("perm", "ints", None),)
+    strided_inputs = frozenset({0})  # copied through its strides
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        # (shape, dtype) -> (checked permutation, its matrices or None)
+        self._layouts: dict = {}
+
+    def _perm(self, rank: int) -> tuple[int, ...]:
+        if self.perm is None:
+            return tuple(range(rank - 1, -1, -1))
+        perm = tuple(self._axes(0, self.perm, rank, "perm"))
+        if len(perm) != rank:
+            raise ValueError(self._input_error(
+                0, f"of rank {rank} cannot be transposed by perm {self.perm}"))
+        return perm
+
+    def _run(self, x):
+        key = (x.shape, x.dtype)
+        layout = self._layouts.get(key)
+        if layout is None:
+            self._check_data(0, x)
+            perm = self._perm(x.ndim)
+            matrices = None if x.dtype.kind in "OUS" else _matrices(x.shape, perm)
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            layout = self._layouts[key] = (perm, matrices)
+        perm, matrices = layout
+        view = x.transpose(perm)
+        out = self._output(view.shape, x.dtype)
+        if matrices is not None and x.flags.c_contiguous:
+            if self._usage.enabled:
+                self._label(("tiles", x.dtype), f"transpose_{_short(x.dtype)}_tiles")
+            core.transpose(x, out, *matrices, self._num_threads(out.nbytes, MIN_BYTES_PER_THREAD))
+            return (out,)
+        if self._usage.enabled:
+            self._label(x.dtype, f"transpose_{_short(x.dtype)}_numpy")
+        np.copyto(out, view)
+        return (out,)
+
+
 KERNELS = {
     "RegisterConcatKernel": (Concat,),
     "RegisterGatherKernel": (Gather,),
@@ -454,4 +527,5 @@ KERNELS = {
     "RegisterScatterNDKernel": (ScatterND,),
     "RegisterSliceKernel": (Slice,),
     "RegisterSplitKernel": (Split,),
+    "RegisterTransposeKernel": (Transpose,),
 }
