@@ -34,6 +34,7 @@ from ..ops import (
     matmul,
     matmul_integer,
     matmul_nbits,
+    microsoft_activation,
     microsoft_attention,
     microsoft_tensor,
     moe,
@@ -111,7 +112,7 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor,)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation)
 
 
 def _register_microsoft(policy, install) -> None:
