@@ -155,8 +155,12 @@ class FusedMatMul(_MatMulEngine):
                    f"broadcast with A's {a_read[:-2]} (A has shape {a.shape})")) from None
         out_shape = batch + ((M,) if a.ndim > 1 else ()) + ((N,) if b.ndim > 1 else ())
         layout = (a_shape, a_order, b_shape, b_order, batch)
-        dense = self._layout(layout, M, _dense_strides(a_shape), _dense_strides(b_shape))
         empty = math.prod(out_shape) == 0 or K == 0
+        dense = None
+        if not empty:
+            # two int64 offsets a matrix, and their temporaries
+            self._check_bytes("the offsets of the batch's matrices", 32 * math.prod(batch))
+            dense = self._layout(layout, M, _dense_strides(a_shape), _dense_strides(b_shape))
         return element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped
 
     @staticmethod
@@ -177,6 +181,12 @@ class FusedMatMul(_MatMulEngine):
             return rsa, csa, ZERO, rsb, csb, ZERO, M * len(a_off)
         return rsa, csa, a_off, rsb, csb, b_off, M
 
+    def _dense(self, index: int, x: np.ndarray) -> np.ndarray:
+        """x as a dense array, after checking that the copy fits."""
+        if not x.flags.c_contiguous:
+            self._check_bytes(f"{self._input_label(index)} as a dense copy", x.size * x.itemsize)
+        return np.ascontiguousarray(x)
+
     def _input_layout(self, layout, dense, M, a, b):
         """(a, b, engine layout) for these arrays: the plan's for dense
         inputs, their own strides otherwise, a dense copy where the engine
@@ -186,9 +196,9 @@ class FusedMatMul(_MatMulEngine):
         a_shape, _, b_shape, _, _ = layout
         a_strides, b_strides = _element_strides(a), _element_strides(b)
         if a_strides is None:
-            a = np.ascontiguousarray(a)
+            a = self._dense(0, a)
         if b_strides is None:
-            b = np.ascontiguousarray(b)
+            b = self._dense(1, b)
         if a.flags.c_contiguous:  # also a 1-D A, and A reshaped (see _plan)
             a_strides = _dense_strides(a_shape)
         elif a.ndim == 1:  # read as one row
@@ -199,14 +209,14 @@ class FusedMatMul(_MatMulEngine):
             b_strides = b_strides + (0,)
         engine = self._layout(layout, M, a_strides, b_strides)
         if engine is None:
-            return np.ascontiguousarray(a), np.ascontiguousarray(b), dense
+            return self._dense(0, a), self._dense(1, b), dense
         return a, b, engine
 
     def _execute(self, plan, a, b):
         element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped = plan
         level = simd.state.level
-        if a_reshaped and not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a)
+        if a_reshaped:
+            a = self._dense(0, a)
         if empty:
             self._record(element_type, a.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=a.dtype),)
@@ -220,11 +230,12 @@ class FusedMatMul(_MatMulEngine):
         if rows == 1 and batch == 1 and not a.flags.c_contiguous:
             # the engine's one-row path reads A's row as a dense vector
             a, b, (rsa, csa, a_off, rsb, csb, b_off, rows) = self._input_layout(
-                layout, dense, M, np.ascontiguousarray(a), b)
+                layout, dense, M, self._dense(0, a), b)
         if element_type == T.FLOAT:
             y = self._new_output(out_shape, a.dtype)
             out = y.reshape(batch, rows, N)
         else:
+            self._check_bytes("the float32 product", batch * rows * N * 4)
             out = np.empty((batch, rows, N), dtype=np.float32)
         constant = batch == 1 and self._constant_input(1) is b
         threads = self._num_threads(rows * N * K * batch, self.min_work_per_thread)
@@ -239,8 +250,10 @@ class FusedMatMul(_MatMulEngine):
         """double: the engine's blocked loop wants each B row-major, so B is
         made dense as read; A is read through its dense strides."""
         a_shape, a_order, b_shape, b_order, batch = layout
-        a = np.ascontiguousarray(a)
-        b_dense = np.ascontiguousarray(b.reshape(b_shape).transpose(b_order))
+        a = self._dense(0, a)
+        b_read = b.reshape(b_shape).transpose(b_order)
+        self._check_bytes(f"{self._input_label(1)} as a dense copy", b_read.size * b.itemsize)
+        b_dense = np.ascontiguousarray(b_read)
         rsa, csa, a_off = _operand(a_shape, _dense_strides(a_shape), a_order, batch)
         _, _, b_off = _operand(b_dense.shape, _dense_strides(b_dense.shape),
                                list(range(b_dense.ndim)), batch)
