@@ -23,6 +23,7 @@ Runtime 1.32's CPU kernels do; tests/ops/test_fused_matmul.py).
   log(1 + exp(beta x))) and Celu (alpha).  ONNX Runtime requires the
   activation and the parameters its function reads (there are no defaults;
   the spec leaves them implicit): so do we, naming the missing attribute.
+  A ``beta`` of 0 ignores C (a NaN in it too), as ONNX Runtime's Gemm.
   The activation runs on the float32 product before half types are
   rounded, as in ONNX Runtime (which runs float16 through Casts to its
   float kernel).  float32 and float16; bfloat16 is this package's
