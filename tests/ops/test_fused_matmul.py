@@ -383,3 +383,66 @@ def test_fused_gemm_rank(shape):
 def test_fused_gemm_types(dtype):
     with pytest.raises(TypeError, match=r"FusedGemm: input 0 .*has element type"):
         ours("FusedGemm", [np.ones((2, 3), dtype), np.ones((3, 2), dtype)], activation="Relu")
+
+
+# ------------------------------------------------------------------ a BERT-like block
+
+def test_bert_like_block_matches_ort():
+    """Self-attention and FFN of one BERT layer as ONNX Runtime's optimizer
+    leaves them without its Attention fusion: FusedMatMul for the scaled
+    scores (transB) and the context, FusedGemm for a projection, FastGelu
+    with bias, QuickGelu and com.microsoft Gelu; every node ours."""
+    S, H, heads, ffn = 16, 64, 4, 128
+    d = H // heads
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((1, S, H)).astype(np.float32)
+    weights = {
+        "wq": rng.standard_normal((H, H)) * 0.2, "wk": rng.standard_normal((H, H)) * 0.2,
+        "wv": rng.standard_normal((H, H)) * 0.2, "w1": rng.standard_normal((H, ffn)) * 0.2,
+        "b1": rng.standard_normal(ffn) * 0.1, "w2": rng.standard_normal((ffn, H)) * 0.2,
+        "wp": rng.standard_normal((H, H)) * 0.2, "bp": rng.standard_normal(H) * 0.1,
+        "shape": np.array([1, S, heads, d]), "back": np.array([1, S, H]),
+        "flat": np.array([S, H]),
+    }
+    inits = [onnx.numpy_helper.from_array(
+        v.astype(np.int64 if k in ("shape", "back", "flat") else np.float32), k)
+        for k, v in weights.items()]
+    nodes = []
+    for name in "qkv":
+        nodes += [oh.make_node("MatMul", ["x", f"w{name}"], [f"{name}0"]),
+                  oh.make_node("Reshape", [f"{name}0", "shape"], [f"{name}1"]),
+                  oh.make_node("Transpose", [f"{name}1"], [name], perm=[0, 2, 1, 3])]
+    nodes += [
+        oh.make_node("FusedMatMul", ["q", "k"], ["scores"], domain=MS, transB=1,
+                     alpha=1.0 / np.sqrt(d)),
+        oh.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        oh.make_node("FusedMatMul", ["probs", "v"], ["ctx0"], domain=MS),
+        oh.make_node("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]),
+        oh.make_node("Reshape", ["ctx1", "flat"], ["ctx"]),
+        oh.make_node("FusedGemm", ["ctx", "wp", "bp"], ["proj"], domain=MS,
+                     activation="LeakyRelu", activation_alpha=0.01),
+        oh.make_node("Reshape", ["proj", "back"], ["h"]),
+        oh.make_node("MatMul", ["h", "w1"], ["f0"]),
+        oh.make_node("FastGelu", ["f0", "b1"], ["f1"], domain=MS),
+        oh.make_node("QuickGelu", ["f1"], ["f2"], domain=MS, alpha=1.5),
+        oh.make_node("Gelu", ["f2"], ["f3"], domain=MS),
+        oh.make_node("MatMul", ["f3", "w2"], ["y"]),
+    ]
+    graph = oh.make_graph(nodes, "bert_block",
+                          [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, S, H])],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], inits)
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21),
+                                                oh.make_opsetid(MS, 1)])
+    model.ir_version = 10
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    got = sess.run(None, {"x": x})[0]
+    assert_close(got, want, "BERT-like block", (1e-4, 1e-5))
+    used = set(olc.used_kernel_names(sess))
+    for name in ("FusedMatMul", "FusedGemm", "FastGelu", "QuickGelu", "MicrosoftGelu"):
+        assert f"onnx_light_cpu::{name}" in used, (name, used)

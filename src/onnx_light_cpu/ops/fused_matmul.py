@@ -218,9 +218,11 @@ class FusedMatMul(_MatMulEngine):
         level = simd.state.level
         if a_reshaped:
             a = self._dense(0, a)
-        if empty:
+        if empty:  # no output element, or sums of no products
             self._record(element_type, a.dtype, "empty", level)
-            return (np.zeros(out_shape, dtype=a.dtype),)
+            y = self._new_output(out_shape, a.dtype)
+            y.fill(0)
+            return (y,)
         if element_type not in PACKED:
             y = self._double_product(level, element_type, a, b, layout, out_shape, M, N, K)
             self._record(element_type, a.dtype, "blocked", level)
