@@ -162,7 +162,8 @@ class FusedMatMul(_MatMulEngine):
             # two int64 offsets a matrix, and their temporaries
             self._check_bytes("the offsets of the batch's matrices", 32 * math.prod(batch))
             dense = self._layout(layout, M, _dense_strides(a_shape), _dense_strides(b_shape))
-        return element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped
+        threads = self._num_threads(M * N * K * math.prod(batch), self.min_work_per_thread)
+        return element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped, threads
 
     @staticmethod
     def _layout(layout, M, a_strides, b_strides):
@@ -214,7 +215,7 @@ class FusedMatMul(_MatMulEngine):
         return a, b, engine
 
     def _execute(self, plan, a, b):
-        element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped = plan
+        element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped, threads = plan
         level = simd.state.level
         if a_reshaped:
             a = self._dense(0, a)
@@ -224,7 +225,8 @@ class FusedMatMul(_MatMulEngine):
             y.fill(0)
             return (y,)
         if element_type not in PACKED:
-            y = self._double_product(level, element_type, a, b, layout, out_shape, M, N, K)
+            y = self._double_product(level, element_type, a, b, layout, out_shape, M, N, K,
+                                     threads)
             self._record(element_type, a.dtype, "blocked", level)
             return (y,)
         a, b, (rsa, csa, a_off, rsb, csb, b_off, rows) = self._input_layout(
@@ -241,7 +243,6 @@ class FusedMatMul(_MatMulEngine):
             self._check_bytes("the float32 product", batch * rows * N * 4)
             out = np.empty((batch, rows, N), dtype=np.float32)
         constant = batch == 1 and self._constant_input(1) is b
-        threads = self._num_threads(rows * N * K * batch, self.min_work_per_thread)
         kind = self._float_product(level, element_type, a, a_off, rsa, csa, b, b_off, rsb, csb,
                                    rows, N, K, out, self.alpha, False, constant, threads)
         if element_type != T.FLOAT:
@@ -249,7 +250,7 @@ class FusedMatMul(_MatMulEngine):
         self._record(element_type, a.dtype, kind, level)
         return (y,)
 
-    def _double_product(self, level, element_type, a, b, layout, out_shape, M, N, K):
+    def _double_product(self, level, element_type, a, b, layout, out_shape, M, N, K, threads):
         """double: the engine's blocked loop wants each B row-major, so B is
         made dense as read; A is read through its dense strides."""
         a_shape, a_order, b_shape, b_order, batch = layout
@@ -261,7 +262,6 @@ class FusedMatMul(_MatMulEngine):
         _, _, b_off = _operand(b_dense.shape, _dense_strides(b_dense.shape),
                                list(range(b_dense.ndim)), batch)
         y = self._new_output(out_shape, a.dtype)
-        threads = self._num_threads(M * N * K * len(a_off), self.min_work_per_thread)
         core.gemm_generic(a, a_off, b_dense, b_off, y, rsa, csa, M, N, K, element_type, level,
                           threads)
         if self.alpha != 1.0:
