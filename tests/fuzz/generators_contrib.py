@@ -2,7 +2,8 @@
 rotary embeddings, attention (ai.onnx, MHA, GQA), linear attention, causal
 convolution, skip normalizations, BiasGelu, CDist, MatMulNBits,
 GatherBlockQuantized, MoE, QMoE, TreeEnsemble, and the com.microsoft
-Range, Trilu, Unique, ExpandDims."""
+Range, Trilu, Unique, ExpandDims, Gelu, FastGelu, QuickGelu, FusedMatMul,
+FusedGemm."""
 
 from __future__ import annotations
 
@@ -621,6 +622,151 @@ def gen_ms_expand_dims(d: Draw, record) -> Case:
     out = TensorProto.STRING if dtype.kind == "O" else elem_type(dtype)
     return Case("ExpandDims", MS, 1, [x, axis], family="tensor", oracle="ort",
                 tolerance="exact", structural=frozenset({1}), output_types=(out,))
+
+
+# ------------------------------------------------------------------ transformer activations
+
+def _ms_activation(x, attrs, op, bias=None):
+    """float64 Gelu (erf), FastGelu (tanh, + bias) and QuickGelu."""
+    import math
+
+    w = np.asarray(x).astype(np.float64)
+    if bias is not None:
+        w = w + np.asarray(bias).astype(np.float64)
+    with np.errstate(all="ignore"):
+        if op == "Gelu":
+            y = w * 0.5 * (1 + np.vectorize(math.erf, otypes=[np.float64])(w / math.sqrt(2)))
+        elif op == "FastGelu":
+            y = 0.5 * w * (1 + np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w**3)))
+        else:
+            alpha = float(np.float32(attrs.get("alpha", 1.702)))
+            y = w / (1 + np.exp(-alpha * w))
+    return [y.astype(np.asarray(x).dtype)]
+
+
+@generator("com.microsoft", "Gelu", "FastGelu", "QuickGelu")
+def gen_ms_activation(d: Draw, record) -> Case:
+    op = record.op_type
+    dtype = _dt(d, record, (F32, F16, BF16, F64))
+    rng = d.rng()
+    shape = random_shape(d, rank=d.int(1 if op == "FastGelu" else 0, 4))
+    inputs = [_values(d, rng, shape, dtype, 3.0, specials=0.2)]
+    if op == "FastGelu" and d.chance(0.6):
+        inputs.append(randn(rng, shape[-1:], dtype))
+    attrs = {"alpha": d.choice([1.702, 1.0, -0.5, 0.0])} if op == "QuickGelu" and d.chance(0.5) \
+        else {}
+    return Case(op, MS, 1, inputs, attrs, family="elementwise", tolerance="accumulate",
+                oracle="numpy", output_types=(elem_type(dtype),),
+                numpy_oracle=lambda *a, attrs: _ms_activation(a[0], attrs, op, *a[1:]))
+
+
+def _fused_matmul(a, b, attrs):
+    """float64 FusedMatMul with ONNX Runtime's reading of transA with a 1-D B."""
+    def order(rank, batch_trans, trans):
+        axes = list(range(rank))
+        if batch_trans:
+            axes = axes[1:-1] + [0, rank - 1]
+        if trans:
+            axes[-1], axes[-2] = axes[-2], axes[-1]
+        return axes
+
+    wa, wb = np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)
+    ta, tb = attrs.get("transA", 0), attrs.get("transB", 0)
+    if ta and wa.ndim > 1 and wb.ndim == 1:
+        wa = wa.reshape(wa.shape[:-2] + wa.shape[-2:][::-1])
+        ta = 0
+    if wa.ndim > 1:
+        wa = wa.transpose(order(wa.ndim, attrs.get("transBatchA", 0), ta))
+    if wb.ndim > 1:
+        wb = wb.transpose(order(wb.ndim, attrs.get("transBatchB", 0), tb))
+    y = attrs.get("alpha", 1.0) * np.matmul(wa, wb)
+    return [np.asarray(y).astype(np.asarray(a).dtype)]
+
+
+@generator("com.microsoft", "FusedMatMul")
+def gen_fused_matmul(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F16, BF16, F64))
+    rng = d.rng()
+    M, K, N = d.choice((0, 1, 3, 17)), d.choice((0, 1, 5, 33)), d.choice((1, 4, 16, 19))
+    rank = d.choice((1, 2, 3, 4))
+    attrs = {k: d.choice([0, 1]) for k in ("transA", "transB") if d.chance(0.6)}
+    if rank >= 3 and d.chance(0.5):
+        attrs.update({k: d.choice([0, 1]) for k in ("transBatchA", "transBatchB")})
+    if d.chance(0.5):
+        attrs["alpha"] = d.choice([0.125, -1.0, 2.0])
+    batch = tuple(d.choice((1, 2, 3)) for _ in range(max(rank - 2, 0)))
+    if rank == 1:  # one 1-D operand, the other a matrix
+        if d.chance(0.5):
+            a_shape, b_shape = (K,), ((N, K) if attrs.get("transB") else (K, N))
+        else:
+            a_shape, b_shape = ((K, M) if attrs.get("transA") else (M, K)), (K,)
+    else:
+        def stored(read, batch_trans, trans):
+            axes = list(range(len(read)))
+            if batch_trans:
+                axes = axes[1:-1] + [0, len(read) - 1]
+            if trans:
+                axes[-1], axes[-2] = axes[-2], axes[-1]
+            shape = [0] * len(read)
+            for position, axis in enumerate(axes):
+                shape[axis] = read[position]
+            return tuple(shape)
+        a_batch = tuple(1 if d.chance(0.2) else s for s in batch)
+        a_shape = stored(a_batch + (M, K), attrs.get("transBatchA"), attrs.get("transA"))
+        b_shape = stored(batch + (K, N), attrs.get("transBatchB"), attrs.get("transB"))
+    inputs = [randn(rng, a_shape, dtype), randn(rng, b_shape, dtype)]
+    return Case("FusedMatMul", MS, 1, inputs, attrs, family="matmul", tolerance="accumulate",
+                oracle="numpy", numpy_oracle=_fused_matmul, output_types=(elem_type(dtype),))
+
+
+FUSED_GEMM_ACTIVATIONS = {
+    "Relu": lambda y, a, b, g: np.maximum(y, 0), "Tanh": lambda y, a, b, g: np.tanh(y),
+    "Sigmoid": lambda y, a, b, g: 1 / (1 + np.exp(-y)),
+    "LeakyRelu": lambda y, a, b, g: np.where(y >= 0, y, a * y),
+    "HardSigmoid": lambda y, a, b, g: np.clip(a * y + b, 0, 1),
+    "Elu": lambda y, a, b, g: np.where(y >= 0, y, a * (np.exp(y) - 1)),
+    "Selu": lambda y, a, b, g: np.where(y > 0, g * y, g * (a * np.exp(y) - a)),
+    "ThresholdedRelu": lambda y, a, b, g: np.where(y > a, y, 0),
+    "Softplus": lambda y, a, b, g: np.logaddexp(0, y),
+    "Softsign": lambda y, a, b, g: y / (1 + np.abs(y)),
+    "ScaledTanh": lambda y, a, b, g: a * np.tanh(b * y),
+    "ParametricSoftplus": lambda y, a, b, g: a * np.logaddexp(0, b * y),
+    "Celu": lambda y, a, b, g: np.where(y >= 0, y, a * (np.exp(y / a) - 1)),
+}
+
+
+def _fused_gemm(a, b, c=None, *, attrs):
+    wa, wb = np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)
+    wa = wa.T if attrs.get("transA") else wa
+    wb = wb.T if attrs.get("transB") else wb
+    y = np.float32(attrs.get("alpha", 1.0)) * (wa @ wb)
+    if c is not None and attrs.get("beta", 1.0) != 0:  # beta 0 ignores C (NaN too), as ORT
+        y = y + np.float32(attrs.get("beta", 1.0)) * np.asarray(c).astype(np.float64)
+    params = [float(np.float32(attrs.get(f"activation_{k}", 0.0)))
+              for k in ("alpha", "beta", "gamma")]
+    with np.errstate(all="ignore"):
+        y = FUSED_GEMM_ACTIVATIONS[attrs["activation"]](y, *params)
+    return [np.asarray(y).astype(np.asarray(a).dtype)]
+
+
+@generator("com.microsoft", "FusedGemm")
+def gen_fused_gemm(d: Draw, record) -> Case:
+    dtype = _dt(d, record, (F32, F16, BF16))
+    rng = d.rng()
+    M, K, N = d.choice((0, 1, 3, 17)), d.choice((0, 1, 5, 33)), d.choice((1, 4, 16, 19))
+    ta, tb = d.choice([0, 1]), d.choice([0, 1])
+    activation = d.choice(sorted(FUSED_GEMM_ACTIVATIONS))
+    attrs = {"activation": activation, "transA": ta, "transB": tb,
+             "activation_alpha": d.choice([0.2, 1.5]), "activation_beta": d.choice([0.5, 1.0]),
+             "activation_gamma": d.choice([1.05, 2.0])}
+    if d.chance(0.5):
+        attrs.update(alpha=d.choice([0.5, -1.0]), beta=d.choice([0.0, 2.0]))
+    inputs = [randn(rng, (K, M) if ta else (M, K), dtype),
+              randn(rng, (N, K) if tb else (K, N), dtype)]
+    if d.chance(0.6):
+        inputs.append(randn(rng, d.choice([(N,), (M, 1), (1, 1), (M, N), ()]), dtype))
+    return Case("FusedGemm", MS, 1, inputs, attrs, family="matmul", tolerance="accumulate",
+                oracle="numpy", numpy_oracle=_fused_gemm, output_types=(elem_type(dtype),))
 
 
 # ------------------------------------------------------------------ trees

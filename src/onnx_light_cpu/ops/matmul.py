@@ -323,7 +323,12 @@ class Gemm(_MatMulEngine):
             kind = self._float_product(level, element_type, a, ZERO, rsa, csa, b, ZERO, rsb,
                                        csb, M, N, K, out, self.alpha, accumulate, constant,
                                        threads)
+        self._epilogue(out)
         return (out if is_f32 else out.astype(a.dtype)), kind
+
+    def _epilogue(self, out):
+        """In-place work on the float32 result before a half type is
+        rounded: none for Gemm (FusedGemm applies its activation)."""
 
     def _run_generic(self, level, element_type, a, b, c, M, N, K):
         a = np.ascontiguousarray(a)

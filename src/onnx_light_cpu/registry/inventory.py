@@ -27,6 +27,7 @@ from ..ops import (
     cdist,
     control_flow,
     embed_layer_norm,
+    fused_matmul,
     gather_block_quantized,
     group_query_attention,
     indexing,
@@ -34,6 +35,7 @@ from ..ops import (
     matmul,
     matmul_integer,
     matmul_nbits,
+    microsoft_activation,
     microsoft_attention,
     microsoft_tensor,
     moe,
@@ -111,7 +113,7 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor,)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul)
 
 
 def _register_microsoft(policy, install) -> None:
