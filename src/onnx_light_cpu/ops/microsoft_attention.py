@@ -15,7 +15,8 @@ single-node models; this is the contract):
   (2B,): ends then starts, keys outside [start[b], end[b]) masked;
   (3B + 2,): only its first B values are read, as key lengths;
   (B, T) or (B, S, T), T = P + S: 0/1 masks, a key whose value is not > 0
-  is masked.  A masked key gets ``mask_filter_value`` ADDED to its score,
+  is masked; (B, 1) or (1, 1) (unless T = 1) masks nothing (ORT reads one
+  value broadcast over every key as no mask).  A masked key gets ``mask_filter_value`` ADDED to its score,
   so a row masked everywhere is an ordinary softmax, shifted.  A negative
   end is an error; ends past T are clamped.
 - ``unidirectional=1`` (when S > 1): query s sees keys t <= P + s only; the
@@ -116,6 +117,11 @@ class MicrosoftAttentionBase(KernelOp):
                   Attr("do_rotary", "flag", 0),
                   Attr("rotary_embedding_dim", "int", 0))
 
+    #: Where Attention's inputs (input, weights, bias, mask_index, past,
+    #: attention_bias, past_sequence_length) sit in the node: QAttention's
+    #: differ.  Errors of the shared checks name the node's input.
+    input_positions: ClassVar[tuple] = tuple(range(7))
+
     # Multiply-adds one thread must have before a second one helps: the
     # projection is a GEMM (MatMul's measured 2^17), the attention runs on
     # GroupQueryAttention's engine (2^19, counting both products).
@@ -156,45 +162,48 @@ class MicrosoftAttentionBase(KernelOp):
 
     # -- validation -----------------------------------------------------
 
+    def _error_at(self, index: int, message: str) -> str:
+        return self._input_error(self.input_positions[index], message)
+
     def _plan(self, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
               past_sequence_length=None):
         n = self.num_heads
         if past_sequence_length is not None:
-            raise NotImplementedError(self._input_error(
+            raise NotImplementedError(self._error_at(
                 6, "(past_sequence_length, buffer sharing) is not supported"))
         b, s, hin = x.shape
         if weights.shape[0] != hin:
-            raise ValueError(self._input_error(
+            raise ValueError(self._error_at(
                 1, f"has shape {weights.shape}, expected ({hin}, Dq + Dk + Dv): its first "
                    f"dimension must be input 0's hidden size {hin}"))
         total = weights.shape[1]
         if self.sizes:
             dq, dk, dv = self.sizes
             if dq + dk + dv != total:
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     1, f"has {total} columns, expected the sum of qkv_hidden_sizes "
                        f"{list(self.sizes)} = {dq + dk + dv}"))
         else:
             if total % 3:
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     1, f"has {total} columns, not divisible into Q, K and V (3 equal parts)"))
             dq = dk = dv = total // 3
         for what, d in (("Q/K", dq), ("V", dv)):
             if d % n:
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     1, f"has a {what} hidden size of {d}, not divisible into num_heads {n} "
                        "heads"))
         h, hv = dq // n, dv // n
         if bias is not None and bias.shape != (total,):
-            raise ValueError(self._input_error(
+            raise ValueError(self._error_at(
                 2, f"has shape {bias.shape}, expected ({total},) like weights' columns"))
         p = 0
         if past is not None:
             if h != hv:
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     4, f"needs equal K and V head sizes, got {h} and {hv} (qkv_hidden_sizes)"))
             if past.shape[:3] != (2, b, n) or past.shape[4] != h:
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     4, f"has shape {past.shape}, expected (2, batch, num_heads, past_sequence, "
                        f"head_size) = (2, {b}, {n}, P, {h})"))
             p = past.shape[3]
@@ -208,7 +217,7 @@ class MicrosoftAttentionBase(KernelOp):
         if attention_bias is not None:
             ab = attention_bias.shape
             if ab[0] not in (1, b) or ab[1] not in (1, n) or ab[2:] != (s, t):
-                raise ValueError(self._input_error(
+                raise ValueError(self._error_at(
                     5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
                        "sequence, total_sequence)"))
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
@@ -224,13 +233,15 @@ class MicrosoftAttentionBase(KernelOp):
             return {b: "ends", 2 * b: "ends_starts", 3 * b + 2: "ends_of_3b2"}[shape[0]]
         if mask.ndim == 2 and shape == (b, t):
             return "2d"
+        if mask.ndim == 2 and shape[0] in (1, b) and shape[1] == 1:
+            return ""  # ORT: one value per row broadcast over the keys masks nothing
         if mask.ndim == 3 and shape == (b, s, t):
             return "3d"
         if mask.ndim == 4:
-            raise NotImplementedError(self._input_error(
+            raise NotImplementedError(self._error_at(
                 3, f"has shape {shape}: a 4-D mask is not supported (as in ONNX Runtime's CPU "
                    "kernel)"))
-        raise ValueError(self._input_error(
+        raise ValueError(self._error_at(
             3, f"has shape {shape}, expected key lengths ({b},), ends and starts ({2 * b},), "
                f"({3 * b + 2},), or a 0/1 mask ({b}, {t}) or ({b}, {s}, {t}) (batch, [sequence,] "
                "total_sequence)"))
@@ -239,30 +250,39 @@ class MicrosoftAttentionBase(KernelOp):
 
     def _execute(self, plan, x, weights, bias=None, mask_index=None, past=None,
                  attention_bias=None, past_sequence_length=None):
-        op = "Attention"
-        b, s, n, h, hv, p, t = plan.b, plan.s, plan.n, plan.h, plan.hv, plan.p, plan.t
-        # sizes first, nothing allocated yet
-        check_buffer(op, "the projected q, k, v", (b, s, weights.shape[1]), 4)
-        if past is not None or self.wants_present:
-            check_buffer(op, "output 1 (present)", (2, b, n, t, h), x.itemsize)
-        check_buffer(op, "output 0", (b, s, n * hv), x.itemsize)
-        if self.computes_in_numpy:
-            check_buffer(op, "the materialised scores", (3, b, n, s, t), 4)
+        self._check_sizes(plan, weights.shape[1], x.dtype, past is not None)
         ranges = self._key_ranges(plan, mask_index)
         qkv = self._project(plan, x, weights, bias)
+        return self._attention(plan, qkv, ranges, mask_index, past, attention_bias, x.dtype)
+
+    def _check_sizes(self, plan, total, dtype, has_past) -> None:
+        """MemoryError for a projection or output that cannot fit (before
+        anything is allocated)."""
+        op = self.onnx_node.op_type
+        b, s, n, h, hv, t = plan.b, plan.s, plan.n, plan.h, plan.hv, plan.t
+        check_buffer(op, "the projected q, k, v", (b, s, total), 4)
+        if has_past or self.wants_present:
+            check_buffer(op, "output 1 (present)", (2, b, n, t, h), dtype.itemsize)
+        check_buffer(op, "output 0", (b, s, n * hv), dtype.itemsize)
+        if self.computes_in_numpy:
+            check_buffer(op, "the materialised scores", (3, b, n, s, t), 4)
+
+    def _attention(self, plan, qkv, ranges, mask_index, past, attention_bias, dtype):
+        """Outputs (output, present) of the projected qkv (B, S, Dq + Dk + Dv)."""
+        b, s, n, h, hv, p, t = plan.b, plan.s, plan.n, plan.h, plan.hv, plan.p, plan.t
         dq = plan.dq
         q4 = qkv[..., :dq].reshape(b, s, n, h).transpose(0, 2, 1, 3)
         k4 = qkv[..., dq:2 * dq].reshape(b, s, n, h).transpose(0, 2, 1, 3)
         v4 = qkv[..., 2 * dq:].reshape(b, s, n, hv).transpose(0, 2, 1, 3)
         present = None
         if past is not None or self.wants_present:
-            present = self._new_output((2, b, n, t, h), x.dtype, 1)
+            present = self._new_output((2, b, n, t, h), dtype, 1)
             if p:
                 present[:, :, :, :p] = past
             present[0, :, :, p:] = k4
             present[1, :, :, p:] = v4
             k4, v4 = present[0], present[1]
-        out = self._new_output((b, s, n * hv), x.dtype, 0)
+        out = self._new_output((b, s, n * hv), dtype, 0)
         out4 = out.reshape(b, s, n, hv).transpose(0, 2, 1, 3)
         self._attend(plan, q4, k4, v4, out4, ranges, mask_index, attention_bias)
         results = (out, present)
@@ -277,7 +297,7 @@ class MicrosoftAttentionBase(KernelOp):
         b, t = plan.b, plan.t
         ends = mask[:b].astype(np.int64)
         if ends.size and ends.min() < 0:
-            raise ValueError(self._input_error(
+            raise ValueError(self._error_at(
                 3, f"holds a negative key length (end position) {int(ends.min())}"))
         starts = mask[b:2 * b].astype(np.int64) if kind == "ends_starts" else \
             np.zeros(b, np.int64)

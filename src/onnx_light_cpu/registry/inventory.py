@@ -17,6 +17,7 @@ from ..naive import group_query_attention as naive_group_query_attention
 from ..naive import linear_attention as naive_linear_attention
 from ..naive import microsoft_attention as naive_microsoft_attention
 from ..naive import multi_head_attention as naive_multi_head_attention
+from ..naive import qattention as naive_qattention
 from ..naive import skip_norm as naive_skip_norm
 from ..ops import (
     attention,
@@ -41,6 +42,7 @@ from ..ops import (
     moe,
     multi_head_attention,
     normalization,
+    qattention,
     reduce,
     rotary_embedding,
     shape,
@@ -108,6 +110,7 @@ MICROSOFT_FAMILIES = (
     (group_query_attention, naive_group_query_attention),
     (microsoft_attention, naive_microsoft_attention),
     (embed_layer_norm, naive_embed_layer_norm),
+    (qattention, naive_qattention),
 )
 
 
