@@ -16,9 +16,10 @@ single-node models; this is the contract):
   (3B + 2,): only its first B values are read, as key lengths;
   (B, T) or (B, S, T), T = P + S: 0/1 masks, a key whose value is not > 0
   is masked; (B, 1) or (1, 1) (unless T = 1) masks nothing (ORT reads one
-  value broadcast over every key as no mask).  A masked key gets ``mask_filter_value`` ADDED to its score,
-  so a row masked everywhere is an ordinary softmax, shifted.  A negative
-  end is an error; ends past T are clamped.
+  value broadcast over every key as no mask).  A masked key gets
+  ``mask_filter_value`` ADDED to its score, so a row masked everywhere is
+  an ordinary softmax, shifted.  A negative end is an error; ends past T
+  are clamped.
 - ``unidirectional=1`` (when S > 1): query s sees keys t <= P + s only; the
   others are excluded entirely (ORT writes the lowest float there, which
   replaces the padding value): a left-padded row whose only visible key is
