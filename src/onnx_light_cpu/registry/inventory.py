@@ -18,6 +18,7 @@ from ..naive import linear_attention as naive_linear_attention
 from ..naive import microsoft_attention as naive_microsoft_attention
 from ..naive import multi_head_attention as naive_multi_head_attention
 from ..naive import qattention as naive_qattention
+from ..naive import qembed_layer_norm as naive_qembed_layer_norm
 from ..naive import skip_norm as naive_skip_norm
 from ..ops import (
     attention,
@@ -43,6 +44,7 @@ from ..ops import (
     multi_head_attention,
     normalization,
     qattention,
+    qembed_layer_norm,
     reduce,
     rotary_embedding,
     shape,
@@ -111,6 +113,7 @@ MICROSOFT_FAMILIES = (
     (microsoft_attention, naive_microsoft_attention),
     (embed_layer_norm, naive_embed_layer_norm),
     (qattention, naive_qattention),
+    (qembed_layer_norm, naive_qembed_layer_norm),
 )
 
 
