@@ -77,9 +77,10 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         segment = [args[i] is not None for i in (1, 4, 10, 15)]
         if any(segment) and not all(segment):
             missing = [i for i, given in zip((1, 4, 10, 15), segment) if not given]
-            raise ValueError(self._input_error(
-                missing[0], "is missing: segment_ids, segment_embedding and its scale and zero "
-                            "point (inputs 1, 4, 10, 15) come all together or not at all"))
+            raise ValueError(
+                f"{self.onnx_node.op_type}: input {missing[0]} ({self.inputs[missing[0]].name}) "
+                "is missing: segment_ids, segment_embedding and its scale and zero point "
+                "(inputs 1, 4, 10, 15) come all together or not at all")
         for table, *params in QUANTIZED:
             for i in params:
                 x = args[i]
