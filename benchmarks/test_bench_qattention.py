@@ -1,11 +1,8 @@
-"""com.microsoft QAttention and QEmbedLayerNormalization at BERT-base
-shapes: B=1, S=128 (and B=1, S=384 for QAttention), hidden 768, 12 heads;
-QAttention's uint8 input, int8 weights (768, 2304) with per-column scales
-and zero points (the weights, bias, scales and zero points initializers:
-both engines pack the weights once) and a key-length mask;
-QEmbedLayerNormalization's uint8 tables (30522 words, 512 positions, 2
-segments) with a mask.  Ours vs ORT (onnx.reference has neither), 1 and 2
-threads.
+"""com.microsoft QAttention at BERT-base shapes: B=1, S=128 and 384,
+hidden 768, 12 heads; uint8 input, int8 weights (768, 2304) with
+per-column scales and zero points (weights, bias, scales and zero points
+initializers: both engines pack the weights once) and a key-length mask.
+Ours vs ORT (onnx.reference has no QAttention), 1 and 2 threads.
 
     pytest benchmarks/test_bench_qattention.py --benchmark-only \
         --benchmark-group-by=group
@@ -30,7 +27,6 @@ MS = "com.microsoft"
 THREADS = (1, 2)
 SHAPES = ((1, 128), (1, 384))
 HIDDEN, HEADS = 768, 12
-VOCAB, POSITIONS = 30522, 512
 
 
 def _model(node, inputs, initializers, out_types):
@@ -66,28 +62,6 @@ def qattention_model(b: int, s: int) -> tuple[onnx.ModelProto, dict]:
     return _model(node, feeds, init, [onnx.TensorProto.FLOAT]), feeds
 
 
-def qembed_model(b: int, s: int) -> tuple[onnx.ModelProto, dict]:
-    rng = np.random.default_rng(b * 1000 + s + 1)
-
-    def q(*shape):
-        return rng.integers(0, 256, shape).astype(np.uint8)
-
-    init = {"word": q(VOCAB, HIDDEN), "position": q(POSITIONS, HIDDEN), "segment": q(2, HIDDEN),
-            "gamma": q(HIDDEN), "beta": q(HIDDEN)}
-    for name in list(init):
-        init[f"{name}_scale"] = np.array(rng.uniform(0.005, 0.05), np.float32)
-        init[f"{name}_zero_point"] = np.array(rng.integers(100, 150), np.uint8)
-    feeds = {"input_ids": rng.integers(0, VOCAB, (b, s)).astype(np.int32),
-             "segment_ids": rng.integers(0, 2, (b, s)).astype(np.int32),
-             "mask": np.ones((b, s), np.int32)}
-    tables = ("word", "position", "segment", "gamma", "beta")
-    names = (["input_ids", "segment_ids", *tables, "mask"] + [f"{t}_scale" for t in tables]
-             + [f"{t}_zero_point" for t in tables])
-    node = oh.make_node("QEmbedLayerNormalization", names, ["output", "mask_index"], domain=MS,
-                        epsilon=1e-12)
-    return _model(node, feeds, init, [onnx.TensorProto.FLOAT, onnx.TensorProto.INT32]), feeds
-
-
 def _case(label, model, feeds, kernel, tol):
     naive = ReferenceEvaluator(model)
     olc.register_kernels_for_session(
@@ -103,12 +77,6 @@ def qattention_case(b: int, s: int) -> Case:
                  2e-5)
 
 
-@functools.lru_cache(maxsize=1)
-def qembed_case(b: int, s: int) -> Case:
-    return _case(f"QEmbedLayerNormalization-B{b}xS{s}", *qembed_model(b, s),
-                 "onnx_light_cpu::QEmbedLayerNormalization", 1e-5)
-
-
 @pytest.mark.parametrize("contender", ["ours", "ort"])
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"B{s[0]}xS{s[1]}")
@@ -117,8 +85,3 @@ def test_qattention(benchmark, bench_options, shape, threads, contender):
                     budget_s=bench_options.budget_s)
 
 
-@pytest.mark.parametrize("contender", ["ours", "ort"])
-@pytest.mark.parametrize("threads", THREADS)
-def test_qembed_layer_norm(benchmark, bench_options, threads, contender):
-    bench_contender(benchmark, qembed_case(1, 128), contender, threads,
-                    budget_s=bench_options.budget_s)
