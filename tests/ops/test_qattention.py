@@ -313,3 +313,43 @@ def test_bad_input(case, naive):
     with pytest.raises(error, match=message) as info:
         run_ours(inputs, attrs, naive=naive)
     assert "QAttention" in str(info.value)
+
+
+# -- end to end ----------------------------------------------------------------
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_dynamically_quantized_bert_like_graph_vs_ort(naive, tmp_path):
+    """Attention's BERT-like graph quantized by onnxruntime.quantization
+    (QEmbedLayerNormalization, QAttention, DynamicQuantizeLinear +
+    MatMulInteger for the MatMuls) matches ORT, every fused node ours."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import onnx
+    from test_microsoft_attention import bert_like_model
+
+    model, feeds = bert_like_model(np.random.default_rng(21), b=3, s=11)
+    onnx.save(model, tmp_path / "float.onnx")
+    quantization.quantize_dynamic(
+        tmp_path / "float.onnx", tmp_path / "quantized.onnx",
+        weight_type=quantization.QuantType.QInt8,
+        op_types_to_quantize=["Attention", "MatMul", "EmbedLayerNormalization"],
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantized = onnx.load(tmp_path / "quantized.onnx")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(quantized.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    policy = (olc.MicrosoftKernelImplementation.NAIVE if naive
+              else olc.MicrosoftKernelImplementation.OPTIMIZED)
+    prefix = "Naive" if naive else ""
+    for threads in THREAD_COUNTS:
+        sess = ReferenceEvaluator(quantized)
+        olc.register_kernels_for_session(sess, microsoft_implementation=policy)
+        olc.set_num_threads_for_session(sess, threads)
+        olc.set_kernel_usage_recording(sess, True)
+        got = sess.run(None, feeds)
+        names = set(olc.used_kernel_names(sess))
+        for kernel in (f"{prefix}QAttention", f"{prefix}QEmbedLayerNormalization",
+                       "MatMulInteger"):
+            assert f"onnx_light_cpu::{kernel}" in names, (kernel, names)
+        assert_close(got[0], want[0], f"quantized bert-like, {threads} threads", (1e-4, 1e-4))
