@@ -243,6 +243,19 @@ def test_left_padded_causal_row_takes_the_padding_value():
     np.testing.assert_allclose(out[0, 0], v0, rtol=1e-5, atol=1e-5)
 
 
+
+@pytest.mark.parametrize("shape", [(2, 1), (1, 1)])
+def test_one_value_mask_masks_nothing(shape):
+    """ORT reads a (B, 1) or (1, 1) mask_index as one value broadcast over
+    the keys: no mask at all, whatever the value."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 24)).astype(np.float32)
+    mask = np.zeros(shape, np.int32)
+    check([x, w, None, mask], {"num_heads": 2}, 1)
+    assert_close(run_ours([x, w, None, mask], {"num_heads": 2})[0][0],
+                 run_ours([x, w], {"num_heads": 2})[0][0], "no mask", TOL[x.dtype])
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
                          ids=["float32", "float16", "bfloat16"])
 def test_past_with_attention_bias_extension(dtype):
