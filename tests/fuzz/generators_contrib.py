@@ -3,7 +3,7 @@ rotary embeddings, attention (ai.onnx, MHA, GQA), linear attention, causal
 convolution, skip normalizations, BiasGelu, CDist, MatMulNBits,
 GatherBlockQuantized, MoE, QMoE, TreeEnsemble, and the com.microsoft
 Range, Trilu, Unique, ExpandDims, Gelu, FastGelu, QuickGelu, FusedMatMul,
-FusedGemm."""
+FusedGemm, QAttention, QEmbedLayerNormalization."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from onnx import TensorProto
 from onnx import helper as oh
 
 from .cases import ML, MS, Case, Draw, elem_type, randn, random_shape
-from .generators import BF16, F16, F32, F64, _record_dtypes, _values, generator
+from .generators import BF16, F16, F32, F64, I8, U8, _record_dtypes, _values, generator
 
 MS_FLOATS = (F32, F16, BF16)
 
@@ -340,6 +340,73 @@ def gen_embed_layer_norm(d: Draw, record) -> Case:
     return _twin("EmbedLayerNormalization", inputs, attrs, dtype, n_outputs=3,
                  structural=frozenset({0, 1, 7, 8}),
                  output_types=(elem_type(dtype), TensorProto.INT32, elem_type(dtype)))
+
+
+@generator("com.microsoft", "QAttention")
+def gen_qattention(d: Draw, record) -> Case:
+    rng = d.rng()
+    itype = U8 if d.chance(0.8) else I8  # int8 input: this package's extension
+    wtype = d.choice([U8, I8])
+    b, n, s = d.choice((1, 2)), d.choice((1, 2, 3)), d.choice((1, 3, 8))
+    h, hin = d.choice((8, 16, 5)), d.choice((4, 16, 24))
+    past = d.choice((0, 0, 1, 5))
+    t, total = past + s, 3 * n * h
+
+    def q(dtype, shape):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+    x, w = q(itype, (b, s, hin)), q(wtype, (hin, total))
+    scale = 1.0 / (100 * np.sqrt(hin))
+    ws = (rng.uniform(0.5, 1.5, total) * scale).astype(F32) if d.chance(0.5) \
+        else np.array(scale, F32)
+    wz = q(wtype, d.choice([(), (1,), (total,)])) if d.chance(0.7) else None
+    iz = q(itype, d.choice([(), (1,)])) if d.chance(0.7) else None
+    mask = None
+    kind = d.choice(["none", "lengths", "2d", "3d"])
+    if kind == "lengths":
+        mask = rng.integers(1, t + 1, size=b).astype(np.int32)
+    elif kind in ("2d", "3d"):
+        mask = rng.integers(0, 2, size=(b, t) if kind == "2d" else (b, s, t)).astype(np.int32)
+        mask[..., 0] = 1
+    pst = randn(rng, (2, b, n, past, h), F32) if past else None
+    attrs = {"num_heads": n}
+    if d.chance(0.3):
+        attrs["unidirectional"] = 1
+    inputs = [x, w, randn(rng, (total,), F32), np.array(d.float(0.005, 0.03), F32), ws, mask,
+              iz, wz, pst]
+    while inputs[-1] is None:
+        inputs.pop()
+    return _twin("QAttention", inputs, attrs, F32, n_outputs=2 if past else 1,
+                 structural=frozenset({5}), ort_ok=itype == U8)
+
+
+@generator("com.microsoft", "QEmbedLayerNormalization")
+def gen_qembed_layer_norm(d: Draw, record) -> Case:
+    rng = d.rng()
+    qt = d.choice([U8, I8])
+    info = np.iinfo(qt)
+    b, s, h = d.choice((1, 2, 3)), d.choice((1, 4, 9)), d.choice((1, 8, 17, 64))
+    vocab, positions = d.choice((1, 5, 50)), s + d.choice((0, 3))
+
+    def q(*shape):
+        return rng.integers(info.min, int(info.max) + 1, shape).astype(qt)
+
+    def params():
+        return np.array(d.float(0.005, 0.05), F32), q()
+
+    segments = d.chance(0.7)
+    mask = rng.integers(0, 2, (b, s)).astype(np.int32) if d.chance(0.6) else None
+    (ws, wz), (ps, pz), (ss, sz), (gs, gz), (bs, bz) = (params() for _ in range(5))
+    inputs = [rng.integers(0, vocab, (b, s)).astype(np.int32),
+              rng.integers(0, 2, (b, s)).astype(np.int32) if segments else None,
+              q(vocab, h), q(positions, h), q(2, h) if segments else None, q(h), q(h), mask,
+              ws, ps, ss if segments else None, gs, bs,
+              wz, pz, sz if segments else None, gz, bz]
+    attrs = {"epsilon": d.choice([1e-12, 1e-5])} if d.chance(0.5) else {}
+    return _twin("QEmbedLayerNormalization", inputs, attrs, F32, n_outputs=2,
+                 structural=frozenset({0, 1, 7}),
+                 output_types=(TensorProto.FLOAT, TensorProto.INT32))
 
 
 @generator("com.microsoft", "GroupQueryAttention")
