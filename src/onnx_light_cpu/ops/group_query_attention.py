@@ -45,7 +45,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
-from ..memory import check_buffer
+from ..memory import CHECK_FROM_BYTES, check_buffer
 from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
@@ -61,6 +61,14 @@ INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
           "k_norm_weight", "query_seqlens")
 
 
+_NONES = (None,) * len(INPUTS)
+
+
+def _ready(x: np.ndarray) -> np.ndarray:
+    """``engine_ready(x)``, with the common dense case first."""
+    return x if x.flags.c_contiguous else engine_ready(x)
+
+
 class Plan(NamedTuple):
     """What a run needs that the inputs' shapes and the attributes decide."""
 
@@ -72,6 +80,10 @@ class Plan(NamedTuple):
     packed: bool
     P: int          # past_key's length (the cache capacity of a static cache)
     scale: float
+    # present lengths up to this need no memory check (every buffer of the
+    # run is below memory.CHECK_FROM_BYTES); -1: always check
+    unchecked_length: int
+    zero_sink: np.ndarray | None   # smooth_softmax's sink
 
 
 class GroupQueryAttentionBase(KernelOp):
@@ -272,60 +284,77 @@ class GroupQueryAttentionBase(KernelOp):
         if x["head_sink"] is not None:
             self._shape(11, x["head_sink"], (N,))
         scale = self.scale if self.scale != 0.0 else 1.0 / math.sqrt(H)
-        return Plan(B, S, N, Nkv, H, packed, P, scale)
+        # The largest present length L whose buffers (present [B, Nkv, L, H],
+        # output_qk's float32 work (3, B, N, S, total <= L)) and the fixed
+        # ones (output, rotated query and key) are all below the size the
+        # memory checks start at.
+        item = dt.itemsize
+        fixed = max(B * S * N * H * item, B * S * (N + Nkv) * H * item if self.do_rotary else 0)
+        per_row = max(B * Nkv * H * item, 3 * B * N * S * 4 if self._want_qk else 0)
+        if fixed >= CHECK_FROM_BYTES:
+            unchecked = -1
+        elif per_row == 0:
+            unchecked = _INT32_MAX
+        else:
+            unchecked = (CHECK_FROM_BYTES - 1) // per_row
+        zero_sink = np.zeros(N, np.float32) if self.smooth_softmax else None
+        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink)
 
     def _execute(self, plan, *args):
+        # Per-call glue of a decode step costs more than its attention at
+        # small sizes: the checks work on Python ints and lists (B entries),
+        # the per-entry arrays come from one Cython pass (core.gqa_rows).
         op = self.onnx_node.op_type
-        x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
+        x = args + _NONES[len(args):]
         B, S, N, Nkv, H, P = plan.B, plan.S, plan.N, plan.Nkv, plan.H, plan.P
-        q, pk, pv = x["query"], x["past_key"], x["past_value"]
+        q, pk, pv, seqlens, qsl = x[0], x[3], x[4], x[5], x[16]
         dt = q.dtype
-        seqlens = x["seqlens_k"]
-        total = int(x["total_sequence_length"].reshape(()))
+        total = x[6].item()      # one element (the plan checked)
         if total <= 0 and B:
             raise ValueError(self._input_error(6, f"must be positive, got {total}"))
-        qsl = x["query_seqlens"]
         if qsl is None and total < S:
             raise ValueError(self._input_error(
                 6, f"({total}) must be at least the sequence length {S}"))
-        lens = seqlens.astype(np.int64) + 1                      # total length per entry
-        if B and lens.min() < 1:
-            raise ValueError(self._input_error(5, f"values must be >= 0, got {seqlens.tolist()}"))
-        if B and lens.max() > total:
+        sl = seqlens.tolist()
+        lens = [n + 1 for n in sl]                         # total length per entry
+        if B and min(sl) < 0:
+            raise ValueError(self._input_error(5, f"values must be >= 0, got {sl}"))
+        if B and max(lens) > total:
             raise ValueError(self._input_error(
-                5, f"values {seqlens.tolist()}: seqlens_k + 1 must not exceed "
+                5, f"values {sl}: seqlens_k + 1 must not exceed "
                    f"total_sequence_length ({total})"))
         first = False
         if qsl is not None:
             # right-padded chunks: entry b appends its first Q[b] rows
-            append = qsl.astype(np.int64)
-            if B and (append.min() < 0 or (append > np.minimum(lens, S)).any()):
+            append = qsl.tolist()
+            if B and (min(append) < 0 or any(a > min(n, S) for a, n in zip(append, lens))):
                 raise ValueError(self._input_error(
-                    16, f"values {qsl.tolist()} must be in [0, min(sequence_length {S}, "
-                        f"seqlens_k + 1)] per entry (seqlens_k {seqlens.tolist()})"))
-            past_len = lens - append
+                    16, f"values {append} must be in [0, min(sequence_length {S}, "
+                        f"seqlens_k + 1)] per entry (seqlens_k {sl})"))
+            past_len = [n - a for n, a in zip(lens, append)]
         else:
             first = S == total
-            append = np.full(B, S, np.int64)
+            append = [S] * B
             if first:       # every entry starts at 0 (shorter ones right-padded)
-                past_len = np.zeros(B, np.int64)
+                past_len = [0] * B
             else:
-                past_len = lens - S
-                if B and past_len.min() < 0:
+                past_len = [n - S for n in lens]
+                if B and min(past_len) < 0:
                     raise ValueError(self._input_error(
-                        5, f"values {seqlens.tolist()} give fewer than the {S} new tokens "
+                        5, f"values {sl} give fewer than the {S} new tokens "
                            f"(seqlens_k + 1 - sequence_length must be >= 0)"))
                 if B > 1 and S > 1:
                     raise ValueError(f"{op}: batch_size must be 1 when sequence_length > 1 and "
                                      f"past context is given (got batch {B}, sequence {S})")
+        past_max = max(past_len) if B else 0
         if self.sliding_window_cache:
             L = P
         else:
             L = max(P, total)                                      # present length
-            if B and past_len.max() > P:
+            if B and past_max > P:
                 raise ValueError(self._input_error(
-                    3, f"holds {P} positions but seqlens_k {seqlens.tolist()} needs "
-                       f"{int(past_len.max())} past positions"))
+                    3, f"holds {P} positions but seqlens_k {sl} needs "
+                       f"{past_max} past positions"))
             if qsl is None and total != P + S and total > P:
                 # ONNX Runtime's rule, without a past cache too (P = 0): the
                 # present buffers hold max(P, total) rows, so a larger total
@@ -334,62 +363,80 @@ class GroupQueryAttentionBase(KernelOp):
                     6, f"({total}) must equal the past length + sequence_length "
                        f"({P} + {S}) for a growing cache, or be at most past_key's length "
                        f"{P} for a static one"))
-            if qsl is not None and B and (past_len + S).max() > L:
+            if qsl is not None and B and past_max + S > L:
                 raise ValueError(self._input_error(
-                    16, f"values {qsl.tolist()}: the padded chunk of {S} rows after "
-                        f"{int((past_len + S).max())- S} cached ones does not fit the KV cache "
+                    16, f"values {append}: the padded chunk of {S} rows after "
+                        f"{past_max} cached ones does not fit the KV cache "
                         f"capacity {L}"))
 
-        # rotary positions
+        # rotary positions: past_len[b] + s (made by gqa_rows) unless
+        # position_ids are given
         positions = None
-        cos, sin = x["cos_cache"], x["sin_cache"]
+        own_positions = False
+        cos, sin = x[7], x[8]
         if self.do_rotary:
-            pid = x["position_ids"]
-            if pid is not None:
+            pid = x[9]
+            low = high = None
+            if pid is None:
+                own_positions = True
+                if B and S:
+                    low, high = min(past_len), past_max + S - 1
+            else:
                 # ONNX Runtime's first prompt reads only position_ids[0, 0]:
                 # every entry counts up from it.
                 positions = (np.broadcast_to(pid[0, 0] + np.arange(S, dtype=np.int64), (B, S))
                              if first and B and S else pid)
-            else:
-                positions = past_len[:, None] + np.arange(S, dtype=np.int64)[None, :]
-            if positions.size and (positions.min() < 0 or positions.max() >= cos.shape[0]):
+                if positions.size:
+                    low, high = int(positions.min()), int(positions.max())
+            if low is not None and (low < 0 or high >= cos.shape[0]):
                 raise ValueError(self._input_error(
                     7 if pid is None else 9,
                     f"cos/sin caches have {cos.shape[0]} positions but positions up to "
-                    f"{int(positions.max())} (min {int(positions.min())}) are needed"))
+                    f"{high} (min {low}) are needed"))
 
-        bias = x["attention_bias"]
+        bias = x[10]
         if bias is not None and bias.shape[3] != total:
             raise ValueError(self._input_error(
                 10, f"must have shape (1 or {B}, 1 or {N}, {S}, {total}), got {bias.shape}"))
-        sink = x["head_sink"]
+        sink = x[11]
 
         # Sizes first, nothing allocated yet (a broadcast past or query can
-        # describe more than memory holds)
-        for i, name in ((1, "present_key"), (2, "present_value")):
-            check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
-                         (B, Nkv, L, H), dt.itemsize)
-        check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
-        if self.do_rotary:
-            check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
-                         dt.itemsize)
-        if self._want_qk:
-            # output_qk (B, N, S, total) and its float32 work
-            check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+        # describe more than memory holds); the plan knows up to which
+        # present length every buffer is too small to check.
+        if L > plan.unchecked_length:
+            for i, name in ((1, "present_key"), (2, "present_value")):
+                check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
+                             (B, Nkv, L, H), dt.itemsize)
+            check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
+            if self.do_rotary:
+                check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
+                             dt.itemsize)
+            if self._want_qk:
+                # output_qk (B, N, S, total) and its float32 work
+                check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+        start, count, past32, key_begin, key_end, own = core.gqa_rows(
+            past_len, append, lens, S, self.causal, self.local_window_size, own_positions)
+        if own_positions:
+            positions = own
 
         # Q, new K/V as [B, S, heads, H] views (a strided or broadcast input:
         # a compact copy whose last axis the engine can read)
-        q = engine_ready(q)
+        q = _ready(q)
         if plan.packed:
             q4 = q.reshape(B, S, N + 2 * Nkv, H)
-            qv, kv, vv = q4[:, :, :N], q4[:, :, N:N + Nkv], q4[:, :, N + Nkv:]
+            vv = q4[:, :, N + Nkv:]
+            if self.do_rotary:   # query and key heads are adjacent: one pass
+                qk4 = self._rotate(q4[:, :, :N + Nkv], cos, sin, positions)
+                qv, kv = qk4[:, :, :N], qk4[:, :, N:]
+            else:
+                qv, kv = q4[:, :, :N], q4[:, :, N:N + Nkv]
         else:
             qv = q.reshape(B, S, N, H)
-            kv = engine_ready(x["key"]).reshape(B, S, Nkv, H)
-            vv = engine_ready(x["value"]).reshape(B, S, Nkv, H)
-        if self.do_rotary:
-            qv = self._rotate(qv, cos, sin, positions)
-            kv = self._rotate(kv, cos, sin, positions)
+            kv = _ready(x[1]).reshape(B, S, Nkv, H)
+            vv = _ready(x[2]).reshape(B, S, Nkv, H)
+            if self.do_rotary:
+                qv = self._rotate(qv, cos, sin, positions)
+                kv = self._rotate(kv, cos, sin, positions)
 
         scale = plan.scale
         fbias = None
@@ -398,14 +445,13 @@ class GroupQueryAttentionBase(KernelOp):
         if sink is not None:
             fsink = sink.astype(np.float32)
         elif self.smooth_softmax:
-            fsink = np.zeros(N, np.float32)
+            fsink = plan.zero_sink
         else:
             fsink = None
         present_k = self._new_output((B, Nkv, L, H), dt, 1)
         present_v = self._new_output((B, Nkv, L, H), dt, 2)
         out = self._new_output((B, S, N, H), dt, 0)
         qt, ot = qv.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
-        pos_q = past_len[:, None] + np.arange(S, dtype=np.int64)[None, :]   # absolute
         qk = None
         if self.sliding_window_cache:
             self._windowed(qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
@@ -413,21 +459,14 @@ class GroupQueryAttentionBase(KernelOp):
         else:
             # The new rows now; the engine copies the past rows (while it
             # reads them).
-            self._append(kv, vv, past_len, append, present_k, present_v)
+            self._append(kv, vv, start, count, present_k, present_v)
             past = None
             if pk is not None and P:
-                past = (engine_ready(pk), engine_ready(pv),
-                        np.ascontiguousarray(past_len, dtype=np.int32))
-            if self.causal:
-                end = np.minimum(pos_q + 1, lens[:, None])
-                window = self.local_window_size
-                begin = np.maximum(end - window, 0) if window > 0 else 0 * end
+                past = (_ready(pk), _ready(pv), past32)
+            if total == L:
+                kt, vt = present_k, present_v
             else:
-                end = np.broadcast_to(lens[:, None], (B, S))
-                begin = 0 * end
-            key_begin = np.ascontiguousarray(np.minimum(begin, end), dtype=np.int32)
-            key_end = np.ascontiguousarray(end, dtype=np.int32)
-            kt, vt = present_k[:, :, :total], present_v[:, :, :total]
+                kt, vt = present_k[:, :, :total], present_v[:, :, :total]
             self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past)
             if self._want_qk:
                 qk = self._qk(qv, kt, scale, fbias, key_begin, key_end, fsink)

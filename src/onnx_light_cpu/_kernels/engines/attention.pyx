@@ -49,6 +49,16 @@ def level_used(int level):
     return olc_attn_level(level)
 
 
+cdef bint _within(const int32_t *x, int64_t n, int64_t hi) noexcept:
+    """Whether every x[i] lies in [0, hi] (a C loop: a NumPy reduction costs
+    about a microsecond a call)."""
+    cdef int64_t i
+    for i in range(n):
+        if x[i] < 0 or x[i] > hi:
+            return False
+    return True
+
+
 cdef void _strides(cnp.ndarray a, int64_t *dst, str name) except *:
     cdef int64_t item = a.itemsize
     if a.size == 0:  # never read
@@ -72,7 +82,8 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
     cache (a KV cache's present buffers filled while they are read: each
     decode chunk copies its own rows, hot for its task)."""
     cdef olc_attn_args p
-    if not all(isinstance(a, np.ndarray) for a in (q, k, v, out)):
+    if not (isinstance(q, np.ndarray) and isinstance(k, np.ndarray)
+            and isinstance(v, np.ndarray) and isinstance(out, np.ndarray)):
         raise TypeError("attend: q, k, v and out must be numpy arrays")
     dt = q.dtype
     if dt not in _DTYPES or k.dtype != dt or v.dtype != dt or out.dtype != dt:
@@ -169,7 +180,7 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
                              "of q's dtype")
         if pl.dtype != np.int32 or not pl.flags.c_contiguous or pl.size != p.B:
             raise ValueError("attend: past lengths must be C-contiguous int32 (B,)")
-        if p.B and (pl.min() < 0 or pl.max() > min(pka.shape[2], p.T)):
+        if not _within(<const int32_t *> cnp.PyArray_DATA(pl), p.B, min(pka.shape[2], p.T)):
             raise ValueError("attend: past lengths must lie in [0, min(P, T)]")
         _strides(pka, p.pks, "past_k")
         _strides(pva, p.pvs, "past_v")
@@ -226,13 +237,16 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
     C-contiguous int64 [B], 0 <= count[b] <= S."""
     cdef olc_attn_append_args a[2]
     cdef cnp.ndarray src, dst, st, ct
-    if not all(isinstance(x, np.ndarray) for x in (new_k, new_v, start, count, present_k,
-                                                    present_v)):
-        raise TypeError("append_rows: every argument must be a numpy array")
+    for x in (new_k, new_v, start, count, present_k, present_v):
+        if not isinstance(x, np.ndarray):
+            raise TypeError("append_rows: every argument must be a numpy array")
     st, ct = start, count
     for x in (st, ct):
         if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous:
             raise ValueError("append_rows: start and count must be C-contiguous int64 [B]")
+    cdef const int64_t *sp = <const int64_t *> cnp.PyArray_DATA(st)
+    cdef const int64_t *cp = <const int64_t *> cnp.PyArray_DATA(ct)
+    cdef int64_t b
     for i, (src, dst) in enumerate(((new_k, present_k), (new_v, present_v))):
         if src.ndim != 4 or dst.ndim != 4 or src.dtype != dst.dtype:
             raise ValueError("append_rows: new and present rows must be 4-D of one dtype")
@@ -241,8 +255,9 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
                 or st.shape[0] != B or ct.shape[0] != B):
             raise ValueError(f"append_rows: inconsistent shapes {(<object>src).shape} -> "
                              f"{(<object>dst).shape}")
-        if B and (st.min() < 0 or ct.min() < 0 or ct.max() > S):
-            raise ValueError("append_rows: start >= 0 and 0 <= count <= S per batch")
+        for b in range(B):
+            if sp[b] < 0 or cp[b] < 0 or cp[b] > S:
+                raise ValueError("append_rows: start >= 0 and 0 <= count <= S per batch")
         a[i].src = cnp.PyArray_DATA(src)
         a[i].dst = cnp.PyArray_DATA(dst)
         a[i].N, a[i].L, a[i].D, a[i].esize = N, dst.shape[2], D, src.itemsize
@@ -256,3 +271,44 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
             olc_attn_append_rows(&a[0], bn)
         for bn in range(rows1):
             olc_attn_append_rows(&a[1], bn)
+
+
+def gqa_rows(list past_len, list append, list lens, Py_ssize_t S, bint causal, int64_t window,
+             bint positions):
+    """GroupQueryAttention's per-entry arrays from its (checked) Python lists
+    past_len, append and lens (total length) of B entries, in one pass: a
+    handful of NumPy operations on tiny arrays would cost more than a
+    decode step's attention.  Returns (start int64 [B] = past_len, count
+    int64 [B] = append, past int32 [B] = past_len, key_begin int32 [B, S],
+    key_end int32 [B, S], rotary positions int64 [B, S] or None): query s of
+    entry b sits at past_len[b] + s and attends keys [key_begin, key_end):
+    causal, up to min(past_len + s + 1, lens) and at most ``window`` of them
+    (window > 0), else every key of the entry."""
+    cdef Py_ssize_t B = len(past_len), b, s
+    if len(append) != B or len(lens) != B:
+        raise ValueError("gqa_rows: past_len, append and lens must have one length")
+    cdef cnp.ndarray start = np.empty(B, np.int64), count = np.empty(B, np.int64)
+    cdef cnp.ndarray past = np.empty(B, np.int32)
+    cdef cnp.ndarray kb = np.empty((B, S), np.int32), ke = np.empty((B, S), np.int32)
+    cdef cnp.ndarray pos = np.empty((B, S), np.int64) if positions else None
+    cdef int64_t *st = <int64_t *> cnp.PyArray_DATA(start)
+    cdef int64_t *ct = <int64_t *> cnp.PyArray_DATA(count)
+    cdef int32_t *pl = <int32_t *> cnp.PyArray_DATA(past)
+    cdef int32_t *kbp = <int32_t *> cnp.PyArray_DATA(kb)
+    cdef int32_t *kep = <int32_t *> cnp.PyArray_DATA(ke)
+    cdef int64_t *pp = <int64_t *> cnp.PyArray_DATA(pos) if positions else NULL
+    cdef int64_t p0, n, end, begin
+    for b in range(B):
+        p0, n = past_len[b], lens[b]
+        st[b], ct[b], pl[b] = p0, append[b], <int32_t> p0
+        for s in range(S):
+            if causal:
+                end = min(p0 + s + 1, n)
+                begin = max(end - window, 0) if window > 0 else 0
+            else:
+                end, begin = n, 0
+            kbp[b * S + s] = <int32_t> min(begin, end)
+            kep[b * S + s] = <int32_t> end
+            if positions:
+                pp[b * S + s] = p0 + s
+    return start, count, past, kb, ke, pos
