@@ -46,6 +46,7 @@ from .. import simd
 from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
 from ..memory import CHECK_FROM_BYTES, check_buffer
+from ..reference.attention_core import dequantize
 from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
@@ -53,6 +54,10 @@ from ._layout import engine_ready
 T = TensorProto
 _INT32_MAX = 2**31 - 1
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
+
+QUANT_TYPES = ("NONE", "PER_TENSOR", "PER_CHANNEL")
+#: Code element type of a quantized cache per kv_cache_bit_width.
+CODE_TYPES = {8: np.dtype(np.int8), 4: np.dtype(np.uint8)}
 
 #: Input positions in ONNX Runtime's order.
 INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
@@ -84,6 +89,8 @@ class Plan(NamedTuple):
     # run is below memory.CHECK_FROM_BYTES); -1: always check
     unchecked_length: int
     zero_sink: np.ndarray | None   # smooth_softmax's sink
+    cache_dtype: np.dtype          # the present caches': the query's, or the codes'
+    Hc: int                        # their last dimension (H, or H / 2 for 4-bit codes)
 
 
 class GroupQueryAttentionBase(KernelOp):
@@ -127,13 +134,12 @@ class GroupQueryAttentionBase(KernelOp):
                   Attr("smooth_softmax", "flag", 0),
                   Attr("qk_output", "int", 0, allowed=(0, 1, 2)),
                   Attr("sliding_window_cache", "flag", 0),
-                  Attr("k_quant_type", "string", "NONE"),
-                  Attr("v_quant_type", "string", "NONE"),
+                  Attr("k_quant_type", "string", "NONE", allowed=QUANT_TYPES),
+                  Attr("v_quant_type", "string", "NONE", allowed=QUANT_TYPES),
                   Attr("kv_cache_bit_width", "int", 0))
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        op = onnx_node.op_type
         N, Nkv, window = self.num_heads, self.kv_num_heads, self.local_window_size
         if N is not None and Nkv is not None:
             if N <= 0 or Nkv <= 0:
@@ -154,14 +160,21 @@ class GroupQueryAttentionBase(KernelOp):
         elif window > 0 and not self.causal:
             self._reject_attribute(f"attribute local_window_size must be -1 when causal is 0, "
                                    f"got {window}")
-        self._unsupported = None
-        for name in ("k_quant_type", "v_quant_type"):
-            if getattr(self, name) != "NONE":
-                self._unsupported = (f"{op}: quantized KV caches ({name}="
-                                     f"{getattr(self, name)!r}) are not implemented")
-        if self.kv_cache_bit_width != 0:
-            self._unsupported = (f"{op}: quantized KV caches (kv_cache_bit_width) are not "
-                                 "implemented")
+        # Quantized KV cache: ONNX Runtime's checks, in its order.
+        kq, vq, bits = self.k_quant_type, self.v_quant_type, self.kv_cache_bit_width
+        self._kv_bits = 0
+        if kq != vq:
+            self._reject_attribute(f"k_quant_type ({kq!r}) and v_quant_type ({vq!r}) must be "
+                                   "equal")
+        elif kq != "NONE":
+            if bits not in (4, 8):
+                self._reject_attribute(f"attribute kv_cache_bit_width must be 4 or 8 with "
+                                       f"k_quant_type {kq!r}, got {bits}")
+            else:
+                self._kv_bits = bits
+        elif bits != 0:
+            self._reject_attribute(f"attribute kv_cache_bit_width must be 0 without a quantized "
+                                   f"KV cache (k_quant_type 'NONE'), got {bits}")
         outputs = onnx_node.output
         self._n_outputs = len(outputs)
         if self._n_outputs > 3 and outputs[3] and self.qk_output == 0:
@@ -177,12 +190,16 @@ class GroupQueryAttentionBase(KernelOp):
     def _plan(self, *args):
         op = self.onnx_node.op_type
         x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
-        for i in (12, 13, 14, 15):
+        for i in (14, 15):
             if x[INPUTS[i]] is not None:
                 raise NotImplementedError(self._input_error(
-                    i, "is not supported (quantized KV caches and q/k norms are not implemented)"))
-        if self._unsupported:
-            raise NotImplementedError(self._unsupported)
+                    i, "is not supported (q/k norms are not implemented, as ONNX Runtime's CPU "
+                       "kernel)"))
+        bits = self._kv_bits
+        for i in (12, 13):
+            if bits and x[INPUTS[i]] is None:
+                raise ValueError(f"{op}: input {i} ({INPUTS[i]!r}) is required with "
+                                 f"k_quant_type {self.k_quant_type!r}")
         q = x["query"]
         dt = q.dtype
         N, Nkv = self.num_heads, self.kv_num_heads
@@ -213,17 +230,39 @@ class GroupQueryAttentionBase(KernelOp):
         if (pk is None) != (pv is None):
             raise ValueError(f"{op}: past_key and past_value must be given together")
         P = 0
-        if pk is not None:
-            if pk.dtype != dt and pk.dtype.kind in "iuV":
-                raise NotImplementedError(self._input_error(
-                    3, "quantized KV caches are not implemented"))
+        Hc = H            # a cache row's elements (4-bit: two codes a byte)
+        if bits:
+            if pk is None:
+                raise ValueError(f"{op}: a quantized KV cache (kv_cache_bit_width {bits}) needs "
+                                 "past_key and past_value (of length 0 for a first prompt): "
+                                 "their element type is the present cache's")
+            if bits == 4 and H % 2:
+                raise ValueError(self._input_error(
+                    0, f"gives head size {H}: a 4-bit KV cache needs an even head size"))
+            Hc = H if bits == 8 else H // 2
             for i, past in ((3, pk), (4, pv)):
-                if past.dtype != dt:
+                if past.dtype != CODE_TYPES[bits]:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {past.dtype}, expected {CODE_TYPES[bits]} for "
+                           f"kv_cache_bit_width {bits}"))
+            n = 1 if self.k_quant_type == "PER_TENSOR" else Nkv * H
+            for i in (12, 13):
+                sc = x[INPUTS[i]]
+                if sc.dtype != np.float32:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {sc.dtype}, expected float32"))
+                if sc.size != n:
+                    raise ValueError(self._input_error(
+                        i, f"must have {n} elements for {self.k_quant_type} (kv_num_heads * "
+                           f"head_size = {Nkv} * {H} for PER_CHANNEL), got shape {sc.shape}"))
+        if pk is not None:
+            for i, past in ((3, pk), (4, pv)):
+                if not bits and past.dtype != dt:
                     raise TypeError(self._input_error(
                         i, f"has element type {past.dtype}, expected {dt} like input 0"))
             P = pk.shape[2]
-            self._shape(3, pk, (B, Nkv, P, H))
-            self._shape(4, pv, (B, Nkv, P, H))
+            self._shape(3, pk, (B, Nkv, P, Hc))
+            self._shape(4, pv, (B, Nkv, P, Hc))
         self._shape(5, x["seqlens_k"], (B,))
         tot = x["total_sequence_length"]
         if tot.size != 1 or tot.ndim > 1:
@@ -290,7 +329,9 @@ class GroupQueryAttentionBase(KernelOp):
         # memory checks start at.
         item = dt.itemsize
         fixed = max(B * S * N * H * item, B * S * (N + Nkv) * H * item if self.do_rotary else 0)
-        per_row = max(B * Nkv * H * item, 3 * B * N * S * 4 if self._want_qk else 0)
+        cache_dtype = CODE_TYPES[bits] if bits else dt
+        per_row = max(B * Nkv * Hc * cache_dtype.itemsize,
+                      3 * B * N * S * 4 if self._want_qk else 0)
         if fixed >= CHECK_FROM_BYTES:
             unchecked = -1
         elif per_row == 0:
@@ -298,7 +339,7 @@ class GroupQueryAttentionBase(KernelOp):
         else:
             unchecked = (CHECK_FROM_BYTES - 1) // per_row
         zero_sink = np.zeros(N, np.float32) if self.smooth_softmax else None
-        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink)
+        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink, cache_dtype, Hc)
 
     def _execute(self, plan, *args):
         # Per-call glue of a decode step costs more than its attention at
@@ -406,7 +447,7 @@ class GroupQueryAttentionBase(KernelOp):
         if L > plan.unchecked_length:
             for i, name in ((1, "present_key"), (2, "present_value")):
                 check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
-                             (B, Nkv, L, H), dt.itemsize)
+                             (B, Nkv, L, plan.Hc), plan.cache_dtype.itemsize)
             check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
             if self.do_rotary:
                 check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
@@ -448,18 +489,39 @@ class GroupQueryAttentionBase(KernelOp):
             fsink = plan.zero_sink
         else:
             fsink = None
-        present_k = self._new_output((B, Nkv, L, H), dt, 1)
-        present_v = self._new_output((B, Nkv, L, H), dt, 2)
+        present_k = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 1)
+        present_v = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 2)
         out = self._new_output((B, S, N, H), dt, 0)
         qt, ot = qv.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
         qk = None
+        kv_quant = None
+        if self._kv_bits:
+            # codes of the new rows (after the packed split and rotary),
+            # attention over the dequantized cache, new keys included
+            kv_quant = (self._kv_bits, self._scales(12, x[12], Nkv * H),
+                        self._scales(13, x[13], Nkv * H))
         if self.sliding_window_cache:
-            self._windowed(qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
-                           scale, fbias, fsink)
+            if kv_quant:   # the new rows' codes, [B, Nkv, S, Hc]
+                codes = []
+                for new, i in ((kv, 12), (vv, 13)):
+                    c = np.empty((B, Nkv, S, plan.Hc), plan.cache_dtype)
+                    self._quantize(new.astype(np.float32, copy=False), 0 * start, count, c,
+                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
+                    codes.append(c)
+                knew, vnew = codes
+            else:
+                knew, vnew = kv.transpose(0, 2, 1, 3), vv.transpose(0, 2, 1, 3)
+            self._windowed(qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
+                           append, scale, fbias, fsink, kv_quant)
         else:
             # The new rows now; the engine copies the past rows (while it
             # reads them).
-            self._append(kv, vv, start, count, present_k, present_v)
+            if kv_quant:
+                for new, present, i in ((kv, present_k, 12), (vv, present_v, 13)):
+                    self._quantize(new.astype(np.float32, copy=False), start, count, present,
+                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
+            else:
+                self._append(kv, vv, start, count, present_k, present_v)
             past = None
             if pk is not None and P:
                 past = (_ready(pk), _ready(pv), past32)
@@ -467,21 +529,25 @@ class GroupQueryAttentionBase(KernelOp):
                 kt, vt = present_k, present_v
             else:
                 kt, vt = present_k[:, :, :total], present_v[:, :, :total]
-            self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past)
+            self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past,
+                         kv_quant)
             if self._want_qk:
+                if kv_quant:
+                    kt = dequantize(kt, kv_quant[1], self._kv_bits)
                 qk = self._qk(qv, kt, scale, fbias, key_begin, key_end, fsink)
         outputs = [out.reshape(B, S, N * H), present_k, present_v]
         if self._n_outputs > 3:
             outputs.append(qk)
         return tuple(outputs[: max(self._n_outputs, 1)])
 
-    def _windowed(self, qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
-                  scale, fbias, fsink):
+    def _windowed(self, qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
+                  append, scale, fbias, fsink, kv_quant=None):
         """sliding_window_cache=1: the buffers hold the L(T) most recent
         positions at rows [0, L(T)), L(T) = T if T <= C else
         T - G ceil((T - C) / G) with G = C - W + 1.  Each entry attends over
         its resident past rows followed by its new rows (staged), then keeps
-        the newest L(T) of them."""
+        the newest L(T) of them.  knew/vnew: the new rows [B, Nkv, S, H]
+        (their codes with ``kv_quant``)."""
         C, W = present_k.shape[2], self.local_window_size
         G = C - W + 1
 
@@ -494,8 +560,8 @@ class GroupQueryAttentionBase(KernelOp):
             lp = resident(p0)
             base = p0 - lp                     # absolute position of staged row 0
             n = min(lp + a, t - base)          # staged keys that exist after this step
-            ks = np.concatenate([pk[b, :, :lp], kv[b, :a].transpose(1, 0, 2)], axis=1)[:, :n]
-            vs = np.concatenate([pv[b, :, :lp], vv[b, :a].transpose(1, 0, 2)], axis=1)[:, :n]
+            ks = np.concatenate([pk[b, :, :lp], knew[b, :, :a]], axis=1)[:, :n]
+            vs = np.concatenate([pv[b, :, :lp], vnew[b, :, :a]], axis=1)[:, :n]
             lt = resident(t)
             for dst, st in ((present_k, ks), (present_v, vs)):
                 dst[b, :, :lt] = st[:, t - lt - base:t - base]
@@ -505,7 +571,8 @@ class GroupQueryAttentionBase(KernelOp):
             bias = None if fbias is None else fbias[b:b + 1, :, :, base:base + n]
             self._attend(qt[b:b + 1], ks[None], vs[None], ot[b:b + 1], scale, bias,
                          np.ascontiguousarray(begin[None], dtype=np.int32),
-                         np.ascontiguousarray(end[None], dtype=np.int32), fsink)
+                         np.ascontiguousarray(end[None], dtype=np.int32), fsink,
+                         kv_quant=kv_quant)
 
     def _qk(self, qv, kt, scale, fbias, key_begin, key_end, fsink):
         """output_qk [B, N, S, total_sequence_length], materialised (only when
@@ -539,7 +606,28 @@ class GroupQueryAttentionBase(KernelOp):
             sc = np.where(inside, sc, 0)
         return sc.astype(qv.dtype)
 
+    def _scales(self, index, scale, n, inverse=False):
+        """Input ``index`` (k_scale or v_scale, 1 or n float32 values) as
+        float32 C-contiguous [n] (n = Nkv * H, channel order): the scales,
+        or with ``inverse`` the multipliers that quantize, float32(1 /
+        scale), 1 where the scale is 0 (ONNX Runtime's, measured).  Kept
+        while the input is an initializer."""
+        def prepare():
+            s = np.broadcast_to(np.asarray(scale, np.float32).reshape(-1), (n,))
+            if inverse:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    s = np.float32(1) / np.where(s == 0, np.float32(1), s)
+            return np.ascontiguousarray(s, dtype=np.float32)
+        return self._prepared_input(("kv_scale", index, inverse, n), index, scale, prepare)
+
     def _rotate(self, x, cos, sin, positions):
+        raise NotImplementedError
+
+    def _quantize(self, new, start, count, present, inv, bits):
+        """Rows [start[b], start[b] + count[b]) of the quantized present cache
+        ``present`` take the codes of rows [0, count[b]) of ``new`` (float32
+        [B, S, Nkv, H]): clamp(round-half-even(x * inv[channel])), NaN to the
+        largest code (ONNX Runtime's); zero bytes after them."""
         raise NotImplementedError
 
     def _append(self, new_k, new_v, start, count, present_k, present_v):
@@ -548,9 +636,12 @@ class GroupQueryAttentionBase(KernelOp):
         after them (int64 start, count)."""
         raise NotImplementedError
 
-    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
+    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None,
+                kv_quant=None):
         """Attention into ``out``; ``past`` (past_k, past_v, lens): rows t <
-        lens[b] of k and v come from the past cache first."""
+        lens[b] of k and v come from the past cache first; ``kv_quant``
+        (bits, k scales, v scales): k and v hold codes, attended
+        dequantized in float32."""
         raise NotImplementedError
 
 
@@ -577,16 +668,22 @@ class GroupQueryAttention(GroupQueryAttentionBase):
     def _append(self, new_k, new_v, start, count, present_k, present_v):
         core.append_rows(new_k, new_v, start, count, present_k, present_v)
 
-    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
+    def _quantize(self, new, start, count, present, inv, bits):
+        core.quantize_rows(new, start, count, present, inv, bits)
+
+    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None,
+                kv_quant=None):
         level = simd.state.level
-        self._record_path((out.dtype, level), lambda: (
-            f"group_query_attention_{out.dtype.name}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
+        bits = kv_quant[0] if kv_quant else 0
+        self._record_path((out.dtype, level, bits), lambda: (
+            f"group_query_attention_{out.dtype.name}{f'_int{bits}kv' if bits else ''}_"
+            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
         B, N, S, H = q.shape
         work = B * N * S * max(k.shape[2], 1) * H
         threads = self._num_threads(work, self.min_work_per_thread)
         core.attend(q, k, v, out, scale=scale, bias=bias, key_begin=key_begin, key_end=key_end,
                     softcap=self.softcap, softcap_first=True, sink=sink, threads=threads,
-                    level=level, past=past)
+                    level=level, past=past, kv_quant=kv_quant)
 
 
 KERNELS = {
