@@ -28,10 +28,28 @@ materialising the scores and fills present from past while it reads it.
 
 sliding_window_cache=1 keeps window-sized buffers (see ``_windowed``);
 qk_output materialises the scores only when the output is requested.
-Rejected with NotImplementedError: quantized KV caches (k_scale/v_scale,
-kv_cache_bit_width, quant types, integer caches), q/k norm weights, and
-output_qk together with a windowed cache.  Unlike ONNX Runtime, head sizes
-need not be multiples of 8 (16 with rotary).
+
+Quantized KV cache, as ONNX Runtime 1.32's CPU kernel computes it (measured;
+the spec says nothing of it): k_quant_type == v_quant_type in {PER_TENSOR,
+PER_CHANNEL} with kv_cache_bit_width 8 or 4 (NONE: width 0, k_scale and
+v_scale ignored).  past/present caches are int8 [B, Nkv, P, H] (8 bits) or
+uint8 [B, Nkv, P, H/2] holding code + 8, the low nibble the even channel (4
+bits); past inputs are required (of length 0 for a first prompt: they give
+the present caches' type).  k_scale/v_scale (inputs 12/13) are float32
+dequantization scales of any shape holding 1 (PER_TENSOR) or Nkv*H
+(PER_CHANNEL, channel order [Nkv, H]) values.  The new K (after the packed
+split and rotary) and V are quantized as clamp(round-half-even(x *
+float32(1/scale))) -- a multiplication by the float32 reciprocal, not a
+division; a zero scale multiplies by 1 and NaN gives the largest code, as
+ONNX Runtime -- and attention reads every key dequantized (code * scale in
+float32), the step's own keys included, at prefill too; FLOAT16 queries
+attend in float32 like FLOAT ones.  The engine dequantizes each tile of
+codes as it reads it (no float copy of the cache).
+
+Rejected with NotImplementedError: q/k norm weights (inputs 14/15; ONNX
+Runtime's CPU kernel rejects them too) and output_qk together with a
+windowed cache.  Unlike ONNX Runtime, head sizes need not be multiples of 8
+(16 with rotary; 32 for a windowed 4-bit cache).
 """
 
 from __future__ import annotations
@@ -106,8 +124,8 @@ class GroupQueryAttentionBase(KernelOp):
     inputs = (Input("query", types=FLOATS, ranks=(3,)),
               Input("key", like=0, ranks=(3,), optional=True),
               Input("value", like=0, ranks=(3,), optional=True),
-              # the caches' types are checked by the plan: integer caches
-              # (quantized) are not implemented
+              # the caches' types are checked by the plan: the query's, or
+              # int8/uint8 codes of a quantized cache
               Input("past_key", ranks=(4,), optional=True),
               Input("past_value", ranks=(4,), optional=True),
               Input("seqlens_k", types=(T.INT32,), ranks=(1,)),
