@@ -832,3 +832,36 @@ def test_quantized_cache_odd_head_size_for_4_bits():
     for naive in (False, True):
         with pytest.raises(ValueError, match="GroupQueryAttention.*even head size"):
             run_ours(f, naive=naive, **quant_attrs(2, 1, 4, "PER_TENSOR"))
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("packed", [False, True])
+def test_quantized_cache_any_input_layout(naive, bits, packed):
+    """Strided, broadcast, misaligned and read-only inputs (codes and scales
+    included) give the bits of the C-contiguous ones and stay untouched."""
+    rng = np.random.default_rng(22 + bits)
+    feeds = quant_feeds(rng, 2, 1, 4, 2, 16, [7, 7], 6, bits, "PER_CHANNEL", packed=packed,
+                        rotary=(16, 16))
+    feeds = {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape))
+             if a.ndim and n not in ("k_scale", "v_scale") else a for n, a in feeds.items()}
+    attrs = quant_attrs(4, 2, bits, "PER_CHANNEL", do_rotary=1)
+    want = run_ours(feeds, naive=naive, **attrs)
+    for name, a in feeds.items():
+        for what, x in layouts(a):
+            before = x.copy()
+            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"{name} {what}"
+            assert same_bits(x, before), f"{name} {what}: input modified"
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_empty_batch(bits):
+    rng = np.random.default_rng(3)
+    feeds = quant_feeds(rng, 1, 3, 2, 1, 8, [3], 0, bits, "PER_TENSOR")
+    feeds = {n: (a[:0] if n in ("query", "key", "value", "seqlens_k", "past_key", "past_value")
+                 else a) for n, a in feeds.items()}
+    for naive in (False, True):
+        out = run_ours(feeds, naive=naive, **quant_attrs(2, 1, bits, "PER_TENSOR"))
+        assert out[0].shape == (0, 3, 16) and out[1].shape == (0, 1, 3, 8 if bits == 8 else 4)
