@@ -865,3 +865,21 @@ def test_quantized_cache_empty_batch(bits):
     for naive in (False, True):
         out = run_ours(feeds, naive=naive, **quant_attrs(2, 1, bits, "PER_TENSOR"))
         assert out[0].shape == (0, 3, 16) and out[1].shape == (0, 1, 3, 8 if bits == 8 else 4)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_bfloat16_against_float32_oracle(bits):
+    """ONNX Runtime has no bfloat16 GroupQueryAttention: ORT in float32 on the
+    rounded inputs (the codes of bfloat16 keys are those of their float32
+    values), the output within bfloat16's tolerance."""
+    rng = np.random.default_rng(60 + bits)
+    f = quant_feeds(rng, 1, 3, 4, 2, 16, [7], 4, bits, "PER_CHANNEL", dtype=bfloat16)
+    attrs = quant_attrs(4, 2, bits, "PER_CHANNEL")
+    f32 = {n: a.astype(np.float32) if a.dtype == bfloat16 else a for n, a in f.items()}
+    want = run_ort(f32, **attrs)
+    want[0] = want[0].astype(bfloat16)
+    for naive in (False, True):
+        got = run_ours(f, naive=naive, **attrs)
+        compare([got[0], nibbles(got[1]), nibbles(got[2])],
+                [want[0], nibbles(want[1]), nibbles(want[2])], ([3], [7]), "bfloat16",
+                TOL[np.dtype(bfloat16)])
