@@ -35,6 +35,7 @@ from ..ops import (
     moe,
     multi_head_attention,
     normalization,
+    quantization,
     reduce,
     rotary_embedding,
     shape,
@@ -105,7 +106,7 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor,)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, quantization)
 
 
 def _register_microsoft(policy, install) -> None:

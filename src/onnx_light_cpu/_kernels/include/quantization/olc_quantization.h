@@ -1,0 +1,92 @@
+/* Cores of the quantization family (DynamicQuantizeMatMul and
+ * MatMulIntegerToFloat; the integer product itself is the gemm_int8
+ * engine's).
+ *
+ * - olc_q_dynamic_u8: ONNX Runtime's dynamic quantization of a float
+ *   tensor to uint8 (GetQuantizationParameter + MlasQuantizeLinear):
+ *   min and max of x widened to include 0, scale = (max - min) / 255 (1
+ *   when max == min), zero point = round_half_even(clamp(-min / scale, 0,
+ *   255)), then q = saturate(round_half_even(x / scale) + zp).
+ * - olc_q_scale_rows: float y = (float)c * multiplier + bias over rows of an
+ *   int32 product (the output processor of MLAS' quantized GEMM).
+ *
+ * Both are plain C loops compiled per level (olc_quantization_rows.h),
+ * chosen once per call; the row loop runs in tasks of fixed rows, so the
+ * result does not depend on the thread count.
+ */
+#ifndef OLC_QUANTIZATION_H
+#define OLC_QUANTIZATION_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "common/olc_level.h"
+#include "common/olc_pool.h"
+
+#define OLC_BODY "quantization/olc_quantization_rows.h"
+#include "common/olc_each_level.h"
+
+/* Scale and zero point of x[0..n) (NaN ignored), and q = x quantized. */
+static void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *scale_out,
+                             int32_t *zp_out, int level) {
+    level = olc_build_level(level);
+    float mn = 0.0f, mx = 0.0f;
+    if (n > 0) OLC_LEVEL_FN(level, olc_q_minmax)(x, n, &mn, &mx);
+    mn = mn < 0.0f ? mn : 0.0f;
+    mx = mx > 0.0f ? mx : 0.0f;
+    const float scale = mx == mn ? 1.0f : (mx - mn) / 255.0f;
+    float zp = 0.0f - mn / scale;
+    zp = zp > 0.0f ? zp : 0.0f;
+    zp = zp < 255.0f ? zp : 255.0f;
+    zp = nearbyintf(zp); /* the default rounding: half to even */
+    const int32_t z = zp == zp ? (int32_t)zp : 0;
+    if (n > 0) OLC_LEVEL_FN(level, olc_q_quantize_u8)(x, n, scale, z, q);
+    *scale_out = scale;
+    *zp_out = z;
+}
+
+typedef void (*olc_q_scale_row_fn)(const int32_t *, int64_t, const float *, int64_t,
+                                   const float *, float *);
+
+typedef struct {
+    const int32_t *c;
+    const float *m, *bias;
+    int64_t rows, N, m_bs, m_cs, rows_per_batch, chunk;
+    olc_q_scale_row_fn row;
+    float *y;
+} olc_q_scale_job;
+
+static void olc_q_scale_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_q_scale_job *p = (const olc_q_scale_job *)arg;
+    const int64_t r0 = t * p->chunk;
+    const int64_t r1 = r0 + p->chunk < p->rows ? r0 + p->chunk : p->rows;
+    (void)slot;
+    for (int64_t r = r0; r < r1; r++)
+        p->row(p->c + r * p->N, p->N, p->m + (r / p->rows_per_batch) * p->m_bs, p->m_cs,
+               p->bias, p->y + r * p->N);
+}
+
+/* y[r, n] = (float)c[r, n] * m[(r / rows_per_batch) * m_bs + n * m_cs] +
+ * bias[n] for rows x N row-major int32 c (bias may be NULL). */
+static void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t rows_per_batch,
+                             const float *m, int64_t m_bs, int64_t m_cs, const float *bias,
+                             float *y, int level, int nthreads) {
+    olc_q_scale_job job;
+    job.c = c;
+    job.m = m;
+    job.bias = bias;
+    job.rows = rows;
+    job.N = N;
+    job.m_bs = m_bs;
+    job.m_cs = m_cs;
+    job.rows_per_batch = rows_per_batch > 0 ? rows_per_batch : 1;
+    /* about 16K elements a task */
+    job.chunk = N > 0 ? (16384 + N - 1) / N : rows;
+    job.chunk = job.chunk > 0 ? job.chunk : 1;
+    job.row = OLC_LEVEL_FN(olc_build_level(level), olc_q_scale_row);
+    job.y = y;
+    if (rows > 0) olc_parallel_for((rows + job.chunk - 1) / job.chunk, olc_q_scale_task, &job, nthreads);
+}
+
+#endif

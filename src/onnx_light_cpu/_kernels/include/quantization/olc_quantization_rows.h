@@ -1,0 +1,53 @@
+/* Row loops of the quantization family in plain C, compiled once per level
+ * (common/olc_level.h) for the compiler to vectorise them: included by
+ * olc_quantization.h for scalar, avx2 and avx512.  No fused multiply-add
+ * anywhere: ONNX Runtime rounds each product before adding. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+/* The smallest and largest of x[0..n), NaN skipped (n >= 1; both stay
+ * +inf/-inf when every element is NaN). */
+OLC_LVL_ATTR static void OLC_FN(olc_q_minmax)(const float *x, int64_t n, float *lo, float *hi) {
+    float mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    *lo = mn;
+    *hi = mx;
+}
+
+/* q = saturate(round_half_even(x / scale) + zp) as uint8: the quotient is
+ * clamped to [-zp, 255 - zp] first (a NaN quotient becomes -zp, so q = 0),
+ * then adding and subtracting 1.5 * 2^23 rounds it, ties to even. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_quantize_u8)(const float *x, int64_t n, float scale,
+                                                  int32_t zp, uint8_t *q) {
+    const float lo = (float)-zp, hi = (float)(255 - zp), magic = 12582912.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i] / scale;
+        v = v > lo ? v : lo; /* NaN -> lo */
+        v = v < hi ? v : hi;
+        v = (v + magic) - magic;
+        q[i] = (uint8_t)((int32_t)v + zp);
+    }
+}
+
+/* y = (float)c * m + bias for one row of n columns; m is one value (mcs 0)
+ * or one per column (mcs 1); bias one per column or NULL. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_scale_row)(const int32_t *c, int64_t n, const float *m,
+                                                int64_t mcs, const float *bias, float *y) {
+    const float m0 = m[0];
+    if (bias == NULL) {
+        if (mcs)
+            for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m0;
+    } else if (mcs) {
+        for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m[i] + bias[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m0 + bias[i];
+    }
+}
+
+#pragma GCC pop_options

@@ -1,0 +1,48 @@
+# cython: language_level=3
+"""Cores of the quantization family (see quantization/olc_quantization.h):
+ONNX Runtime's dynamic uint8 quantization of a float tensor, and the float
+epilogue of an int32 product (multiplier and bias per column).  The adapter
+passes contiguous arrays of the right dtypes; the GIL is released for the
+arithmetic.
+"""
+
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from olc_pool cimport olc_pool_import
+from olc_quantization cimport olc_q_dynamic_u8, olc_q_scale_rows
+
+cnp.import_array()
+olc_pool_import()
+
+
+def dynamic_quantize_u8(cnp.ndarray x, cnp.ndarray q, int level):
+    """q (uint8, x's size) = x (float32) quantized; returns (scale, zero point)."""
+    cdef int64_t n = cnp.PyArray_SIZE(x)
+    if cnp.PyArray_SIZE(q) < n:
+        raise ValueError("quantization core: output buffer too small")
+    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
+    cdef uint8_t *pq = <uint8_t *>cnp.PyArray_DATA(q)
+    cdef float scale = 1.0
+    cdef int32_t zp = 0
+    with nogil:
+        olc_q_dynamic_u8(px, n, pq, &scale, &zp, level)
+    return scale, zp
+
+
+def scale_rows(cnp.ndarray c, int64_t rows, int64_t N, int64_t rows_per_batch,
+               cnp.ndarray m, int64_t m_bs, int64_t m_cs, bias, cnp.ndarray y, int level,
+               int threads):
+    """y (float32, rows x N) = float(c) * m + bias, m read at batch * m_bs +
+    column * m_cs (m_cs 0 or 1), bias (float32 [N]) or None."""
+    if m_cs not in (0, 1):
+        raise ValueError("quantization core: the multiplier's column stride must be 0 or 1")
+    if cnp.PyArray_SIZE(c) < rows * N or cnp.PyArray_SIZE(y) < rows * N:
+        raise ValueError("quantization core: buffers too small")
+    cdef const int32_t *pc = <const int32_t *>cnp.PyArray_DATA(c)
+    cdef const float *pm = <const float *>cnp.PyArray_DATA(m)
+    cdef const float *pb = NULL
+    if bias is not None:
+        pb = <const float *>cnp.PyArray_DATA(bias)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    with nogil:
+        olc_q_scale_rows(pc, rows, N, rows_per_batch, pm, m_bs, m_cs, pb, py, level, threads)

@@ -1,0 +1,350 @@
+"""The quantization family (com.microsoft DynamicQuantizeMatMul,
+MatMulIntegerToFloat): bit for bit against ONNX Runtime 1.32 across type
+pairs, per-tensor / per-column / per-batch scales and zero points, bias,
+float16 scales, batch and 1-D shapes, constant B, at every SIMD level and 1
+and 2 threads (our kernel must run); a NumPy oracle where ONNX Runtime has no
+kernel; bad input, one test per rejection."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper as oh
+from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
+
+from differential import THREAD_COUNTS, same_bits, unaligned
+
+ort = pytest.importorskip("onnxruntime")
+
+MS = "com.microsoft"
+U8, S8, F32, F16 = np.uint8, np.int8, np.float32, np.float16
+
+
+def model(op, inputs, constant=()):
+    """A one-node model; None inputs are left out (empty names), inputs
+    listed in ``constant`` are initializers."""
+    names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
+    graph = oh.make_graph(
+        [oh.make_node(op, names, ["y"], domain=MS)], "quantization",
+        [oh.make_tensor_value_info(n, oh.np_dtype_to_tensor_dtype(a.dtype), [None] * a.ndim)
+         for i, (n, a) in enumerate(zip(names, inputs)) if a is not None and i not in constant],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)],
+        initializer=[numpy_helper.from_array(inputs[i], names[i]) for i in constant])
+    m = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)])
+    m.ir_version = 10
+    return m
+
+
+def feeds(inputs, constant=()):
+    return {f"x{i}": np.array(a, order="C") for i, a in enumerate(inputs)
+            if a is not None and i not in constant}
+
+
+def ort_run(op, inputs, constant=()):
+    m = model(op, inputs, constant)
+    m.graph.output[0].ClearField("type")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 4
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds(inputs, constant))[0]
+
+
+def ours(op, inputs, constant=(), threads=1):
+    sess = ReferenceEvaluator(model(op, inputs, constant))
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    y = sess.run(None, {k: v for k, v in zip(
+        [f"x{i}" for i in range(len(inputs))], inputs)
+        if v is not None and int(k[1:]) not in constant})[0]
+    assert f"onnx_light_cpu::{op}" in olc.used_kernel_names(sess), olc.used_kernel_names(sess)
+    return y, olc.used_kernel_paths(sess)
+
+
+def check(op, inputs, constant=(), expected=None):
+    """Ours bit for bit equal to ONNX Runtime (or ``expected``) at every SIMD
+    level and thread count; inputs unmodified."""
+    want = ort_run(op, inputs, constant) if expected is None else expected
+    originals = [None if a is None else a.copy() for a in inputs]
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            for threads in THREAD_COUNTS:
+                got, _ = ours(op, inputs, constant, threads)
+                assert got.dtype == want.dtype and got.shape == want.shape, (got.shape, want.shape)
+                assert same_bits(got, want), (
+                    f"{op} at {level}, {threads} threads: max diff "
+                    f"{np.nanmax(np.abs(got.astype(np.float64) - want))}")
+    for a, o in zip(inputs, originals):
+        assert a is None or same_bits(a, o), f"{op} modified an input"
+
+
+def ints(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+# (M, K, N): 1, odd, off the 16-column panel and the 4-deep K group
+SHAPES = [(1, 1, 1), (3, 7, 17), (9, 13, 31), (17, 64, 33), (40, 257, 47)]
+
+
+# ------------------------------------------------------ DynamicQuantizeMatMul
+
+@pytest.mark.parametrize("bt", [U8, S8], ids=["u8", "s8"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("form", ["tensor", "column", "column_bias", "no_zp"])
+def test_dynamic_quantize_matmul(bt, shape, form):
+    rng = np.random.default_rng(sum(shape))
+    M, K, N = shape
+    a = (rng.standard_normal((M, K)) * 3 + 0.5).astype(F32)
+    b = ints(rng, (K, N), bt)
+    if form == "tensor":
+        rest = [np.array(0.02, F32), ints(rng, (), bt)]
+    elif form == "no_zp":
+        rest = [np.array([0.02], F32)]
+    else:
+        rest = [(rng.random(N) * 0.01).astype(F32), ints(rng, (N,), bt)]
+        if form == "column_bias":
+            rest.append(rng.standard_normal(N).astype(F32))
+    check("DynamicQuantizeMatMul", [a, b, *rest])
+
+
+@pytest.mark.parametrize("values", ["zeros", "positive", "negative", "tiny", "constant"])
+def test_dynamic_quantize_matmul_ranges(values):
+    """The ranges that pin the zero point at 0 or 255, or the scale at 1."""
+    rng = np.random.default_rng(1)
+    a = {"zeros": np.zeros((4, 9), F32),
+         "positive": np.abs(rng.standard_normal((4, 9))).astype(F32) + 1,
+         "negative": -np.abs(rng.standard_normal((4, 9))).astype(F32) - 1,
+         "tiny": np.full((4, 9), 1e-40, F32),
+         "constant": np.full((4, 9), -3.25, F32)}[values]
+    check("DynamicQuantizeMatMul", [a, ints(rng, (9, 5), S8), np.array(0.1, F32)])
+
+
+def test_dynamic_quantize_matmul_rounding_ties():
+    """Quotients exactly halfway between integers round to even."""
+    a = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 255.0, -2.5, 3.5]], F32) * 0.5
+    rng = np.random.default_rng(2)
+    check("DynamicQuantizeMatMul", [a, ints(rng, (8, 3), U8), np.array(1.0, F32)])
+
+
+@pytest.mark.parametrize("case", ["batched_b_per_batch", "batched_b_1d_scale",
+                                  "batched_b_scale_unfused", "broadcast_b", "a_1d", "b_1d",
+                                  "a_4d"])
+def test_dynamic_quantize_matmul_shapes(case):
+    rng = np.random.default_rng(3)
+    a3 = rng.standard_normal((2, 3, 4)).astype(F32)
+    b3 = ints(rng, (2, 4, 5), S8)
+    inputs = {
+        "batched_b_per_batch": [a3, b3, rng.random((2, 1, 5)).astype(F32),
+                                ints(rng, (2, 1, 5), S8), rng.standard_normal(5).astype(F32)],
+        # not ONNX Runtime's per-column forms for a 3-D B: scaled afterwards
+        "batched_b_1d_scale": [a3, b3, rng.random(5).astype(F32)],
+        "batched_b_scale_unfused": [a3, b3, rng.random((2, 1, 1)).astype(F32)],
+        "broadcast_b": [a3, b3[0], rng.random(5).astype(F32)],
+        "a_1d": [a3[0, 0], b3[0], rng.random(5).astype(F32)],
+        "b_1d": [a3, b3[0, :, 0], rng.random(1).astype(F32)],
+        "a_4d": [rng.standard_normal((2, 1, 3, 4)).astype(F32), ints(rng, (3, 4, 6), U8),
+                 rng.random((3, 1, 6)).astype(F32), ints(rng, (3, 1, 6), U8)],
+    }[case]
+    check("DynamicQuantizeMatMul", inputs)
+
+
+@pytest.mark.parametrize("bt", [U8, S8], ids=["u8", "s8"])
+def test_dynamic_quantize_matmul_constant_b(bt):
+    """B an initializer: packed once, the same results on every run."""
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal((9, 40)).astype(F32), ints(rng, (40, 21), bt),
+              rng.random(21).astype(F32), ints(rng, (21,), bt), rng.random(21).astype(F32)]
+    check("DynamicQuantizeMatMul", inputs, constant=(1, 2, 3, 4))
+    got, paths = ours("DynamicQuantizeMatMul", inputs, constant=(1, 2, 3, 4))
+    assert any(p.endswith("_prepacked") for p in paths), paths
+
+
+def test_dynamic_quantize_matmul_layouts():
+    """A strided, unaligned and read-only: the same bits."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 10)).astype(F32)
+    b = ints(rng, (10, 7), S8)
+    want = ort_run("DynamicQuantizeMatMul", [a, b, np.array(0.1, F32)])
+    wide = np.zeros((6, 20), F32)
+    wide[:, ::2] = a
+    ro = a.copy()
+    ro.flags.writeable = False
+    for x in (wide[:, ::2], unaligned(a), ro, np.asfortranarray(a)):
+        got, _ = ours("DynamicQuantizeMatMul", [x, unaligned(b), np.array(0.1, F32)])
+        assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (2, 0, 4)], ids=str)
+def test_dynamic_quantize_matmul_empty(shape):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal(shape).astype(F32)
+    b = ints(rng, (shape[-1], 3), S8)
+    bias = np.array([1.0, -2.0, 0.5], F32)
+    # ONNX Runtime leaves a K = 0 product uninitialised: ours is the bias.
+    want = np.broadcast_to(bias * np.float32(0), shape[:-1] + (3,)) + bias
+    check("DynamicQuantizeMatMul", [a, b, np.array(0.5, F32), None, bias],
+          expected=np.ascontiguousarray(want, dtype=F32))
+
+
+# ------------------------------------------------------- MatMulIntegerToFloat
+
+PAIRS_ORT = [(U8, U8), (U8, S8), (S8, S8)]
+
+
+@pytest.mark.parametrize("pair", PAIRS_ORT, ids=lambda p: "x".join(np.dtype(d).name for d in p))
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("form", ["tensor", "column", "row_a_scale", "no_zp"])
+def test_matmul_integer_to_float(pair, shape, form):
+    at, bt = pair
+    rng = np.random.default_rng(sum(shape) + 7)
+    M, K, N = shape
+    a, b = ints(rng, (M, K), at), ints(rng, (K, N), bt)
+    bias = rng.standard_normal(N).astype(F32)
+    if form == "tensor":
+        inputs = [a, b, np.array(0.05, F32), np.array([0.02], F32), ints(rng, (), at),
+                  ints(rng, (1,), bt), bias]
+    elif form == "column":
+        inputs = [a, b, np.array(0.05, F32), (rng.random(N) * 0.01).astype(F32),
+                  ints(rng, (1,), at), ints(rng, (N,), bt), bias]
+    elif form == "row_a_scale":  # scaled after the bias, as ONNX Runtime does
+        inputs = [a, b, rng.random((M, 1)).astype(F32), (rng.random(N) * 0.01).astype(F32),
+                  None, ints(rng, (N,), bt), bias]
+    else:
+        inputs = [a, b, np.array(0.05, F32), np.array(0.5, F32)]
+    check("MatMulIntegerToFloat", inputs)
+
+
+@pytest.mark.parametrize("case", ["swapped_scales", "full_b_scale", "full_a_scale",
+                                  "one_by_one_a_scale", "bias_2d", "batched",
+                                  "float16", "float16_row_scale"])
+def test_matmul_integer_to_float_forms(case):
+    rng = np.random.default_rng(8)
+    a, b = ints(rng, (3, 4), U8), ints(rng, (4, 5), S8)
+    f = F32
+    inputs = {
+        # a 1-D a_scale of N elements is B's: ONNX Runtime swaps them
+        "swapped_scales": [a, b, rng.random(5).astype(f), np.array(0.5, f)],
+        "full_b_scale": [a, b, np.array(0.5, f), rng.random((3, 5)).astype(f)],
+        "full_a_scale": [a, b, rng.random((3, 5)).astype(f), np.array(0.5, f)],
+        "one_by_one_a_scale": [a, b, np.full((1, 1), 0.3, f), np.array(0.5, f)],
+        "bias_2d": [a, b, np.array(0.5, f), np.array(0.5, f), None, None,
+                    rng.random((1, 5)).astype(f)],
+        "batched": [ints(rng, (2, 3, 4), U8), ints(rng, (2, 4, 5), U8), np.array(0.1, f),
+                    rng.random((2, 1, 5)).astype(f), np.array(7, U8),
+                    ints(rng, (2, 1, 5), U8), rng.random(5).astype(f)],
+        "float16": [a, b, np.array(0.0123, F16), (rng.random(5) * 0.01).astype(F16),
+                    np.array(3, U8), ints(rng, (5,), S8), rng.standard_normal(5).astype(F16)],
+        "float16_row_scale": [a, b, rng.random((3, 1)).astype(F16),
+                              rng.random(5).astype(F16)],
+    }[case]
+    check("MatMulIntegerToFloat", inputs)
+
+
+def test_matmul_integer_to_float_int8_a_uint8_b():
+    """ONNX Runtime has no kernel for int8 A with uint8 B: a NumPy oracle."""
+    rng = np.random.default_rng(9)
+    a, b = ints(rng, (7, 19), S8), ints(rng, (19, 18), U8)
+    za, zb = ints(rng, (), S8), ints(rng, (18,), U8)
+    a_s, b_s = np.float32(0.03), (rng.random(18) * 0.1).astype(F32)
+    bias = rng.standard_normal(18).astype(F32)
+    acc = (a.astype(np.int64) - za) @ (b.astype(np.int64) - zb)
+    want = acc.astype(F32) * (a_s * b_s) + bias
+    check("MatMulIntegerToFloat", [a, b, np.array(a_s), b_s, za, zb, bias], expected=want)
+
+
+def test_matmul_integer_to_float_constant_b():
+    rng = np.random.default_rng(10)
+    inputs = [ints(rng, (5, 70), U8), ints(rng, (70, 33), S8), np.array(0.1, F32),
+              rng.random(33).astype(F32), np.array(4, U8), ints(rng, (33,), S8)]
+    check("MatMulIntegerToFloat", inputs, constant=(1, 3, 5))
+
+
+# ------------------------------------------------------------------ bad input
+
+def rejects(op, inputs, error, match):
+    sess = ReferenceEvaluator(model(op, inputs))
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(error, match=match):
+        sess.run(None, feeds(inputs))
+
+
+def test_reject_zero_point_of_another_type():
+    rng = np.random.default_rng(11)
+    rejects("DynamicQuantizeMatMul",
+            [rng.random((2, 3)).astype(F32), ints(rng, (3, 4), S8), np.array(1.0, F32),
+             np.array(0, U8)],
+            TypeError, r"DynamicQuantizeMatMul: input 3 \('x3'\) has element type uint8, "
+                       "expected int8 like input 1")
+
+
+def test_reject_a_zero_point_per_row():
+    rng = np.random.default_rng(12)
+    rejects("MatMulIntegerToFloat",
+            [ints(rng, (2, 3), U8), ints(rng, (3, 4), S8), np.array(1.0, F32),
+             np.array(1.0, F32), np.zeros(2, U8)],
+            ValueError, r"MatMulIntegerToFloat: input 4 \('x4'\) has shape \(2,\): the zero "
+                        "point of A must be a scalar")
+
+
+def test_reject_b_zero_point_shape():
+    rng = np.random.default_rng(13)
+    rejects("DynamicQuantizeMatMul",
+            [rng.random((2, 3)).astype(F32), ints(rng, (3, 4), S8), np.array(1.0, F32),
+             np.zeros((4, 1), S8)],
+            ValueError, r"DynamicQuantizeMatMul: input 3 \('x3'\) has shape \(4, 1\): a zero "
+                        "point of B must have one element")
+
+
+def test_reject_scale_shape():
+    rng = np.random.default_rng(14)
+    rejects("DynamicQuantizeMatMul",
+            [rng.random((2, 3)).astype(F32), ints(rng, (3, 4), S8), np.ones(3, F32)],
+            ValueError, r"DynamicQuantizeMatMul: input 2 \('x2'\) has shape \(3,\): a scale "
+                        "must have one element")
+
+
+def test_reject_empty_scale():
+    rng = np.random.default_rng(15)
+    rejects("MatMulIntegerToFloat",
+            [ints(rng, (2, 3), U8), ints(rng, (3, 4), U8), np.array(1.0, F32),
+             np.ones(0, F32)],
+            ValueError, r"MatMulIntegerToFloat: input 3 \('x3'\) has shape \(0,\)")
+
+
+def test_reject_bias_size():
+    rng = np.random.default_rng(16)
+    rejects("MatMulIntegerToFloat",
+            [ints(rng, (2, 3), U8), ints(rng, (3, 4), U8), np.array(1.0, F32),
+             np.array(1.0, F32), None, None, np.ones(3, F32)],
+            ValueError, r"MatMulIntegerToFloat: input 6 \('x6'\) has shape \(3,\): it must "
+                        "have B's last dimension N = 4 elements")
+
+
+def test_reject_inner_dimension():
+    rng = np.random.default_rng(17)
+    rejects("DynamicQuantizeMatMul",
+            [rng.random((2, 3)).astype(F32), ints(rng, (4, 4), S8), np.array(1.0, F32)],
+            ValueError, r"DynamicQuantizeMatMul: input 1 \('x1'\) has shape \(4, 4\): its "
+                        "inner dimension")
+
+
+def test_reject_float16_a():
+    rng = np.random.default_rng(18)
+    rejects("DynamicQuantizeMatMul",
+            [rng.random((2, 3)).astype(F16), ints(rng, (3, 4), S8), np.array(1.0, F32)],
+            TypeError, r"DynamicQuantizeMatMul: input 0 \('x0'\) has element type float16")
+
+
+def test_reject_scales_of_two_types():
+    rng = np.random.default_rng(19)
+    rejects("MatMulIntegerToFloat",
+            [ints(rng, (2, 3), U8), ints(rng, (3, 4), U8), np.array(1.0, F32),
+             np.array(1.0, F16)],
+            TypeError, r"MatMulIntegerToFloat: input 3 \('x3'\) has element type float16")
