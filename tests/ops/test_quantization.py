@@ -155,6 +155,15 @@ def test_dynamic_quantize_matmul_shapes(case):
     check("DynamicQuantizeMatMul", inputs)
 
 
+def test_dynamic_quantize_matmul_many_tasks():
+    """A of several quantization tasks (16384 elements each) whose min and
+    max sit in different tasks: the same bits at 1 and 2 threads."""
+    rng = np.random.default_rng(20)
+    a = rng.standard_normal((300, 201)).astype(F32)
+    a[3, 7], a[250, 100] = -9.5, 12.25
+    check("DynamicQuantizeMatMul", [a, ints(rng, (201, 19), S8), rng.random(19).astype(F32)])
+
+
 @pytest.mark.parametrize("bt", [U8, S8], ids=["u8", "s8"])
 def test_dynamic_quantize_matmul_constant_b(bt):
     """B an initializer: packed once, the same results on every run."""

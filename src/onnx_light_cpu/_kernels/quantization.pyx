@@ -6,26 +6,31 @@ passes contiguous arrays of the right dtypes; the GIL is released for the
 arithmetic.
 """
 
+import numpy as np
+
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from olc_pool cimport olc_pool_import
-from olc_quantization cimport olc_q_dynamic_u8, olc_q_scale_rows
+from olc_quantization cimport OLC_Q_CHUNK, olc_q_dynamic_u8, olc_q_scale_rows
 
 cnp.import_array()
 olc_pool_import()
 
 
-def dynamic_quantize_u8(cnp.ndarray x, cnp.ndarray q, int level):
+def dynamic_quantize_u8(cnp.ndarray x, cnp.ndarray q, int level, int threads):
     """q (uint8, x's size) = x (float32) quantized; returns (scale, zero point)."""
     cdef int64_t n = cnp.PyArray_SIZE(x)
     if cnp.PyArray_SIZE(q) < n:
         raise ValueError("quantization core: output buffer too small")
+    cdef int64_t tasks = (n + OLC_Q_CHUNK - 1) // OLC_Q_CHUNK
+    cdef cnp.ndarray bounds = np.empty(2 * tasks + 2, dtype=np.float32)
+    cdef float *pb = <float *>cnp.PyArray_DATA(bounds)
     cdef const float *px = <const float *>cnp.PyArray_DATA(x)
     cdef uint8_t *pq = <uint8_t *>cnp.PyArray_DATA(q)
     cdef float scale = 1.0
     cdef int32_t zp = 0
     with nogil:
-        olc_q_dynamic_u8(px, n, pq, &scale, &zp, level)
+        olc_q_dynamic_u8(px, n, pq, pb, pb + tasks + 1, &scale, &zp, level, threads)
     return scale, zp
 
 

@@ -27,23 +27,68 @@
 #define OLC_BODY "quantization/olc_quantization_rows.h"
 #include "common/olc_each_level.h"
 
-/* Scale and zero point of x[0..n) (NaN ignored), and q = x quantized. */
-static void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *scale_out,
-                             int32_t *zp_out, int level) {
+/* Elements a task of the dynamic quantization reads. */
+#define OLC_Q_CHUNK 16384
+
+typedef void (*olc_q_minmax_fn)(const float *, int64_t, float *, float *);
+typedef void (*olc_q_quantize_fn)(const float *, int64_t, float, int32_t, uint8_t *);
+
+typedef struct {
+    const float *x;
+    int64_t n;
+    float *lo, *hi; /* one pair per task */
+    float scale;
+    int32_t zp;
+    uint8_t *q;
+    olc_q_minmax_fn minmax;
+    olc_q_quantize_fn quantize;
+} olc_q_dynamic_job;
+
+static void olc_q_minmax_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_q_dynamic_job *p = (const olc_q_dynamic_job *)arg;
+    const int64_t i0 = t * OLC_Q_CHUNK, len = p->n - i0 < OLC_Q_CHUNK ? p->n - i0 : OLC_Q_CHUNK;
+    (void)slot;
+    p->minmax(p->x + i0, len, p->lo + t, p->hi + t);
+}
+
+static void olc_q_quantize_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_q_dynamic_job *p = (const olc_q_dynamic_job *)arg;
+    const int64_t i0 = t * OLC_Q_CHUNK, len = p->n - i0 < OLC_Q_CHUNK ? p->n - i0 : OLC_Q_CHUNK;
+    (void)slot;
+    p->quantize(p->x + i0, len, p->scale, p->zp, p->q + i0);
+}
+
+/* Scale and zero point of x[0..n) (NaN ignored), and q = x quantized, in
+ * tasks of OLC_Q_CHUNK elements (min and max are exact: the result does
+ * not depend on the thread count).  lo and hi hold one float per task. */
+static void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *lo, float *hi,
+                             float *scale_out, int32_t *zp_out, int level, int nthreads) {
     level = olc_build_level(level);
+    olc_q_dynamic_job job;
+    const int64_t tasks = (n + OLC_Q_CHUNK - 1) / OLC_Q_CHUNK;
+    job.x = x;
+    job.n = n;
+    job.lo = lo;
+    job.hi = hi;
+    job.q = q;
+    job.minmax = OLC_LEVEL_FN(level, olc_q_minmax);
+    job.quantize = OLC_LEVEL_FN(level, olc_q_quantize_u8);
     float mn = 0.0f, mx = 0.0f;
-    if (n > 0) OLC_LEVEL_FN(level, olc_q_minmax)(x, n, &mn, &mx);
-    mn = mn < 0.0f ? mn : 0.0f;
-    mx = mx > 0.0f ? mx : 0.0f;
+    olc_parallel_for(tasks, olc_q_minmax_task, &job, nthreads);
+    for (int64_t t = 0; t < tasks; t++) {
+        mn = lo[t] < mn ? lo[t] : mn;
+        mx = hi[t] > mx ? hi[t] : mx;
+    }
     const float scale = mx == mn ? 1.0f : (mx - mn) / 255.0f;
     float zp = 0.0f - mn / scale;
     zp = zp > 0.0f ? zp : 0.0f;
     zp = zp < 255.0f ? zp : 255.0f;
     zp = nearbyintf(zp); /* the default rounding: half to even */
-    const int32_t z = zp == zp ? (int32_t)zp : 0;
-    if (n > 0) OLC_LEVEL_FN(level, olc_q_quantize_u8)(x, n, scale, z, q);
+    job.scale = scale;
+    job.zp = zp == zp ? (int32_t)zp : 0;
+    olc_parallel_for(tasks, olc_q_quantize_task, &job, nthreads);
     *scale_out = scale;
-    *zp_out = z;
+    *zp_out = job.zp;
 }
 
 typedef void (*olc_q_scale_row_fn)(const int32_t *, int64_t, const float *, int64_t,

@@ -2,8 +2,9 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cdef extern from "quantization/olc_quantization.h" nogil:
-    void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *scale_out,
-                          int32_t *zp_out, int level)
+    int64_t OLC_Q_CHUNK
+    void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *lo, float *hi,
+                          float *scale_out, int32_t *zp_out, int level, int nthreads)
     void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t rows_per_batch,
                           const float *m, int64_t m_bs, int64_t m_cs, const float *bias,
                           float *y, int level, int nthreads)

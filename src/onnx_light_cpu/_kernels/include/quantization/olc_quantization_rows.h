@@ -5,17 +5,34 @@
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 
-/* The smallest and largest of x[0..n), NaN skipped (n >= 1; both stay
- * +inf/-inf when every element is NaN). */
+/* The smallest and largest of x[0..n), NaN skipped (both stay +inf/-inf
+ * when every element is NaN).  Sixteen lanes kept apart so that the
+ * compiler vectorises the selects (minps/maxps keep the lane's value when
+ * x is NaN, as the selects do). */
 OLC_LVL_ATTR static void OLC_FN(olc_q_minmax)(const float *x, int64_t n, float *lo, float *hi) {
-    float mn = INFINITY, mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i];
-        mn = v < mn ? v : mn;
-        mx = v > mx ? v : mx;
+    float mn[16], mx[16];
+    for (int j = 0; j < 16; j++) {
+        mn[j] = INFINITY;
+        mx[j] = -INFINITY;
     }
-    *lo = mn;
-    *hi = mx;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            const float v = x[i + j];
+            mn[j] = v < mn[j] ? v : mn[j];
+            mx[j] = v > mx[j] ? v : mx[j];
+        }
+    for (; i < n; i++) {
+        const float v = x[i];
+        mn[0] = v < mn[0] ? v : mn[0];
+        mx[0] = v > mx[0] ? v : mx[0];
+    }
+    for (int j = 1; j < 16; j++) {
+        mn[0] = mn[j] < mn[0] ? mn[j] : mn[0];
+        mx[0] = mx[j] > mx[0] ? mx[j] : mx[0];
+    }
+    *lo = mn[0];
+    *hi = mx[0];
 }
 
 /* q = saturate(round_half_even(x / scale) + zp) as uint8: the quotient is
