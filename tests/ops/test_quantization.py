@@ -7,6 +7,7 @@ kernel; bad input, one test per rejection."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -25,12 +26,19 @@ MS = "com.microsoft"
 U8, S8, F32, F16 = np.uint8, np.int8, np.float32, np.float16
 
 
-def model(op, inputs, constant=()):
+def kernel_name(op: str) -> str:
+    """QuantizeLinear and DequantizeLinear are ai.onnx operators too: the
+    com.microsoft kernels are named Microsoft<op>."""
+    prefix = "Microsoft" if op in ("QuantizeLinear", "DequantizeLinear") else ""
+    return f"onnx_light_cpu::{prefix}{op}"
+
+
+def model(op, inputs, constant=(), **attrs):
     """A one-node model; None inputs are left out (empty names), inputs
     listed in ``constant`` are initializers."""
     names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
     graph = oh.make_graph(
-        [oh.make_node(op, names, ["y"], domain=MS)], "quantization",
+        [oh.make_node(op, names, ["y"], domain=MS, **attrs)], "quantization",
         [oh.make_tensor_value_info(n, oh.np_dtype_to_tensor_dtype(a.dtype), [None] * a.ndim)
          for i, (n, a) in enumerate(zip(names, inputs)) if a is not None and i not in constant],
         [oh.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)],
@@ -45,8 +53,8 @@ def feeds(inputs, constant=()):
             if a is not None and i not in constant}
 
 
-def ort_run(op, inputs, constant=()):
-    m = model(op, inputs, constant)
+def ort_run(op, inputs, constant=(), **attrs):
+    m = model(op, inputs, constant, **attrs)
     m.graph.output[0].ClearField("type")
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
@@ -55,27 +63,27 @@ def ort_run(op, inputs, constant=()):
     return sess.run(None, feeds(inputs, constant))[0]
 
 
-def ours(op, inputs, constant=(), threads=1):
-    sess = ReferenceEvaluator(model(op, inputs, constant))
+def ours(op, inputs, constant=(), threads=1, **attrs):
+    sess = ReferenceEvaluator(model(op, inputs, constant, **attrs))
     olc.register_kernels_for_session(sess)
     olc.set_num_threads_for_session(sess, threads)
     olc.set_kernel_usage_recording(sess, True)
     y = sess.run(None, {k: v for k, v in zip(
         [f"x{i}" for i in range(len(inputs))], inputs)
         if v is not None and int(k[1:]) not in constant})[0]
-    assert f"onnx_light_cpu::{op}" in olc.used_kernel_names(sess), olc.used_kernel_names(sess)
+    assert kernel_name(op) in olc.used_kernel_names(sess), olc.used_kernel_names(sess)
     return y, olc.used_kernel_paths(sess)
 
 
-def check(op, inputs, constant=(), expected=None):
+def check(op, inputs, constant=(), expected=None, **attrs):
     """Ours bit for bit equal to ONNX Runtime (or ``expected``) at every SIMD
     level and thread count; inputs unmodified."""
-    want = ort_run(op, inputs, constant) if expected is None else expected
+    want = ort_run(op, inputs, constant, **attrs) if expected is None else expected
     originals = [None if a is None else a.copy() for a in inputs]
     for level in available_simd_levels():
         with capped_simd_level(level):
             for threads in THREAD_COUNTS:
-                got, _ = ours(op, inputs, constant, threads)
+                got, _ = ours(op, inputs, constant, threads, **attrs)
                 assert got.dtype == want.dtype and got.shape == want.shape, (got.shape, want.shape)
                 assert same_bits(got, want), (
                     f"{op} at {level}, {threads} threads: max diff "
@@ -275,10 +283,134 @@ def test_matmul_integer_to_float_constant_b():
     check("MatMulIntegerToFloat", inputs, constant=(1, 3, 5))
 
 
+# -------------------------------------------- QuantizeLinear, DequantizeLinear
+
+Q_TYPES = [U8, S8, np.uint16, np.int16]
+
+
+def float_input(rng, shape, dtype):
+    """Wide values with NaN, infinities and exact ties of the quotient."""
+    x = (rng.standard_normal(shape) * 300).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:9] = [np.nan, np.inf, -np.inf, 0.5, 1.5, -2.5, 1e30, -1e30, 0.0][:flat.size]
+    with np.errstate(over="ignore"):  # float16: +-1e30 become infinities
+        return x.astype(dtype)
+
+
+@pytest.mark.parametrize("qt", Q_TYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("ft", [F32, F16], ids=["float32", "float16"])
+@pytest.mark.parametrize("shape", [(1,), (7,), (64, 50), (3, 70001)], ids=str)
+def test_quantize_linear_per_tensor(qt, ft, shape):
+    rng = np.random.default_rng(21)
+    x = float_input(rng, shape, ft)
+    check("QuantizeLinear", [x, np.array(0.37, ft), np.array(3, qt)])
+    check("QuantizeLinear", [x, np.array([0.5], ft), np.array([0], qt)])
+
+
+@pytest.mark.parametrize("qt", Q_TYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, None])
+def test_quantize_linear_per_axis(qt, axis):
+    rng = np.random.default_rng(22)
+    x = float_input(rng, (3, 5, 4), F32)
+    n = x.shape[1 if axis is None else axis]
+    attrs = {} if axis is None else {"axis": axis}
+    scale = (rng.random(n) + 0.1).astype(F32)
+    check("QuantizeLinear", [x, scale, ints(rng, (n,), qt)], **attrs)
+    check("QuantizeLinear", [float_input(rng, x.shape, F16), scale.astype(F16),
+                             ints(rng, (n,), qt)], **attrs)
+
+
+def test_quantize_linear_without_zero_point_is_uint8():
+    rng = np.random.default_rng(23)
+    check("QuantizeLinear", [float_input(rng, (5, 6), F32), np.array(0.25, F32)])
+    check("QuantizeLinear", [float_input(rng, (5, 6), F32), rng.random(6).astype(F32)])
+
+
+def test_quantize_linear_zero_scale_and_empty():
+    rng = np.random.default_rng(24)
+    check("QuantizeLinear", [float_input(rng, (4, 5), F32), np.array(0.0, F32),
+                             np.array(2, S8)])
+    check("QuantizeLinear", [np.zeros((0, 5), F32), np.array(0.5, F32), np.array(2, S8)])
+    check("DequantizeLinear", [np.zeros((2, 0), S8), np.array(0.5, F32), np.array(2, S8)])
+
+
+def test_quantize_linear_layouts():
+    rng = np.random.default_rng(25)
+    x = float_input(rng, (6, 40), F32)
+    want = ort_run("QuantizeLinear", [x, np.array(0.3, F32), np.array(-4, S8)])
+    wide = np.zeros((6, 80), F32)
+    wide[:, ::2] = x
+    for v in (wide[:, ::2], unaligned(x), np.asfortranarray(x)):
+        got, _ = ours("QuantizeLinear", [v, np.array(0.3, F32), np.array(-4, S8)])
+        assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("qt", Q_TYPES + [np.int32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("ft", [F32, F16], ids=["float32", "float16"])
+def test_dequantize_linear(qt, ft):
+    rng = np.random.default_rng(26)
+    x = ints(rng, (64, 50), qt)
+    check("DequantizeLinear", [x, np.array(0.37, ft), ints(rng, (), qt)])
+    check("DequantizeLinear", [x, np.array([0.37], ft)])
+    check("DequantizeLinear", [x, (rng.random(64) + 0.1).astype(ft), ints(rng, (64,), qt)],
+          axis=0)
+    check("DequantizeLinear", [x, (rng.random(50) + 0.1).astype(ft)])
+
+
+def composed(op, x, scale, zero_point, element_type):
+    """ONNX Runtime's result for a 4-bit type, which its Python API cannot
+    pass: QuantizeLinear followed by a Cast to int8, or a Cast from int8
+    before DequantizeLinear; scale and zero point are initializers."""
+    zp = oh.make_tensor("zp", element_type, list(zero_point.shape),
+                        zero_point.astype(np.int64).reshape(-1).tolist())
+    if op == "QuantizeLinear":
+        nodes = [oh.make_node(op, ["x", "s", "zp"], ["q"], domain=MS),
+                 oh.make_node("Cast", ["q"], ["y"], to=onnx.TensorProto.INT8)]
+        feed = x
+    else:
+        nodes = [oh.make_node("Cast", ["x"], ["q"], to=element_type),
+                 oh.make_node(op, ["q", "s", "zp"], ["y"], domain=MS)]
+        feed = x.astype(np.int8)
+    graph = oh.make_graph(
+        nodes, "composed",
+        [oh.make_tensor_value_info("x", oh.np_dtype_to_tensor_dtype(feed.dtype), feed.shape)],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.UNDEFINED, None)],
+        initializer=[numpy_helper.from_array(scale, "s"), zp])
+    graph.output[0].ClearField("type")
+    m = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)])
+    m.ir_version = 10
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": feed})[0]
+
+
+@pytest.mark.parametrize("qt,element_type", [(ml_dtypes.int4, onnx.TensorProto.INT4),
+                                             (ml_dtypes.uint4, onnx.TensorProto.UINT4)],
+                         ids=["int4", "uint4"])
+@pytest.mark.parametrize("per_axis", [False, True])
+def test_4_bit_types(qt, element_type, per_axis):
+    rng = np.random.default_rng(27)
+    x = float_input(rng, (5, 6), F32) / 40
+    lo, hi = int(ml_dtypes.iinfo(qt).min), int(ml_dtypes.iinfo(qt).max)
+    if per_axis:
+        scale = (rng.random(6) + 0.2).astype(F32)
+        zp = rng.integers(lo, hi, 6, endpoint=True).astype(qt)
+    else:
+        scale, zp = np.array(0.7, F32), np.array(1, qt)
+    want = composed("QuantizeLinear", x, scale, zp, element_type)
+    got, _ = ours("QuantizeLinear", [x, scale, zp])
+    assert got.dtype == np.dtype(qt)
+    np.testing.assert_array_equal(got.astype(np.int8), want)
+    q = rng.integers(lo, hi, (5, 6), endpoint=True).astype(qt)
+    want = composed("DequantizeLinear", q, scale, zp, element_type)
+    check("DequantizeLinear", [q, scale, zp], expected=want)
+
+
 # ------------------------------------------------------------------ bad input
 
-def rejects(op, inputs, error, match):
-    sess = ReferenceEvaluator(model(op, inputs))
+def rejects(op, inputs, error, match, **attrs):
+    sess = ReferenceEvaluator(model(op, inputs, **attrs))
     olc.register_kernels_for_session(sess)
     with pytest.raises(error, match=match):
         sess.run(None, feeds(inputs))
@@ -357,3 +489,45 @@ def test_reject_scales_of_two_types():
             [ints(rng, (2, 3), U8), ints(rng, (3, 4), U8), np.array(1.0, F32),
              np.array(1.0, F16)],
             TypeError, r"MatMulIntegerToFloat: input 3 \('x3'\) has element type float16")
+
+
+def test_reject_per_axis_scale_length():
+    rng = np.random.default_rng(30)
+    rejects("QuantizeLinear", [rng.random((2, 3)).astype(F32), np.ones(2, F32)],
+            ValueError, r"QuantizeLinear: input 1 \('x1'\) has shape \(2,\): a per-axis scale "
+                        r"must be 1-D of input 0's dimension 1 \(3\)")
+
+
+def test_reject_per_axis_zero_point_shape():
+    rng = np.random.default_rng(31)
+    rejects("DequantizeLinear", [ints(rng, (2, 3), S8), np.ones(3, F32), np.zeros(1, S8)],
+            ValueError, r"DequantizeLinear: input 2 \('x2'\) has shape \(1,\): with a "
+                        "per-axis scale the zero point must be 1-D of length 3")
+
+
+def test_reject_per_tensor_zero_point_shape():
+    rng = np.random.default_rng(32)
+    rejects("QuantizeLinear", [rng.random((2, 3)).astype(F32), np.ones((), F32),
+                               np.zeros(2, U8)],
+            ValueError, r"QuantizeLinear: input 2 \('x2'\) has shape \(2,\): with a "
+                        "per-tensor scale the zero point must be a scalar")
+
+
+def test_reject_axis_out_of_range():
+    rng = np.random.default_rng(33)
+    rejects("QuantizeLinear", [rng.random((2, 3)).astype(F32), np.ones(3, F32)],
+            ValueError, "QuantizeLinear: attribute axis 2 is out of range for input 0 of rank 2",
+            axis=2)
+
+
+def test_reject_quantize_to_int32():
+    rng = np.random.default_rng(34)
+    rejects("QuantizeLinear", [rng.random((2, 3)).astype(F32), np.ones((), F32),
+                               np.zeros((), np.int32)],
+            TypeError, r"QuantizeLinear: input 2 \('x2'\) has element type int32")
+
+
+def test_reject_scale_of_another_type():
+    rng = np.random.default_rng(35)
+    rejects("QuantizeLinear", [rng.random((2, 3)).astype(F32), np.ones((), F16)],
+            TypeError, r"QuantizeLinear: input 1 \('x1'\) has element type float16")

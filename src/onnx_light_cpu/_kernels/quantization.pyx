@@ -1,7 +1,8 @@
 # cython: language_level=3
 """Cores of the quantization family (see quantization/olc_quantization.h):
-ONNX Runtime's dynamic uint8 quantization of a float tensor, and the float
-epilogue of an int32 product (multiplier and bias per column).  The adapter
+ONNX Runtime's dynamic uint8 quantization of a float tensor, QuantizeLinear
+per tensor to an 8-bit type, and the float epilogue of an int32 product
+(multiplier and bias per column).  The adapter
 passes contiguous arrays of the right dtypes; the GIL is released for the
 arithmetic.
 """
@@ -11,7 +12,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from olc_pool cimport olc_pool_import
-from olc_quantization cimport OLC_Q_CHUNK, olc_q_dynamic_u8, olc_q_scale_rows
+from olc_quantization cimport (OLC_Q_CHUNK, olc_q_dynamic_u8, olc_q_quantize_linear_8,
+                              olc_q_scale_rows)
 
 cnp.import_array()
 olc_pool_import()
@@ -32,6 +34,19 @@ def dynamic_quantize_u8(cnp.ndarray x, cnp.ndarray q, int level, int threads):
     with nogil:
         olc_q_dynamic_u8(px, n, pq, pb, pb + tasks + 1, &scale, &zp, level, threads)
     return scale, zp
+
+
+def quantize_linear_8(cnp.ndarray x, cnp.ndarray q, float scale, int32_t zp, int32_t qmin,
+                      int32_t qmax, int level, int threads):
+    """q (8-bit, x's size, as bytes) = saturate(round_half_even(x / scale) +
+    zp) into [qmin, qmax]; x float32."""
+    cdef int64_t n = cnp.PyArray_SIZE(x)
+    if cnp.PyArray_NBYTES(q) < n:
+        raise ValueError("quantization core: output buffer too small")
+    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
+    cdef uint8_t *pq = <uint8_t *>cnp.PyArray_DATA(q)
+    with nogil:
+        olc_q_quantize_linear_8(px, n, scale, zp, qmin, qmax, pq, level, threads)
 
 
 def scale_rows(cnp.ndarray c, int64_t rows, int64_t N, int64_t rows_per_batch,

@@ -43,18 +43,23 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import quantization as qcore
-from ._base import Input
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from .matmul_integer import INT8_TYPES, INT32, _IntegerProduct
 
 T = TensorProto
 MS = "com.microsoft"
 FLOAT32 = np.dtype(np.float32)
 UINT8 = np.dtype(np.uint8)
+INT8 = np.dtype(np.int8)
+# NumPy dtype -> ONNX element type, the 4-bit types included
+ELEMENT_TYPE_OF = {**ELEMENT_TYPES, np.dtype(ml_dtypes.int4): T.INT4,
+                   np.dtype(ml_dtypes.uint4): T.UINT4}
 # Elements of A one thread quantizes before a second one helps (two tasks
 # of the core's 16384; 128 x 768: 56 -> 30 us at two threads).
 QUANTIZE_PER_THREAD = 1 << 15
@@ -246,6 +251,124 @@ class MatMulIntegerToFloat(_IntegerToFloat):
                                   bias, a_value)
 
 
+# ----------------------------------------------- QuantizeLinear, DequantizeLinear
+
+_QUANT_TYPES = (T.UINT8, T.INT8, T.UINT16, T.INT16, T.INT4, T.UINT4)
+_DEQUANT_TYPES = _QUANT_TYPES + (T.INT32,)
+_RANGES = {T.UINT8: (0, 255), T.INT8: (-128, 127), T.UINT16: (0, 65535),
+           T.INT16: (-32768, 32767), T.INT4: (-8, 7), T.UINT4: (0, 15)}
+
+
+def _linear_params(op, x, scale, zero_point, axis_value):
+    """(scale, zero point) shaped to broadcast against x, as ONNX Runtime
+    reads them: one element each (per tensor), or 1-D of x's dimension
+    ``axis`` (per axis; the zero point absent or the same length)."""
+    if _one_element(scale.shape):
+        if zero_point is not None and not _one_element(zero_point.shape):
+            raise ValueError(op._input_error(
+                2, f"has shape {zero_point.shape}: with a per-tensor scale the zero point "
+                "must be a scalar or a one-element vector"))
+        return scale.reshape(()), None if zero_point is None else zero_point.reshape(())
+    if not -x.ndim <= axis_value < x.ndim:
+        raise ValueError(f"{op.onnx_node.op_type}: attribute axis {axis_value} is out of range "
+                         f"for input 0 of rank {x.ndim} (per-axis scale of shape {scale.shape})")
+    axis = axis_value % x.ndim
+    length = x.shape[axis]
+    if scale.shape != (length,):
+        raise ValueError(op._input_error(
+            1, f"has shape {scale.shape}: a per-axis scale must be 1-D of input 0's "
+            f"dimension {axis} ({length})"))
+    if zero_point is not None and zero_point.shape != (length,):
+        raise ValueError(op._input_error(
+            2, f"has shape {zero_point.shape}: with a per-axis scale the zero point must be "
+            f"1-D of length {length}"))
+    shape = [1] * x.ndim
+    shape[axis] = length
+    return scale.reshape(shape), None if zero_point is None else zero_point.reshape(shape)
+
+
+class MicrosoftQuantizeLinear(KernelOp):
+    """y = saturate(round_half_even(x / y_scale) + y_zero_point), ONNX
+    Runtime's com.microsoft QuantizeLinear: x float32 or float16 (widened to
+    float32, the quotient rounded once in float32, as MLAS divides); y_scale
+    like x; y_zero_point uint8, int8, uint16, int16, int4 or uint4 (absent:
+    uint8, zero point 0).  A NaN quotient gives the type's minimum (MLAS
+    clamps with maxps first).  Per tensor, or per axis (``axis``, default 1,
+    negative from the end): a 1-D scale of x's dimension there.  Per tensor
+    to uint8/int8 runs the core's loop; the other forms NumPy."""
+
+    op_type = "QuantizeLinear"
+    op_domain = MS
+    element_types = ("tensor(float)", "tensor(float16)", "tensor(uint8)", "tensor(int8)",
+                     "tensor(uint16)", "tensor(int16)", "tensor(int4)", "tensor(uint4)")
+    inputs = (Input("x", types=(T.FLOAT, T.FLOAT16)), Input("y_scale", like=0),
+              Input("y_zero_point", types=_QUANT_TYPES, optional=True))
+    attributes = (Attr("axis", "int", 1),)
+    min_work_per_thread = 1 << 15
+
+    def _run(self, x, y_scale, y_zero_point=None):
+        scale, zp = _linear_params(self, x, y_scale, y_zero_point, self.axis)
+        out_dtype = UINT8 if y_zero_point is None else y_zero_point.dtype
+        qmin, qmax = _RANGES[ELEMENT_TYPE_OF[out_dtype]]
+        y = self._new_output(x.shape, out_dtype)
+        if x.size == 0:
+            self._record_path((out_dtype, "empty"),
+                              lambda: f"quantizelinear_{out_dtype.name}_empty")
+            return (y,)
+        if scale.ndim == 0 and out_dtype in (UINT8, INT8):
+            level = simd.state.level
+            qcore.quantize_linear_8(
+                np.ascontiguousarray(x, dtype=np.float32), y, np.float32(scale),
+                0 if zp is None else int(zp), qmin, qmax, level,
+                self._num_threads(x.size, self.min_work_per_thread))
+            self._record_path((out_dtype, level), lambda: (
+                f"quantizelinear_{out_dtype.name}_{simd.LEVEL_NAMES[level]}"))
+            return (y,)
+        zp32 = np.float32(0) if zp is None else zp.astype(np.float32)
+        with np.errstate(all="ignore"):
+            v = x.astype(np.float32, copy=False) / scale.astype(np.float32)
+            # fmax: a NaN quotient takes the lower bound, as MLAS' maxps does
+            v = np.minimum(np.fmax(v, np.float32(qmin) - zp32), np.float32(qmax) - zp32)
+            v = np.rint(v) + zp32
+        np.copyto(y, v.astype(np.int32), casting="unsafe")
+        self._record_path((out_dtype, "numpy"), lambda: f"quantizelinear_{out_dtype.name}_numpy")
+        return (y,)
+
+
+class MicrosoftDequantizeLinear(KernelOp):
+    """y = (x - x_zero_point) * x_scale, ONNX Runtime's com.microsoft
+    DequantizeLinear: x uint8, int8, uint16, int16, int32, int4 or uint4;
+    x_scale float32 or float16 (the output's type: computed in float32, then
+    rounded); the difference in int32 (wrapping for int32 x, as ONNX
+    Runtime's), rounded to float32, times the scale.  Per tensor or per axis
+    as QuantizeLinear."""
+
+    op_type = "DequantizeLinear"
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)", "tensor(uint16)", "tensor(int16)",
+                     "tensor(int32)", "tensor(int4)", "tensor(uint4)", "tensor(float)",
+                     "tensor(float16)")
+    inputs = (Input("x", types=_DEQUANT_TYPES), Input("x_scale", types=(T.FLOAT, T.FLOAT16)),
+              Input("x_zero_point", like=0, optional=True))
+    attributes = (Attr("axis", "int", 1),)
+
+    def _run(self, x, x_scale, x_zero_point=None):
+        scale, zp = _linear_params(self, x, x_scale, x_zero_point, self.axis)
+        y = self._new_output(x.shape, x_scale.dtype)
+        self._record_path(x.dtype, lambda: f"dequantizelinear_{x.dtype.name}_numpy")
+        if x.size == 0:
+            return (y,)
+        d = x.astype(np.int64)
+        if zp is not None:
+            d = d - zp.astype(np.int64)
+        d = d.astype(np.int32) if x.dtype == INT32 else d  # int32 wraps
+        with np.errstate(over="ignore"):  # float16 overflows to inf, as ONNX Runtime's
+            np.multiply(d.astype(np.float32), scale.astype(np.float32), out=y,
+                        casting="unsafe")
+        return (y,)
+
+
 KERNELS = {
-    "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat),
+    "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
+                                    MicrosoftQuantizeLinear, MicrosoftDequantizeLinear),
 }

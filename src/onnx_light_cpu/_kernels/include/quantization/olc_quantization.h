@@ -7,6 +7,8 @@
  *   min and max of x widened to include 0, scale = (max - min) / 255 (1
  *   when max == min), zero point = round_half_even(clamp(-min / scale, 0,
  *   255)), then q = saturate(round_half_even(x / scale) + zp).
+ * - olc_q_quantize_linear_8: the same quantization with a given scale and
+ *   zero point, to uint8 or int8 (QuantizeLinear per tensor).
  * - olc_q_scale_rows: float y = (float)c * multiplier + bias over rows of an
  *   int32 product (the output processor of MLAS' quantized GEMM).
  *
@@ -31,14 +33,15 @@
 #define OLC_Q_CHUNK 16384
 
 typedef void (*olc_q_minmax_fn)(const float *, int64_t, float *, float *);
-typedef void (*olc_q_quantize_fn)(const float *, int64_t, float, int32_t, uint8_t *);
+typedef void (*olc_q_quantize_fn)(const float *, int64_t, float, int32_t, int32_t, int32_t,
+                                  uint8_t *);
 
 typedef struct {
     const float *x;
     int64_t n;
     float *lo, *hi; /* one pair per task */
     float scale;
-    int32_t zp;
+    int32_t zp, qmin, qmax;
     uint8_t *q;
     olc_q_minmax_fn minmax;
     olc_q_quantize_fn quantize;
@@ -55,7 +58,7 @@ static void olc_q_quantize_task(void *arg, ptrdiff_t t, int slot) {
     const olc_q_dynamic_job *p = (const olc_q_dynamic_job *)arg;
     const int64_t i0 = t * OLC_Q_CHUNK, len = p->n - i0 < OLC_Q_CHUNK ? p->n - i0 : OLC_Q_CHUNK;
     (void)slot;
-    p->quantize(p->x + i0, len, p->scale, p->zp, p->q + i0);
+    p->quantize(p->x + i0, len, p->scale, p->zp, p->qmin, p->qmax, p->q + i0);
 }
 
 /* Scale and zero point of x[0..n) (NaN ignored), and q = x quantized, in
@@ -72,7 +75,7 @@ static void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *lo, f
     job.hi = hi;
     job.q = q;
     job.minmax = OLC_LEVEL_FN(level, olc_q_minmax);
-    job.quantize = OLC_LEVEL_FN(level, olc_q_quantize_u8);
+    job.quantize = OLC_LEVEL_FN(level, olc_q_quantize_8);
     float mn = 0.0f, mx = 0.0f;
     olc_parallel_for(tasks, olc_q_minmax_task, &job, nthreads);
     for (int64_t t = 0; t < tasks; t++) {
@@ -86,9 +89,28 @@ static void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *lo, f
     zp = nearbyintf(zp); /* the default rounding: half to even */
     job.scale = scale;
     job.zp = zp == zp ? (int32_t)zp : 0;
+    job.qmin = 0;
+    job.qmax = 255;
     olc_parallel_for(tasks, olc_q_quantize_task, &job, nthreads);
     *scale_out = scale;
     *zp_out = job.zp;
+}
+
+/* q = saturate(round_half_even(x / scale) + zp) into [qmin, qmax] bytes
+ * (QuantizeLinear per tensor to uint8 or int8), in tasks of OLC_Q_CHUNK. */
+static void olc_q_quantize_linear_8(const float *x, int64_t n, float scale, int32_t zp,
+                                    int32_t qmin, int32_t qmax, uint8_t *q, int level,
+                                    int nthreads) {
+    olc_q_dynamic_job job;
+    job.x = x;
+    job.n = n;
+    job.scale = scale;
+    job.zp = zp;
+    job.qmin = qmin;
+    job.qmax = qmax;
+    job.q = q;
+    job.quantize = OLC_LEVEL_FN(olc_build_level(level), olc_q_quantize_8);
+    olc_parallel_for((n + OLC_Q_CHUNK - 1) / OLC_Q_CHUNK, olc_q_quantize_task, &job, nthreads);
 }
 
 typedef void (*olc_q_scale_row_fn)(const int32_t *, int64_t, const float *, int64_t,

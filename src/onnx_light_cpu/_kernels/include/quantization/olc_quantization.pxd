@@ -5,6 +5,9 @@ cdef extern from "quantization/olc_quantization.h" nogil:
     int64_t OLC_Q_CHUNK
     void olc_q_dynamic_u8(const float *x, int64_t n, uint8_t *q, float *lo, float *hi,
                           float *scale_out, int32_t *zp_out, int level, int nthreads)
+    void olc_q_quantize_linear_8(const float *x, int64_t n, float scale, int32_t zp,
+                                 int32_t qmin, int32_t qmax, uint8_t *q, int level,
+                                 int nthreads)
     void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t rows_per_batch,
                           const float *m, int64_t m_bs, int64_t m_cs, const float *bias,
                           float *y, int level, int nthreads)

@@ -35,12 +35,15 @@ OLC_LVL_ATTR static void OLC_FN(olc_q_minmax)(const float *x, int64_t n, float *
     *hi = mx[0];
 }
 
-/* q = saturate(round_half_even(x / scale) + zp) as uint8: the quotient is
- * clamped to [-zp, 255 - zp] first (a NaN quotient becomes -zp, so q = 0),
- * then adding and subtracting 1.5 * 2^23 rounds it, ties to even. */
-OLC_LVL_ATTR static void OLC_FN(olc_q_quantize_u8)(const float *x, int64_t n, float scale,
-                                                  int32_t zp, uint8_t *q) {
-    const float lo = (float)-zp, hi = (float)(255 - zp), magic = 12582912.0f;
+/* q = saturate(round_half_even(x / scale) + zp) into [qmin, qmax] (an
+ * 8-bit type, written as bytes: an int8 result is stored as its two's
+ * complement byte): the quotient is clamped to [qmin - zp, qmax - zp]
+ * first (a NaN quotient becomes qmin - zp, so q = qmin, as MLAS' maxps
+ * does), then adding and subtracting 1.5 * 2^23 rounds it, ties to even. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_quantize_8)(const float *x, int64_t n, float scale,
+                                                 int32_t zp, int32_t qmin, int32_t qmax,
+                                                 uint8_t *q) {
+    const float lo = (float)(qmin - zp), hi = (float)(qmax - zp), magic = 12582912.0f;
     for (int64_t i = 0; i < n; i++) {
         float v = x[i] / scale;
         v = v > lo ? v : lo; /* NaN -> lo */
