@@ -12,8 +12,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from olc_pool cimport olc_pool_import
-from olc_quantization cimport (OLC_Q_CHUNK, olc_q_dynamic_u8, olc_q_quantize_linear_8,
-                              olc_q_scale_rows)
+from olc_quantization cimport (OLC_Q_CHUNK, olc_q_binary_8, olc_q_dynamic_u8,
+                              olc_q_quantize_linear_8, olc_q_scale_rows)
 
 cnp.import_array()
 olc_pool_import()
@@ -47,6 +47,22 @@ def quantize_linear_8(cnp.ndarray x, cnp.ndarray q, float scale, int32_t zp, int
     cdef uint8_t *pq = <uint8_t *>cnp.PyArray_DATA(q)
     with nogil:
         olc_q_quantize_linear_8(px, n, scale, zp, qmin, qmax, pq, level, threads)
+
+
+def binary_8(cnp.ndarray x, cnp.ndarray y, cnp.ndarray out, bint mul, int mode,
+             bint is_signed, float sx, float sy, float sc, int32_t zx, int32_t zy, int32_t zc,
+             int level, int threads):
+    """out = QLinearAdd (mul False) or QLinearMul of x and y: contiguous
+    8-bit arrays of out's size (broadcast already)."""
+    cdef int64_t n = cnp.PyArray_SIZE(out)
+    if cnp.PyArray_NBYTES(x) < n or cnp.PyArray_NBYTES(y) < n or cnp.PyArray_NBYTES(out) < n:
+        raise ValueError("quantization core: buffers too small")
+    cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
+    cdef const uint8_t *py = <const uint8_t *>cnp.PyArray_DATA(y)
+    cdef uint8_t *po = <uint8_t *>cnp.PyArray_DATA(out)
+    with nogil:
+        olc_q_binary_8(px, py, n, mul, mode, is_signed, sx, sy, sc, zx, zy, zc, po, level,
+                       threads)
 
 
 def scale_rows(cnp.ndarray c, int64_t rows, int64_t N, int64_t rows_per_batch,

@@ -287,6 +287,17 @@ def _linear_params(op, x, scale, zero_point, axis_value):
     return scale.reshape(shape), None if zero_point is None else zero_point.reshape(shape)
 
 
+def _quantize(x, scale, zp, qmin: int, qmax: int) -> np.ndarray:
+    """int32 saturate(round_half_even(x / scale) + zp) as MLAS computes it
+    (float32 quotient clamped to [qmin - zp, qmax - zp] first, a NaN to the
+    lower bound as maxps does)."""
+    zp32 = np.float32(0) if zp is None else np.asarray(zp).astype(np.float32)
+    with np.errstate(all="ignore"):
+        v = np.asarray(x).astype(np.float32, copy=False) / np.asarray(scale, dtype=np.float32)
+        v = np.minimum(np.fmax(v, np.float32(qmin) - zp32), np.float32(qmax) - zp32)
+        return (np.rint(v) + zp32).astype(np.int32)
+
+
 class MicrosoftQuantizeLinear(KernelOp):
     """y = saturate(round_half_even(x / y_scale) + y_zero_point), ONNX
     Runtime's com.microsoft QuantizeLinear: x float32 or float16 (widened to
@@ -324,13 +335,7 @@ class MicrosoftQuantizeLinear(KernelOp):
             self._record_path((out_dtype, level), lambda: (
                 f"quantizelinear_{out_dtype.name}_{simd.LEVEL_NAMES[level]}"))
             return (y,)
-        zp32 = np.float32(0) if zp is None else zp.astype(np.float32)
-        with np.errstate(all="ignore"):
-            v = x.astype(np.float32, copy=False) / scale.astype(np.float32)
-            # fmax: a NaN quotient takes the lower bound, as MLAS' maxps does
-            v = np.minimum(np.fmax(v, np.float32(qmin) - zp32), np.float32(qmax) - zp32)
-            v = np.rint(v) + zp32
-        np.copyto(y, v.astype(np.int32), casting="unsafe")
+        np.copyto(y, _quantize(x, scale, zp, qmin, qmax), casting="unsafe")
         self._record_path((out_dtype, "numpy"), lambda: f"quantizelinear_{out_dtype.name}_numpy")
         return (y,)
 
@@ -368,7 +373,167 @@ class MicrosoftDequantizeLinear(KernelOp):
         return (y,)
 
 
+# ------------------------------------------------------- QLinear element-wise
+
+_Q8 = (T.UINT8, T.INT8)
+
+
+def _scalar_param(op, index, x, name):
+    """The one element of a per-tensor scale or zero point (None when absent)."""
+    if x is None:
+        return None
+    if not _one_element(x.shape):
+        raise ValueError(op._input_error(
+            index, f"has shape {x.shape}: {name} must be a scalar or a one-element vector "
+            "(per tensor)"))
+    return x.reshape(-1)[0]
+
+
+def _zero(zp) -> int:
+    return 0 if zp is None else int(zp)
+
+
+def _mlas_operands(a_shape: tuple, b_shape: tuple, out_shape: tuple) -> tuple[bool, int]:
+    """How ONNX Runtime's broadcast loop hands (A, B) to MLAS: whether B is
+    the operand MLAS reads as its first (when A is constant within the
+    innermost run of dimensions that broadcast alike, or everything is one
+    element), and the length of that run."""
+    rank = len(out_shape)
+    a = (1,) * (rank - len(a_shape)) + tuple(a_shape)
+    b = (1,) * (rank - len(b_shape)) + tuple(b_shape)
+    status, span = None, 1
+    for d in reversed(range(rank)):
+        if out_shape[d] == 1:
+            continue
+        here = (a[d] == 1, b[d] == 1)
+        if status is None:
+            status = here
+        elif here != status:
+            break
+        span *= out_shape[d]
+    b_first = status is None or status[0]
+    return b_first, span
+
+
+class _QLinearBinary(KernelOp):
+    """QLinearAdd and QLinearMul: per-tensor scales and zero points, NumPy
+    broadcasting of A and B, the core's loop with MLAS' roundings."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)")
+    inputs = (Input("A", types=_Q8), Input("A_scale", types=(T.FLOAT,)),
+              Input("A_zero_point", like=0, optional=True), Input("B", like=0),
+              Input("B_scale", types=(T.FLOAT,)), Input("B_zero_point", like=0, optional=True),
+              Input("C_scale", types=(T.FLOAT,)), Input("C_zero_point", like=0, optional=True))
+    MUL: bool
+    min_work_per_thread = 1 << 15
+
+    def _run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+             c_zero_point=None):
+        sa = _scalar_param(self, 1, a_scale, "A_scale")
+        za = _zero(_scalar_param(self, 2, a_zero_point, "A_zero_point"))
+        sb = _scalar_param(self, 4, b_scale, "B_scale")
+        zb = _zero(_scalar_param(self, 5, b_zero_point, "B_zero_point"))
+        sc = _scalar_param(self, 6, c_scale, "C_scale")
+        zc = _zero(_scalar_param(self, 7, c_zero_point, "C_zero_point"))
+        try:
+            out_shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise ValueError(self._input_error(
+                3, f"has shape {b.shape}, which does not broadcast with input 0's "
+                f"{a.shape}")) from None
+        y = self._new_output(out_shape, a.dtype)
+        level = simd.state.level
+        self._record_path((a.dtype, level), lambda: (
+            f"{type(self).__name__.lower()}_{a.dtype.name}_{simd.LEVEL_NAMES[level]}"))
+        if y.size == 0:
+            return (y,)
+        b_first, span = _mlas_operands(a.shape, b.shape, out_shape)
+        x, sx, zx, w, sw, zw = (b, sb, zb, a, sa, za) if b_first else (a, sa, za, b, sb, zb)
+        x = np.ascontiguousarray(np.broadcast_to(x, out_shape))
+        w = np.ascontiguousarray(np.broadcast_to(w, out_shape))
+        qcore.binary_8(x, w, y, self.MUL, 1 if span == 1 else 0, a.dtype == INT8,
+                       float(sx), float(sw), float(sc), zx, zw, zc, level,
+                       self._num_threads(y.size, self.min_work_per_thread))
+        return (y,)
+
+
+class QLinearAdd(_QLinearBinary):
+    """C = saturate(round((A - za) sa + (B - zb) sb) / sc) + zc), uint8 or
+    int8, as MLAS' AVX2 kernel rounds it: ratios sa / sc and sb / sc in
+    float32 and fused multiply-adds (bit for bit, including which operand
+    MLAS takes first after ONNX Runtime's broadcast loop)."""
+
+    MUL = False
+
+
+class QLinearMul(_QLinearBinary):
+    """C = saturate(round(float((A - za)(B - zb)) (sa sb / sc) + zc)), uint8
+    or int8, as MLAS computes it (two float32 roundings, then half to even)."""
+
+    MUL = True
+
+
+class _QLinearLookup(KernelOp):
+    """QLinearSigmoid and QLinearLeakyRelu: a table of the 256 results,
+    built as ONNX Runtime builds it (dequantize each code in float32, the
+    function, MLAS' quantization), then looked up."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)")
+    inputs = (Input("X", types=_Q8), Input("X_scale", types=(T.FLOAT,)),
+              Input("X_zero_point", like=0, optional=True), Input("Y_scale", types=(T.FLOAT,)),
+              Input("Y_zero_point", like=0, optional=True))
+
+    def _function(self, v: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _run(self, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
+        sx = np.float32(_scalar_param(self, 1, x_scale, "X_scale"))
+        zx = _zero(_scalar_param(self, 2, x_zero_point, "X_zero_point"))
+        sy = np.float32(_scalar_param(self, 3, y_scale, "Y_scale"))
+        zy = _zero(_scalar_param(self, 4, y_zero_point, "Y_zero_point"))
+        key = (float(sx), zx, float(sy), zy, x.dtype)
+        cache = self.__dict__.setdefault("_tables", {})
+        table = cache.get(key)
+        if table is None:
+            codes = np.arange(256, dtype=np.uint8).view(x.dtype).astype(np.int32)
+            with np.errstate(all="ignore"):
+                v = sx * (codes - zx).astype(np.float32)
+                lo, hi = (-128, 127) if x.dtype == INT8 else (0, 255)
+                table = _quantize(self._function(v), sy, zy, lo, hi).astype(x.dtype)
+            if len(cache) > 16:
+                cache.clear()
+            cache[key] = table
+        y = self._new_output(x.shape, x.dtype)
+        np.take(table, x.view(np.uint8), out=y)
+        self._record_path(x.dtype, lambda: f"{type(self).__name__.lower()}_{x.dtype.name}_table")
+        return (y,)
+
+
+class QLinearLeakyRelu(_QLinearLookup):
+    """Y = quantize(v >= 0 ? v : alpha v), v = dequantize(X), in float32 (bit
+    for bit with ONNX Runtime)."""
+
+    attributes = (Attr("alpha", "float", 0.01),)
+
+    def _function(self, v):
+        return np.where(v >= 0, v, np.float32(self.alpha) * v)
+
+
+class QLinearSigmoid(_QLinearLookup):
+    """Y = quantize(1 / (1 + exp(-v))), v = dequantize(X).  ONNX Runtime
+    evaluates MLAS' rational approximation of the logistic; here it is
+    computed in float64 and rounded to float32, so a code whose value lies
+    within MLAS' error of a rounding boundary can differ by one (measured:
+    tests/ops/test_quantization.py)."""
+
+    def _function(self, v):
+        return (1.0 / (1.0 + np.exp(-v.astype(np.float64)))).astype(np.float32)
+
+
 KERNELS = {
     "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
-                                    MicrosoftQuantizeLinear, MicrosoftDequantizeLinear),
+                                    MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
+                                    QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid),
 }

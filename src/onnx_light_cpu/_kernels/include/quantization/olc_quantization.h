@@ -9,6 +9,8 @@
  *   255)), then q = saturate(round_half_even(x / scale) + zp).
  * - olc_q_quantize_linear_8: the same quantization with a given scale and
  *   zero point, to uint8 or int8 (QuantizeLinear per tensor).
+ * - olc_q_binary_8: QLinearAdd and QLinearMul on 8-bit elements, with
+ *   MLAS' roundings (fused multiply-adds for Add).
  * - olc_q_scale_rows: float y = (float)c * multiplier + bias over rows of an
  *   int32 product (the output processor of MLAS' quantized GEMM).
  *
@@ -111,6 +113,62 @@ static void olc_q_quantize_linear_8(const float *x, int64_t n, float scale, int3
     job.q = q;
     job.quantize = OLC_LEVEL_FN(olc_build_level(level), olc_q_quantize_8);
     olc_parallel_for((n + OLC_Q_CHUNK - 1) / OLC_Q_CHUNK, olc_q_quantize_task, &job, nthreads);
+}
+
+typedef void (*olc_q_add_fn)(const uint8_t *, const uint8_t *, int64_t, int, int, float, float,
+                             float, uint8_t *);
+typedef void (*olc_q_mul_fn)(const uint8_t *, const uint8_t *, int64_t, int, int32_t, int32_t,
+                             float, float, uint8_t *);
+
+typedef struct {
+    const uint8_t *a, *b;
+    int64_t n;
+    int mode, is_signed, mul;
+    int32_t za, zb;
+    float rac, rbc, fixed, zc, ratio;
+    olc_q_add_fn add;
+    olc_q_mul_fn mulf;
+    uint8_t *y;
+} olc_q_binary_job;
+
+static void olc_q_binary_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_q_binary_job *p = (const olc_q_binary_job *)arg;
+    const int64_t i0 = t * OLC_Q_CHUNK, len = p->n - i0 < OLC_Q_CHUNK ? p->n - i0 : OLC_Q_CHUNK;
+    (void)slot;
+    if (p->mul)
+        p->mulf(p->a + i0, p->b + i0, len, p->is_signed, p->za, p->zb, p->zc, p->ratio, p->y + i0);
+    else
+        p->add(p->a + i0, p->b + i0, len, p->mode, p->is_signed, p->rac, p->rbc, p->fixed,
+               p->y + i0);
+}
+
+/* QLinearAdd (mul 0) or QLinearMul (mul 1) over n elements of x and y
+ * (int8 or uint8 bytes, broadcast already; x is the operand MLAS reads as
+ * its A), in tasks of OLC_Q_CHUNK.  The ratios, MLAS' fixed part of Add
+ * (zc - fma(rxc, zx, ryc zy)) and Mul's ratio sx sy / sc are formed here,
+ * in float32, as MLAS forms them. */
+static void olc_q_binary_8(const uint8_t *x, const uint8_t *y, int64_t n, int mul, int mode,
+                           int is_signed, float sx, float sy, float sc, int32_t zx, int32_t zy,
+                           int32_t zc, uint8_t *out, int level, int nthreads) {
+    olc_q_binary_job job;
+    level = olc_build_level(level);
+    job.a = x;
+    job.b = y;
+    job.n = n;
+    job.mul = mul;
+    job.mode = mode;
+    job.is_signed = is_signed;
+    job.rac = sx / sc;
+    job.rbc = sy / sc;
+    job.fixed = (float)zc - fmaf(job.rac, (float)zx, job.rbc * (float)zy);
+    job.za = zx;
+    job.zb = zy;
+    job.zc = (float)zc;
+    job.ratio = sx * sy / sc;
+    job.add = OLC_LEVEL_FN(level, olc_q_add_8);
+    job.mulf = OLC_LEVEL_FN(level, olc_q_mul_8);
+    job.y = out;
+    olc_parallel_for((n + OLC_Q_CHUNK - 1) / OLC_Q_CHUNK, olc_q_binary_task, &job, nthreads);
 }
 
 typedef void (*olc_q_scale_row_fn)(const int32_t *, int64_t, const float *, int64_t,

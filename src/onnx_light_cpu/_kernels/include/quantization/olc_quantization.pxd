@@ -8,6 +8,9 @@ cdef extern from "quantization/olc_quantization.h" nogil:
     void olc_q_quantize_linear_8(const float *x, int64_t n, float scale, int32_t zp,
                                  int32_t qmin, int32_t qmax, uint8_t *q, int level,
                                  int nthreads)
+    void olc_q_binary_8(const uint8_t *x, const uint8_t *y, int64_t n, int mul, int mode,
+                        int is_signed, float sx, float sy, float sc, int32_t zx, int32_t zy,
+                        int32_t zc, uint8_t *out, int level, int nthreads)
     void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t rows_per_batch,
                           const float *m, int64_t m_bs, int64_t m_cs, const float *bias,
                           float *y, int level, int nthreads)

@@ -70,4 +70,42 @@ OLC_LVL_ATTR static void OLC_FN(olc_q_scale_row)(const int32_t *c, int64_t n, co
     }
 }
 
+/* The 8-bit result of a float: rounded half to even, out-of-range and NaN
+ * values as cvtps2dq gives them (INT32_MIN), then saturated (packs). */
+static inline int32_t OLC_FN(olc_q_sat8)(float v, int is_signed) {
+    const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+    int32_t r = v > -2147483648.0f && v < 2147483648.0f ? (int32_t)nearbyintf(v) : INT32_MIN;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+/* QLinearAdd as MLAS' AVX2 kernel computes it, its fused multiply-adds
+ * included: mode 0 v = fma(x, rxc, fma(y, ryc, fixed)), mode 1 (a span of
+ * one element, which MLAS takes as a scalar x) v = fma(y, ryc, fma(x, rxc,
+ * fixed)).  Elements are int8 or uint8 (is_signed) read from bytes. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_add_8)(const uint8_t *x, const uint8_t *y, int64_t n,
+                                            int mode, int is_signed, float rxc, float ryc,
+                                            float fixed, uint8_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        const float fx = is_signed ? (float)(int8_t)x[i] : (float)x[i];
+        const float fy = is_signed ? (float)(int8_t)y[i] : (float)y[i];
+        const float v = mode == 1 ? fmaf(fy, ryc, fmaf(fx, rxc, fixed))
+                                  : fmaf(fx, rxc, fmaf(fy, ryc, fixed));
+        out[i] = (uint8_t)OLC_FN(olc_q_sat8)(v, is_signed);
+    }
+}
+
+/* QLinearMul as MLAS computes it: the int32 product of the shifted values
+ * rounded to float, times the ratio, plus zc (two roundings), then rounded
+ * half to even and saturated. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_mul_8)(const uint8_t *a, const uint8_t *b, int64_t n,
+                                            int is_signed, int32_t za, int32_t zb, float zc,
+                                            float ratio, uint8_t *y) {
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t ia = (is_signed ? (int32_t)(int8_t)a[i] : (int32_t)a[i]) - za;
+        const int32_t ib = (is_signed ? (int32_t)(int8_t)b[i] : (int32_t)b[i]) - zb;
+        const float v = (float)(ia * ib) * ratio + zc;
+        y[i] = (uint8_t)OLC_FN(olc_q_sat8)(v, is_signed);
+    }
+}
+
 #pragma GCC pop_options
