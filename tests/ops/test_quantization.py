@@ -474,6 +474,55 @@ def test_qlinear_lookup_defaults_and_layouts(op):
     check(op, [x, np.array(0.05, F32), None, np.array(0.01, F32)], expected=want)
 
 
+@pytest.mark.parametrize("qt", [U8, S8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -2])
+def test_qlinear_concat(qt, axis):
+    """Requantized through tables, or copied where the scale and zero point
+    are the output's."""
+    rng = np.random.default_rng(50)
+    sy, zy = np.array(F32(0.05)), ints(rng, (), qt)
+    shapes = [[3, 4, 5], [3, 4, 5], [3, 4, 5]]
+    for k, n in enumerate((2, 1, 3)):
+        shapes[k][axis] = n
+    inputs = [sy, zy]
+    for k, shape in enumerate(shapes):
+        same = k == 1
+        inputs += [ints(rng, tuple(shape), qt), sy.copy() if same else np.array(F32(0.02 + k)),
+                   zy.copy() if same else ints(rng, (), qt)]
+    check("QLinearConcat", inputs, axis=axis)
+
+
+def test_qlinear_concat_empty_part():
+    rng = np.random.default_rng(51)
+    sy, zy = np.array(F32(0.05)), np.array(3, U8)
+    check("QLinearConcat", [sy, zy, ints(rng, (2, 0), U8), np.array(F32(0.1)), np.array(1, U8),
+                            ints(rng, (2, 3), U8), np.array(F32(0.2)), np.array(9, U8)], axis=1)
+
+
+@pytest.mark.parametrize("qt", [U8, S8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("shapes", [((4, 5), (4, 5), (4, 5)), ((3, 1, 5), (4, 5), (1,)),
+                                    ((), (2, 3), (3,)), ((2, 3), (), ())], ids=str)
+def test_qlinear_where(qt, shapes):
+    rng = np.random.default_rng(52)
+    cond = rng.random(shapes[0]) > 0.5
+    check("QLinearWhere", [np.asarray(cond), ints(rng, shapes[1], qt), np.array(F32(0.04)),
+                           ints(rng, (), qt), ints(rng, shapes[2], qt), np.array(F32(0.1)),
+                           ints(rng, (), qt), np.array(F32(0.07)), ints(rng, (), qt)])
+
+
+@pytest.mark.parametrize("qt", [U8, S8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("channels_last,shape", [(0, (2, 3, 5, 7)), (1, (2, 5, 7, 3)),
+                                                 (0, (1, 4, 9)), (1, (2, 3, 4, 5, 6)),
+                                                 (0, (1, 2, 64, 64)), (1, (1, 1, 1, 8))],
+                         ids=str)
+def test_qlinear_global_average_pool(qt, channels_last, shape):
+    rng = np.random.default_rng(53)
+    for _ in range(5):
+        sx, sy = np.array(F32(rng.random() * 0.1 + 0.01)), np.array(F32(rng.random() * 0.1 + 0.01))
+        check("QLinearGlobalAveragePool", [ints(rng, shape, qt), sx, ints(rng, (), qt), sy,
+                                           ints(rng, (), qt)], channels_last=channels_last)
+
+
 # ------------------------------------------------------------------ bad input
 
 def rejects(op, inputs, error, match, **attrs):
@@ -622,3 +671,27 @@ def test_reject_qlinear_zero_point_type():
                                np.ones((), F32)],
             TypeError, r"QLinearSigmoid: input 2 \('x2'\) has element type int8, expected "
                        "uint8 like input 0")
+
+
+def test_reject_global_average_pool_scale_range():
+    rng = np.random.default_rng(54)
+    rejects("QLinearGlobalAveragePool", [ints(rng, (1, 2, 2, 2), U8), np.array(100.0, F32),
+                                         np.array(0, U8), np.array(0.01, F32), np.array(0, U8)],
+            ValueError, r"QLinearGlobalAveragePool: x_scale / \(y_scale \* image size\)")
+
+
+def test_reject_concat_zero_point_type():
+    rng = np.random.default_rng(55)
+    rejects("QLinearConcat", [np.array(0.1, F32), np.array(0, U8), ints(rng, (2, 2), S8),
+                              np.array(0.1, F32), np.array(0, S8)],
+            TypeError, r"QLinearConcat: input 2 \('x2'\) has element type int8, expected "
+                       "uint8 like Y_zero_point", axis=0)
+
+
+def test_reject_concat_shapes():
+    rng = np.random.default_rng(56)
+    rejects("QLinearConcat", [np.array(0.1, F32), np.array(0, U8), ints(rng, (2, 2), U8),
+                              np.array(0.1, F32), np.array(0, U8), ints(rng, (3, 3), U8),
+                              np.array(0.1, F32), np.array(0, U8)],
+            ValueError, r"QLinearConcat: input 5 \('x5'\) has shape \(3, 3\), which differs",
+            axis=0)

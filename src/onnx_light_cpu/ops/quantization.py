@@ -532,8 +532,159 @@ class QLinearSigmoid(_QLinearLookup):
         return (1.0 / (1.0 + np.exp(-v.astype(np.float64)))).astype(np.float32)
 
 
+def _requantize_table(op, dtype, x_scale, x_zero_point, y_scale, y_zero_point):
+    """The 256-entry table ONNX Runtime builds to move codes of one (scale,
+    zero point) to another: dequantize in float32, MLAS' quantization."""
+    codes = np.arange(256, dtype=np.uint8).view(dtype).astype(np.int32)
+    lo, hi = (-128, 127) if dtype == INT8 else (0, 255)
+    with np.errstate(all="ignore"):
+        v = np.float32(x_scale) * (codes - _zero(x_zero_point)).astype(np.float32)
+        return _quantize(v, y_scale, _zero(y_zero_point), lo, hi).astype(dtype)
+
+
+class QLinearConcat(KernelOp):
+    """Concat of 8-bit tensors, each (X, X_scale, X_zero_point) moved to
+    (Y_scale, Y_zero_point) through ONNX Runtime's table (a copy when the
+    scale and zero point are the output's): bit for bit.  ``axis`` is
+    required (negative from the end); every tensor has Y_zero_point's type
+    and one rank, dimensions equal but on the axis."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)", "tensor(float)")
+    inputs = (Input("Y_scale", types=(T.FLOAT,)), Input("Y_zero_point", types=_Q8),
+              Input("inputs", variadic=True))
+    attributes = (Attr("axis", "int"),)
+
+    def _run(self, y_scale, y_zero_point, *tuples):
+        sy = _scalar_param(self, 0, y_scale, "Y_scale")
+        zy = _scalar_param(self, 1, y_zero_point, "Y_zero_point")
+        dtype = y_zero_point.dtype
+        if len(tuples) == 0 or len(tuples) % 3:
+            raise ValueError(f"QLinearConcat: the inputs after Y_scale and Y_zero_point must be "
+                             f"(X, X_scale, X_zero_point) triples, got {len(tuples)}")
+        xs = tuples[0::3]
+        rank = xs[0].ndim
+        if not -rank <= self.axis < max(rank, 1):
+            raise ValueError(f"QLinearConcat: attribute axis {self.axis} is out of range for "
+                             f"inputs of rank {rank}")
+        axis = self.axis % max(rank, 1)
+        parts = []
+        for k in range(len(xs)):
+            x, sx, zx = tuples[3 * k: 3 * k + 3]
+            index = 2 + 3 * k
+            if x is None or sx is None or zx is None:
+                raise ValueError(self._input_error(index, "and its scale and zero point are "
+                                                          "required"))
+            for offset, t, want in ((0, x, dtype), (2, zx, dtype)):
+                if t.dtype != want:
+                    raise TypeError(self._input_error(
+                        index + offset, f"has element type {t.dtype}, expected {want} like "
+                        "Y_zero_point"))
+            if sx.dtype != FLOAT32:
+                raise TypeError(self._input_error(index + 1, f"has element type {sx.dtype}, "
+                                                             "expected float32"))
+            if x.ndim != rank or x.shape[:axis] + x.shape[axis + 1:] != (
+                    xs[0].shape[:axis] + xs[0].shape[axis + 1:]):
+                raise ValueError(self._input_error(
+                    index, f"has shape {x.shape}, which differs from input 2's {xs[0].shape} "
+                    f"outside axis {axis}"))
+            scale = _scalar_param(self, index + 1, sx, "a scale")
+            zero = _scalar_param(self, index + 2, zx, "a zero point")
+            if np.float32(scale) == np.float32(sy) and int(zero) == int(zy):
+                parts.append(x)
+            else:
+                parts.append(np.take(_requantize_table(self, dtype, scale, zero, sy, zy),
+                                     x.view(np.uint8)))
+        self._record_path(dtype, lambda: f"qlinearconcat_{dtype.name}_table")
+        return (np.concatenate(parts, axis=axis),)
+
+
+class QLinearWhere(KernelOp):
+    """Z = where(condition, X, Y), X and Y moved to (z_scale, z_zero_point)
+    through ONNX Runtime's tables, the three broadcast NumPy style."""
+
+    op_domain = MS
+    element_types = ("tensor(bool)", "tensor(uint8)", "tensor(int8)", "tensor(float)")
+    inputs = (Input("condition", types=(T.BOOL,)), Input("X", types=_Q8),
+              Input("x_scale", types=(T.FLOAT,)), Input("x_zero_point", like=1),
+              Input("Y", like=1), Input("y_scale", types=(T.FLOAT,)),
+              Input("y_zero_point", like=1), Input("z_scale", types=(T.FLOAT,)),
+              Input("z_zero_point", like=1))
+
+    def _run(self, condition, x, x_scale, x_zero_point, y, y_scale, y_zero_point, z_scale,
+             z_zero_point):
+        params = [_scalar_param(self, i, t, name) for i, t, name in (
+            (2, x_scale, "x_scale"), (3, x_zero_point, "x_zero_point"), (5, y_scale, "y_scale"),
+            (6, y_zero_point, "y_zero_point"), (7, z_scale, "z_scale"),
+            (8, z_zero_point, "z_zero_point"))]
+        sx, zx, sy, zy, sz, zz = params
+        try:
+            shape = np.broadcast_shapes(condition.shape, x.shape, y.shape)
+        except ValueError:
+            raise ValueError(self._input_error(
+                4, f"has shape {y.shape}: condition {condition.shape}, X {x.shape} and Y do "
+                "not broadcast together")) from None
+        dtype = x.dtype
+        tx = _requantize_table(self, dtype, sx, zx, sz, zz)
+        ty = _requantize_table(self, dtype, sy, zy, sz, zz)
+        z = self._new_output(shape, dtype)
+        np.copyto(z, np.where(condition, np.take(tx, x.view(np.uint8)),
+                              np.take(ty, y.view(np.uint8))))
+        self._record_path(dtype, lambda: f"qlinearwhere_{dtype.name}_table")
+        return (z,)
+
+
+class QLinearGlobalAveragePool(KernelOp):
+    """Y = saturate(round_half_even(float32(sum(X) - x_zp * size) * s) +
+    y_zp) per image and channel, s = x_scale / (y_scale * size) in float32,
+    as MLAS computes it (bit for bit).  X is N x C x spatial...
+    (``channels_last`` 0) or N x spatial... x C (1); Y keeps X's rank with
+    ones for the spatial dimensions.  As ONNX Runtime: an image of 2^24
+    elements or more, and s outside [2^-32, 256), are rejected."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)")
+    inputs = (Input("X", types=_Q8), Input("x_scale", types=(T.FLOAT,)),
+              Input("x_zero_point", like=0), Input("y_scale", types=(T.FLOAT,)),
+              Input("y_zero_point", like=0))
+    attributes = (Attr("channels_last", "int", 0),)
+
+    def _run(self, x, x_scale, x_zero_point, y_scale, y_zero_point):
+        sx = np.float32(_scalar_param(self, 1, x_scale, "x_scale"))
+        zx = _zero(_scalar_param(self, 2, x_zero_point, "x_zero_point"))
+        sy = np.float32(_scalar_param(self, 3, y_scale, "y_scale"))
+        zy = _zero(_scalar_param(self, 4, y_zero_point, "y_zero_point"))
+        if x.ndim < 3:
+            raise ValueError(self._input_error(
+                0, f"has shape {x.shape}: rank 3 or more expected (N, C and spatial "
+                "dimensions)"))
+        last = self.channels_last != 0
+        spatial = tuple(range(1, x.ndim - 1)) if last else tuple(range(2, x.ndim))
+        size = math.prod(x.shape[d] for d in spatial)
+        out_shape = tuple(1 if d in spatial else n for d, n in enumerate(x.shape))
+        if x.size == 0 or size == 0:
+            raise ValueError(self._input_error(0, f"has shape {x.shape}: empty images have "
+                                                  "no average"))
+        if size >= 1 << 24:
+            raise ValueError(self._input_error(0, f"has images of {size} elements: 2^24 or "
+                                                  "more cannot be averaged exactly"))
+        with np.errstate(all="ignore"):
+            scale = sx / (sy * np.float32(size))
+        if not (2.0 ** -32 <= scale < 256.0):
+            raise ValueError(f"QLinearGlobalAveragePool: x_scale / (y_scale * image size) = "
+                             f"{scale} is outside [2^-32, 256), where ONNX Runtime computes it")
+        acc = x.astype(np.int64).sum(axis=spatial, keepdims=True) - zx * size
+        lo, hi = (-128, 127) if x.dtype == INT8 else (0, 255)
+        v = np.rint(acc.astype(np.int32).astype(np.float32) * scale) + zy
+        y = self._new_output(out_shape, x.dtype)
+        np.copyto(y, np.clip(v, lo, hi), casting="unsafe")
+        self._record_path(x.dtype, lambda: f"qlinearglobalaveragepool_{x.dtype.name}_numpy")
+        return (y,)
+
+
 KERNELS = {
     "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
                                     MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
-                                    QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid),
+                                    QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid,
+                                    QLinearConcat, QLinearWhere, QLinearGlobalAveragePool),
 }
