@@ -523,6 +523,44 @@ def test_qlinear_global_average_pool(qt, channels_last, shape):
                                            ints(rng, (), qt)], channels_last=channels_last)
 
 
+# ---------------------------------------------------------------------- QGemm
+
+QGEMM_PAIRS = [(U8, U8), (U8, S8), (S8, S8)]
+
+
+@pytest.mark.parametrize("pair", QGEMM_PAIRS, ids=lambda p: "x".join(np.dtype(d).name for d in p))
+@pytest.mark.parametrize("shape", [(3, 5, 7), (17, 64, 33), (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("trans", [(0, 0), (1, 0), (0, 1), (1, 1)], ids=str)
+@pytest.mark.parametrize("output", ["quantized", "float", "float_no_y_scale"])
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qgemm(pair, shape, trans, output, per_column):
+    at, bt = pair
+    M, K, N = shape
+    rng = np.random.default_rng(sum(shape) + 60)
+    a = ints(rng, (K, M) if trans[0] else (M, K), at)
+    b = ints(rng, (N, K) if trans[1] else (K, N), bt)
+    sb = (rng.random(N) * 0.01 + 0.001).astype(F32) if per_column else np.array(F32(0.01))
+    inputs = [a, np.array(F32(0.02)), ints(rng, (), at), b, sb, ints(rng, sb.shape, bt)]
+    for c_shape in [None, (N,), (M, 1), (M, N), ()]:
+        c = None if c_shape is None else rng.integers(-5000, 5000, c_shape).astype(np.int32)
+        rest = {"quantized": [c, np.array(F32(0.3)), ints(rng, (), at)],
+                "float": [c, np.array(F32(0.3))], "float_no_y_scale": [c]}[output]
+        full = inputs + rest
+        while full[-1] is None:
+            full.pop()
+        check("QGemm", full, transA=trans[0], transB=trans[1], alpha=0.75)
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_qgemm_constant_b(trans_b):
+    rng = np.random.default_rng(61)
+    b = ints(rng, (40, 70) if trans_b else (70, 40), S8)
+    inputs = [ints(rng, (9, 70), U8), np.array(F32(0.02)), np.array(128, U8), b,
+              (rng.random(40) * 0.01).astype(F32), ints(rng, (40,), S8),
+              rng.integers(-99, 99, 40).astype(np.int32), np.array(F32(0.2)), np.array(5, U8)]
+    check("QGemm", inputs, constant=(3, 4, 5, 6), transB=trans_b)
+
+
 # ------------------------------------------------------------------ bad input
 
 def rejects(op, inputs, error, match, **attrs):
@@ -695,3 +733,19 @@ def test_reject_concat_shapes():
                               np.array(0.1, F32), np.array(0, U8)],
             ValueError, r"QLinearConcat: input 5 \('x5'\) has shape \(3, 3\), which differs",
             axis=0)
+
+
+def test_reject_qgemm_b_scale_and_zero_point_shapes():
+    rng = np.random.default_rng(62)
+    rejects("QGemm", [ints(rng, (2, 3), U8), np.array(0.1, F32), np.array(0, U8),
+                      ints(rng, (3, 4), U8), np.ones(4, F32), np.zeros((), U8)],
+            ValueError, r"QGemm: input 5 \('x5'\) has shape \(\): b_scale and b_zero_point "
+                        "must have the same shape")
+
+
+def test_reject_qgemm_bias_shape():
+    rng = np.random.default_rng(63)
+    rejects("QGemm", [ints(rng, (2, 3), U8), np.array(0.1, F32), np.array(0, U8),
+                      ints(rng, (3, 4), U8), np.array(0.1, F32), np.zeros((), U8),
+                      np.zeros(3, np.int32)],
+            ValueError, r"QGemm: input 6 \('x6'\) has shape \(3,\): it must broadcast")

@@ -49,6 +49,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import quantization as qcore
+from .._kernels.engines import gemm_int8 as core
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from .matmul_integer import INT8_TYPES, INT32, _IntegerProduct
 
@@ -682,9 +683,114 @@ class QLinearGlobalAveragePool(KernelOp):
         return (y,)
 
 
+class QGemm(_IntegerProduct):
+    """com.microsoft QGemm as ONNX Runtime 1.32 computes it, on the int8
+    engine: acc (int32) = C + (A' - a_zp)(B' - b_zp) with A' = A or A^T,
+    B' = B or B^T (``transA``, ``transB``), C int32 broadcast from (), [N],
+    [1, N], [M, 1] or [M, N] (wrapping as int32 sums do); the scale per
+    column s = alpha * a_scale * b_scale[n] (float32, in that order), divided
+    by y_scale when given.  With y_zero_point: Y (its type) =
+    saturate(round_half_even(float32(acc) * s) + y_zp), MLAS' requantization;
+    without: Y float32 = float32(acc) * s.  A uint8 or int8, B uint8 or int8
+    (ONNX Runtime has no int8 A with uint8 B: run here all the same);
+    a_scale, a_zero_point one element; b_scale and b_zero_point one element
+    or [N], of the same shape.  ONNX Runtime's output for K = 0 is not
+    reproduced (it writes bytes into a float output): here acc = C."""
+
+    op_domain = MS
+    since_version = 1
+    element_types = ("tensor(uint8)", "tensor(int8)", "tensor(float)", "tensor(int32)")
+    inputs = (Input("A", types=INT8_TYPES), Input("a_scale", types=(T.FLOAT,)),
+              Input("a_zero_point", like=0), Input("B", types=INT8_TYPES),
+              Input("b_scale", types=(T.FLOAT,)), Input("b_zero_point", like=3),
+              Input("C", types=(T.INT32,), optional=True),
+              Input("y_scale", types=(T.FLOAT,), optional=True),
+              Input("y_zero_point", types=INT8_TYPES, optional=True))
+    attributes = (Attr("transA", "int", 0), Attr("transB", "int", 0),
+                  Attr("alpha", "float", 1.0))
+    B_INDEX, ZA_INDEX, ZB_INDEX = 3, 2, 5
+
+    def _run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c=None, y_scale=None,
+             y_zero_point=None):
+        if a.ndim != 2 or b.ndim != 2:
+            which = 0 if a.ndim != 2 else 3
+            raise ValueError(self._input_error(which, "must be a matrix (rank 2)"))
+        A = a.T if self.transA else a
+        Bm = b.T if self.transB else b
+        M, K = A.shape
+        K2, N = Bm.shape
+        if K != K2:
+            raise ValueError(self._input_error(
+                3, f"has shape {b.shape}: its inner dimension {K2} differs from A's {K}"))
+        sa = np.float32(_scalar_param(self, 1, a_scale, "a_scale"))
+        za = _scalar_param(self, 2, a_zero_point, "a_zero_point")
+        for index, t in ((4, b_scale), (5, b_zero_point)):
+            if not (t.ndim == 0 or (t.ndim == 1 and t.shape[0] in (1, N))):
+                raise ValueError(self._input_error(
+                    index, f"has shape {t.shape}: it must be a scalar or 1-D of 1 or N = {N} "
+                    "elements"))
+        if b_scale.shape != b_zero_point.shape:
+            raise ValueError(self._input_error(
+                5, f"has shape {b_zero_point.shape}: b_scale and b_zero_point must have the "
+                f"same shape (b_scale has {b_scale.shape})"))
+        if c is not None and c.shape not in ((), (1,), (1, 1), (N,), (1, N), (M, 1), (M, N)):
+            raise ValueError(self._input_error(
+                6, f"has shape {c.shape}: it must broadcast to (M, N) = ({M}, {N}) as (), "
+                "[N], [1, N], [M, 1] or [M, N]"))
+        sy = None if y_scale is None else np.float32(_scalar_param(self, 7, y_scale, "y_scale"))
+        zy = _scalar_param(self, 8, y_zero_point, "y_zero_point")
+        out_dtype = FLOAT32 if y_zero_point is None else y_zero_point.dtype
+        y = self._new_output((M, N), out_dtype)
+        if M == 0 or N == 0:
+            self._record_path((a.dtype, b.dtype, "empty"), lambda: (
+                f"qgemm_{a.dtype.name}_{b.dtype.name}_empty"))
+            return (y,)
+        acc = self._new_output((1, M, N), INT32, slot=1)
+        if c is None:
+            acc.fill(0)
+        else:
+            np.copyto(acc[0], np.broadcast_to(c.reshape(c.shape[-2:] if c.ndim == 2 else c.shape),
+                                              (M, N)))
+        used = simd.state.level
+        if K:
+            used = core.level_used(used)
+            threads = self._num_threads(M * N * K, self.min_work_per_thread)
+            constant = self._constant_input(3) is b
+            bt = self._prepared_input(("B", self.transB), 3, b, lambda: np.ascontiguousarray(Bm))
+            packed, sums = self._packed(used, bt.view(np.uint8), b.dtype == INT8,
+                                        np.zeros(1, dtype=np.int64), K, N, threads, constant)
+            za_s, _, _, _ = self._zero_points(np.asarray(za).reshape(()), (), (),
+                                              128 if a.dtype == INT8 else 0)
+            zb_form = (1, N) if b_zero_point.size > 1 else ()
+            zb_s, _, _, zb_cs = self._zero_points(b_zero_point.reshape(-1)[:N].reshape(zb_form)
+                                                  if zb_form else b_zero_point.reshape(()),
+                                                  zb_form, (), 0 if b.dtype == INT8 else -128)
+            prod = self._new_output((1, M, N), INT32, slot=2)
+            core.gemm(np.ascontiguousarray(A).view(np.uint8), np.zeros(1, dtype=np.int64),
+                      packed, sums, np.zeros(1, dtype=np.int64), za_s, zb_s, prod, 0, 0, 0,
+                      zb_cs, M, N, K, a.dtype == INT8, used, threads)
+            np.add(acc, prod, out=acc)
+        # float32 scales, formed in ONNX Runtime's order
+        scale = np.float32(self.alpha) * sa * b_scale.astype(np.float32).reshape(-1)
+        if sy is not None:
+            scale = scale / sy
+        with np.errstate(all="ignore"):
+            v = acc[0].astype(np.float32) * scale.astype(np.float32)
+            if zy is None:
+                np.copyto(y, v)
+            else:
+                lo, hi = (-128, 127) if out_dtype == INT8 else (0, 255)
+                v = np.minimum(np.fmax(v, np.float32(lo - int(zy))), np.float32(hi - int(zy)))
+                np.copyto(y, np.rint(v) + int(zy), casting="unsafe")
+        self._record_path((a.dtype, b.dtype, out_dtype, used), lambda: (
+            f"qgemm_{a.dtype.name}_{b.dtype.name}_{out_dtype.name}_{simd.LEVEL_NAMES[used]}"))
+        return (y,)
+
+
 KERNELS = {
     "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
                                     MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
                                     QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid,
-                                    QLinearConcat, QLinearWhere, QLinearGlobalAveragePool),
+                                    QLinearConcat, QLinearWhere, QLinearGlobalAveragePool,
+                                    QGemm),
 }
