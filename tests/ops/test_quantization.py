@@ -523,6 +523,37 @@ def test_qlinear_global_average_pool(qt, channels_last, shape):
                                            ints(rng, (), qt)], channels_last=channels_last)
 
 
+POOL_CASES = [
+    ((1, 3, 7, 9), dict(kernel_shape=[3, 3])),
+    ((2, 2, 8, 8), dict(kernel_shape=[2, 2], strides=[2, 2])),
+    ((1, 3, 7, 9), dict(kernel_shape=[3, 2], pads=[1, 0, 1, 1], count_include_pad=1)),
+    ((1, 3, 7, 9), dict(kernel_shape=[3, 2], pads=[1, 0, 1, 1], count_include_pad=0)),
+    ((1, 2, 7, 9), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    ((1, 2, 6, 6), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, pads=[1, 1, 1, 1])),
+    ((1, 2, 7, 9), dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER", strides=[2, 2])),
+    ((1, 2, 7, 9), dict(kernel_shape=[2, 4], auto_pad="SAME_LOWER")),
+    ((1, 2, 7, 9), dict(kernel_shape=[3, 3], auto_pad="VALID", strides=[2, 1])),
+    ((1, 4, 10), dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    ((1, 2, 4, 5, 6), dict(kernel_shape=[2, 3, 2], pads=[0, 1, 1, 1, 0, 0])),
+    ((2, 3, 5, 7), dict(kernel_shape=[5, 7])),  # ONNX Runtime's global-average path
+    ((1, 7, 9, 3), dict(kernel_shape=[3, 3], channels_last=1, pads=[1, 1, 1, 1])),
+    ((1, 10, 3), dict(kernel_shape=[4], channels_last=1)),
+    ((1, 5, 7, 3), dict(kernel_shape=[5, 7], channels_last=1)),
+]
+
+
+@pytest.mark.parametrize("qt", [U8, S8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("case", range(len(POOL_CASES)),
+                         ids=lambda i: f"{POOL_CASES[i][0]}-{POOL_CASES[i][1]}")
+def test_qlinear_average_pool(qt, case):
+    shape, attrs = POOL_CASES[case]
+    rng = np.random.default_rng(70 + case)
+    for _ in range(3):
+        sx, sy = np.array(F32(rng.random() * 0.1 + 0.01)), np.array(F32(rng.random() * 0.1 + 0.01))
+        check("QLinearAveragePool", [ints(rng, shape, qt), sx, ints(rng, (), qt), sy,
+                                     ints(rng, (), qt)], **attrs)
+
+
 # ---------------------------------------------------------------------- QGemm
 
 QGEMM_PAIRS = [(U8, U8), (U8, S8), (S8, S8)]
@@ -749,3 +780,11 @@ def test_reject_qgemm_bias_shape():
                       ints(rng, (3, 4), U8), np.array(0.1, F32), np.zeros((), U8),
                       np.zeros(3, np.int32)],
             ValueError, r"QGemm: input 6 \('x6'\) has shape \(3,\): it must broadcast")
+
+
+def test_reject_average_pool_kernel_rank():
+    rng = np.random.default_rng(71)
+    rejects("QLinearAveragePool", [ints(rng, (1, 2, 4, 4), U8), np.array(0.1, F32),
+                                   np.array(0, U8), np.array(0.1, F32), np.array(0, U8)],
+            ValueError, r"QLinearAveragePool: attribute kernel_shape \[3\] must have 2 "
+                        "positive values", kernel_shape=[3])

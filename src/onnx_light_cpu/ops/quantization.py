@@ -635,6 +635,28 @@ class QLinearWhere(KernelOp):
         return (z,)
 
 
+def _global_average(op, x, sx, zx, sy, zy, spatial: tuple) -> np.ndarray:
+    """MLAS' quantized global average over the ``spatial`` axes of x (kept
+    as ones): int32 sums less zx * size, times sx / (sy * size) in float32,
+    rounded half to even, plus zy, saturated."""
+    size = math.prod(x.shape[d] for d in spatial)
+    if x.size == 0 or size == 0:
+        raise ValueError(op._input_error(0, f"has shape {x.shape}: empty images have no "
+                                            "average"))
+    if size >= 1 << 24:
+        raise ValueError(op._input_error(0, f"has images of {size} elements: 2^24 or more "
+                                            "cannot be averaged exactly"))
+    with np.errstate(all="ignore"):
+        scale = np.float32(sx) / (np.float32(sy) * np.float32(size))
+    if not (2.0 ** -32 <= scale < 256.0):
+        raise ValueError(f"{op.onnx_node.op_type}: x_scale / (y_scale * image size) = {scale} "
+                         "is outside [2^-32, 256), where ONNX Runtime computes it")
+    acc = x.astype(np.int64).sum(axis=spatial, keepdims=True) - zx * size
+    lo, hi = (-128, 127) if x.dtype == INT8 else (0, 255)
+    v = np.rint(acc.astype(np.int32).astype(np.float32) * scale) + zy
+    return np.clip(v, lo, hi).astype(x.dtype)
+
+
 class QLinearGlobalAveragePool(KernelOp):
     """Y = saturate(round_half_even(float32(sum(X) - x_zp * size) * s) +
     y_zp) per image and channel, s = x_scale / (y_scale * size) in float32,
@@ -661,26 +683,115 @@ class QLinearGlobalAveragePool(KernelOp):
                 "dimensions)"))
         last = self.channels_last != 0
         spatial = tuple(range(1, x.ndim - 1)) if last else tuple(range(2, x.ndim))
-        size = math.prod(x.shape[d] for d in spatial)
         out_shape = tuple(1 if d in spatial else n for d, n in enumerate(x.shape))
-        if x.size == 0 or size == 0:
-            raise ValueError(self._input_error(0, f"has shape {x.shape}: empty images have "
-                                                  "no average"))
-        if size >= 1 << 24:
-            raise ValueError(self._input_error(0, f"has images of {size} elements: 2^24 or "
-                                                  "more cannot be averaged exactly"))
-        with np.errstate(all="ignore"):
-            scale = sx / (sy * np.float32(size))
-        if not (2.0 ** -32 <= scale < 256.0):
-            raise ValueError(f"QLinearGlobalAveragePool: x_scale / (y_scale * image size) = "
-                             f"{scale} is outside [2^-32, 256), where ONNX Runtime computes it")
-        acc = x.astype(np.int64).sum(axis=spatial, keepdims=True) - zx * size
-        lo, hi = (-128, 127) if x.dtype == INT8 else (0, 255)
-        v = np.rint(acc.astype(np.int32).astype(np.float32) * scale) + zy
         y = self._new_output(out_shape, x.dtype)
-        np.copyto(y, np.clip(v, lo, hi), casting="unsafe")
+        np.copyto(y, _global_average(self, x, sx, zx, sy, zy, spatial))
         self._record_path(x.dtype, lambda: f"qlinearglobalaveragepool_{x.dtype.name}_numpy")
         return (y,)
+
+
+class QLinearAveragePool(KernelOp):
+    """AveragePool of an 8-bit tensor as ONNX Runtime 1.32 computes it: X
+    dequantized to float32 (x_scale (x - x_zp)), each window summed in
+    float32 in row-major order (padding skipped), divided by its count
+    (the kernel's size with ``count_include_pad``, else the elements inside
+    X), then y = saturate(round_half_even(v / y_scale + y_zp)), each step
+    rounded in float32 (bit for bit).  1 to 3 spatial dimensions; NCHW, or
+    NHWC with ``channels_last``; ``auto_pad``, ``pads``, ``strides``,
+    ``ceil_mode`` as ONNX Runtime sizes the output.  A kernel covering the
+    whole image without padding is a global average, computed as
+    QLinearGlobalAveragePool computes it (as ONNX Runtime does)."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)")
+    inputs = (Input("X", types=_Q8), Input("x_scale", types=(T.FLOAT,)),
+              Input("x_zero_point", like=0, optional=True), Input("y_scale", types=(T.FLOAT,)),
+              Input("y_zero_point", like=0, optional=True))
+    attributes = (Attr("kernel_shape", "ints"), Attr("pads", "ints", None),
+                  Attr("strides", "ints", None),
+                  Attr("auto_pad", "string", "NOTSET",
+                       allowed=("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")),
+                  Attr("ceil_mode", "int", 0), Attr("count_include_pad", "int", 0),
+                  Attr("channels_last", "int", 0))
+
+    def _geometry(self, spatial: tuple):
+        """(output sizes, head pads) per spatial dimension, as ONNX Runtime's
+        PoolAttributes computes them."""
+        kernel = list(self.kernel_shape)
+        n = len(spatial)
+        if len(kernel) != n or any(k < 1 for k in kernel):
+            raise ValueError(f"QLinearAveragePool: attribute kernel_shape {kernel} must have "
+                             f"{n} positive values (input 0 has {n} spatial dimensions)")
+        strides = list(self.strides) if self.strides else [1] * n
+        pads = list(self.pads) if self.pads else [0] * (2 * n)
+        if len(strides) != n or len(pads) != 2 * n or any(st < 1 for st in strides):
+            raise ValueError(f"QLinearAveragePool: attributes strides {strides} and pads "
+                             f"{pads} must have {n} and {2 * n} values (strides positive)")
+        outs, heads = [], []
+        for d, (size, k, st) in enumerate(zip(spatial, kernel, strides)):
+            if self.auto_pad == "VALID":
+                out, head = (size - k) // st + 1, 0
+            elif self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                out = (size + st - 1) // st
+                needed = max(0, (out - 1) * st + k - size)
+                head = (needed + 1) // 2 if self.auto_pad == "SAME_LOWER" else needed // 2
+            else:
+                head = pads[d]
+                span = size + pads[d] + pads[d + n] - k
+                out = (-(-span // st) if self.ceil_mode else span // st) + 1
+                if self.ceil_mode and (out - 1) * st >= size + head:
+                    out -= 1
+            if out < 1:
+                raise ValueError(f"QLinearAveragePool: the kernel {kernel} does not fit in "
+                                 f"the padded image {spatial}")
+            outs.append(out)
+            heads.append(head)
+        return outs, heads, kernel, strides
+
+    def _run(self, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
+        sx = np.float32(_scalar_param(self, 1, x_scale, "x_scale"))
+        zx = _zero(_scalar_param(self, 2, x_zero_point, "x_zero_point"))
+        sy = np.float32(_scalar_param(self, 3, y_scale, "y_scale"))
+        zy = _zero(_scalar_param(self, 4, y_zero_point, "y_zero_point"))
+        if not 3 <= x.ndim <= 5:
+            raise ValueError(self._input_error(
+                0, f"has shape {x.shape}: rank 3 to 5 expected (N, C and 1 to 3 spatial "
+                "dimensions)"))
+        last = self.channels_last != 0
+        xc = np.moveaxis(x, -1, 1) if last else x  # N, C, spatial...
+        spatial = xc.shape[2:]
+        outs, heads, kernel, strides = self._geometry(spatial)
+        tails = [max(0, (o - 1) * st + k - n - h)
+                 for o, st, k, n, h in zip(outs, strides, kernel, spatial, heads)]
+        lo, hi = (-128, 127) if x.dtype == INT8 else (0, 255)
+        if list(kernel) == list(spatial) and not any(heads) and not any(tails):
+            y = _global_average(self, xc, sx, zx, sy, zy, tuple(range(2, xc.ndim)))
+        else:
+            with np.errstate(all="ignore"):
+                xf = sx * (xc.astype(np.int32) - zx).astype(np.float32)
+                xf = np.pad(xf, [(0, 0), (0, 0)] + list(zip(heads, tails)))
+                acc = np.zeros(xc.shape[:2] + tuple(outs), dtype=np.float32)
+                for offset in np.ndindex(*kernel):
+                    window = tuple(slice(o, o + (n - 1) * st + 1, st)
+                                   for o, n, st in zip(offset, outs, strides))
+                    acc += xf[(Ellipsis,) + window]
+                if self.count_include_pad:
+                    count = np.float32(math.prod(kernel))
+                else:
+                    count = np.ones((), dtype=np.int64)
+                    for o, st, k, n, h in zip(outs, strides, kernel, spatial, heads):
+                        start = np.arange(o) * st - h
+                        per = np.minimum(start + k, n) - np.maximum(start, 0)
+                        count = np.multiply.outer(count, per)
+                    count = count.astype(np.float32)
+                v = np.rint(acc / count / sy + np.float32(zy))
+                y = np.clip(v, lo, hi).astype(x.dtype)
+        if last:
+            y = np.moveaxis(y, 1, -1)
+        out = self._new_output(y.shape, x.dtype)
+        np.copyto(out, y)
+        self._record_path(x.dtype, lambda: f"qlinearaveragepool_{x.dtype.name}_numpy")
+        return (out,)
 
 
 class QGemm(_IntegerProduct):
@@ -792,5 +903,5 @@ KERNELS = {
                                     MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
                                     QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid,
                                     QLinearConcat, QLinearWhere, QLinearGlobalAveragePool,
-                                    QGemm),
+                                    QLinearAveragePool, QGemm),
 }
