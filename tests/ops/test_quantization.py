@@ -554,6 +554,27 @@ def test_qlinear_average_pool(qt, case):
                                      ints(rng, (), qt)], **attrs)
 
 
+@pytest.mark.parametrize("qt", [U8, S8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("shape,attrs", [
+    ((3, 10), dict(opset=13)), ((2, 3, 7), dict(opset=13, axis=1)),
+    ((2, 3, 7), dict(opset=12, axis=1)), ((2, 3, 7), dict(opset=12)),
+    ((4, 300), dict(opset=13, axis=-1)), ((2, 5), dict(opset=13, axis=0)),
+    ((1, 1), dict(opset=13)), ((5, 1), dict(opset=13))], ids=str)
+def test_qlinear_softmax(qt, shape, attrs):
+    """Including rows of one element (where e * floor(1 / y_scale) would
+    overflow) and outputs past the type's range (saturated)."""
+    rng = np.random.default_rng(80)
+    for t, sy in enumerate((1 / 256, 0.004, 0.01, rng.random() * 0.01 + 0.002)):
+        zy = np.array(-128 if qt == S8 else 0, qt) if t < 2 else ints(rng, (), qt)
+        check("QLinearSoftmax", [ints(rng, shape, qt), np.array(F32(rng.random() * 0.2 + 0.001)),
+                                 ints(rng, (), qt), np.array(F32(sy)), zy], **attrs)
+
+
+def test_qlinear_softmax_empty():
+    check("QLinearSoftmax", [np.zeros((0, 4), U8), np.array(F32(0.1)), np.array(0, U8),
+                             np.array(F32(1 / 256)), np.array(0, U8)], opset=13)
+
+
 # ---------------------------------------------------------------------- QGemm
 
 QGEMM_PAIRS = [(U8, U8), (U8, S8), (S8, S8)]

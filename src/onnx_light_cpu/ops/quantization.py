@@ -794,6 +794,78 @@ class QLinearAveragePool(KernelOp):
         return (out,)
 
 
+class QLinearSoftmax(KernelOp):
+    """Softmax of 8-bit codes as ONNX Runtime 1.32 computes it (bit for bit):
+    a table e[i] = float32(exp((i - 255 + shift) x_scale)) in double, shift =
+    max(0, log(FLT_MAX / D) - 5) / x_scale, D the reduced length; per row the
+    codes are shifted so that the maximum reads e[255], the float32 sum is
+    taken in order, and y = saturate(round_half_even(e / sum * floor(1 /
+    y_scale)) + y_zero_point), each step in float32 (e * floor(1 / y_scale)
+    first would overflow for a single-element row, where ONNX Runtime does
+    not).  ``opset`` (required) < 13: the input is flattened from
+    ``axis`` into rows; 13 and above: along ``axis``; ``axis`` defaults to -1
+    for both (ONNX Runtime reads the schema's default, not its opset-12 rule
+    of 1).  x_zero_point is checked and unused (the shift cancels).
+    Measured against ONNX Runtime 1.32 (its kernel saturates int8 at 127,
+    where the source it was built from suggests a wrap)."""
+
+    op_domain = MS
+    element_types = ("tensor(uint8)", "tensor(int8)")
+    inputs = (Input("X", types=_Q8), Input("X_scale", types=(T.FLOAT,)),
+              Input("x_zero_point", like=0, optional=True), Input("y_scale", types=(T.FLOAT,)),
+              Input("y_zero_point", like=0))
+    attributes = (Attr("opset", "int"), Attr("axis", "int", None))  # None: -1
+
+    @staticmethod
+    def _table(x_scale: np.float32, length: int, signed: bool) -> np.ndarray:
+        f32max = np.finfo(np.float32).max
+        shift = math.log(float(np.float32(f32max) / np.float32(length)))
+        shift = max(0.0, shift - 5.0) / float(x_scale)
+        i = np.arange(256, dtype=np.float64)
+        values = np.exp((i - 255 + shift) * float(x_scale)).astype(np.float32)
+        table = np.empty(256, dtype=np.float32)
+        index = ((np.arange(256) - 128) if signed else np.arange(256)).astype(np.int64) & 0xFF
+        table[index] = values
+        return table
+
+    def _run(self, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
+        sx = np.float32(_scalar_param(self, 1, x_scale, "X_scale"))
+        _scalar_param(self, 2, x_zero_point, "x_zero_point")  # checked, unused (as ORT)
+        sy = np.float32(_scalar_param(self, 3, y_scale, "y_scale"))
+        zy = _zero(_scalar_param(self, 4, y_zero_point, "y_zero_point"))
+        y = self._new_output(x.shape, x.dtype)
+        self._record_path(x.dtype, lambda: f"qlinearsoftmax_{x.dtype.name}_table")
+        if x.size == 0:
+            return (y,)
+        axis = -1 if self.axis is None else self.axis
+        if not -x.ndim <= axis < max(x.ndim, 1):
+            raise ValueError(f"QLinearSoftmax: attribute axis {axis} is out of range for "
+                             f"input 0 of rank {x.ndim}")
+        axis %= max(x.ndim, 1)
+        if self.opset < 13:
+            rows = x.reshape(math.prod(x.shape[:axis]), -1)
+        else:
+            rows = np.moveaxis(x, axis, -1)
+        length = rows.shape[-1]
+        signed = x.dtype == INT8
+        table = self._table(sx, length, signed)
+        codes = rows.astype(np.int32)
+        top = codes.max(axis=-1, keepdims=True)
+        if signed:  # uint8(127 - max + x), wrapping
+            index = (127 - top + codes) & 0xFF
+        else:  # the table read from 255 - max
+            index = 255 - top + codes
+        e = table[index]
+        total = np.cumsum(e, axis=-1, dtype=np.float32)[..., -1:]  # in order
+        lo, hi = (-128, 127) if signed else (0, 255)
+        with np.errstate(all="ignore"):
+            v = e / total * np.floor(np.float32(1.0) / sy)
+            out = np.clip(np.rint(v).astype(np.float64) + zy, lo, hi).astype(x.dtype)
+        out = out.reshape(x.shape) if self.opset < 13 else np.moveaxis(out, -1, axis)
+        np.copyto(y, out)
+        return (y,)
+
+
 class QGemm(_IntegerProduct):
     """com.microsoft QGemm as ONNX Runtime 1.32 computes it, on the int8
     engine: acc (int32) = C + (A' - a_zp)(B' - b_zp) with A' = A or A^T,
@@ -903,5 +975,5 @@ KERNELS = {
                                     MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
                                     QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid,
                                     QLinearConcat, QLinearWhere, QLinearGlobalAveragePool,
-                                    QLinearAveragePool, QGemm),
+                                    QLinearAveragePool, QLinearSoftmax, QGemm),
 }
