@@ -10,9 +10,9 @@ arithmetic.
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from olc_pool cimport olc_pool_import
-from olc_quantization cimport (OLC_Q_CHUNK, olc_q_binary_8, olc_q_dynamic_u8,
+from olc_quantization cimport (OLC_Q_CHUNK, olc_q_binary_8, olc_q_dynamic_u8, olc_q_gemm_float,
                               olc_q_quantize_linear_8, olc_q_scale_rows)
 
 cnp.import_array()
@@ -63,6 +63,41 @@ def binary_8(cnp.ndarray x, cnp.ndarray y, cnp.ndarray out, bint mul, int mode,
     with nogil:
         olc_q_binary_8(px, py, n, mul, mode, is_signed, sx, sy, sc, zx, zy, zc, po, level,
                        threads)
+
+
+def gemm_float(cnp.ndarray a, cnp.ndarray a_offsets, cnp.ndarray packed, cnp.ndarray colsum,
+               cnp.ndarray b_index, cnp.ndarray za, cnp.ndarray zb, cnp.ndarray y, int64_t za_bs,
+               int64_t za_rs, int64_t zb_bs, int64_t zb_cs, int64_t M, int64_t N, int64_t K,
+               bint a_signed, int level, int threads, cnp.ndarray m, int64_t m_bs,
+               int64_t m_cs, bias):
+    """y (float32) = float(acc) * m + bias, acc the int32 products of the
+    gemm_int8 engine's ``gemm`` (the same arguments, ``level`` its level),
+    converted tile by tile; m read at batch * m_bs + column * m_cs, bias
+    (float32 [N]) or None."""
+    if m_cs not in (0, 1):
+        raise ValueError("quantization core: the multiplier's column stride must be 0 or 1")
+    if cnp.PyArray_NBYTES(y) < cnp.PyArray_SIZE(a_offsets) * M * N * 4:
+        raise ValueError("quantization core: output buffer too small")
+    cdef const uint8_t *pa = <const uint8_t *>cnp.PyArray_DATA(a)
+    cdef const int64_t *aoff = <const int64_t *>cnp.PyArray_DATA(a_offsets)
+    cdef const int8_t *pp = <const int8_t *>cnp.PyArray_DATA(packed)
+    cdef const int32_t *pc = <const int32_t *>cnp.PyArray_DATA(colsum)
+    cdef const int64_t *bidx = <const int64_t *>cnp.PyArray_DATA(b_index)
+    cdef const int32_t *pza = <const int32_t *>cnp.PyArray_DATA(za)
+    cdef const int32_t *pzb = <const int32_t *>cnp.PyArray_DATA(zb)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    cdef const float *pm = <const float *>cnp.PyArray_DATA(m)
+    cdef const float *pbias = NULL
+    if bias is not None:
+        pbias = <const float *>cnp.PyArray_DATA(bias)
+    cdef int64_t batch = cnp.PyArray_SIZE(a_offsets)
+    cdef int status
+    with nogil:
+        status = olc_q_gemm_float(pa, aoff, batch, pp, pc, bidx, pza, za_bs, za_rs, pzb, zb_bs,
+                                  zb_cs, py, M, N, K, a_signed, pm, m_bs, m_cs, pbias, level,
+                                  threads)
+    if status != 0:
+        raise MemoryError("quantization core: no memory for packing buffers")
 
 
 def scale_rows(cnp.ndarray c, int64_t rows, int64_t N, int64_t rows_per_batch,

@@ -145,21 +145,15 @@ class _IntegerToFloat(_IntegerProduct):
 
     def _float_output(self, plan: _FloatPlan, a_q, za, b, zb, a_scale, b_scale, bias,
                       a_scale_value):
-        """The output: the int32 product into a scratch buffer, then the
-        float epilogue and the unfused scales."""
+        """The output: the int32 product and the float epilogue fused in the
+        engine (each tile converted while in cache), then the unfused
+        scales."""
         product = plan.product
         M, N, K = product.M, product.N, product.K
         if plan.empty:
             self._record(a_q, b, 0, False, empty=True)
             return (np.zeros(product.out_shape, dtype=plan.out_dtype),)
         batches = len(product.a_off)
-        acc = self._new_output((batches, M, N), INT32, slot=1)
-        if K == 0:
-            acc.fill(0)
-            used, constant, threads = 0, False, 1
-        else:
-            used, threads = product.used, product.threads
-            constant = self._product(product, a_q, za, b, zb, acc)
         # The multiplier, in float32 as ONNX Runtime forms it.
         a_s = np.float32(a_scale_value) if plan.scalar_a_scale else np.float32(1.0)
         if plan.fused_b_scale:
@@ -177,8 +171,16 @@ class _IntegerToFloat(_IntegerProduct):
             bias = np.ascontiguousarray(bias.reshape(-1), dtype=np.float32)
         y = self._new_output(product.out_shape, FLOAT32, slot=2 if plan.out_dtype != FLOAT32
                              else 0)
-        qcore.scale_rows(acc, batches * M, N, M, mult, m_bs, m_cs, bias, y,
-                         simd.state.level, threads)
+        if K == 0:  # no product: the epilogue on zeros
+            acc = self._new_output((batches, M, N), INT32, slot=1)
+            acc.fill(0)
+            used, constant = 0, False
+            qcore.scale_rows(acc, batches * M, N, M, mult, m_bs, m_cs, bias, y,
+                             simd.state.level, 1)
+        else:
+            used = product.used
+            args, constant = self._gemm_args(product, a_q, za, b, zb, y)
+            qcore.gemm_float(*args, mult, m_bs, m_cs, bias)
         if not plan.scalar_a_scale:
             np.multiply(y, a_scale.astype(np.float32, copy=False), out=y)
         if not plan.fused_b_scale:

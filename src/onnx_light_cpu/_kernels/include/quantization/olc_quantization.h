@@ -12,7 +12,8 @@
  * - olc_q_binary_8: QLinearAdd and QLinearMul on 8-bit elements, with
  *   MLAS' roundings (fused multiply-adds for Add).
  * - olc_q_scale_rows: float y = (float)c * multiplier + bias over rows of an
- *   int32 product (the output processor of MLAS' quantized GEMM).
+ *   int32 product (the output processor of MLAS' quantized GEMM);
+ *   olc_q_gemm_float: the same fused into the int8 engine, tile by tile.
  *
  * Both are plain C loops compiled per level (olc_quantization_rows.h),
  * chosen once per call; the row loop runs in tasks of fixed rows, so the
@@ -27,9 +28,58 @@
 
 #include "common/olc_level.h"
 #include "common/olc_pool.h"
+#include "engines/gemm_int8/olc_gemm_int8.h"
 
 #define OLC_BODY "quantization/olc_quantization_rows.h"
 #include "common/olc_each_level.h"
+
+/* The smallest and largest of x[0..n), NaN skipped: minps/maxps keep their
+ * second operand (the running value) when the first (x) is NaN. */
+static void olc_q_minmax_scalar(const float *x, int64_t n, float *lo, float *hi) {
+    olc_q_minmax_plain_scalar(x, n, lo, hi);
+}
+
+#if OLC_X86
+OLC_TARGET_AVX2
+static void olc_q_minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
+    __m256 mn = _mm256_set1_ps(INFINITY), mx = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        mn = _mm256_min_ps(v, mn);
+        mx = _mm256_max_ps(v, mx);
+    }
+    float l[8], h[8];
+    _mm256_storeu_ps(l, mn);
+    _mm256_storeu_ps(h, mx);
+    olc_q_minmax_plain_avx2(x + i, n - i, lo, hi);
+    for (int j = 0; j < 8; j++) {
+        *lo = l[j] < *lo ? l[j] : *lo;
+        *hi = h[j] > *hi ? h[j] : *hi;
+    }
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+OLC_TARGET_AVX512
+static void olc_q_minmax_avx512(const float *x, int64_t n, float *lo, float *hi) {
+    __m512 mn = _mm512_set1_ps(INFINITY), mx = _mm512_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        mn = _mm512_min_ps(v, mn);
+        mx = _mm512_max_ps(v, mx);
+    }
+    float l[16], h[16];
+    _mm512_storeu_ps(l, mn);
+    _mm512_storeu_ps(h, mx);
+    olc_q_minmax_plain_avx512(x + i, n - i, lo, hi);
+    for (int j = 0; j < 16; j++) {
+        *lo = l[j] < *lo ? l[j] : *lo;
+        *hi = h[j] > *hi ? h[j] : *hi;
+    }
+}
+#endif
 
 /* Elements a task of the dynamic quantization reads. */
 #define OLC_Q_CHUNK 16384
@@ -212,6 +262,46 @@ static void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t 
     job.row = OLC_LEVEL_FN(olc_build_level(level), olc_q_scale_row);
     job.y = y;
     if (rows > 0) olc_parallel_for((rows + job.chunk - 1) / job.chunk, olc_q_scale_task, &job, nthreads);
+}
+
+/* The float epilogue fused into the int8 engine: each finished tile of
+ * int32 products is rewritten in place, while in cache, as float32
+ * (float)c * m + bias (m read at q * m_bs + n * m_cs). */
+typedef struct {
+    olc_q_scale_row_fn row;
+    const float *m, *bias;
+    int64_t m_bs, m_cs;
+} olc_q_tile_job;
+
+static void olc_q_scale_tile(void *arg, int64_t q, int64_t m0, int64_t rows, int64_t n0,
+                             int64_t cols, int32_t *y, int64_t ldy) {
+    const olc_q_tile_job *p = (const olc_q_tile_job *)arg;
+    const float *m = p->m + q * p->m_bs + n0 * p->m_cs;
+    const float *bias = p->bias ? p->bias + n0 : NULL;
+    (void)m0;
+    for (int64_t r = 0; r < rows; r++)
+        p->row(y + r * ldy, cols, m, p->m_cs, bias, (float *)(y + r * ldy));
+}
+
+/* y (float32, batch x M x N) = float(acc) * m + bias with acc the int32
+ * products of olc_i8_gemm (same arguments; y's memory holds each tile's
+ * int32 results until the hook rewrites them).  Returns -1 when out of
+ * memory. */
+static int olc_q_gemm_float(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                            const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                            const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
+                            int64_t zb_bs, int64_t zb_cs, float *y, int64_t M, int64_t N,
+                            int64_t K, int a_signed, const float *m, int64_t m_bs,
+                            int64_t m_cs, const float *bias, int level, int nthreads) {
+    olc_q_tile_job job;
+    job.row = OLC_LEVEL_FN(olc_build_level(level), olc_q_scale_row);
+    job.m = m;
+    job.bias = bias;
+    job.m_bs = m_bs;
+    job.m_cs = m_cs;
+    return olc_i8_gemm_tiles(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                             zb_bs, zb_cs, (int32_t *)y, M, N, K, a_signed, level, nthreads,
+                             olc_q_scale_tile, &job);
 }
 
 #endif

@@ -6,33 +6,17 @@
 #pragma GCC optimize("fp-contract=off")
 
 /* The smallest and largest of x[0..n), NaN skipped (both stay +inf/-inf
- * when every element is NaN).  Sixteen lanes kept apart so that the
- * compiler vectorises the selects (minps/maxps keep the lane's value when
- * x is NaN, as the selects do). */
-OLC_LVL_ATTR static void OLC_FN(olc_q_minmax)(const float *x, int64_t n, float *lo, float *hi) {
-    float mn[16], mx[16];
-    for (int j = 0; j < 16; j++) {
-        mn[j] = INFINITY;
-        mx[j] = -INFINITY;
-    }
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) {
-            const float v = x[i + j];
-            mn[j] = v < mn[j] ? v : mn[j];
-            mx[j] = v > mx[j] ? v : mx[j];
-        }
-    for (; i < n; i++) {
+ * when every element is NaN): the scalar twin of olc_q_minmax_avx2/512. */
+OLC_LVL_ATTR static void OLC_FN(olc_q_minmax_plain)(const float *x, int64_t n, float *lo,
+                                                   float *hi) {
+    float mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
         const float v = x[i];
-        mn[0] = v < mn[0] ? v : mn[0];
-        mx[0] = v > mx[0] ? v : mx[0];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
     }
-    for (int j = 1; j < 16; j++) {
-        mn[0] = mn[j] < mn[0] ? mn[j] : mn[0];
-        mx[0] = mx[j] > mx[0] ? mx[j] : mx[0];
-    }
-    *lo = mn[0];
-    *hi = mx[0];
+    *lo = mn;
+    *hi = mx;
 }
 
 /* q = saturate(round_half_even(x / scale) + zp) into [qmin, qmax] (an
@@ -54,18 +38,25 @@ OLC_LVL_ATTR static void OLC_FN(olc_q_quantize_8)(const float *x, int64_t n, flo
 }
 
 /* y = (float)c * m + bias for one row of n columns; m is one value (mcs 0)
- * or one per column (mcs 1); bias one per column or NULL. */
+ * or one per column (mcs 1); bias one per column or NULL.  y may be c
+ * itself (a tile converted in place): each element is read before it is
+ * written, so the loops carry no dependence (ivdep). */
 OLC_LVL_ATTR static void OLC_FN(olc_q_scale_row)(const int32_t *c, int64_t n, const float *m,
                                                 int64_t mcs, const float *bias, float *y) {
     const float m0 = m[0];
     if (bias == NULL) {
-        if (mcs)
+        if (mcs) {
+#pragma GCC ivdep
             for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m[i];
-        else
+        } else {
+#pragma GCC ivdep
             for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m0;
+        }
     } else if (mcs) {
+#pragma GCC ivdep
         for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m[i] + bias[i];
     } else {
+#pragma GCC ivdep
         for (int64_t i = 0; i < n; i++) y[i] = (float)c[i] * m0 + bias[i];
     }
 }
