@@ -973,9 +973,9 @@ class QGemm(_IntegerProduct):
 
 
 KERNELS = {
-    "RegisterQuantizationKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
-                                    MicrosoftQuantizeLinear, MicrosoftDequantizeLinear,
-                                    QLinearAdd, QLinearMul, QLinearLeakyRelu, QLinearSigmoid,
-                                    QLinearConcat, QLinearWhere, QLinearGlobalAveragePool,
-                                    QLinearAveragePool, QLinearSoftmax, QGemm),
+    "RegisterMicrosoftKernels": (DynamicQuantizeMatMul, MatMulIntegerToFloat,
+                                 MicrosoftQuantizeLinear, MicrosoftDequantizeLinear, QLinearAdd,
+                                 QLinearMul, QLinearLeakyRelu, QLinearSigmoid, QLinearConcat,
+                                 QLinearWhere, QLinearGlobalAveragePool, QLinearAveragePool,
+                                 QLinearSoftmax, QGemm),
 }
