@@ -539,6 +539,11 @@ POOL_CASES = [
     ((1, 7, 9, 3), dict(kernel_shape=[3, 3], channels_last=1, pads=[1, 1, 1, 1])),
     ((1, 10, 3), dict(kernel_shape=[4], channels_last=1)),
     ((1, 5, 7, 3), dict(kernel_shape=[5, 7], channels_last=1)),
+    # ONNX Runtime applies ceil_mode to VALID too (found by the fuzzer)
+    ((1, 3, 7, 4), dict(kernel_shape=[2, 3], strides=[1, 3], auto_pad="VALID", ceil_mode=1,
+                        count_include_pad=1)),
+    ((1, 2, 9, 9), dict(kernel_shape=[3, 4], strides=[2, 3], auto_pad="SAME_UPPER",
+                        ceil_mode=1)),
 ]
 
 

@@ -1,8 +1,22 @@
-"""com.microsoft DynamicQuantizeMatMul and MatMulIntegerToFloat: the
-quantized MatMuls of ``onnxruntime.quantization``, on the 8-bit engine of
-``_kernels/engines/gemm_int8`` (the one MatMulInteger and QLinearMatMul
-use), computed as ONNX Runtime 1.32's CPU kernels compute them (measured
-with single-node sessions; tests/ops/test_quantization.py).
+"""The com.microsoft quantization operators that ``onnxruntime.quantization``
+emits, computed as ONNX Runtime 1.32's CPU kernels compute them: every
+integer output bit for bit (measured with single-node sessions;
+tests/ops/test_quantization.py).  Where ONNX Runtime's behaviour departs
+from the contrib schema or its own source, the measured behaviour is the
+contract and the class docstring says so.
+
+- DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm: the 8-bit engine of
+  ``_kernels/engines/gemm_int8`` (the one MatMulInteger and QLinearMatMul
+  use), the float epilogue fused per tile (``_kernels/quantization``).
+- QuantizeLinear, DequantizeLinear (com.microsoft, ``Microsoft<op>``
+  kernels): per tensor or per axis; 8-bit per tensor on the core's loop.
+- QLinearAdd, QLinearMul: the core's loops with MLAS' roundings.
+- QLinearSigmoid, QLinearLeakyRelu, QLinearConcat, QLinearWhere: ONNX
+  Runtime's 256-entry tables; QLinearSoftmax its exp table;
+  QLinearAveragePool, QLinearGlobalAveragePool its float32 / int32 sums.
+  These are NumPy (small or table-bound).
+
+The quantized MatMuls in detail:
 
 - **DynamicQuantizeMatMul** (A float32; B, b_zero_point uint8 or int8;
   b_scale and bias float32): A is quantized to uint8 as ONNX Runtime does
@@ -672,7 +686,7 @@ class QLinearGlobalAveragePool(KernelOp):
     inputs = (Input("X", types=_Q8), Input("x_scale", types=(T.FLOAT,)),
               Input("x_zero_point", like=0), Input("y_scale", types=(T.FLOAT,)),
               Input("y_zero_point", like=0))
-    attributes = (Attr("channels_last", "int", 0),)
+    attributes = (Attr("channels_last", "flag", 0),)
 
     def _run(self, x, x_scale, x_zero_point, y_scale, y_zero_point):
         sx = np.float32(_scalar_param(self, 1, x_scale, "x_scale"))
@@ -713,8 +727,8 @@ class QLinearAveragePool(KernelOp):
                   Attr("strides", "ints", None),
                   Attr("auto_pad", "string", "NOTSET",
                        allowed=("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")),
-                  Attr("ceil_mode", "int", 0), Attr("count_include_pad", "int", 0),
-                  Attr("channels_last", "int", 0))
+                  Attr("ceil_mode", "flag", 0), Attr("count_include_pad", "flag", 0),
+                  Attr("channels_last", "flag", 0))
 
     def _geometry(self, spatial: tuple):
         """(output sizes, head pads) per spatial dimension, as ONNX Runtime's
@@ -729,17 +743,19 @@ class QLinearAveragePool(KernelOp):
         if len(strides) != n or len(pads) != 2 * n or any(st < 1 for st in strides):
             raise ValueError(f"QLinearAveragePool: attributes strides {strides} and pads "
                              f"{pads} must have {n} and {2 * n} values (strides positive)")
+        if any(not 0 <= p < kernel[d % n] for d, p in enumerate(pads)):
+            raise ValueError(f"QLinearAveragePool: attribute pads {pads} must be >= 0 and "
+                             f"smaller than the kernel {kernel} (as ONNX Runtime requires)")
         outs, heads = [], []
         for d, (size, k, st) in enumerate(zip(spatial, kernel, strides)):
-            if self.auto_pad == "VALID":
-                out, head = (size - k) // st + 1, 0
-            elif self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            if self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
                 out = (size + st - 1) // st
                 needed = max(0, (out - 1) * st + k - size)
                 head = (needed + 1) // 2 if self.auto_pad == "SAME_LOWER" else needed // 2
-            else:
-                head = pads[d]
-                span = size + pads[d] + pads[d + n] - k
+            else:  # NOTSET, or VALID: no padding (ceil_mode applies to both)
+                valid = self.auto_pad == "VALID"
+                head = 0 if valid else pads[d]
+                span = size - k if valid else size + pads[d] + pads[d + n] - k
                 out = (-(-span // st) if self.ceil_mode else span // st) + 1
                 if self.ceil_mode and (out - 1) * st >= size + head:
                     out -= 1
@@ -796,6 +812,11 @@ class QLinearAveragePool(KernelOp):
         return (out,)
 
 
+def _int32(value: int) -> int:
+    """``value`` narrowed to int32 as a C++ cast wraps it."""
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 class QLinearSoftmax(KernelOp):
     """Softmax of 8-bit codes as ONNX Runtime 1.32 computes it (bit for bit):
     a table e[i] = float32(exp((i - 255 + shift) x_scale)) in double, shift =
@@ -839,12 +860,14 @@ class QLinearSoftmax(KernelOp):
         self._record_path(x.dtype, lambda: f"qlinearsoftmax_{x.dtype.name}_table")
         if x.size == 0:
             return (y,)
-        axis = -1 if self.axis is None else self.axis
+        # ONNX Runtime narrows both attributes to int32 (wrapping)
+        opset = _int32(self.opset)
+        axis = -1 if self.axis is None else _int32(self.axis)
         if not -x.ndim <= axis < max(x.ndim, 1):
             raise ValueError(f"QLinearSoftmax: attribute axis {axis} is out of range for "
                              f"input 0 of rank {x.ndim}")
         axis %= max(x.ndim, 1)
-        if self.opset < 13:
+        if opset < 13:
             rows = x.reshape(math.prod(x.shape[:axis]), -1)
         else:
             rows = np.moveaxis(x, axis, -1)
@@ -863,7 +886,7 @@ class QLinearSoftmax(KernelOp):
         with np.errstate(all="ignore"):
             v = e / total * np.floor(np.float32(1.0) / sy)
             out = np.clip(np.rint(v).astype(np.float64) + zy, lo, hi).astype(x.dtype)
-        out = out.reshape(x.shape) if self.opset < 13 else np.moveaxis(out, -1, axis)
+        out = out.reshape(x.shape) if opset < 13 else np.moveaxis(out, -1, axis)
         np.copyto(y, out)
         return (y,)
 
@@ -891,7 +914,7 @@ class QGemm(_IntegerProduct):
               Input("C", types=(T.INT32,), optional=True),
               Input("y_scale", types=(T.FLOAT,), optional=True),
               Input("y_zero_point", types=INT8_TYPES, optional=True))
-    attributes = (Attr("transA", "int", 0), Attr("transB", "int", 0),
+    attributes = (Attr("transA", "flag", 0), Attr("transB", "flag", 0),
                   Attr("alpha", "float", 1.0))
     B_INDEX, ZA_INDEX, ZB_INDEX = 3, 2, 5
 
