@@ -41,6 +41,7 @@ from ..ops import (
     moe,
     multi_head_attention,
     normalization,
+    quantization,
     reduce,
     rotary_embedding,
     shape,
@@ -113,7 +114,7 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization)
 
 
 def _register_microsoft(policy, install) -> None:
