@@ -94,7 +94,7 @@ enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
    about one task time of the caller. */
 #define OLC_POOL_STALL_MIN_NS 20000L
 #define OLC_POOL_SERIAL_MIN_NS 20000000L
-#define OLC_POOL_SERIAL_MAX_NS 640000000L
+#define OLC_POOL_SERIAL_MAX_NS 80000000L
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
