@@ -1193,4 +1193,8 @@ def gen_optional(d: Draw, record) -> Case:
     return Case("Optional", "", _opset(d, record, (15, 18, 21, 25)), [x],
                 family="control_flow", oracle="numpy", numpy_oracle=lambda x, attrs: [x])
 
-from . import generators_contrib  # noqa: E402,F401  (registers the contrib generators)
+# (imported for the generators they register)
+from . import (  # noqa: E402
+    generators_contrib,  # noqa: F401
+    generators_quantization,  # noqa: F401
+)

@@ -17,7 +17,12 @@ import pytest
 from ml_dtypes import bfloat16
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
-from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, RuntimeException
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    Fail,
+    InvalidArgument,
+    InvalidGraph,
+    RuntimeException,
+)
 
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
@@ -42,8 +47,10 @@ def model(feeds, n_out=3, **attrs):
     inputs = [oh.make_tensor_value_info(n, oh.np_dtype_to_tensor_dtype(feeds[n].dtype), None)
               for n in ins if n]
     et = oh.np_dtype_to_tensor_dtype(feeds["query"].dtype)
-    graph = oh.make_graph([node], "gqa", inputs, [oh.make_tensor_value_info(n, et, None)
-                                                  for n in outs])
+    # present caches: past_key's type (the codes of a quantized cache)
+    ct = oh.np_dtype_to_tensor_dtype(feeds["past_key"].dtype) if "past_key" in feeds else et
+    graph = oh.make_graph([node], "gqa", inputs, [
+        oh.make_tensor_value_info(n, ct if n.startswith("present") else et, None) for n in outs])
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)])
 
 
@@ -322,10 +329,11 @@ BAD = [
                 "sin_cache": np.ones((64, 16), np.float32)},
      dict(do_rotary=1), ValueError, "rotary dimension"),
     (lambda f: f, dict(do_rotary=1), ValueError, "cos_cache"),
-    (lambda f: {**f, "k_scale": np.ones(1, np.float32)}, {}, NotImplementedError, "k_scale"),
     (lambda f: {**f, "q_norm_weight": np.ones(16, np.float32)}, {}, NotImplementedError,
      "q_norm_weight"),
-    (lambda f: f, dict(k_quant_type="PER_TENSOR"), NotImplementedError, "quantized"),
+    (lambda f: {**f, "k_norm_weight": np.ones(16, np.float32)}, {}, NotImplementedError,
+     "k_norm_weight"),
+    (lambda f: f, dict(k_quant_type="PER_TENSOR"), ValueError, "must be equal"),
     (lambda f: f, dict(local_window_size=8, sliding_window_cache=1), ValueError, "capacity"),
     (lambda f: f, dict(sliding_window_cache=1), ValueError, "local_window_size > 0"),
     (lambda f: {**f, "query_seqlens": np.array([5], np.int32)}, {}, ValueError, "query_seqlens"),
@@ -579,3 +587,299 @@ def test_python_values_instead_of_tensors(naive, name, value):
     with pytest.raises(TypeError, match=rf"GroupQueryAttention: input \d+ \('{name}'\) must be a "
                                         rf"tensor"):
         sess.run(None, {**feeds, name: value})
+
+
+# -- quantized KV caches (k_quant_type / v_quant_type, kv_cache_bit_width) --
+#
+# ONNX Runtime 1.32's CPU kernel (measured): int8 caches [B, Nkv, P, H],
+# 4-bit caches uint8 [B, Nkv, P, H/2] holding code + 8 (low nibble the even
+# channel); new K/V (after the packed split and rotary) quantized as
+# clamp(round-half-even(x * float32(1/scale))), NaN to the largest code, a
+# zero scale multiplying by 1; attention over the float32 dequantized cache,
+# the step's own keys included, at prefill too.
+
+def quant_feeds(rng, B, S, N, Nkv, H, lens, P, bits, kind, *, dtype=np.float32, scale_shape=None,
+                **kw):
+    """``make`` with a quantized past cache of length P and its scales."""
+    f = make(rng, B, S, N, Nkv, H, lens, dtype=dtype, **kw)
+    Hc = H if bits == 8 else H // 2
+    for n in ("past_key", "past_value"):
+        f[n] = (rng.integers(-128, 128, (B, Nkv, P, Hc)).astype(np.int8) if bits == 8
+                else rng.integers(0, 256, (B, Nkv, P, Hc)).astype(np.uint8))
+    # scales such that most new values fall inside the code range
+    top = 3.0 / (127 if bits == 8 else 7)
+    for n in ("k_scale", "v_scale"):
+        if kind == "PER_TENSOR":
+            f[n] = np.full(scale_shape or (1,), top, np.float32)
+        else:
+            f[n] = rng.uniform(0.5 * top, 1.5 * top, scale_shape or (1, Nkv, 1, H)).astype(
+                np.float32)
+    return f
+
+
+def quant_attrs(N, Nkv, bits, kind, **attrs):
+    return dict(num_heads=N, kv_num_heads=Nkv, k_quant_type=kind, v_quant_type=kind,
+                kv_cache_bit_width=bits, **attrs)
+
+
+def nibbles(x):
+    """4-bit caches as their codes (a byte compare would hide which one)."""
+    if x.dtype != np.uint8:
+        return x
+    return np.stack([x & 15, x >> 4], axis=-1).reshape(x.shape[:-1] + (-1,))
+
+
+def check_quant(feeds, valid, n_out=3, **attrs):
+    """ORT against NAIVE and every SIMD level and thread count of OPTIMIZED:
+    codes equal, outputs within tolerance, the same bits at 1 and 2 threads.
+    Returns ORT's outputs."""
+    tol = TOL[feeds["query"].dtype]
+    originals = {n: a.copy() for n, a in feeds.items()}
+    want = run_ort(feeds, n_out, **attrs)
+    unpack = lambda outs: [outs[0], nibbles(outs[1]), nibbles(outs[2])] + outs[3:]  # noqa: E731
+    compare(unpack(run_ours(feeds, n_out, naive=True, **attrs)), unpack(want), valid,
+            "naive vs ORT", tol)
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            per_thread = []
+            for threads in THREAD_COUNTS:
+                got = run_ours(feeds, n_out, threads=threads, **attrs)
+                compare(unpack(got), unpack(want), valid, f"{level} {threads} threads", tol)
+                per_thread.append(got)
+            for a, b in zip(*per_thread):
+                assert same_bits(a, b), f"{level}: thread count changed the result"
+    for n, a in feeds.items():
+        assert same_bits(a, originals[n]), f"input {n} modified"
+    return want
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("kind", ["PER_TENSOR", "PER_CHANNEL"])
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("packed,rotary", [(False, False), (True, True)])
+def test_quantized_cache_prefill_then_two_decode_steps(dtype, kind, bits, packed, rotary):
+    """A prompt of 5 tokens into an empty cache, then two decode steps each
+    fed the previous step's present cache (ORT's, so that each step is
+    compared on its own)."""
+    rng = np.random.default_rng(bits * 10 + len(kind) + packed)
+    N, Nkv, H, S0 = 4, 2, 32, 5
+    attrs = quant_attrs(N, Nkv, bits, kind, **({"do_rotary": 1} if rotary else {}))
+    rot = (16, H) if rotary else None
+    feeds = quant_feeds(rng, 1, S0, N, Nkv, H, [S0], 0, bits, kind, dtype=dtype, packed=packed,
+                        rotary=rot)
+    present = check_quant(feeds, ([S0], [S0]), **attrs)[1:]
+    for step in (1, 2):
+        T = S0 + step
+        f = quant_feeds(rng, 1, 1, N, Nkv, H, [T], 0, bits, kind, dtype=dtype, packed=packed,
+                        rotary=rot)
+        f.update(past_key=present[0], past_value=present[1], k_scale=feeds["k_scale"],
+                 v_scale=feeds["v_scale"])
+        for n in ("cos_cache", "sin_cache"):
+            if rotary:
+                f[n] = feeds[n]
+        present = check_quant(f, ([1], [T]), **attrs)[1:]
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("case", ["batch_padded_decode", "static_cache", "continuation",
+                                  "window_softcap_sink_bias", "long_decode"])
+def test_quantized_cache_configurations(bits, case):
+    rng = np.random.default_rng(bits + len(case))
+    N, Nkv, H = 4, 2, 16
+    kind = "PER_CHANNEL" if len(case) % 2 else "PER_TENSOR"
+    extra = {}
+    if case == "batch_padded_decode":      # entries of different lengths, one step each
+        f = quant_feeds(rng, 3, 1, N, Nkv, H, [7, 3, 5], 6, bits, kind)
+        valid = ([1, 1, 1], [7, 3, 5])
+    elif case == "static_cache":           # a buffer longer than total_sequence_length
+        f = quant_feeds(rng, 1, 1, N, Nkv, H, [6], 9, bits, kind)
+        valid = ([1], [6])
+    elif case == "continuation":           # 3 new tokens after 6 cached
+        f = quant_feeds(rng, 1, 3, N, Nkv, H, [9], 6, bits, kind)
+        valid = ([3], [9])
+    elif case == "window_softcap_sink_bias":
+        f = quant_feeds(rng, 1, 4, N, Nkv, H, [10], 6, bits, kind, bias=(1, N), sink=True)
+        extra = dict(local_window_size=3, softcap=2.0)
+        valid = ([4], [10])
+    else:                                  # several decode chunks of the engine
+        f = quant_feeds(rng, 1, 1, 8, 2, 64, [700], 699, bits, kind)
+        N, Nkv = 8, 2
+        valid = ([1], [700])
+    check_quant(f, valid, **quant_attrs(N, Nkv, bits, kind, **extra))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("B,S,T,C,W", [(1, 1, [6], 4, 3), (1, 3, [8], 5, 3), (2, 1, [6, 3], 4, 3),
+                                       (1, 6, [6], 4, 3)])
+def test_quantized_sliding_window_cache(bits, B, S, T, C, W):
+    rng = np.random.default_rng(C * 10 + W + S + bits)
+    kind = "PER_CHANNEL" if S % 2 else "PER_TENSOR"
+    H = 16 if bits == 8 else 32   # ORT: a multiple of 32 for a windowed 4-bit cache
+    f = quant_feeds(rng, B, S, 4, 2, H, T, C, bits, kind, rotary=(64, H))
+    check_quant(f, ([S] * B, [resident(t, C, W) for t in T]),
+                **quant_attrs(4, 2, bits, kind, local_window_size=W, sliding_window_cache=1,
+                              do_rotary=1))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("kind,shape", [("PER_TENSOR", ()), ("PER_TENSOR", (1,)),
+                                        ("PER_TENSOR", (1, 1, 1, 1)),
+                                        ("PER_CHANNEL", (1, 2, 1, 16)),
+                                        ("PER_CHANNEL", (2, 1, 16)), ("PER_CHANNEL", (2, 16)),
+                                        ("PER_CHANNEL", (32,))])
+def test_quantized_cache_scale_shapes(bits, kind, shape):
+    rng = np.random.default_rng(len(shape) * 3 + bits)
+    f = quant_feeds(rng, 1, 1, 4, 2, 16, [5], 4, bits, kind, scale_shape=shape)
+    check_quant(f, ([1], [5]), **quant_attrs(4, 2, bits, kind))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("mode", [1, 2])
+def test_quantized_cache_qk_output(bits, mode):
+    rng = np.random.default_rng(bits + mode)
+    f = quant_feeds(rng, 1, 3, 4, 2, 16, [7], 4, bits, "PER_CHANNEL")
+    check_quant(f, ([3], [7]), n_out=4, **quant_attrs(4, 2, bits, "PER_CHANNEL", qk_output=mode))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_query_seqlens(bits):
+    rng = np.random.default_rng(bits)
+    f = quant_feeds(rng, 2, 4, 4, 2, 32, [6, 3], 8, bits, "PER_TENSOR", rotary=(64, 32))
+    f["query_seqlens"] = np.array([2, 3], np.int32)
+    check_quant(f, ([2, 3], [6, 3]), **quant_attrs(4, 2, bits, "PER_TENSOR", do_rotary=1))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_special_values(bits):
+    """NaN and infinite keys (NaN to the largest code), zero, infinite and
+    NaN scales (a zero scale multiplies by 1), as ONNX Runtime."""
+    rng = np.random.default_rng(40 + bits)
+    f = quant_feeds(rng, 1, 1, 4, 2, 16, [5], 4, bits, "PER_CHANNEL")
+    f["key"][0, 0, :4] = [np.nan, np.inf, -np.inf, 1e9]
+    f["k_scale"][0, 1, 0, :3] = [0, np.inf, np.nan]
+    f["v_scale"][0, 0, 0, 5] = 0
+    check_quant(f, ([1], [5]), **quant_attrs(4, 2, bits, "PER_CHANNEL"))
+
+
+def test_scales_ignored_without_quantization():
+    """ONNX Runtime reads k_scale/v_scale only with a quantized cache."""
+    rng = np.random.default_rng(5)
+    f = make(rng, 1, 1, 4, 2, 16, [5], past=4)
+    f.update(k_scale=np.array([3.0, 1.0], np.float32), v_scale=np.array([5.0], np.float32))
+    check(f, ([1], [5]), num_heads=4, kv_num_heads=2)
+
+
+BAD_QUANT = [
+    # (mutation, attrs, error, match); attrs over quant_attrs(4, 2, 8, PER_TENSOR)
+    (lambda f: f, dict(v_quant_type="PER_CHANNEL"), ValueError,
+     r"k_quant_type \('PER_TENSOR'\) and v_quant_type \('PER_CHANNEL'\) must be equal"),
+    (lambda f: f, dict(kv_cache_bit_width=0), ValueError, "kv_cache_bit_width must be 4 or 8"),
+    (lambda f: f, dict(kv_cache_bit_width=6), ValueError, "kv_cache_bit_width must be 4 or 8"),
+    (lambda f: f, dict(k_quant_type="NONE", v_quant_type="NONE"), ValueError,
+     "kv_cache_bit_width must be 0"),
+    (lambda f: f, dict(k_quant_type="PER_BLOCK", v_quant_type="PER_BLOCK"), ValueError,
+     "k_quant_type"),
+    (lambda f: {n: a for n, a in f.items() if n != "k_scale"}, {}, ValueError,
+     r"input 12 \('k_scale'\) is required"),
+    (lambda f: {n: a for n, a in f.items() if n != "v_scale"}, {}, ValueError,
+     r"input 13 \('v_scale'\) is required"),
+    (lambda f: {**f, "k_scale": np.ones(2, np.float32)}, {}, ValueError,
+     r"input 12 \('k_scale'\) must have 1 elements"),
+    (lambda f: {**f, "v_scale": np.ones(16, np.float32)}, dict(k_quant_type="PER_CHANNEL",
+                                                               v_quant_type="PER_CHANNEL"),
+     ValueError, r"input 12 \('k_scale'\) must have 32 elements"),
+    (lambda f: {**f, "v_scale": np.ones(1, np.float16)}, {}, TypeError,
+     r"input 13 \('v_scale'\) has element type float16, expected float32"),
+    (lambda f: {**f, "past_key": f["past_key"].view(np.uint8)}, {}, TypeError,
+     r"input 3 \('past_key'\) has element type uint8, expected int8 for kv_cache_bit_width 8"),
+    (lambda f: f, dict(kv_cache_bit_width=4), TypeError,
+     r"input 3 \('past_key'\) has element type int8, expected uint8 for kv_cache_bit_width 4"),
+    (lambda f: {**f, "past_key": f["past_key"].astype(np.float32),
+                "past_value": f["past_value"].astype(np.float32)}, {}, TypeError,
+     r"input 3 \('past_key'\) has element type float32, expected int8"),
+    (lambda f: {**f, "past_key": f["past_key"].view(np.uint8)[..., :8],
+                "past_value": f["past_value"].view(np.uint8)[..., :8]}, {}, TypeError,
+     "expected int8"),
+    (lambda f: {**f, "past_value": f["past_value"][..., :8]}, {}, ValueError,
+     r"input 4 \('past_value'\) must have shape"),
+    (lambda f: {n: a for n, a in f.items() if n not in ("past_key", "past_value")}, {},
+     ValueError, "needs past_key and past_value"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD_QUANT)))
+@pytest.mark.parametrize("naive", [False, True])
+def test_quantized_cache_bad_input(case, naive):
+    """A clear error naming the operator (and the input), before any buffer
+    is touched; ONNX Runtime rejects each of these too."""
+    mutate, attrs, error, match = BAD_QUANT[case]
+    rng = np.random.default_rng(case)
+    feeds = mutate(quant_feeds(rng, 1, 1, 4, 2, 16, [5], 4, 8, "PER_TENSOR"))
+    attrs = {**quant_attrs(4, 2, 8, "PER_TENSOR"), **attrs}
+    with pytest.raises((Fail, InvalidArgument, InvalidGraph, RuntimeException)):
+        run_ort(feeds, **attrs)
+    with pytest.raises(error, match=match) as info:
+        run_ours(feeds, naive=naive, **attrs)
+    assert "GroupQueryAttention" in str(info.value)
+
+
+def test_quantized_cache_odd_head_size_for_4_bits():
+    rng = np.random.default_rng(6)
+    f = quant_feeds(rng, 1, 1, 2, 1, 6, [3], 2, 8, "PER_TENSOR")
+    f["query"] = f["query"][..., :10]
+    f["key"], f["value"] = f["key"][..., :5], f["value"][..., :5]
+    f["past_key"] = f["past_value"] = np.zeros((1, 1, 2, 2), np.uint8)
+    for naive in (False, True):
+        with pytest.raises(ValueError, match="GroupQueryAttention.*even head size"):
+            run_ours(f, naive=naive, **quant_attrs(2, 1, 4, "PER_TENSOR"))
+
+
+@pytest.mark.parametrize("naive", [False, True])
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("packed", [False, True])
+def test_quantized_cache_any_input_layout(naive, bits, packed):
+    """Strided, broadcast, misaligned and read-only inputs (codes and scales
+    included) give the bits of the C-contiguous ones and stay untouched."""
+    rng = np.random.default_rng(22 + bits)
+    feeds = quant_feeds(rng, 2, 1, 4, 2, 16, [7, 7], 6, bits, "PER_CHANNEL", packed=packed,
+                        rotary=(16, 16))
+    feeds = {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape))
+             if a.ndim and n not in ("k_scale", "v_scale") else a for n, a in feeds.items()}
+    attrs = quant_attrs(4, 2, bits, "PER_CHANNEL", do_rotary=1)
+    want = run_ours(feeds, naive=naive, **attrs)
+    for name, a in feeds.items():
+        for what, x in layouts(a):
+            before = x.copy()
+            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"{name} {what}"
+            assert same_bits(x, before), f"{name} {what}: input modified"
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_empty_batch(bits):
+    rng = np.random.default_rng(3)
+    feeds = quant_feeds(rng, 1, 3, 2, 1, 8, [3], 0, bits, "PER_TENSOR")
+    feeds = {n: (a[:0] if n in ("query", "key", "value", "seqlens_k", "past_key", "past_value")
+                 else a) for n, a in feeds.items()}
+    for naive in (False, True):
+        out = run_ours(feeds, naive=naive, **quant_attrs(2, 1, bits, "PER_TENSOR"))
+        assert out[0].shape == (0, 3, 16) and out[1].shape == (0, 1, 3, 8 if bits == 8 else 4)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_cache_bfloat16_against_float32_oracle(bits):
+    """ONNX Runtime has no bfloat16 GroupQueryAttention: ORT in float32 on the
+    rounded inputs (the codes of bfloat16 keys are those of their float32
+    values), the output within bfloat16's tolerance."""
+    rng = np.random.default_rng(60 + bits)
+    f = quant_feeds(rng, 1, 3, 4, 2, 16, [7], 4, bits, "PER_CHANNEL", dtype=bfloat16)
+    attrs = quant_attrs(4, 2, bits, "PER_CHANNEL")
+    f32 = {n: a.astype(np.float32) if a.dtype == bfloat16 else a for n, a in f.items()}
+    want = run_ort(f32, **attrs)
+    want[0] = want[0].astype(bfloat16)
+    for naive in (False, True):
+        got = run_ours(f, naive=naive, **attrs)
+        compare([got[0], nibbles(got[1]), nibbles(got[2])],
+                [want[0], nibbles(want[1]), nibbles(want[2])], ([3], [7]), "bfloat16",
+                TOL[np.dtype(bfloat16)])

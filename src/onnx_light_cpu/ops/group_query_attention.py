@@ -28,10 +28,28 @@ materialising the scores and fills present from past while it reads it.
 
 sliding_window_cache=1 keeps window-sized buffers (see ``_windowed``);
 qk_output materialises the scores only when the output is requested.
-Rejected with NotImplementedError: quantized KV caches (k_scale/v_scale,
-kv_cache_bit_width, quant types, integer caches), q/k norm weights, and
-output_qk together with a windowed cache.  Unlike ONNX Runtime, head sizes
-need not be multiples of 8 (16 with rotary).
+
+Quantized KV cache, as ONNX Runtime 1.32's CPU kernel computes it (measured;
+the spec says nothing of it): k_quant_type == v_quant_type in {PER_TENSOR,
+PER_CHANNEL} with kv_cache_bit_width 8 or 4 (NONE: width 0, k_scale and
+v_scale ignored).  past/present caches are int8 [B, Nkv, P, H] (8 bits) or
+uint8 [B, Nkv, P, H/2] holding code + 8, the low nibble the even channel (4
+bits); past inputs are required (of length 0 for a first prompt: they give
+the present caches' type).  k_scale/v_scale (inputs 12/13) are float32
+dequantization scales of any shape holding 1 (PER_TENSOR) or Nkv*H
+(PER_CHANNEL, channel order [Nkv, H]) values.  The new K (after the packed
+split and rotary) and V are quantized as clamp(round-half-even(x *
+float32(1/scale))) -- a multiplication by the float32 reciprocal, not a
+division; a zero scale multiplies by 1 and NaN gives the largest code, as
+ONNX Runtime -- and attention reads every key dequantized (code * scale in
+float32), the step's own keys included, at prefill too; FLOAT16 queries
+attend in float32 like FLOAT ones.  The engine dequantizes each tile of
+codes as it reads it (no float copy of the cache).
+
+Rejected with NotImplementedError: q/k norm weights (inputs 14/15; ONNX
+Runtime's CPU kernel rejects them too) and output_qk together with a
+windowed cache.  Unlike ONNX Runtime, head sizes need not be multiples of 8
+(16 with rotary; 32 for a windowed 4-bit cache).
 """
 
 from __future__ import annotations
@@ -45,7 +63,8 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
-from ..memory import check_buffer
+from ..memory import CHECK_FROM_BYTES, check_buffer
+from ..reference.attention_core import dequantize
 from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
@@ -54,11 +73,23 @@ T = TensorProto
 _INT32_MAX = 2**31 - 1
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
 
+QUANT_TYPES = ("NONE", "PER_TENSOR", "PER_CHANNEL")
+#: Code element type of a quantized cache per kv_cache_bit_width.
+CODE_TYPES = {8: np.dtype(np.int8), 4: np.dtype(np.uint8)}
+
 #: Input positions in ONNX Runtime's order.
 INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
           "total_sequence_length", "cos_cache", "sin_cache", "position_ids",
           "attention_bias", "head_sink", "k_scale", "v_scale", "q_norm_weight",
           "k_norm_weight", "query_seqlens")
+
+
+_NONES = (None,) * len(INPUTS)
+
+
+def _ready(x: np.ndarray) -> np.ndarray:
+    """``engine_ready(x)``, with the common dense case first."""
+    return x if x.flags.c_contiguous else engine_ready(x)
 
 
 class Plan(NamedTuple):
@@ -72,6 +103,12 @@ class Plan(NamedTuple):
     packed: bool
     P: int          # past_key's length (the cache capacity of a static cache)
     scale: float
+    # present lengths up to this need no memory check (every buffer of the
+    # run is below memory.CHECK_FROM_BYTES); -1: always check
+    unchecked_length: int
+    zero_sink: np.ndarray | None   # smooth_softmax's sink
+    cache_dtype: np.dtype          # the present caches': the query's, or the codes'
+    Hc: int                        # their last dimension (H, or H / 2 for 4-bit codes)
 
 
 class GroupQueryAttentionBase(KernelOp):
@@ -87,8 +124,8 @@ class GroupQueryAttentionBase(KernelOp):
     inputs = (Input("query", types=FLOATS, ranks=(3,)),
               Input("key", like=0, ranks=(3,), optional=True),
               Input("value", like=0, ranks=(3,), optional=True),
-              # the caches' types are checked by the plan: integer caches
-              # (quantized) are not implemented
+              # the caches' types are checked by the plan: the query's, or
+              # int8/uint8 codes of a quantized cache
               Input("past_key", ranks=(4,), optional=True),
               Input("past_value", ranks=(4,), optional=True),
               Input("seqlens_k", types=(T.INT32,), ranks=(1,)),
@@ -115,13 +152,12 @@ class GroupQueryAttentionBase(KernelOp):
                   Attr("smooth_softmax", "flag", 0),
                   Attr("qk_output", "int", 0, allowed=(0, 1, 2)),
                   Attr("sliding_window_cache", "flag", 0),
-                  Attr("k_quant_type", "string", "NONE"),
-                  Attr("v_quant_type", "string", "NONE"),
+                  Attr("k_quant_type", "string", "NONE", allowed=QUANT_TYPES),
+                  Attr("v_quant_type", "string", "NONE", allowed=QUANT_TYPES),
                   Attr("kv_cache_bit_width", "int", 0))
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        op = onnx_node.op_type
         N, Nkv, window = self.num_heads, self.kv_num_heads, self.local_window_size
         if N is not None and Nkv is not None:
             if N <= 0 or Nkv <= 0:
@@ -142,14 +178,21 @@ class GroupQueryAttentionBase(KernelOp):
         elif window > 0 and not self.causal:
             self._reject_attribute(f"attribute local_window_size must be -1 when causal is 0, "
                                    f"got {window}")
-        self._unsupported = None
-        for name in ("k_quant_type", "v_quant_type"):
-            if getattr(self, name) != "NONE":
-                self._unsupported = (f"{op}: quantized KV caches ({name}="
-                                     f"{getattr(self, name)!r}) are not implemented")
-        if self.kv_cache_bit_width != 0:
-            self._unsupported = (f"{op}: quantized KV caches (kv_cache_bit_width) are not "
-                                 "implemented")
+        # Quantized KV cache: ONNX Runtime's checks, in its order.
+        kq, vq, bits = self.k_quant_type, self.v_quant_type, self.kv_cache_bit_width
+        self._kv_bits = 0
+        if kq != vq:
+            self._reject_attribute(f"k_quant_type ({kq!r}) and v_quant_type ({vq!r}) must be "
+                                   "equal")
+        elif kq != "NONE":
+            if bits not in (4, 8):
+                self._reject_attribute(f"attribute kv_cache_bit_width must be 4 or 8 with "
+                                       f"k_quant_type {kq!r}, got {bits}")
+            else:
+                self._kv_bits = bits
+        elif bits != 0:
+            self._reject_attribute(f"attribute kv_cache_bit_width must be 0 without a quantized "
+                                   f"KV cache (k_quant_type 'NONE'), got {bits}")
         outputs = onnx_node.output
         self._n_outputs = len(outputs)
         if self._n_outputs > 3 and outputs[3] and self.qk_output == 0:
@@ -165,12 +208,16 @@ class GroupQueryAttentionBase(KernelOp):
     def _plan(self, *args):
         op = self.onnx_node.op_type
         x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
-        for i in (12, 13, 14, 15):
+        for i in (14, 15):
             if x[INPUTS[i]] is not None:
                 raise NotImplementedError(self._input_error(
-                    i, "is not supported (quantized KV caches and q/k norms are not implemented)"))
-        if self._unsupported:
-            raise NotImplementedError(self._unsupported)
+                    i, "is not supported (q/k norms are not implemented, as ONNX Runtime's CPU "
+                       "kernel)"))
+        bits = self._kv_bits
+        for i in (12, 13):
+            if bits and x[INPUTS[i]] is None:
+                raise ValueError(f"{op}: input {i} ({INPUTS[i]!r}) is required with "
+                                 f"k_quant_type {self.k_quant_type!r}")
         q = x["query"]
         dt = q.dtype
         N, Nkv = self.num_heads, self.kv_num_heads
@@ -201,17 +248,39 @@ class GroupQueryAttentionBase(KernelOp):
         if (pk is None) != (pv is None):
             raise ValueError(f"{op}: past_key and past_value must be given together")
         P = 0
-        if pk is not None:
-            if pk.dtype != dt and pk.dtype.kind in "iuV":
-                raise NotImplementedError(self._input_error(
-                    3, "quantized KV caches are not implemented"))
+        Hc = H            # a cache row's elements (4-bit: two codes a byte)
+        if bits:
+            if pk is None:
+                raise ValueError(f"{op}: a quantized KV cache (kv_cache_bit_width {bits}) needs "
+                                 "past_key and past_value (of length 0 for a first prompt): "
+                                 "their element type is the present cache's")
+            if bits == 4 and H % 2:
+                raise ValueError(self._input_error(
+                    0, f"gives head size {H}: a 4-bit KV cache needs an even head size"))
+            Hc = H if bits == 8 else H // 2
             for i, past in ((3, pk), (4, pv)):
-                if past.dtype != dt:
+                if past.dtype != CODE_TYPES[bits]:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {past.dtype}, expected {CODE_TYPES[bits]} for "
+                           f"kv_cache_bit_width {bits}"))
+            n = 1 if self.k_quant_type == "PER_TENSOR" else Nkv * H
+            for i in (12, 13):
+                sc = x[INPUTS[i]]
+                if sc.dtype != np.float32:
+                    raise TypeError(self._input_error(
+                        i, f"has element type {sc.dtype}, expected float32"))
+                if sc.size != n:
+                    raise ValueError(self._input_error(
+                        i, f"must have {n} elements for {self.k_quant_type} (kv_num_heads * "
+                           f"head_size = {Nkv} * {H} for PER_CHANNEL), got shape {sc.shape}"))
+        if pk is not None:
+            for i, past in ((3, pk), (4, pv)):
+                if not bits and past.dtype != dt:
                     raise TypeError(self._input_error(
                         i, f"has element type {past.dtype}, expected {dt} like input 0"))
             P = pk.shape[2]
-            self._shape(3, pk, (B, Nkv, P, H))
-            self._shape(4, pv, (B, Nkv, P, H))
+            self._shape(3, pk, (B, Nkv, P, Hc))
+            self._shape(4, pv, (B, Nkv, P, Hc))
         self._shape(5, x["seqlens_k"], (B,))
         tot = x["total_sequence_length"]
         if tot.size != 1 or tot.ndim > 1:
@@ -272,60 +341,79 @@ class GroupQueryAttentionBase(KernelOp):
         if x["head_sink"] is not None:
             self._shape(11, x["head_sink"], (N,))
         scale = self.scale if self.scale != 0.0 else 1.0 / math.sqrt(H)
-        return Plan(B, S, N, Nkv, H, packed, P, scale)
+        # The largest present length L whose buffers (present [B, Nkv, L, H],
+        # output_qk's float32 work (3, B, N, S, total <= L)) and the fixed
+        # ones (output, rotated query and key) are all below the size the
+        # memory checks start at.
+        item = dt.itemsize
+        fixed = max(B * S * N * H * item, B * S * (N + Nkv) * H * item if self.do_rotary else 0)
+        cache_dtype = CODE_TYPES[bits] if bits else dt
+        per_row = max(B * Nkv * Hc * cache_dtype.itemsize,
+                      3 * B * N * S * 4 if self._want_qk else 0)
+        if fixed >= CHECK_FROM_BYTES:
+            unchecked = -1
+        elif per_row == 0:
+            unchecked = _INT32_MAX
+        else:
+            unchecked = (CHECK_FROM_BYTES - 1) // per_row
+        zero_sink = np.zeros(N, np.float32) if self.smooth_softmax else None
+        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink, cache_dtype, Hc)
 
     def _execute(self, plan, *args):
+        # Per-call glue of a decode step costs more than its attention at
+        # small sizes: the checks work on Python ints and lists (B entries),
+        # the per-entry arrays come from one Cython pass (core.gqa_rows).
         op = self.onnx_node.op_type
-        x = dict(zip(INPUTS, args + (None,) * (len(INPUTS) - len(args))))
+        x = args + _NONES[len(args):]
         B, S, N, Nkv, H, P = plan.B, plan.S, plan.N, plan.Nkv, plan.H, plan.P
-        q, pk, pv = x["query"], x["past_key"], x["past_value"]
+        q, pk, pv, seqlens, qsl = x[0], x[3], x[4], x[5], x[16]
         dt = q.dtype
-        seqlens = x["seqlens_k"]
-        total = int(x["total_sequence_length"].reshape(()))
+        total = x[6].item()      # one element (the plan checked)
         if total <= 0 and B:
             raise ValueError(self._input_error(6, f"must be positive, got {total}"))
-        qsl = x["query_seqlens"]
         if qsl is None and total < S:
             raise ValueError(self._input_error(
                 6, f"({total}) must be at least the sequence length {S}"))
-        lens = seqlens.astype(np.int64) + 1                      # total length per entry
-        if B and lens.min() < 1:
-            raise ValueError(self._input_error(5, f"values must be >= 0, got {seqlens.tolist()}"))
-        if B and lens.max() > total:
+        sl = seqlens.tolist()
+        lens = [n + 1 for n in sl]                         # total length per entry
+        if B and min(sl) < 0:
+            raise ValueError(self._input_error(5, f"values must be >= 0, got {sl}"))
+        if B and max(lens) > total:
             raise ValueError(self._input_error(
-                5, f"values {seqlens.tolist()}: seqlens_k + 1 must not exceed "
+                5, f"values {sl}: seqlens_k + 1 must not exceed "
                    f"total_sequence_length ({total})"))
         first = False
         if qsl is not None:
             # right-padded chunks: entry b appends its first Q[b] rows
-            append = qsl.astype(np.int64)
-            if B and (append.min() < 0 or (append > np.minimum(lens, S)).any()):
+            append = qsl.tolist()
+            if B and (min(append) < 0 or any(a > min(n, S) for a, n in zip(append, lens))):
                 raise ValueError(self._input_error(
-                    16, f"values {qsl.tolist()} must be in [0, min(sequence_length {S}, "
-                        f"seqlens_k + 1)] per entry (seqlens_k {seqlens.tolist()})"))
-            past_len = lens - append
+                    16, f"values {append} must be in [0, min(sequence_length {S}, "
+                        f"seqlens_k + 1)] per entry (seqlens_k {sl})"))
+            past_len = [n - a for n, a in zip(lens, append)]
         else:
             first = S == total
-            append = np.full(B, S, np.int64)
+            append = [S] * B
             if first:       # every entry starts at 0 (shorter ones right-padded)
-                past_len = np.zeros(B, np.int64)
+                past_len = [0] * B
             else:
-                past_len = lens - S
-                if B and past_len.min() < 0:
+                past_len = [n - S for n in lens]
+                if B and min(past_len) < 0:
                     raise ValueError(self._input_error(
-                        5, f"values {seqlens.tolist()} give fewer than the {S} new tokens "
+                        5, f"values {sl} give fewer than the {S} new tokens "
                            f"(seqlens_k + 1 - sequence_length must be >= 0)"))
                 if B > 1 and S > 1:
                     raise ValueError(f"{op}: batch_size must be 1 when sequence_length > 1 and "
                                      f"past context is given (got batch {B}, sequence {S})")
+        past_max = max(past_len) if B else 0
         if self.sliding_window_cache:
             L = P
         else:
             L = max(P, total)                                      # present length
-            if B and past_len.max() > P:
+            if B and past_max > P:
                 raise ValueError(self._input_error(
-                    3, f"holds {P} positions but seqlens_k {seqlens.tolist()} needs "
-                       f"{int(past_len.max())} past positions"))
+                    3, f"holds {P} positions but seqlens_k {sl} needs "
+                       f"{past_max} past positions"))
             if qsl is None and total != P + S and total > P:
                 # ONNX Runtime's rule, without a past cache too (P = 0): the
                 # present buffers hold max(P, total) rows, so a larger total
@@ -334,62 +422,80 @@ class GroupQueryAttentionBase(KernelOp):
                     6, f"({total}) must equal the past length + sequence_length "
                        f"({P} + {S}) for a growing cache, or be at most past_key's length "
                        f"{P} for a static one"))
-            if qsl is not None and B and (past_len + S).max() > L:
+            if qsl is not None and B and past_max + S > L:
                 raise ValueError(self._input_error(
-                    16, f"values {qsl.tolist()}: the padded chunk of {S} rows after "
-                        f"{int((past_len + S).max())- S} cached ones does not fit the KV cache "
+                    16, f"values {append}: the padded chunk of {S} rows after "
+                        f"{past_max} cached ones does not fit the KV cache "
                         f"capacity {L}"))
 
-        # rotary positions
+        # rotary positions: past_len[b] + s (made by gqa_rows) unless
+        # position_ids are given
         positions = None
-        cos, sin = x["cos_cache"], x["sin_cache"]
+        own_positions = False
+        cos, sin = x[7], x[8]
         if self.do_rotary:
-            pid = x["position_ids"]
-            if pid is not None:
+            pid = x[9]
+            low = high = None
+            if pid is None:
+                own_positions = True
+                if B and S:
+                    low, high = min(past_len), past_max + S - 1
+            else:
                 # ONNX Runtime's first prompt reads only position_ids[0, 0]:
                 # every entry counts up from it.
                 positions = (np.broadcast_to(pid[0, 0] + np.arange(S, dtype=np.int64), (B, S))
                              if first and B and S else pid)
-            else:
-                positions = past_len[:, None] + np.arange(S, dtype=np.int64)[None, :]
-            if positions.size and (positions.min() < 0 or positions.max() >= cos.shape[0]):
+                if positions.size:
+                    low, high = int(positions.min()), int(positions.max())
+            if low is not None and (low < 0 or high >= cos.shape[0]):
                 raise ValueError(self._input_error(
                     7 if pid is None else 9,
                     f"cos/sin caches have {cos.shape[0]} positions but positions up to "
-                    f"{int(positions.max())} (min {int(positions.min())}) are needed"))
+                    f"{high} (min {low}) are needed"))
 
-        bias = x["attention_bias"]
+        bias = x[10]
         if bias is not None and bias.shape[3] != total:
             raise ValueError(self._input_error(
                 10, f"must have shape (1 or {B}, 1 or {N}, {S}, {total}), got {bias.shape}"))
-        sink = x["head_sink"]
+        sink = x[11]
 
         # Sizes first, nothing allocated yet (a broadcast past or query can
-        # describe more than memory holds)
-        for i, name in ((1, "present_key"), (2, "present_value")):
-            check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
-                         (B, Nkv, L, H), dt.itemsize)
-        check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
-        if self.do_rotary:
-            check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
-                         dt.itemsize)
-        if self._want_qk:
-            # output_qk (B, N, S, total) and its float32 work
-            check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+        # describe more than memory holds); the plan knows up to which
+        # present length every buffer is too small to check.
+        if L > plan.unchecked_length:
+            for i, name in ((1, "present_key"), (2, "present_value")):
+                check_buffer(op, f"output {i} ({name}, from past_key / total_sequence_length)",
+                             (B, Nkv, L, plan.Hc), plan.cache_dtype.itemsize)
+            check_buffer(op, "output 0", (B, S, N, H), dt.itemsize)
+            if self.do_rotary:
+                check_buffer(op, "the rotated query and key (input 0)", (B, S, N + Nkv, H),
+                             dt.itemsize)
+            if self._want_qk:
+                # output_qk (B, N, S, total) and its float32 work
+                check_buffer(op, "output 3 (output_qk)", (3, B, N, S, total), 4)
+        start, count, past32, key_begin, key_end, own = core.gqa_rows(
+            past_len, append, lens, S, self.causal, self.local_window_size, own_positions)
+        if own_positions:
+            positions = own
 
         # Q, new K/V as [B, S, heads, H] views (a strided or broadcast input:
         # a compact copy whose last axis the engine can read)
-        q = engine_ready(q)
+        q = _ready(q)
         if plan.packed:
             q4 = q.reshape(B, S, N + 2 * Nkv, H)
-            qv, kv, vv = q4[:, :, :N], q4[:, :, N:N + Nkv], q4[:, :, N + Nkv:]
+            vv = q4[:, :, N + Nkv:]
+            if self.do_rotary:   # query and key heads are adjacent: one pass
+                qk4 = self._rotate(q4[:, :, :N + Nkv], cos, sin, positions)
+                qv, kv = qk4[:, :, :N], qk4[:, :, N:]
+            else:
+                qv, kv = q4[:, :, :N], q4[:, :, N:N + Nkv]
         else:
             qv = q.reshape(B, S, N, H)
-            kv = engine_ready(x["key"]).reshape(B, S, Nkv, H)
-            vv = engine_ready(x["value"]).reshape(B, S, Nkv, H)
-        if self.do_rotary:
-            qv = self._rotate(qv, cos, sin, positions)
-            kv = self._rotate(kv, cos, sin, positions)
+            kv = _ready(x[1]).reshape(B, S, Nkv, H)
+            vv = _ready(x[2]).reshape(B, S, Nkv, H)
+            if self.do_rotary:
+                qv = self._rotate(qv, cos, sin, positions)
+                kv = self._rotate(kv, cos, sin, positions)
 
         scale = plan.scale
         fbias = None
@@ -398,51 +504,68 @@ class GroupQueryAttentionBase(KernelOp):
         if sink is not None:
             fsink = sink.astype(np.float32)
         elif self.smooth_softmax:
-            fsink = np.zeros(N, np.float32)
+            fsink = plan.zero_sink
         else:
             fsink = None
-        present_k = self._new_output((B, Nkv, L, H), dt, 1)
-        present_v = self._new_output((B, Nkv, L, H), dt, 2)
+        present_k = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 1)
+        present_v = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 2)
         out = self._new_output((B, S, N, H), dt, 0)
         qt, ot = qv.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
-        pos_q = past_len[:, None] + np.arange(S, dtype=np.int64)[None, :]   # absolute
         qk = None
+        kv_quant = None
+        if self._kv_bits:
+            # codes of the new rows (after the packed split and rotary),
+            # attention over the dequantized cache, new keys included
+            kv_quant = (self._kv_bits, self._scales(12, x[12], Nkv * H),
+                        self._scales(13, x[13], Nkv * H))
         if self.sliding_window_cache:
-            self._windowed(qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
-                           scale, fbias, fsink)
+            if kv_quant:   # the new rows' codes, [B, Nkv, S, Hc]
+                codes = []
+                for new, i in ((kv, 12), (vv, 13)):
+                    c = np.empty((B, Nkv, S, plan.Hc), plan.cache_dtype)
+                    self._quantize(new.astype(np.float32, copy=False), 0 * start, count, c,
+                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
+                    codes.append(c)
+                knew, vnew = codes
+            else:
+                knew, vnew = kv.transpose(0, 2, 1, 3), vv.transpose(0, 2, 1, 3)
+            self._windowed(qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
+                           append, scale, fbias, fsink, kv_quant)
         else:
             # The new rows now; the engine copies the past rows (while it
             # reads them).
-            self._append(kv, vv, past_len, append, present_k, present_v)
+            if kv_quant:
+                for new, present, i in ((kv, present_k, 12), (vv, present_v, 13)):
+                    self._quantize(new.astype(np.float32, copy=False), start, count, present,
+                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
+            else:
+                self._append(kv, vv, start, count, present_k, present_v)
             past = None
             if pk is not None and P:
-                past = (engine_ready(pk), engine_ready(pv),
-                        np.ascontiguousarray(past_len, dtype=np.int32))
-            if self.causal:
-                end = np.minimum(pos_q + 1, lens[:, None])
-                window = self.local_window_size
-                begin = np.maximum(end - window, 0) if window > 0 else 0 * end
+                past = (_ready(pk), _ready(pv), past32)
+            if total == L:
+                kt, vt = present_k, present_v
             else:
-                end = np.broadcast_to(lens[:, None], (B, S))
-                begin = 0 * end
-            key_begin = np.ascontiguousarray(np.minimum(begin, end), dtype=np.int32)
-            key_end = np.ascontiguousarray(end, dtype=np.int32)
-            kt, vt = present_k[:, :, :total], present_v[:, :, :total]
-            self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past)
+                kt, vt = present_k[:, :, :total], present_v[:, :, :total]
+            self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past,
+                         kv_quant)
             if self._want_qk:
+                if kv_quant:
+                    kt = dequantize(kt, kv_quant[1], self._kv_bits)
                 qk = self._qk(qv, kt, scale, fbias, key_begin, key_end, fsink)
         outputs = [out.reshape(B, S, N * H), present_k, present_v]
         if self._n_outputs > 3:
             outputs.append(qk)
         return tuple(outputs[: max(self._n_outputs, 1)])
 
-    def _windowed(self, qt, kv, vv, pk, pv, present_k, present_v, ot, lens, past_len, append,
-                  scale, fbias, fsink):
+    def _windowed(self, qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
+                  append, scale, fbias, fsink, kv_quant=None):
         """sliding_window_cache=1: the buffers hold the L(T) most recent
         positions at rows [0, L(T)), L(T) = T if T <= C else
         T - G ceil((T - C) / G) with G = C - W + 1.  Each entry attends over
         its resident past rows followed by its new rows (staged), then keeps
-        the newest L(T) of them."""
+        the newest L(T) of them.  knew/vnew: the new rows [B, Nkv, S, H]
+        (their codes with ``kv_quant``)."""
         C, W = present_k.shape[2], self.local_window_size
         G = C - W + 1
 
@@ -455,8 +578,8 @@ class GroupQueryAttentionBase(KernelOp):
             lp = resident(p0)
             base = p0 - lp                     # absolute position of staged row 0
             n = min(lp + a, t - base)          # staged keys that exist after this step
-            ks = np.concatenate([pk[b, :, :lp], kv[b, :a].transpose(1, 0, 2)], axis=1)[:, :n]
-            vs = np.concatenate([pv[b, :, :lp], vv[b, :a].transpose(1, 0, 2)], axis=1)[:, :n]
+            ks = np.concatenate([pk[b, :, :lp], knew[b, :, :a]], axis=1)[:, :n]
+            vs = np.concatenate([pv[b, :, :lp], vnew[b, :, :a]], axis=1)[:, :n]
             lt = resident(t)
             for dst, st in ((present_k, ks), (present_v, vs)):
                 dst[b, :, :lt] = st[:, t - lt - base:t - base]
@@ -466,7 +589,8 @@ class GroupQueryAttentionBase(KernelOp):
             bias = None if fbias is None else fbias[b:b + 1, :, :, base:base + n]
             self._attend(qt[b:b + 1], ks[None], vs[None], ot[b:b + 1], scale, bias,
                          np.ascontiguousarray(begin[None], dtype=np.int32),
-                         np.ascontiguousarray(end[None], dtype=np.int32), fsink)
+                         np.ascontiguousarray(end[None], dtype=np.int32), fsink,
+                         kv_quant=kv_quant)
 
     def _qk(self, qv, kt, scale, fbias, key_begin, key_end, fsink):
         """output_qk [B, N, S, total_sequence_length], materialised (only when
@@ -500,7 +624,28 @@ class GroupQueryAttentionBase(KernelOp):
             sc = np.where(inside, sc, 0)
         return sc.astype(qv.dtype)
 
+    def _scales(self, index, scale, n, inverse=False):
+        """Input ``index`` (k_scale or v_scale, 1 or n float32 values) as
+        float32 C-contiguous [n] (n = Nkv * H, channel order): the scales,
+        or with ``inverse`` the multipliers that quantize, float32(1 /
+        scale), 1 where the scale is 0 (ONNX Runtime's, measured).  Kept
+        while the input is an initializer."""
+        def prepare():
+            s = np.broadcast_to(np.asarray(scale, np.float32).reshape(-1), (n,))
+            if inverse:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    s = np.float32(1) / np.where(s == 0, np.float32(1), s)
+            return np.ascontiguousarray(s, dtype=np.float32)
+        return self._prepared_input(("kv_scale", index, inverse, n), index, scale, prepare)
+
     def _rotate(self, x, cos, sin, positions):
+        raise NotImplementedError
+
+    def _quantize(self, new, start, count, present, inv, bits):
+        """Rows [start[b], start[b] + count[b]) of the quantized present cache
+        ``present`` take the codes of rows [0, count[b]) of ``new`` (float32
+        [B, S, Nkv, H]): clamp(round-half-even(x * inv[channel])), NaN to the
+        largest code (ONNX Runtime's); zero bytes after them."""
         raise NotImplementedError
 
     def _append(self, new_k, new_v, start, count, present_k, present_v):
@@ -509,9 +654,12 @@ class GroupQueryAttentionBase(KernelOp):
         after them (int64 start, count)."""
         raise NotImplementedError
 
-    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
+    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None,
+                kv_quant=None):
         """Attention into ``out``; ``past`` (past_k, past_v, lens): rows t <
-        lens[b] of k and v come from the past cache first."""
+        lens[b] of k and v come from the past cache first; ``kv_quant``
+        (bits, k scales, v scales): k and v hold codes, attended
+        dequantized in float32."""
         raise NotImplementedError
 
 
@@ -538,16 +686,22 @@ class GroupQueryAttention(GroupQueryAttentionBase):
     def _append(self, new_k, new_v, start, count, present_k, present_v):
         core.append_rows(new_k, new_v, start, count, present_k, present_v)
 
-    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None):
+    def _quantize(self, new, start, count, present, inv, bits):
+        core.quantize_rows(new, start, count, present, inv, bits)
+
+    def _attend(self, q, k, v, out, scale, bias, key_begin, key_end, sink, past=None,
+                kv_quant=None):
         level = simd.state.level
-        self._record_path((out.dtype, level), lambda: (
-            f"group_query_attention_{out.dtype.name}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
+        bits = kv_quant[0] if kv_quant else 0
+        self._record_path((out.dtype, level, bits), lambda: (
+            f"group_query_attention_{out.dtype.name}{f'_int{bits}kv' if bits else ''}_"
+            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
         B, N, S, H = q.shape
         work = B * N * S * max(k.shape[2], 1) * H
         threads = self._num_threads(work, self.min_work_per_thread)
         core.attend(q, k, v, out, scale=scale, bias=bias, key_begin=key_begin, key_end=key_end,
                     softcap=self.softcap, softcap_first=True, sink=sink, threads=threads,
-                    level=level, past=past)
+                    level=level, past=past, kv_quant=kv_quant)
 
 
 KERNELS = {

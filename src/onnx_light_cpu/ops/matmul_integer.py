@@ -183,6 +183,14 @@ class _IntegerProduct(KernelOp):
     def _product(self, plan: _Product, a, za, b, zb, out) -> bool:
         """out (int32, batch x M x N) = (A - za)(B - zb); returns whether B
         was the constant (packed once)."""
+        args, constant = self._gemm_args(plan, a, za, b, zb, out)
+        core.gemm(*args)
+        return constant
+
+    def _gemm_args(self, plan: _Product, a, za, b, zb, out) -> tuple[tuple, bool]:
+        """(the arguments of the engine's ``gemm`` for out = (A - za)(B -
+        zb), whether B was the constant): B packed (once when constant),
+        the zero points shifted."""
         a_signed = a.dtype == np.int8
         b_signed = b.dtype == np.int8
         constant = self._constant_input(self.B_INDEX) is b
@@ -197,10 +205,9 @@ class _IntegerProduct(KernelOp):
                                                   128 if a_signed else 0)
         zb_s, zb_bs, _, zb_cs = self._zero_points(zb, plan.zb_form, plan.batch,
                                                   0 if b_signed else -128)
-        core.gemm(a.view(np.uint8), plan.a_off, packed, sums, plan.b_index, za_s, zb_s, out,
-                  za_bs, za_rs, zb_bs, zb_cs, plan.M, plan.N, plan.K, a_signed, plan.used,
-                  plan.threads)
-        return constant
+        return (a.view(np.uint8), plan.a_off, packed, sums, plan.b_index, za_s, zb_s, out,
+                za_bs, za_rs, zb_bs, zb_cs, plan.M, plan.N, plan.K, a_signed, plan.used,
+                plan.threads), constant
 
     def _record(self, a, b, used, constant, empty=False):
         self._record_path(

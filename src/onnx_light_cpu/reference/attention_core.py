@@ -95,3 +95,36 @@ def append_rows(new_k, new_v, start, count, present_k, present_v) -> None:
         for dst, new in ((present_k, new_k), (present_v, new_v)):
             dst[b, :, p0:p0 + a] = new[b, :a].transpose(1, 0, 2)
             dst[b, :, p0 + a:] = 0
+
+
+def quantize_rows(new, start, count, present, inv, bits) -> None:
+    """The twin of ``_kernels.engines.attention.quantize_rows``: rows
+    [start[b], start[b] + count[b]) of the quantized cache ``present`` (int8
+    [B, N, L, H] for 8 bits; uint8 [B, N, L, H / 2] for 4: code + 8, low
+    nibble the even channel) take clamp(round-half-even(x * inv)) of rows
+    [0, count[b]) of ``new`` (float32 [B, S, N, H]; inv float32 [N * H]),
+    NaN giving the largest code; the rows after them become zero bytes."""
+    B, _, N, H = new.shape
+    lo, hi = (-128, 127) if bits == 8 else (-8, 7)
+    inv = np.asarray(inv, np.float32).reshape(N, 1, H)
+    for b in range(B):
+        p0, a = int(start[b]), int(count[b])
+        x = new[b, :a].transpose(1, 0, 2).astype(np.float32) * inv      # [N, a, H]
+        codes = np.clip(np.where(np.isnan(x), hi, np.rint(x)), lo, hi).astype(np.int16)
+        if bits == 4:
+            codes = codes + 8
+            codes = codes[..., 0::2] | (codes[..., 1::2] << 4)
+        present[b, :, p0:p0 + a] = codes.astype(present.dtype)
+        present[b, :, p0 + a:] = 0
+
+
+def dequantize(codes, scale, bits) -> np.ndarray:
+    """float32 values of a quantized cache [B, N, T, H or H / 2] (see
+    ``quantize_rows``): code * scale[n * H + d]."""
+    c = np.asarray(codes)
+    if bits == 4:
+        c = np.stack([(c & 15).astype(np.int16) - 8, (c >> 4).astype(np.int16) - 8], axis=-1)
+        c = c.reshape(codes.shape[:-1] + (2 * codes.shape[-1],))
+    N, H = c.shape[1], c.shape[3]
+    with np.errstate(invalid="ignore"):   # 0 * inf: NaN, as the engine
+        return c.astype(np.float32) * np.asarray(scale, np.float32).reshape(1, N, 1, H)

@@ -45,6 +45,7 @@ from ..ops import (
     normalization,
     qattention,
     qembed_layer_norm,
+    quantization,
     reduce,
     rotary_embedding,
     shape,
@@ -119,7 +120,7 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization)
 
 
 def _register_microsoft(policy, install) -> None:

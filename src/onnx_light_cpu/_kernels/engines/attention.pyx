@@ -11,7 +11,11 @@ own scratch, and a task's result does not depend on which thread ran it.
 cimport numpy as cnp
 import numpy as np
 from ml_dtypes import bfloat16
-from libc.stdint cimport int64_t, int32_t
+from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t
+from libc.string cimport memset
+
+cdef extern from "<math.h>" nogil:
+    float rintf(float x)   # round half to even in the default rounding mode
 
 from olc_attention cimport (
     OLC_ATTN_KC, OLC_ATTN_RMAX, OLC_BFLOAT16, OLC_FLOAT, OLC_FLOAT16, olc_attn_append_args,
@@ -49,6 +53,16 @@ def level_used(int level):
     return olc_attn_level(level)
 
 
+cdef bint _within(const int32_t *x, int64_t n, int64_t hi) noexcept:
+    """Whether every x[i] lies in [0, hi] (a C loop: a NumPy reduction costs
+    about a microsecond a call)."""
+    cdef int64_t i
+    for i in range(n):
+        if x[i] < 0 or x[i] > hi:
+            return False
+    return True
+
+
 cdef void _strides(cnp.ndarray a, int64_t *dst, str name) except *:
     cdef int64_t item = a.itemsize
     if a.size == 0:  # never read
@@ -63,26 +77,46 @@ cdef void _strides(cnp.ndarray a, int64_t *dst, str name) except *:
 
 
 def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, softcap=0.0,
-           softcap_first=False, sink=None, past=None, level=None, int threads=1):
+           softcap_first=False, sink=None, past=None, level=None, int threads=1,
+           kv_quant=None):
     """out[B, Nq, S, Dv] = attention of q [B, Nq, S, Dk] over k [B, Nkv, T, Dk]
     and v [B, Nkv, T, Dv] (see the module docstring of the NumPy twin).
 
     ``past``: None or (past_k [B, Nkv, P, Dk], past_v [B, Nkv, P, Dv], lens
     int32 [B]): rows t < lens[b] of k and v are first copied from the past
     cache (a KV cache's present buffers filled while they are read: each
-    decode chunk copies its own rows, hot for its task)."""
+    decode chunk copies its own rows, hot for its task).
+
+    ``kv_quant``: None or (bits, kscale, vscale): k and v (and the past
+    caches) hold codes, int8 [.., Dk] (bits 8) or uint8 [.., Dk / 2] (bits
+    4: code + 8, low nibble the even channel); key t channel d of kv head
+    g is code * kscale[g * Dk + d] (float32 C-contiguous [Nkv * Dk]; v
+    alike), attended in float32 whatever q's dtype."""
     cdef olc_attn_args p
-    if not all(isinstance(a, np.ndarray) for a in (q, k, v, out)):
+    cdef int bits = 0
+    cdef cnp.ndarray ksc, vsc
+    cdef int64_t kdiv = 1
+    cdt = q.dtype
+    if kv_quant is not None:
+        bits, ksc, vsc = kv_quant
+        if bits not in (4, 8):
+            raise ValueError(f"attend: kv_quant bits must be 4 or 8, got {bits}")
+        cdt = np.dtype(np.int8 if bits == 8 else np.uint8)
+        kdiv = 2 if bits == 4 else 1
+    if not (isinstance(q, np.ndarray) and isinstance(k, np.ndarray)
+            and isinstance(v, np.ndarray) and isinstance(out, np.ndarray)):
         raise TypeError("attend: q, k, v and out must be numpy arrays")
     dt = q.dtype
-    if dt not in _DTYPES or k.dtype != dt or v.dtype != dt or out.dtype != dt:
+    if dt not in _DTYPES or k.dtype != cdt or v.dtype != cdt or out.dtype != dt:
         raise TypeError(f"attend: q, k, v and out must share one of float32, float16, "
-                        f"bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}, {out.dtype}")
+                        f"bfloat16 (k and v: {cdt} codes with kv_quant), got {q.dtype}, "
+                        f"{k.dtype}, {v.dtype}, {out.dtype}")
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or out.ndim != 4:
         raise ValueError("attend: q, k, v and out must have rank 4")
     p.B, p.Nq, p.S, p.Dk = q.shape[0], q.shape[1], q.shape[2], q.shape[3]
-    p.Nkv, p.T, p.Dv = k.shape[1], k.shape[2], v.shape[3]
-    if (k.shape[0] != p.B or k.shape[3] != p.Dk or v.shape[0] != p.B or v.shape[1] != p.Nkv
+    p.Nkv, p.T, p.Dv = k.shape[1], k.shape[2], v.shape[3] * kdiv
+    if (k.shape[0] != p.B or k.shape[3] * kdiv != p.Dk or v.shape[0] != p.B
+            or v.shape[1] != p.Nkv
             or v.shape[2] != p.T or tuple(out.shape) != (p.B, p.Nq, p.S, p.Dv)
             or p.Nkv == 0 or p.Nq % p.Nkv):
         raise ValueError(f"attend: inconsistent shapes q {q.shape}, k {k.shape}, "
@@ -94,6 +128,15 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
                 k[b, :, :n] = past[0][b, :, :n]
                 v[b, :, :n] = past[1][b, :, :n]
         return
+    p.kvbits = bits
+    p.kscale = p.vscale = NULL
+    if bits:
+        if (ksc.dtype != np.float32 or vsc.dtype != np.float32 or not ksc.flags.c_contiguous
+                or not vsc.flags.c_contiguous or ksc.size != p.Nkv * p.Dk
+                or vsc.size != p.Nkv * p.Dv or p.Dk % kdiv or p.Dv % kdiv):
+            raise ValueError("attend: kv_quant scales must be C-contiguous float32 [Nkv * D]")
+        p.kscale = <const float *> cnp.PyArray_DATA(ksc)
+        p.vscale = <const float *> cnp.PyArray_DATA(vsc)
     _strides(q, p.qs, "q")
     _strides(k, p.ks, "k")
     _strides(v, p.vs, "v")
@@ -161,15 +204,15 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
     p.fuse_copy = 0
     if past is not None:
         pka, pva, pl = past
-        if (pka.dtype != dt or pva.dtype != dt or pka.ndim != 4 or pva.ndim != 4
-                or pka.shape[0] != p.B or pka.shape[1] != p.Nkv or pka.shape[3] != p.Dk
-                or pva.shape[0] != p.B or pva.shape[1] != p.Nkv or pva.shape[3] != p.Dv
+        if (pka.dtype != cdt or pva.dtype != cdt or pka.ndim != 4 or pva.ndim != 4
+                or pka.shape[0] != p.B or pka.shape[1] != p.Nkv or pka.shape[3] != k.shape[3]
+                or pva.shape[0] != p.B or pva.shape[1] != p.Nkv or pva.shape[3] != v.shape[3]
                 or pva.shape[2] != pka.shape[2]):
             raise ValueError("attend: past caches must be (B, Nkv, P, Dk) and (B, Nkv, P, Dv) "
-                             "of q's dtype")
+                             "like k and v")
         if pl.dtype != np.int32 or not pl.flags.c_contiguous or pl.size != p.B:
             raise ValueError("attend: past lengths must be C-contiguous int32 (B,)")
-        if p.B and (pl.min() < 0 or pl.max() > min(pka.shape[2], p.T)):
+        if not _within(<const int32_t *> cnp.PyArray_DATA(pl), p.B, min(pka.shape[2], p.T)):
             raise ValueError("attend: past lengths must lie in [0, min(P, T)]")
         _strides(pka, p.pks, "past_k")
         _strides(pva, p.pvs, "past_v")
@@ -226,13 +269,16 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
     C-contiguous int64 [B], 0 <= count[b] <= S."""
     cdef olc_attn_append_args a[2]
     cdef cnp.ndarray src, dst, st, ct
-    if not all(isinstance(x, np.ndarray) for x in (new_k, new_v, start, count, present_k,
-                                                    present_v)):
-        raise TypeError("append_rows: every argument must be a numpy array")
+    for x in (new_k, new_v, start, count, present_k, present_v):
+        if not isinstance(x, np.ndarray):
+            raise TypeError("append_rows: every argument must be a numpy array")
     st, ct = start, count
     for x in (st, ct):
         if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous:
             raise ValueError("append_rows: start and count must be C-contiguous int64 [B]")
+    cdef const int64_t *sp = <const int64_t *> cnp.PyArray_DATA(st)
+    cdef const int64_t *cp = <const int64_t *> cnp.PyArray_DATA(ct)
+    cdef int64_t b
     for i, (src, dst) in enumerate(((new_k, present_k), (new_v, present_v))):
         if src.ndim != 4 or dst.ndim != 4 or src.dtype != dst.dtype:
             raise ValueError("append_rows: new and present rows must be 4-D of one dtype")
@@ -241,8 +287,9 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
                 or st.shape[0] != B or ct.shape[0] != B):
             raise ValueError(f"append_rows: inconsistent shapes {(<object>src).shape} -> "
                              f"{(<object>dst).shape}")
-        if B and (st.min() < 0 or ct.min() < 0 or ct.max() > S):
-            raise ValueError("append_rows: start >= 0 and 0 <= count <= S per batch")
+        for b in range(B):
+            if sp[b] < 0 or cp[b] < 0 or cp[b] > S:
+                raise ValueError("append_rows: start >= 0 and 0 <= count <= S per batch")
         a[i].src = cnp.PyArray_DATA(src)
         a[i].dst = cnp.PyArray_DATA(dst)
         a[i].N, a[i].L, a[i].D, a[i].esize = N, dst.shape[2], D, src.itemsize
@@ -256,3 +303,109 @@ def append_rows(new_k, new_v, start, count, present_k, present_v):
             olc_attn_append_rows(&a[0], bn)
         for bn in range(rows1):
             olc_attn_append_rows(&a[1], bn)
+
+
+def gqa_rows(list past_len, list append, list lens, Py_ssize_t S, bint causal, int64_t window,
+             bint positions):
+    """GroupQueryAttention's per-entry arrays from its (checked) Python lists
+    past_len, append and lens (total length) of B entries, in one pass: a
+    handful of NumPy operations on tiny arrays would cost more than a
+    decode step's attention.  Returns (start int64 [B] = past_len, count
+    int64 [B] = append, past int32 [B] = past_len, key_begin int32 [B, S],
+    key_end int32 [B, S], rotary positions int64 [B, S] or None): query s of
+    entry b sits at past_len[b] + s and attends keys [key_begin, key_end):
+    causal, up to min(past_len + s + 1, lens) and at most ``window`` of them
+    (window > 0), else every key of the entry."""
+    cdef Py_ssize_t B = len(past_len), b, s
+    if len(append) != B or len(lens) != B:
+        raise ValueError("gqa_rows: past_len, append and lens must have one length")
+    cdef cnp.ndarray start = np.empty(B, np.int64), count = np.empty(B, np.int64)
+    cdef cnp.ndarray past = np.empty(B, np.int32)
+    cdef cnp.ndarray kb = np.empty((B, S), np.int32), ke = np.empty((B, S), np.int32)
+    cdef cnp.ndarray pos = np.empty((B, S), np.int64) if positions else None
+    cdef int64_t *st = <int64_t *> cnp.PyArray_DATA(start)
+    cdef int64_t *ct = <int64_t *> cnp.PyArray_DATA(count)
+    cdef int32_t *pl = <int32_t *> cnp.PyArray_DATA(past)
+    cdef int32_t *kbp = <int32_t *> cnp.PyArray_DATA(kb)
+    cdef int32_t *kep = <int32_t *> cnp.PyArray_DATA(ke)
+    cdef int64_t *pp = <int64_t *> cnp.PyArray_DATA(pos) if positions else NULL
+    cdef int64_t p0, n, end, begin
+    for b in range(B):
+        p0, n = past_len[b], lens[b]
+        st[b], ct[b], pl[b] = p0, append[b], <int32_t> p0
+        for s in range(S):
+            if causal:
+                end = min(p0 + s + 1, n)
+                begin = max(end - window, 0) if window > 0 else 0
+            else:
+                end, begin = n, 0
+            kbp[b * S + s] = <int32_t> min(begin, end)
+            kep[b * S + s] = <int32_t> end
+            if positions:
+                pp[b * S + s] = p0 + s
+    return start, count, past, kb, ke, pos
+
+
+cdef inline int _code(float x, float inv, int lo, int hi) noexcept nogil:
+    """clamp(round-half-even(x * inv)), NaN to hi (ONNX Runtime's)."""
+    cdef float r = rintf(x * inv)
+    if r != r:
+        return hi
+    return lo if r < lo else (hi if r > hi else <int> r)
+
+
+def quantize_rows(new, start, count, present, inv, int bits):
+    """A quantized KV cache's present rows: for each entry b and kv head n,
+    rows [start[b], start[b] + count[b]) of present (int8 [B, N, L, H] for
+    bits 8, uint8 [B, N, L, H / 2] for bits 4: code + 8, low nibble the even
+    channel) take the codes clamp(round-half-even(x * inv[n * H + d])) of
+    rows [0, count[b]) of new (float32 [B, S, N, H], last axis contiguous),
+    and the rows after them become zero bytes; the rows before start[b] are
+    left (the engine copies the past ones).  inv: float32 C-contiguous
+    [N * H], the reciprocals of the dequantization scales."""
+    cdef cnp.ndarray src = new, dst = present, st = start, ct = count, iv = inv
+    if src.dtype != np.float32 or src.ndim != 4 or dst.ndim != 4:
+        raise ValueError("quantize_rows: new must be float32 [B, S, N, H], present 4-D")
+    if dst.dtype != (np.int8 if bits == 8 else np.uint8) or bits not in (4, 8):
+        raise ValueError("quantize_rows: present must be int8 (bits 8) or uint8 (bits 4)")
+    cdef int64_t B = src.shape[0], S = src.shape[1], N = src.shape[2], H = src.shape[3]
+    cdef int64_t L = dst.shape[2], Hc = H if bits == 8 else H // 2
+    if (dst.shape[0] != B or dst.shape[1] != N or dst.shape[3] != Hc or (bits == 4 and H % 2)
+            or not dst.flags.c_contiguous or (H > 1 and src.strides[3] != 4)):
+        raise ValueError(f"quantize_rows: inconsistent shapes {new.shape} -> {present.shape}")
+    for x in (st, ct):
+        if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous or x.shape[0] != B:
+            raise ValueError("quantize_rows: start and count must be C-contiguous int64 [B]")
+    if iv.dtype != np.float32 or not iv.flags.c_contiguous or iv.size != N * H:
+        raise ValueError("quantize_rows: inv must be C-contiguous float32 [N * H]")
+    cdef const int64_t *sp = <const int64_t *> cnp.PyArray_DATA(st)
+    cdef const int64_t *cp = <const int64_t *> cnp.PyArray_DATA(ct)
+    cdef int64_t b, n, r, d, r0, r1
+    for b in range(B):
+        if sp[b] < 0 or cp[b] < 0 or cp[b] > S:
+            raise ValueError("quantize_rows: start >= 0 and 0 <= count <= S per batch")
+    cdef const char *sbase = <const char *> cnp.PyArray_DATA(src)
+    cdef uint8_t *dbase = <uint8_t *> cnp.PyArray_DATA(dst)
+    cdef const float *ivp = <const float *> cnp.PyArray_DATA(iv)
+    cdef int64_t s0 = src.strides[0], s1 = src.strides[1], s2 = src.strides[2]
+    cdef const float *xr
+    cdef const float *w
+    cdef uint8_t *row
+    with nogil:
+        for b in range(B):
+            r0 = min(sp[b], L)
+            r1 = min(sp[b] + cp[b], L)
+            for n in range(N):
+                w = ivp + n * H
+                for r in range(r0, r1):
+                    xr = <const float *> (sbase + b * s0 + (r - r0) * s1 + n * s2)
+                    row = dbase + ((b * N + n) * L + r) * Hc
+                    if bits == 8:
+                        for d in range(H):
+                            (<int8_t *> row)[d] = <int8_t> _code(xr[d], w[d], -128, 127)
+                    else:
+                        for d in range(Hc):
+                            row[d] = <uint8_t> ((_code(xr[2 * d], w[2 * d], -8, 7) + 8)
+                                                | ((_code(xr[2 * d + 1], w[2 * d + 1], -8, 7) + 8) << 4))
+                if r1 < L:
+                    memset(dbase + ((b * N + n) * L + r1) * Hc, 0, <size_t> ((L - r1) * Hc))

@@ -22,8 +22,9 @@
  * call from inside a task, or while another thread's job runs, runs
  * serially in its caller.
  *
- * Stall guard: when the caller still waits, long after its own last task,
- * for a task a worker holds (the worker was preempted by another process),
+ * Stall guard: when the caller, after its own last task, waits for the
+ * tasks workers hold longer than running them itself would have taken (a
+ * worker was preempted by another process, or shares its CPU with one),
  * the jobs of the next OLC_POOL_SERIAL_MIN_NS run serially in their
  * callers, doubling on each stall in a row up to OLC_POOL_SERIAL_MAX_NS; a
  * job workers help without a stall resets it.  On a CPU another process
@@ -86,14 +87,14 @@ static struct {
 enum { OLC_POOL_CALLER_SPIN_MIN_NS = 2000, OLC_POOL_CALLER_SPIN_MAX_NS = 50000 };
 enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
 
-/* A wait after the caller's last task counts as a stall from this long and
-   from OLC_POOL_STALL_TASKS of its mean task times: a preempted worker holds
-   its task for a scheduler slice (milliseconds), a running one finishes it
-   in about one task time. */
-#define OLC_POOL_STALL_MIN_NS 500000L
-#define OLC_POOL_STALL_TASKS 8
+/* A wait after the caller's last task counts as a stall when it is longer
+   than the caller would have taken for the workers' tasks (its own mean
+   task time each) and at least this long: a preempted worker holds its
+   task for a scheduler slice (milliseconds), a running one finishes within
+   about one task time of the caller. */
+#define OLC_POOL_STALL_MIN_NS 20000L
 #define OLC_POOL_SERIAL_MIN_NS 20000000L
-#define OLC_POOL_SERIAL_MAX_NS 640000000L
+#define OLC_POOL_SERIAL_MAX_NS 80000000L
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -194,9 +195,10 @@ static int olc_pool_grow(int wanted) {
 }
 
 /* The stall guard, after a job workers helped with (caller holds busy):
-   `waited` is how long the caller waited after its own last task. */
-static void olc_pool_after_job(long waited, long task_ns) {
-    if (waited < OLC_POOL_STALL_MIN_NS || waited < OLC_POOL_STALL_TASKS * task_ns) {
+   `waited` is how long the caller waited after its own last task, for
+   `worker_tasks` tasks of workers. */
+static void olc_pool_after_job(long waited, long task_ns, long worker_tasks) {
+    if (waited < OLC_POOL_STALL_MIN_NS || waited <= worker_tasks * task_ns) {
         olc_pool.serial_ns = 0;
         return;
     }
@@ -259,7 +261,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
         }
     }
     if (ran < ntasks)
-        olc_pool_after_job(olc_pool_now_ns() - own_end, task_ns);
+        olc_pool_after_job(olc_pool_now_ns() - own_end, task_ns, ntasks - ran);
     pthread_mutex_unlock(&olc_pool.busy);
 }
 

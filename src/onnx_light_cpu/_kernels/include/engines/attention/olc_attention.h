@@ -76,20 +76,29 @@ typedef struct {
     int64_t pks[3], pvs[3];
     const int32_t *plen;
     int fuse_copy;                         /* each split task copies its own chunk */
+    /* quantized k/v (GroupQueryAttention's KV cache): kvbits 8 (int8 codes
+     * [.., Dk]) or 4 (uint8 bytes [.., Dk / 2], code + 8, low nibble the
+     * even channel), 0 for q's dtype; key t channel d of kv head g is
+     * code * kscale[g * Dk + d] in float32 (v alike with vscale, Dv).
+     * Strides ks/vs/pks/pvs then count bytes. */
+    int kvbits;
+    const float *kscale, *vscale;
 } olc_attn_args;
 
 /* k/v rows [t0, min(t1, plen[b])) of (b, kv head g) from the past cache. */
 static inline void olc_attn_copy_rows_(const olc_attn_args *p, int64_t b, int64_t g, int64_t t0,
                                        int64_t t1) {
-    const int64_t es = p->dtype == OLC_FLOAT ? 4 : 2, n = p->plen[b];
+    const int64_t es = p->kvbits ? 1 : p->dtype == OLC_FLOAT ? 4 : 2, n = p->plen[b];
+    /* bytes of a row: codes of 8 or 4 bits, else elements */
+    const int64_t kn = p->kvbits == 4 ? p->Dk / 2 : p->Dk, vn = p->kvbits == 4 ? p->Dv / 2 : p->Dv;
     if (t1 > n) t1 = n;
     char *k = (char *)p->k, *v = (char *)p->v;
     const char *pk = (const char *)p->pk, *pv = (const char *)p->pv;
     for (int64_t t = t0; t < t1; ++t) {
         memcpy(k + (b * p->ks[0] + g * p->ks[1] + t * p->ks[2]) * es,
-               pk + (b * p->pks[0] + g * p->pks[1] + t * p->pks[2]) * es, (size_t)(p->Dk * es));
+               pk + (b * p->pks[0] + g * p->pks[1] + t * p->pks[2]) * es, (size_t)(kn * es));
         memcpy(v + (b * p->vs[0] + g * p->vs[1] + t * p->vs[2]) * es,
-               pv + (b * p->pvs[0] + g * p->pvs[1] + t * p->pvs[2]) * es, (size_t)(p->Dv * es));
+               pv + (b * p->pvs[0] + g * p->pvs[1] + t * p->pvs[2]) * es, (size_t)(vn * es));
     }
 }
 static inline void olc_attn_copy_past(const olc_attn_args *p, int64_t bg) {

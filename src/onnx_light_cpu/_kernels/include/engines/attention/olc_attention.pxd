@@ -32,6 +32,9 @@ cdef extern from "engines/attention/olc_attention.h" nogil:
         int64_t pvs[3]
         const int32_t *plen
         int fuse_copy
+        int kvbits
+        const float *kscale
+        const float *vscale
     ctypedef void (*olc_attn_task_fn)(const olc_attn_args *p, int64_t task, float *scratch)
     ctypedef void (*olc_attn_combine_fn)(const olc_attn_args *p, int64_t row)
     olc_attn_task_fn olc_attn_task_select(int level)

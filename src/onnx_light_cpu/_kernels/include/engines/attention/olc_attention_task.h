@@ -5,6 +5,23 @@
  * OLC_FN(olc_attn_load), _store, _load_scaled, _qk_block, _pv_block,
  * _max, _expsum and _tanh.  No include guard. */
 
+/* dst[d] = code d * scale[d] (float32) for d < n: int8 codes (bits 8) or
+ * nibbles of uint8 bytes holding code + 8, low nibble first (bits 4).
+ * Plain loops, vectorised by the level's target. */
+OLC_LVL_ATTR static void OLC_FN(olc_attn_dequant)(int bits, const void *src, const float *scale,
+                                                  float *dst, int64_t n) {
+    if (bits == 8) {
+        const int8_t *c = (const int8_t *)src;
+        for (int64_t d = 0; d < n; ++d) dst[d] = (float)c[d] * scale[d];
+    } else {
+        const uint8_t *c = (const uint8_t *)src;
+        for (int64_t d = 0; d < n / 2; ++d) {
+            dst[2 * d] = (float)((int)(c[d] & 15) - 8) * scale[2 * d];
+            dst[2 * d + 1] = (float)((int)(c[d] >> 4) - 8) * scale[2 * d + 1];
+        }
+    }
+}
+
 /* Task index -> (b, kv head g, head block, position block, key chunk). */
 OLC_LVL_ATTR static void OLC_FN(olc_attn_task)(const olc_attn_args *p, int64_t task, float *scratch) {
     const int64_t Dk = p->Dk, Dv = p->Dv, S = p->S, T = p->T, group = p->Nq / p->Nkv;
@@ -38,11 +55,12 @@ OLC_LVL_ATTR static void OLC_FN(olc_attn_task)(const olc_attn_args *p, int64_t t
         mrow[r] = -INFINITY; lrow[r] = 0.0f;
         memset(acc + r * Dv, 0, (size_t)Dv * 4);
     }
-    const char *kb = (const char *)p->k + (b * p->ks[0] + g * p->ks[1]) * es;
-    const char *vb = (const char *)p->v + (b * p->vs[0] + g * p->vs[1]) * es;
+    const int64_t kes = p->kvbits ? 1 : es;              /* codes: strides in bytes */
+    const char *kb = (const char *)p->k + (b * p->ks[0] + g * p->ks[1]) * kes;
+    const char *vb = (const char *)p->v + (b * p->vs[0] + g * p->vs[1]) * kes;
     const float cap = p->softcap;
 #if OLC_ATTN_WIDE
-    const int wide = R >= OLC_ATTN_WIDE_MIN;
+    const int wide = R >= OLC_ATTN_WIDE_MIN && !p->kvbits;
 #else
     const int wide = 0;
 #endif
@@ -65,7 +83,15 @@ OLC_LVL_ATTR static void OLC_FN(olc_attn_task)(const olc_attn_args *p, int64_t t
 #endif
         const float *kt, *vt;
         int64_t kst, vst;
-        if (p->dtype == OLC_FLOAT) {
+        if (p->kvbits) {
+            for (int64_t j = 0; j < nu; ++j) {
+                OLC_FN(olc_attn_dequant)(p->kvbits, kb + (ta + j) * p->ks[2], p->kscale + g * Dk,
+                                         kbuf + j * Dk, Dk);
+                OLC_FN(olc_attn_dequant)(p->kvbits, vb + (ta + j) * p->vs[2], p->vscale + g * Dv,
+                                         vbuf + j * Dv, Dv);
+            }
+            kt = kbuf; kst = Dk; vt = vbuf; vst = Dv;
+        } else if (p->dtype == OLC_FLOAT) {
             kt = (const float *)kb + ta * p->ks[2]; kst = p->ks[2];
             vt = (const float *)vb + ta * p->vs[2]; vst = p->vs[2];
         } else {

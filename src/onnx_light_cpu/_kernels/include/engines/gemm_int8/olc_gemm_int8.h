@@ -33,7 +33,8 @@
  * requantization are plain C loops compiled per level
  * (olc_gemm_int8_rows.h).
  *
- * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm, olc_i8_requantize
+ * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm (olc_i8_gemm_tiles with a
+ * hook on each finished tile), olc_i8_requantize
  * (see olc_gemm_int8.pxd).
  */
 #ifndef OLC_GEMM_INT8_H
@@ -383,6 +384,12 @@ static void olc_i8_tile(int level, const void *ap, int64_t m, int64_t Kp, const 
 #define OLC_BODY "engines/gemm_int8/olc_gemm_int8_rows.h"
 #include "common/olc_each_level.h"
 
+/* Called on each finished tile (optional): its matrix q, first row m0 and
+ * column n0, its rows x cols int32 results at y (row stride ldy), still in
+ * cache; it may rewrite them in place (a float output of the same width). */
+typedef void (*olc_i8_tile_fn)(void *arg, int64_t q, int64_t m0, int64_t rows, int64_t n0,
+                               int64_t cols, int32_t *y, int64_t ldy);
+
 typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
                                    const uint32_t *, const uint32_t *, const uint32_t *,
                                    int32_t *, int64_t);
@@ -396,6 +403,8 @@ typedef struct {
     size_t elem;
     int level, mr, width;
     olc_i8_epilogue_fn epilogue;
+    olc_i8_tile_fn tile;
+    void *tile_arg;
     int32_t *y;
 } olc_i8_gemm_job;
 
@@ -425,18 +434,22 @@ static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
         w[r] = (uint32_t)zar;
     }
     for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)p->zb[q * p->zb_bs + (n0 + c) * p->zb_cs];
-    p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, p->y + (q * M + m0) * N + n0, N);
+    int32_t *out = p->y + (q * M + m0) * N + n0;
+    p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, out, N);
+    if (p->tile) p->tile(p->tile_arg, q, m0, rows, n0, cols, out, N);
 }
 
 /* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
  * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
  * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
- * q * zb_bs + n * zb_cs.  Returns -1 when out of memory. */
-static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
-                       const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
-                       const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
-                       int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
-                       int64_t K, int a_signed, int level, int nthreads) {
+ * q * zb_bs + n * zb_cs.  Returns -1 when out of memory.  tile (or NULL)
+ * runs on each finished tile (olc_i8_tile_fn). */
+static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                             const int32_t *za, int64_t za_bs, int64_t za_rs,
+                             const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int32_t *y,
+                             int64_t M, int64_t N, int64_t K, int a_signed, int level,
+                             int nthreads, olc_i8_tile_fn tile, void *tile_arg) {
     olc_i8_gemm_job p;
     p.level = level = olc_i8_level(level);
     p.mr = olc_i8_mr(level);
@@ -473,10 +486,22 @@ static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch
     p.N = N;
     p.K = K;
     p.y = y;
+    p.tile = tile;
+    p.tile_arg = tile_arg;
     olc_parallel_for(batch * p.ntiles * p.nmb, olc_i8_gemm_task, &p, nthreads);
     free(ap);
     free(rowsum);
     return 0;
+}
+
+/* olc_i8_gemm_tiles without a tile hook: the int32 products only. */
+static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                       const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                       const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
+                       int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
+                       int64_t K, int a_signed, int level, int nthreads) {
+    return olc_i8_gemm_tiles(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                             zb_bs, zb_cs, y, M, N, K, a_signed, level, nthreads, NULL, NULL);
 }
 
 typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,
