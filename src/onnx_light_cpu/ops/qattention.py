@@ -25,8 +25,9 @@ mask_index (B,), (2B,), (3B + 2,), (B, T), (B, S, T), (B|1, 1); ``scale``,
 ``present`` output.
 
 The projection runs on the 8-bit engine MatMulInteger uses (the weight
-packed once when it is an initializer), the dequantization in float32
-NumPy passes, the attention on the shared attention engine.
+packed once when it is an initializer) with MatMulIntegerToFloat's float
+epilogue fused per tile (the quantization core's ``gemm_float``), the
+attention on the shared attention engine.
 
 Where this package differs from ONNX Runtime's CPU kernel:
 - ``do_rotary=1`` and ``past_present_share_buffer=1`` raise
@@ -43,6 +44,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .. import simd
+from .._kernels import quantization as qcore
 from .._kernels.engines import gemm_int8
 from ._base import Attr, Input
 from ._contract import REQUIRED
@@ -141,23 +143,15 @@ class QAttention(QAttentionBase, MicrosoftAttention):
         self._record_path(("projection", x.dtype, weight.dtype, used), lambda: (
             f"qattention_projection_{x.dtype.name}_{weight.dtype.name}_"
             f"{simd.LEVEL_NAMES[used]}"))
-        # kept scratch slots 2 and 3 (outputs are 0 and 1)
-        acc = self._new_output((m, total), I32, 2)
-        qkv = self._new_output((b, s, total), F32, 3)
-        if m and total:
-            if k:
-                self._integer_product(plan, used, x, weight, za, zb, acc)
-            else:
-                acc.fill(0)
+        qkv = self._new_output((b, s, total), F32, 2)  # a kept scratch slot
+        if not (m and total):
+            return qkv
         flat = qkv.reshape(m, total)
-        flat[...] = acc     # int32 -> float32, rounded to nearest (as ORT)
-        flat *= scales      # float32 x float32
-        flat += bias
-        return qkv
-
-    def _integer_product(self, plan, used, x, weight, za, zb, acc) -> None:
-        """acc = (x - za)(weight - zb) on the 8-bit engine."""
-        k, total = weight.shape
+        bias = np.ascontiguousarray(bias)
+        scales = np.ascontiguousarray(scales)
+        if not k:  # no products: float(0) * scale + bias, as the epilogue would
+            np.add(np.float32(0) * scales, bias, out=flat)
+            return qkv
         b_signed = weight.dtype == np.int8
         a_signed = x.dtype == np.int8
         packed, sums = self._prepared_input(
@@ -168,9 +162,12 @@ class QAttention(QAttentionBase, MicrosoftAttention):
         za_s = np.full(1, za + (128 if a_signed else 0), dtype=I32)
         zb_s = zb if b_signed else zb - 128
         a = np.ascontiguousarray(x).view(np.uint8)
-        gemm_int8.gemm(a, ZERO, packed, sums, ZERO, za_s, zb_s, acc, 0, 0, 0,
-                       1 if zb.size > 1 else 0, acc.shape[0], total, k, a_signed, used,
-                       plan.proj_threads)
+        # float(acc) * scale + bias rewritten tile by tile while in cache
+        # (MatMulIntegerToFloat's epilogue: multiply, then add, no FMA)
+        qcore.gemm_float(a, ZERO, packed, sums, ZERO, za_s, zb_s, flat, 0, 0, 0,
+                         1 if zb.size > 1 else 0, m, total, k, a_signed, used,
+                         plan.proj_threads, scales, 0, 1 if scales.size > 1 else 0, bias)
+        return qkv
 
     @staticmethod
     def _pack(weight, b_signed, used, threads):
