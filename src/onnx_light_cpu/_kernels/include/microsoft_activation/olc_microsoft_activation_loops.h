@@ -16,81 +16,67 @@ static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR OLC_FN(olc_vf) OLC_FN(olc_msact_qui
     return x * OLC_FN(olc_sigmoid_ps)(x * alpha);
 }
 
-/* FastGelu over rows [r0, r1) of n elements, the bias repeated per row. */
-OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_f32)(const olc_msact_args *p, int64_t r0,
-                                                          int64_t r1) {
-    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float)), n = p->n;
-    const float *b = (const float *)p->bias;
-    for (int64_t r = r0; r < r1; ++r) {
-        const float *x = (const float *)p->x + r * n;
-        float *y = (float *)p->y + r * n;
-        for (int64_t j = 0; j < n; j += w) {
-            int64_t m = n - j < w ? n - j : w;
-            OLC_FN(olc_st_f32_part)(y + j, m, OLC_FN(olc_msact_fast)(
-                OLC_FN(olc_ld_f32_part)(x + j, m), OLC_FN(olc_ld_f32_part)(b + j, m)));
-        }
-    }
+/* Loads and stores of the first m elements of x + i, an array of type t
+ * (OLC_FLOAT, OLC_FLOAT16 or OLC_BFLOAT16).  Always inlined with a
+ * constant t, so each typed loop below keeps only its own load and store. */
+static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR OLC_FN(olc_vf) OLC_FN(olc_msact_ld)(
+    const void *x, int64_t i, int64_t m, int t) {
+    if (t == OLC_FLOAT) return OLC_FN(olc_ld_f32_part)((const float *)x + i, m);
+    if (t == OLC_FLOAT16) return OLC_FN(olc_ld_f16_part)((const uint16_t *)x + i, m);
+    return OLC_FN(olc_ld_bf16_part)((const uint16_t *)x + i, m);
 }
-OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_f16)(const olc_msact_args *p, int64_t r0,
-                                                          int64_t r1) {
-    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float)), n = p->n;
-    const uint16_t *b = (const uint16_t *)p->bias;
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint16_t *x = (const uint16_t *)p->x + r * n;
-        uint16_t *y = (uint16_t *)p->y + r * n;
-        for (int64_t j = 0; j < n; j += w) {
-            int64_t m = n - j < w ? n - j : w;
-            OLC_FN(olc_st_f16_part)(y + j, m, OLC_FN(olc_msact_fast)(
-                OLC_FN(olc_ld_f16_part)(x + j, m), OLC_FN(olc_ld_f16_part)(b + j, m)));
-        }
-    }
+static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_FN(olc_msact_st)(
+    void *y, int64_t i, int64_t m, OLC_FN(olc_vf) v, int t) {
+    if (t == OLC_FLOAT) OLC_FN(olc_st_f32_part)((float *)y + i, m, v);
+    else if (t == OLC_FLOAT16) OLC_FN(olc_st_f16_part)((uint16_t *)y + i, m, v);
+    else OLC_FN(olc_st_bf16_part)((uint16_t *)y + i, m, v);
 }
-OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_bf16)(const olc_msact_args *p, int64_t r0,
-                                                           int64_t r1) {
+
+/* FastGelu over rows [r0, r1) of n elements of type t, the bias repeated
+ * per row. */
+static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_FN(olc_msact_fast_gelu)(
+    const olc_msact_args *p, int64_t r0, int64_t r1, int t) {
     const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float)), n = p->n;
-    const uint16_t *b = (const uint16_t *)p->bias;
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint16_t *x = (const uint16_t *)p->x + r * n;
-        uint16_t *y = (uint16_t *)p->y + r * n;
+    for (int64_t r = r0; r < r1; ++r)
         for (int64_t j = 0; j < n; j += w) {
             int64_t m = n - j < w ? n - j : w;
-            OLC_FN(olc_st_bf16_part)(y + j, m, OLC_FN(olc_msact_fast)(
-                OLC_FN(olc_ld_bf16_part)(x + j, m), OLC_FN(olc_ld_bf16_part)(b + j, m)));
+            OLC_FN(olc_msact_st)(p->y, r * n + j, m, OLC_FN(olc_msact_fast)(
+                OLC_FN(olc_msact_ld)(p->x, r * n + j, m, t),
+                OLC_FN(olc_msact_ld)(p->bias, j, m, t)), t);
         }
+}
+/* QuickGelu over elements [i0, i1) of type t. */
+static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_FN(olc_msact_quick_gelu)(
+    const olc_msact_args *p, int64_t i0, int64_t i1, int t) {
+    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float));
+    for (int64_t i = i0; i < i1; i += w) {
+        int64_t m = i1 - i < w ? i1 - i : w;
+        OLC_FN(olc_msact_st)(p->y, i, m, OLC_FN(olc_msact_quick)(
+            OLC_FN(olc_msact_ld)(p->x, i, m, t), p->alpha), t);
     }
 }
 
-/* QuickGelu over elements [i0, i1). */
+OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_f32)(const olc_msact_args *p, int64_t r0,
+                                                          int64_t r1) {
+    OLC_FN(olc_msact_fast_gelu)(p, r0, r1, OLC_FLOAT);
+}
+OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_f16)(const olc_msact_args *p, int64_t r0,
+                                                          int64_t r1) {
+    OLC_FN(olc_msact_fast_gelu)(p, r0, r1, OLC_FLOAT16);
+}
+OLC_LVL_ATTR static void OLC_FN(olc_msact_fast_gelu_bf16)(const olc_msact_args *p, int64_t r0,
+                                                           int64_t r1) {
+    OLC_FN(olc_msact_fast_gelu)(p, r0, r1, OLC_BFLOAT16);
+}
 OLC_LVL_ATTR static void OLC_FN(olc_msact_quick_gelu_f32)(const olc_msact_args *p, int64_t i0,
                                                            int64_t i1) {
-    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float));
-    const float *x = (const float *)p->x;
-    float *y = (float *)p->y;
-    for (int64_t i = i0; i < i1; i += w) {
-        int64_t m = i1 - i < w ? i1 - i : w;
-        OLC_FN(olc_st_f32_part)(y + i, m, OLC_FN(olc_msact_quick)(
-            OLC_FN(olc_ld_f32_part)(x + i, m), p->alpha));
-    }
+    OLC_FN(olc_msact_quick_gelu)(p, i0, i1, OLC_FLOAT);
 }
 OLC_LVL_ATTR static void OLC_FN(olc_msact_quick_gelu_f16)(const olc_msact_args *p, int64_t i0,
                                                            int64_t i1) {
-    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float));
-    const uint16_t *x = (const uint16_t *)p->x;
-    uint16_t *y = (uint16_t *)p->y;
-    for (int64_t i = i0; i < i1; i += w) {
-        int64_t m = i1 - i < w ? i1 - i : w;
-        OLC_FN(olc_st_f16_part)(y + i, m, OLC_FN(olc_msact_quick)(
-            OLC_FN(olc_ld_f16_part)(x + i, m), p->alpha));
-    }
+    OLC_FN(olc_msact_quick_gelu)(p, i0, i1, OLC_FLOAT16);
 }
 OLC_LVL_ATTR static void OLC_FN(olc_msact_quick_gelu_bf16)(const olc_msact_args *p, int64_t i0,
                                                             int64_t i1) {
-    const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float));
-    const uint16_t *x = (const uint16_t *)p->x;
-    uint16_t *y = (uint16_t *)p->y;
-    for (int64_t i = i0; i < i1; i += w) {
-        int64_t m = i1 - i < w ? i1 - i : w;
-        OLC_FN(olc_st_bf16_part)(y + i, m, OLC_FN(olc_msact_quick)(
-            OLC_FN(olc_ld_bf16_part)(x + i, m), p->alpha));
-    }
+    OLC_FN(olc_msact_quick_gelu)(p, i0, i1, OLC_BFLOAT16);
 }
