@@ -27,59 +27,26 @@
 #include <stddef.h>
 
 #include "common/olc_level.h"
+#include "common/olc_math.h"
 #include "common/olc_pool.h"
 #include "engines/gemm_int8/olc_gemm_int8.h"
 
+/* The level's vector min and max for olc_q_minmax: minps and maxps keep
+ * their second operand (the running value) when the first (x) is NaN, as
+ * the scalar comparisons do. */
+static inline float olc_q_vmin_scalar(float a, float b) { return a < b ? a : b; }
+static inline float olc_q_vmax_scalar(float a, float b) { return a > b ? a : b; }
+#if OLC_X86
+static inline OLC_TARGET_AVX2 __m256 olc_q_vmin_avx2(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+static inline OLC_TARGET_AVX2 __m256 olc_q_vmax_avx2(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512 olc_q_vmin_avx512(__m512 a, __m512 b) { return _mm512_min_ps(a, b); }
+static inline OLC_TARGET_AVX512 __m512 olc_q_vmax_avx512(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+#endif
+
 #define OLC_BODY "quantization/olc_quantization_rows.h"
 #include "common/olc_each_level.h"
-
-/* The smallest and largest of x[0..n), NaN skipped: minps/maxps keep their
- * second operand (the running value) when the first (x) is NaN. */
-static void olc_q_minmax_scalar(const float *x, int64_t n, float *lo, float *hi) {
-    olc_q_minmax_plain_scalar(x, n, lo, hi);
-}
-
-#if OLC_X86
-OLC_TARGET_AVX2
-static void olc_q_minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
-    __m256 mn = _mm256_set1_ps(INFINITY), mx = _mm256_set1_ps(-INFINITY);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        mn = _mm256_min_ps(v, mn);
-        mx = _mm256_max_ps(v, mx);
-    }
-    float l[8], h[8];
-    _mm256_storeu_ps(l, mn);
-    _mm256_storeu_ps(h, mx);
-    olc_q_minmax_plain_avx2(x + i, n - i, lo, hi);
-    for (int j = 0; j < 8; j++) {
-        *lo = l[j] < *lo ? l[j] : *lo;
-        *hi = h[j] > *hi ? h[j] : *hi;
-    }
-}
-#endif
-
-#if OLC_X86 && OLC_HAVE_AVX512
-OLC_TARGET_AVX512
-static void olc_q_minmax_avx512(const float *x, int64_t n, float *lo, float *hi) {
-    __m512 mn = _mm512_set1_ps(INFINITY), mx = _mm512_set1_ps(-INFINITY);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(x + i);
-        mn = _mm512_min_ps(v, mn);
-        mx = _mm512_max_ps(v, mx);
-    }
-    float l[16], h[16];
-    _mm512_storeu_ps(l, mn);
-    _mm512_storeu_ps(h, mx);
-    olc_q_minmax_plain_avx512(x + i, n - i, lo, hi);
-    for (int j = 0; j < 16; j++) {
-        *lo = l[j] < *lo ? l[j] : *lo;
-        *hi = h[j] > *hi ? h[j] : *hi;
-    }
-}
-#endif
 
 /* Elements a task of the dynamic quantization reads. */
 #define OLC_Q_CHUNK 16384

@@ -6,7 +6,7 @@
 #pragma GCC optimize("fp-contract=off")
 
 /* The smallest and largest of x[0..n), NaN skipped (both stay +inf/-inf
- * when every element is NaN): the scalar twin of olc_q_minmax_avx2/512. */
+ * when every element is NaN), one by one: the tail of olc_q_minmax. */
 OLC_LVL_ATTR static void OLC_FN(olc_q_minmax_plain)(const float *x, int64_t n, float *lo,
                                                    float *hi) {
     float mn = INFINITY, mx = -INFINITY;
@@ -17,6 +17,30 @@ OLC_LVL_ATTR static void OLC_FN(olc_q_minmax_plain)(const float *x, int64_t n, f
     }
     *lo = mn;
     *hi = mx;
+}
+
+/* The smallest and largest of x[0..n), NaN skipped: whole vectors with the
+ * level's olc_q_vmin/olc_q_vmax (x first: NaN keeps the running value),
+ * then the tail and the lanes as olc_q_minmax_plain (a vector is one float
+ * at the scalar level). */
+OLC_LVL_ATTR static void OLC_FN(olc_q_minmax)(const float *x, int64_t n, float *lo, float *hi) {
+    enum { W = sizeof(OLC_FN(olc_vf)) / sizeof(float) };
+    const OLC_FN(olc_vf) zero = {0};
+    OLC_FN(olc_vf) mn = zero + INFINITY, mx = zero - INFINITY;
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        const OLC_FN(olc_vf) v = OLC_FN(olc_ld_f32_part)(x + i, W);
+        mn = OLC_FN(olc_q_vmin)(v, mn);
+        mx = OLC_FN(olc_q_vmax)(v, mx);
+    }
+    float l[W], h[W];
+    memcpy(l, &mn, sizeof mn);
+    memcpy(h, &mx, sizeof mx);
+    OLC_FN(olc_q_minmax_plain)(x + i, n - i, lo, hi);
+    for (int j = 0; j < W; j++) {
+        *lo = l[j] < *lo ? l[j] : *lo;
+        *hi = h[j] > *hi ? h[j] : *hi;
+    }
 }
 
 /* q = saturate(round_half_even(x / scale) + zp) into [qmin, qmax] (an
