@@ -141,6 +141,43 @@ def engine_level_name(level: int) -> str:
     return simd.LEVEL_NAMES[engine.level_used(level)]
 
 
+# ---- shared by com.microsoft Attention and MultiHeadAttention ----
+
+def microsoft_attribute_problem(num_heads, scale: float, mask_filter_value: float) -> str | None:
+    """What is wrong with the attributes com.microsoft Attention and
+    MultiHeadAttention share (None: nothing), for ``_reject_attribute``."""
+    if num_heads is not None and num_heads <= 0:
+        return f"attribute num_heads is required and must be positive, got {num_heads}"
+    if not math.isfinite(scale):
+        return f"attribute scale must be finite (0: 1/sqrt(head_size)), got {scale}"
+    if math.isnan(mask_filter_value):
+        return "attribute mask_filter_value must not be NaN"
+    return None
+
+
+def check_attention_bias(op: KernelOp, attention_bias: np.ndarray, b: int, n: int, s: int,
+                         t: int, position: int = 5) -> None:
+    """attention_bias (the node's input ``position``: 5 in both operators,
+    elsewhere in QAttention) must be (1 or b, 1 or n, s, t)."""
+    ab = attention_bias.shape
+    if ab[0] not in (1, b) or ab[1] not in (1, n) or ab[2:] != (s, t):
+        raise ValueError(op._input_error(
+            position, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, "
+                      "heads, sequence, total_sequence)"))
+
+
+def with_attention_bias(bias: np.ndarray | None, attention_bias: np.ndarray | None, s: int,
+                        t: int) -> np.ndarray | None:
+    """The engine's float32 bias: the mask's ``bias`` (or None) plus
+    attention_bias, broadcast to (B or 1, N or 1, s, t); None without either."""
+    if attention_bias is not None:
+        ab = attention_bias.astype(np.float32, copy=False)
+        bias = ab if bias is None else ab + bias
+    if bias is not None:
+        bias = np.broadcast_to(engine_ready(bias), bias.shape[:2] + (s, t))
+    return bias
+
+
 class Plan(NamedTuple):
     """What a run needs that the inputs' shapes decide."""
 

@@ -62,7 +62,13 @@ from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
-from .attention import engine_level_name, run_engine
+from .attention import (
+    check_attention_bias,
+    engine_level_name,
+    microsoft_attribute_problem,
+    run_engine,
+    with_attention_bias,
+)
 
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -135,14 +141,9 @@ class MicrosoftAttentionBase(KernelOp):
         self.n_outputs = len(outputs)
         self.wants_present = len(outputs) > 1 and bool(outputs[1])
         sizes = tuple(self.qkv_hidden_sizes or ())
-        if self.num_heads is not None and self.num_heads <= 0:
-            self._reject_attribute("attribute num_heads is required and must be positive, "
-                                   f"got {self.num_heads}")
-        elif not math.isfinite(self.scale):
-            self._reject_attribute("attribute scale must be finite (0: 1/sqrt(head_size)), "
-                                   f"got {self.scale}")
-        elif math.isnan(self.mask_filter_value):
-            self._reject_attribute("attribute mask_filter_value must not be NaN")
+        problem = microsoft_attribute_problem(self.num_heads, self.scale, self.mask_filter_value)
+        if problem is not None:
+            self._reject_attribute(problem)
         elif sizes and (len(sizes) != 3 or min(sizes) <= 0):
             self._reject_attribute("attribute qkv_hidden_sizes must hold 3 positive sizes, "
                                    f"got {list(sizes)}")
@@ -216,11 +217,8 @@ class MicrosoftAttentionBase(KernelOp):
         if mask_index is not None:
             kind = self._mask_kind(mask_index, b, s, t)
         if attention_bias is not None:
-            ab = attention_bias.shape
-            if ab[0] not in (1, b) or ab[1] not in (1, n) or ab[2:] != (s, t):
-                raise ValueError(self._error_at(
-                    5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
-                       "sequence, total_sequence)"))
+            check_attention_bias(self, attention_bias, b, n, s, t,
+                                 position=self.input_positions[5])
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
         return Plan(b, s, hin, n, dq, dv, h, hv, p, t, kind, scale, ELEMENT_TYPES[x.dtype],
                     simd.state.level,
@@ -406,11 +404,7 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         bias = None
         if pad_ranges is not None or mask is not None:
             bias = self.padding_bias(plan, pad_ranges, mask)
-        if attention_bias is not None:
-            ab = attention_bias.astype(np.float32, copy=False)
-            bias = ab if bias is None else ab + bias
-        if bias is not None:
-            bias = np.broadcast_to(engine_ready(bias), bias.shape[:2] + (s, t))
+        bias = with_attention_bias(bias, attention_bias, s, t)
         if begin is not None:
             begin = np.ascontiguousarray(begin, dtype=np.int32)
             end = np.ascontiguousarray(end, dtype=np.int32)

@@ -39,7 +39,16 @@ from ..memory import check_buffer
 from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
-from .attention import concat_cache, engine_level_name, fresh, heads_view, run_engine
+from .attention import (
+    check_attention_bias,
+    concat_cache,
+    engine_level_name,
+    fresh,
+    heads_view,
+    microsoft_attribute_problem,
+    run_engine,
+    with_attention_bias,
+)
 
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -94,14 +103,9 @@ class MultiHeadAttentionBase(KernelOp):
         outputs = list(onnx_node.output)
         self.n_outputs = len(outputs)
         self.wants = [i < len(outputs) and bool(outputs[i]) for i in range(4)]
-        if self.num_heads is not None and self.num_heads <= 0:
-            self._reject_attribute("attribute num_heads is required and must be positive, "
-                                   f"got {self.num_heads}")
-        elif not math.isfinite(self.scale):
-            self._reject_attribute("attribute scale must be finite (0: 1/sqrt(head_size)), "
-                                   f"got {self.scale}")
-        elif math.isnan(self.mask_filter_value):
-            self._reject_attribute("attribute mask_filter_value must not be NaN")
+        problem = microsoft_attribute_problem(self.num_heads, self.scale, self.mask_filter_value)
+        if problem is not None:
+            self._reject_attribute(problem)
 
     def _plan(self, query, key=None, value=None, bias=None, key_padding_mask=None,
               attention_bias=None, past_key=None, past_value=None, *rest):
@@ -179,11 +183,7 @@ class MultiHeadAttentionBase(KernelOp):
                     4, f"has shape {mask.shape}, expected lengths ({b},) or a mask ({b}, {t}) or "
                        f"({b}, {s}, {t}) (batch, [sequence,] total_sequence)"))
         if attention_bias is not None:
-            ab = attention_bias.shape
-            if ab[0] not in (1, b) or ab[1] not in (1, n) or ab[2:] != (s, t):
-                raise ValueError(self._input_error(
-                    5, f"has shape {ab}, expected (1 or {b}, 1 or {n}, {s}, {t}) (batch, heads, "
-                       "sequence, total_sequence)"))
+            check_attention_bias(self, attention_bias, b, n, s, t)
         scale = self.scale if self.scale != 0.0 else (1.0 / math.sqrt(h) if h else 1.0)
         lengths = key_padding_mask is not None and key_padding_mask.shape == (b,)
         return Plan(b, s, n, h, hv, width, p, t, lengths, scale)
@@ -318,12 +318,8 @@ class MultiHeadAttention(MultiHeadAttentionBase):
         if ends is not None:
             end = np.ascontiguousarray(np.broadcast_to(ends, (b, s)), dtype=np.int32)
             begin = np.zeros((b, s), np.int32)
-        bias = self.padding_bias(b, s, t, lengths, binary)
-        if attention_bias is not None:
-            ab = attention_bias.astype(np.float32, copy=False)
-            bias = ab if bias is None else ab + bias
-        if bias is not None:
-            bias = np.broadcast_to(engine_ready(bias), bias.shape[:2] + (s, t))
+        bias = with_attention_bias(self.padding_bias(b, s, t, lengths, binary), attention_bias,
+                                   s, t)
         work = b * n * s * t * (h + v4.shape[3])
         run_engine(engine_ready(q4), engine_ready(k4), engine_ready(v4), out4, scale=scale,
                    bias=bias, begin=begin, end=end, softcap=0.0, softcap_first=False,
