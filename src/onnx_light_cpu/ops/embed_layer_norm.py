@@ -25,14 +25,13 @@ mask_index output (ORT's shape inference wants it).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import embed_layer_norm as core
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
+from .skip_norm import checked_epsilon
 
 T = TensorProto
 FLOATS = (T.FLOAT, T.FLOAT16, T.BFLOAT16)
@@ -62,11 +61,7 @@ class EmbedLayerNormalizationBase(KernelOp):
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        eps = float(np.float32(self.epsilon))
-        if not (math.isfinite(eps) and eps >= 0):
-            self._reject_attribute(
-                f"attribute epsilon must be finite and nonnegative, got {self.epsilon!r}")
-        self.epsilon = eps
+        self.epsilon = checked_epsilon(self)
         outputs = list(onnx_node.output)
         if len(outputs) > 3:
             self._reject_attribute(f"has at most 3 outputs, got {len(outputs)}")

@@ -38,6 +38,17 @@ _LN_INPUTS = (Input("input", types=ONNX_TYPES, ranks=(2, 3)), Input("skip", like
 _RMS_INPUTS = _LN_INPUTS[:3] + _LN_INPUTS[4:]
 
 
+def checked_epsilon(op: KernelOp) -> float:
+    """The node's epsilon rounded to float32, as the row functions add it; a
+    NaN, infinite or negative one is kept as the attribute error the runs
+    raise (SkipLayerNormalization and EmbedLayerNormalization)."""
+    eps = float(np.float32(op.epsilon))
+    if not (math.isfinite(eps) and eps >= 0):
+        op._reject_attribute(
+            f"attribute epsilon must be finite and nonnegative, got {op.epsilon!r}")
+    return eps
+
+
 class SkipNormBase(KernelOp):
     """Attributes, input validation and outputs shared by both families:
     ``_plan`` checks the shapes, subclasses implement ``_compute`` (or their
@@ -55,11 +66,7 @@ class SkipNormBase(KernelOp):
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
-        eps = float(np.float32(self.epsilon))
-        if not (math.isfinite(eps) and eps >= 0):
-            self._reject_attribute(
-                f"attribute epsilon must be finite and nonnegative, got {self.epsilon!r}")
-        self.epsilon = eps
+        self.epsilon = checked_epsilon(self)
         outputs = onnx_node.output
         self._n_outputs = len(outputs)
         if self._n_outputs > 4:
