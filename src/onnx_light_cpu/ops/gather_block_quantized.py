@@ -219,12 +219,7 @@ class GatherBlockQuantized(KernelOp):
         self._record_path((data.dtype, scales.dtype, level), lambda: (
             f"gather_block_quantized_{data.dtype.name}_{scales.dtype.name}_"
             f"{simd.LEVEL_NAMES[core.typed_level_used(level)]}"))
-        if not data.flags.c_contiguous:
-            data = np.ascontiguousarray(data)
-        if not indices.flags.c_contiguous:
-            indices = np.ascontiguousarray(indices)
-        if not scales.flags.c_contiguous:
-            scales = np.ascontiguousarray(scales)
+        data, indices, scales = _c_contiguous(data, indices, scales)
         if zero_points is not None:
             zero_points = np.ascontiguousarray(zero_points).view(np.uint8)
         y = self._new_output(plan.out_shape, scales.dtype)
@@ -240,19 +235,17 @@ class GatherBlockQuantized(KernelOp):
         self._record_path((self.bits, scales.dtype, level), lambda: (
             f"gather_block_quantized_int{self.bits}_{scales.dtype.name}_"
             f"{simd.LEVEL_NAMES[core.level_used(self.bits, level)]}"))
-        # (np.ascontiguousarray would turn scalar indices into rank 1)
-        if not data.flags.c_contiguous:
-            data = np.ascontiguousarray(data)
-        if not indices.flags.c_contiguous:
-            indices = np.ascontiguousarray(indices)
-        if not scales.flags.c_contiguous:
-            scales = np.ascontiguousarray(scales)
-        if zero_points is not None and not zero_points.flags.c_contiguous:
-            zero_points = np.ascontiguousarray(zero_points)
+        data, indices, scales, zero_points = _c_contiguous(data, indices, scales, zero_points)
         y = self._new_output(plan.out_shape, scales.dtype)
         core.apply(data, indices, scales, zero_points, y, data.shape[0], plan.inner,
                    self.block_size, self.bits, plan.dtype, level, plan.threads)
         return (y,)
 
+
+
+def _c_contiguous(*arrays):
+    """The arrays C-contiguous (copied only when they are not), None kept:
+    np.ascontiguousarray alone would turn scalar indices into rank 1."""
+    return [a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
 
 KERNELS = {"RegisterGatherBlockQuantizedKernel": (GatherBlockQuantized,)}
