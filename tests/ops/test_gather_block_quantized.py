@@ -20,7 +20,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from differential import check_node, node_model
+from differential import check_node, node_model, run_ours
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -103,6 +103,14 @@ def run_once(inputs, attrs):
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
     return sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})[0]
+
+
+def used_path(inputs, **attrs):
+    """The one path our kernel recorded running ``inputs``."""
+    _, names, paths = run_ours(node_model(OP, inputs, opset=21, domain=MS, **attrs), inputs)
+    assert KERNEL in names, names
+    (path,) = paths
+    return path
 
 
 INDEX_CASES = {
@@ -191,13 +199,7 @@ def test_used_paths():
     rng = np.random.default_rng(0)
     for bits in (2, 4, 8):
         inputs = make_inputs(rng, (4, 16), bits, 16, False, np.float16, np.array([1], np.int64))
-        sess = ReferenceEvaluator(node_model(OP, inputs, opset=21, domain=MS, bits=bits,
-                                             block_size=16))
-        olc.register_kernels_for_session(sess)
-        olc.set_kernel_usage_recording(sess, True)
-        sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})
-        assert KERNEL in olc.used_kernel_names(sess)
-        (path,) = olc.used_kernel_paths(sess)
+        path = used_path(inputs, bits=bits, block_size=16)
         assert path.startswith(f"gather_block_quantized_int{bits}_float16_")
 
 
@@ -467,12 +469,7 @@ def test_typed_used_paths():
     rng = np.random.default_rng(16)
     for dtype in INT_TYPES + FLOAT_TYPES:
         inputs = typed_inputs(rng, dtype, (4, 16), (4, 1), np.float16, np.array([1], np.int64))
-        sess = ReferenceEvaluator(node_model(OP, inputs, opset=21, domain=MS, block_size=16))
-        olc.register_kernels_for_session(sess)
-        olc.set_kernel_usage_recording(sess, True)
-        sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})
-        assert KERNEL in olc.used_kernel_names(sess)
-        (path,) = olc.used_kernel_paths(sess)
+        path = used_path(inputs, block_size=16)
         assert path.startswith(f"gather_block_quantized_{np.dtype(dtype).name}_float16_")
 
 
