@@ -530,6 +530,27 @@ def test_total_sequence_length_follows_ort(naive, past):
         assert [g.shape for g in got] == [w.shape for w in want]
 
 
+def batch_repeated(feeds, keep=()):
+    """The feeds with every batch entry equal to the first (those named in
+    ``keep`` and scalars as they are), so that a broadcast (stride 0) batch
+    axis is a valid input."""
+    return {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape))
+            if a.ndim and n not in keep else a for n, a in feeds.items()}
+
+
+def check_layouts(feeds, naive, **attrs):
+    """Every layout of every input gives the bits of the C-contiguous feeds
+    and leaves the input untouched."""
+    want = run_ours(feeds, naive=naive, **attrs)
+    for name, a in feeds.items():
+        for what, x in layouts(a):
+            before = x.copy()
+            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
+            for g, w in zip(got, want):
+                assert same_bits(g, w), f"{name} {what}"
+            assert same_bits(x, before), f"{name} {what}: input modified"
+
+
 @pytest.mark.parametrize("naive", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("B,S,P", [(2, 1, 6), (2, 4, 0)])
@@ -540,18 +561,7 @@ def test_any_input_layout(naive, packed, B, S, P):
     rng = np.random.default_rng(21)
     feeds = make(rng, B, S, 4, 2, 16, [P + S] * B, past=P or None, rotary=(16, 16), bias=(B, 1),
                  sink=True, packed=packed)
-    # equal entries, so that a broadcast (stride 0) batch axis is a valid input
-    feeds = {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape)) if a.ndim else a
-             for n, a in feeds.items()}
-    attrs = dict(num_heads=4, kv_num_heads=2, do_rotary=1)
-    want = run_ours(feeds, naive=naive, **attrs)
-    for name, a in feeds.items():
-        for what, x in layouts(a):
-            before = x.copy()
-            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
-            for g, w in zip(got, want):
-                assert same_bits(g, w), f"{name} {what}"
-            assert same_bits(x, before), f"{name} {what}: input modified"
+    check_layouts(batch_repeated(feeds), naive, num_heads=4, kv_num_heads=2, do_rotary=1)
 
 
 @pytest.mark.parametrize("naive", [False, True])
@@ -843,17 +853,8 @@ def test_quantized_cache_any_input_layout(naive, bits, packed):
     rng = np.random.default_rng(22 + bits)
     feeds = quant_feeds(rng, 2, 1, 4, 2, 16, [7, 7], 6, bits, "PER_CHANNEL", packed=packed,
                         rotary=(16, 16))
-    feeds = {n: np.ascontiguousarray(np.broadcast_to(a[:1], a.shape))
-             if a.ndim and n not in ("k_scale", "v_scale") else a for n, a in feeds.items()}
-    attrs = quant_attrs(4, 2, bits, "PER_CHANNEL", do_rotary=1)
-    want = run_ours(feeds, naive=naive, **attrs)
-    for name, a in feeds.items():
-        for what, x in layouts(a):
-            before = x.copy()
-            got = run_ours({**feeds, name: x}, naive=naive, **attrs)
-            for g, w in zip(got, want):
-                assert same_bits(g, w), f"{name} {what}"
-            assert same_bits(x, before), f"{name} {what}: input modified"
+    check_layouts(batch_repeated(feeds, keep=("k_scale", "v_scale")), naive,
+                  **quant_attrs(4, 2, bits, "PER_CHANNEL", do_rotary=1))
 
 
 @pytest.mark.parametrize("bits", [8, 4])
