@@ -120,6 +120,57 @@ def check_node(op_type: str, inputs: Sequence[np.ndarray], *,
         assert same_bits(a, original), f"{op_type} modified its input"
 
 
+def check_every_level(run: Callable, kernel: str, check: Callable,
+                      inputs: Sequence[np.ndarray | None], originals=None) -> None:
+    """``run(threads)`` -> (outputs, kernel names) at every SIMD level and
+    every count of THREAD_COUNTS: ``kernel`` must be the one kernel that ran
+    and ``check(outputs, what)`` checks each result (``what`` says the level
+    and thread count).  The outputs must have the same bits at every thread
+    count, and ``inputs`` (arrays or None) must equal ``originals`` (copies
+    taken before earlier runs; by default, copies taken now)."""
+    if originals is None:
+        originals = [None if x is None else x.copy() for x in inputs]
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            results = []
+            for threads in THREAD_COUNTS:
+                got, names = run(threads)
+                assert names == [kernel], names
+                check(got, f"at {level}, {threads} threads")
+                results.append(got)
+            for a, b in zip(*results):
+                assert same_bits(a, b), "thread count changed the result"
+    for x, original in zip(inputs, originals):
+        assert x is None or same_bits(x, original), "input modified"
+
+
+def bfloat16_through_float32(oracle: Callable, inputs: Sequence[np.ndarray | None]) -> list:
+    """An oracle without bfloat16 kernels (ONNX Runtime's CPU) on bfloat16
+    inputs: ``oracle`` runs on their exact float32 values, and its float32
+    outputs are rounded to bfloat16 once."""
+    wide = [x.astype(np.float32) if x is not None and x.dtype == bfloat16 else x for x in inputs]
+    return [y.astype(bfloat16) if y.dtype == np.float32 else y for y in oracle(wide)]
+
+
+def ort_microsoft_node(op: str, inputs: Sequence[np.ndarray], **attrs) -> list:
+    """ONNX Runtime's CPU kernel on one com.microsoft node (1 thread), its
+    outputs of the first input's type; bfloat16 through its float32 kernel
+    (:func:`bfloat16_through_float32`).  Callers skip without onnxruntime."""
+    import onnxruntime as ort
+
+    if inputs[0].dtype == bfloat16:
+        return bfloat16_through_float32(lambda wide: ort_microsoft_node(op, wide, **attrs),
+                                        inputs)
+    model = node_model(op, inputs, domain="com.microsoft", opset=21, **attrs)
+    for out in model.graph.output:
+        out.type.tensor_type.elem_type = model.graph.input[0].type.tensor_type.elem_type
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 4
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {f"x{i}": np.array(a, order="C") for i, a in enumerate(inputs)})
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """Bit-for-bit equality (NaN payloads included)."""
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()

@@ -14,9 +14,12 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, same_bits
+from differential import (
+    assert_close,
+    bfloat16_through_float32,
+    check_every_level,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -93,30 +96,18 @@ def check(inputs, attrs, outputs=OUTPUTS, oracle="ort"):
     naive, names = run_ours(inputs, attrs, outputs, naive=True)
     assert names == [NAIVE], names
     if oracle == "ort":
-        if dtype == bfloat16:
-            as32 = [x.astype(np.float32) if x is not None and x.dtype == bfloat16 else x
-                    for x in inputs]
-            want = [w.astype(bfloat16) if w.dtype == np.float32 else w
-                    for w in run_ort(as32, attrs, outputs)]
-        else:
-            want = run_ort(inputs, attrs, outputs)
+        ort_of = lambda x: run_ort(x, attrs, outputs)  # noqa: E731
+        want = bfloat16_through_float32(ort_of, inputs) if dtype == bfloat16 else ort_of(inputs)
         compare(naive, want, "naive vs ORT", tol)
-    originals = [None if x is None else x.copy() for x in inputs]
-    for level in available_simd_levels():
-        with capped_simd_level(level):
-            results = []
-            for threads in THREAD_COUNTS:
-                got, names = run_ours(inputs, attrs, outputs, threads)
-                assert names == [OPT], names
-                what = f"{attrs} at {level}, {threads} threads"
-                if oracle == "ort":
-                    compare(got, want, what, tol)
-                compare(got, naive, f"naive agreement {what}", tol)
-                results.append(got)
-            for a, b in zip(*results):
-                assert same_bits(a, b), "thread count changed the result"
-    for x, original in zip(inputs, originals):
-        assert x is None or same_bits(x, original), "input modified"
+
+    def check_one(got, where):
+        what = f"{attrs} {where}"
+        if oracle == "ort":
+            compare(got, want, what, tol)
+        compare(got, naive, f"naive agreement {what}", tol)
+
+    check_every_level(lambda threads: run_ours(inputs, attrs, outputs, threads), OPT, check_one,
+                      inputs)
 
 
 def compare(got, want, what, tol):

@@ -20,7 +20,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from differential import assert_close, check_node, layouts, node_model, run_ours
+from differential import assert_close, check_node, layouts, node_model, ort_microsoft_node, run_ours
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -44,24 +44,8 @@ ACTIVATIONS = {  # activation -> its activation_* attributes
 }
 
 
-def ort_run(op, inputs, **attrs):
-    """ONNX Runtime's CPU kernel on one node (1 thread); bfloat16 through its
-    float32 kernel on the rounded inputs."""
-    if inputs[0].dtype == bfloat16:
-        wide = [a.astype(np.float32) for a in inputs]
-        return [y.astype(bfloat16) for y in ort_run(op, wide, **attrs)]
-    model = node_model(op, inputs, domain=MS, opset=21, **attrs)
-    for out in model.graph.output:
-        out.type.tensor_type.elem_type = model.graph.input[0].type.tensor_type.elem_type
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 4
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {f"x{i}": np.array(a, order="C") for i, a in enumerate(inputs)})
-
-
 def check(op, inputs, **attrs):
-    want = ort_run(op, inputs, **attrs)
+    want = ort_microsoft_node(op, inputs, **attrs)
     check_node(op, inputs, oracle=lambda *_: want, domain=MS, kernel=f"onnx_light_cpu::{op}",
                tolerance=TOL[inputs[0].dtype], **attrs)
 
@@ -218,7 +202,7 @@ def test_fused_matmul_constant_b():
                                                           dict(transB=1)),
                      (rng.standard_normal((40,)), {})]:
         b = b.astype(np.float32)
-        want = ort_run("FusedMatMul", [a, b], alpha=0.5, **attrs)[0]
+        want = ort_microsoft_node("FusedMatMul", [a, b], alpha=0.5, **attrs)[0]
         node = oh.make_node("FusedMatMul", ["a", "b"], ["y"], domain=MS, alpha=0.5, **attrs)
         graph = oh.make_graph(
             [node], "g", [oh.make_tensor_value_info("a", onnx.TensorProto.FLOAT, None)],

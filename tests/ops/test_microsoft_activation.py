@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from differential import check_node, layouts, node_model, run_ours
+from differential import check_node, layouts, node_model, ort_microsoft_node, run_ours
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -33,22 +33,6 @@ SHAPES = [(0,), (2, 0, 5), (1,), (7,), (3, 15), (2, 16), (5, 17), (3, 33), (2, 3
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def ort_run(op, inputs, **attrs):
-    """ONNX Runtime's CPU kernel on one node (1 thread); bfloat16 through its
-    float32 kernel on the rounded inputs."""
-    if inputs[0].dtype == bfloat16:
-        wide = [a.astype(np.float32) for a in inputs]
-        return [y.astype(bfloat16) for y in ort_run(op, wide, **attrs)]
-    model = node_model(op, inputs, domain=MS, opset=21, **attrs)
-    for out in model.graph.output:
-        out.type.tensor_type.elem_type = model.graph.input[0].type.tensor_type.elem_type
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 4
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {f"x{i}": np.array(a, order="C") for i, a in enumerate(inputs)})
-
-
 def erf_gelu(x):
     """float64 Gelu on math.erf (ONNX Runtime has no double Gelu)."""
     v = x.astype(np.float64)
@@ -65,7 +49,7 @@ def tanh_gelu(x, bias=None):
 
 
 def check(op, inputs, oracle=None, **attrs):
-    want = (oracle or (lambda *a: ort_run(op, list(a), **attrs)))(*inputs)
+    want = (oracle or (lambda *a: ort_microsoft_node(op, list(a), **attrs)))(*inputs)
     check_node(op, inputs, oracle=lambda *_: want, domain=MS, kernel=KERNELS[op],
                tolerance=TOL[inputs[0].dtype], **attrs)
 
@@ -110,7 +94,7 @@ def test_fast_gelu(dtype, shape, with_bias):
 def test_fast_gelu_double_near_ort():
     rng = np.random.default_rng(8)
     x, bias = values(rng, (5, 33), np.float64), values(rng, (33,), np.float64, 0.5)
-    want = ort_run("FastGelu", [x, bias])
+    want = ort_microsoft_node("FastGelu", [x, bias])
     check_node("FastGelu", [x, bias], oracle=lambda *_: want, domain=MS,
                kernel=KERNELS["FastGelu"], tolerance=(1e-6, 5e-7))
 

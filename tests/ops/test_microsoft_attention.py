@@ -17,9 +17,14 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, same_bits
+from differential import (
+    THREAD_COUNTS,
+    assert_close,
+    bfloat16_through_float32,
+    check_every_level,
+    same_bits,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -175,29 +180,18 @@ def check(inputs, attrs, n_outputs, oracle="ort"):
     naive, names = run_ours(inputs, attrs, n_outputs, naive=True)
     assert names == [NAIVE], names
     if oracle == "ort":
-        if dtype == bfloat16:
-            as32 = [x.astype(np.float32) if x is not None and x.dtype == bfloat16 else x
-                    for x in inputs]
-            want = [w.astype(bfloat16) for w in run_ort(as32, attrs, n_outputs)]
-        else:
-            want = run_ort(inputs, attrs, n_outputs)
+        ort_of = lambda x: run_ort(x, attrs, n_outputs)  # noqa: E731
+        want = bfloat16_through_float32(ort_of, inputs) if dtype == bfloat16 else ort_of(inputs)
         compare(naive, want, "naive vs ORT", tol)
-    originals = [None if x is None else x.copy() for x in inputs]
-    for level in available_simd_levels():
-        with capped_simd_level(level):
-            results = []
-            for threads in THREAD_COUNTS:
-                got, names = run_ours(inputs, attrs, n_outputs, threads)
-                assert names == [OPT], names
-                what = f"{attrs} at {level}, {threads} threads"
-                if oracle == "ort":
-                    compare(got, want, what, tol)
-                compare(got, naive, f"naive agreement {what}", AGREE[dtype])
-                results.append(got)
-            for a, b in zip(*results):
-                assert same_bits(a, b), "thread count changed the result"
-    for x, original in zip(inputs, originals):
-        assert x is None or same_bits(x, original), "input modified"
+
+    def check_one(got, where):
+        what = f"{attrs} {where}"
+        if oracle == "ort":
+            compare(got, want, what, tol)
+        compare(got, naive, f"naive agreement {what}", AGREE[dtype])
+
+    check_every_level(lambda threads: run_ours(inputs, attrs, n_outputs, threads), OPT,
+                      check_one, inputs)
 
 
 def compare(got, want, what, tol):

@@ -15,9 +15,15 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, layouts, same_bits, unaligned
+from differential import (
+    assert_close,
+    bfloat16_through_float32,
+    check_every_level,
+    layouts,
+    same_bits,
+    unaligned,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -131,29 +137,19 @@ def check(inputs, attrs, wanted, tolerance=None):
     """Ours (both families, every level, 1/2 threads) against ORT."""
     dtype = np.dtype(inputs[0].dtype)
     tol = tolerance or TOL[dtype]
-    if dtype == bfloat16:  # ORT's float32 kernel on the bfloat16 values
-        as32 = [x.astype(np.float32) if x is not None and x.dtype == bfloat16 else x
-                for x in inputs]
-        want = [w.astype(bfloat16) for w in run_ort(as32, attrs, wanted)]
-    else:
-        want = run_ort(inputs, attrs, wanted)
+    ort_of = lambda x: run_ort(x, attrs, wanted)  # noqa: E731
+    want = bfloat16_through_float32(ort_of, inputs) if dtype == bfloat16 else ort_of(inputs)
     originals = [None if x is None else x.copy() for x in inputs]
     naive, names = run_ours(inputs, attrs, wanted, naive=True)
     assert names == ["onnx_light_cpu::NaiveMultiHeadAttention"], names
     compare(naive, want, "naive", tol)
-    for level in available_simd_levels():
-        with capped_simd_level(level):
-            results = []
-            for threads in THREAD_COUNTS:
-                got, names = run_ours(inputs, attrs, wanted, threads)
-                assert names == ["onnx_light_cpu::MultiHeadAttention"], names
-                compare(got, want, f"{attrs} at {level}, {threads} threads", tol)
-                compare(got, naive, "naive agreement", tol)
-                results.append(got)
-            for a, b in zip(*results):
-                assert same_bits(a, b), "thread count changed the result"
-    for x, original in zip(inputs, originals):
-        assert x is None or same_bits(x, original), "input modified"
+
+    def check_one(got, where):
+        compare(got, want, f"{attrs} {where}", tol)
+        compare(got, naive, "naive agreement", tol)
+
+    check_every_level(lambda threads: run_ours(inputs, attrs, wanted, threads),
+                      "onnx_light_cpu::MultiHeadAttention", check_one, inputs, originals)
 
 
 def compare(got, want, what, tol):
