@@ -90,6 +90,14 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, what: str = "",
     np.testing.assert_allclose(a[finite], e[finite], rtol=rtol, atol=atol, err_msg=what)
 
 
+def assert_outputs_close(got: Sequence, want: Sequence, what: str,
+                         tolerance: tuple[float, float] | None = None) -> None:
+    """Every output of ``got`` close to the one of ``want`` (assert_close)."""
+    assert len(got) == len(want), what
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert_close(g, w, f"{what} output {k}", tolerance)
+
+
 def check_node(op_type: str, inputs: Sequence[np.ndarray], *,
                oracle: str | Callable = "builtin", kernel: str | None = None,
                tolerance: tuple[float, float] | None = None, **model_kwargs) -> None:

@@ -17,6 +17,7 @@ import onnx_light_cpu as olc
 
 from differential import (
     assert_close,
+    assert_outputs_close,
     bfloat16_through_float32,
     check_every_level,
 )
@@ -98,22 +99,16 @@ def check(inputs, attrs, outputs=OUTPUTS, oracle="ort"):
     if oracle == "ort":
         ort_of = lambda x: run_ort(x, attrs, outputs)  # noqa: E731
         want = bfloat16_through_float32(ort_of, inputs) if dtype == bfloat16 else ort_of(inputs)
-        compare(naive, want, "naive vs ORT", tol)
+        assert_outputs_close(naive, want, "naive vs ORT", tol)
 
     def check_one(got, where):
         what = f"{attrs} {where}"
         if oracle == "ort":
-            compare(got, want, what, tol)
-        compare(got, naive, f"naive agreement {what}", tol)
+            assert_outputs_close(got, want, what, tol)
+        assert_outputs_close(got, naive, f"naive agreement {what}", tol)
 
     check_every_level(lambda threads: run_ours(inputs, attrs, outputs, threads), OPT, check_one,
                       inputs)
-
-
-def compare(got, want, what, tol):
-    assert len(got) == len(want), what
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert_close(g, w, f"{what} output {k}", tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
@@ -178,7 +173,8 @@ def test_strided_read_only_and_empty():
     ro.flags.writeable = False
     other = list(inputs)
     other[2], other[3] = wide[:, ::2], ro
-    compare(run_ours(other, {})[0], run_ort(inputs, {}), "strided", TOL[np.dtype(np.float32)])
+    assert_outputs_close(run_ours(other, {})[0], run_ort(inputs, {}), "strided",
+                         TOL[np.dtype(np.float32)])
     for cut in (np.s_[:0], np.s_[:, :0]):
         empty = [x if x is None or x.dtype != np.int32 else x[cut] for x in inputs[:8]]
         got = run_ours(empty, {})[0]

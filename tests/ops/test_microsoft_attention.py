@@ -21,6 +21,7 @@ import onnx_light_cpu as olc
 from differential import (
     THREAD_COUNTS,
     assert_close,
+    assert_outputs_close,
     bfloat16_through_float32,
     check_every_level,
     same_bits,
@@ -182,22 +183,16 @@ def check(inputs, attrs, n_outputs, oracle="ort"):
     if oracle == "ort":
         ort_of = lambda x: run_ort(x, attrs, n_outputs)  # noqa: E731
         want = bfloat16_through_float32(ort_of, inputs) if dtype == bfloat16 else ort_of(inputs)
-        compare(naive, want, "naive vs ORT", tol)
+        assert_outputs_close(naive, want, "naive vs ORT", tol)
 
     def check_one(got, where):
         what = f"{attrs} {where}"
         if oracle == "ort":
-            compare(got, want, what, tol)
-        compare(got, naive, f"naive agreement {what}", AGREE[dtype])
+            assert_outputs_close(got, want, what, tol)
+        assert_outputs_close(got, naive, f"naive agreement {what}", AGREE[dtype])
 
     check_every_level(lambda threads: run_ours(inputs, attrs, n_outputs, threads), OPT,
                       check_one, inputs)
-
-
-def compare(got, want, what, tol):
-    assert len(got) == len(want), what
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert_close(g, w, f"{what} output {k}", tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
@@ -292,7 +287,8 @@ def test_strided_and_empty_inputs():
     wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
     wide[..., ::2] = x
     strided = [wide[..., ::2]] + inputs[1:]
-    compare(run_ours(strided, attrs)[0], run_ort(inputs, attrs), "strided", TOL[x.dtype])
+    assert_outputs_close(run_ours(strided, attrs)[0], run_ort(inputs, attrs), "strided",
+                         TOL[x.dtype])
     for cut in (np.s_[:0], np.s_[:, :0]):
         empty = [x[cut]] + inputs[1:3] + [None, None, None]
         got = run_ours(empty, attrs)[0]
