@@ -97,6 +97,21 @@ def make_single_node_model(
     return helper.make_model(graph, opset_imports=opsets, ir_version=DEFAULT_IR_VERSION)
 
 
+def node_model(node: onnx.NodeProto, feeds: dict[str, np.ndarray],
+               initializers: dict[str, np.ndarray], out_types: Sequence[int]) -> onnx.ModelProto:
+    """A model of one ready-made ``node`` (com.microsoft or default domain):
+    graph inputs ``feeds`` (shapes fixed to theirs), ``initializers``, and
+    outputs of ONNX element types ``out_types`` with unknown shapes."""
+    graph = helper.make_graph(
+        [node], f"single_{node.op_type}",
+        [helper.make_tensor_value_info(n, _onnx_type(x.dtype), list(x.shape))
+         for n, x in feeds.items()],
+        [helper.make_tensor_value_info(n, t, None) for n, t in zip(node.output, out_types)],
+        [onnx.numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    opsets = [helper.make_opsetid("", DEFAULT_OPSET), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=DEFAULT_IR_VERSION)
+
+
 def _onnx_type(dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
@@ -185,6 +200,16 @@ def named_case(case: Case, label: str) -> Case:
     operator and dtype with equal sizes."""
     case.expected_kernel = f"onnx_light_cpu::{case.op_type}"
     case.op_type = label
+    return case
+
+
+def naive_checked_case(label: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+                       kernel: str, tol: float) -> Case:
+    """A float32 com.microsoft Case checked against the NAIVE family's
+    outputs within ``tol``; ``kernel`` must run."""
+    case = Case(label, model, feeds, dtype="float32", size=next(iter(feeds.values())).size,
+                domain="com.microsoft", rtol=tol, atol=tol, expected_kernel=kernel)
+    case.reference = naive_reference(case)
     return case
 
 

@@ -15,28 +15,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper as oh
-from onnx import numpy_helper
-from onnx.reference import ReferenceEvaluator
 
-import onnx_light_cpu as olc
-
-from ._harness import DEFAULT_IR_VERSION, Case, bench_contender
+from ._harness import Case, bench_contender, naive_checked_case, node_model
 
 MS = "com.microsoft"
 THREADS = (1, 2)
 HIDDEN = 768
 VOCAB, POSITIONS = 30522, 512
-
-
-def _model(node, inputs, initializers, out_types):
-    graph = oh.make_graph(
-        [node], f"single_{node.op_type}",
-        [oh.make_tensor_value_info(n, oh.np_dtype_to_tensor_dtype(x.dtype), list(x.shape))
-         for n, x in inputs.items()],
-        [oh.make_tensor_value_info(n, t, None) for n, t in zip(node.output, out_types)],
-        [numpy_helper.from_array(v, k) for k, v in initializers.items()])
-    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid(MS, 1)],
-                         ir_version=DEFAULT_IR_VERSION)
 
 
 def qembed_model(b: int, s: int) -> tuple[onnx.ModelProto, dict]:
@@ -58,22 +43,13 @@ def qembed_model(b: int, s: int) -> tuple[onnx.ModelProto, dict]:
              + [f"{t}_zero_point" for t in tables])
     node = oh.make_node("QEmbedLayerNormalization", names, ["output", "mask_index"], domain=MS,
                         epsilon=1e-12)
-    return _model(node, feeds, init, [onnx.TensorProto.FLOAT, onnx.TensorProto.INT32]), feeds
-
-
-def _case(label, model, feeds, kernel, tol):
-    naive = ReferenceEvaluator(model)
-    olc.register_kernels_for_session(
-        naive, microsoft_implementation=olc.MicrosoftKernelImplementation.NAIVE)
-    return Case(label, model, feeds, dtype="float32", size=next(iter(feeds.values())).size,
-                domain=MS, reference=lambda f: naive.run(None, f), rtol=tol, atol=tol,
-                expected_kernel=kernel)
+    return node_model(node, feeds, init, [onnx.TensorProto.FLOAT, onnx.TensorProto.INT32]), feeds
 
 
 @functools.lru_cache(maxsize=1)  # the tests of one case follow each other
 def qembed_case(b: int, s: int) -> Case:
-    return _case(f"QEmbedLayerNormalization-B{b}xS{s}", *qembed_model(b, s),
-                 "onnx_light_cpu::QEmbedLayerNormalization", 1e-5)
+    return naive_checked_case(f"QEmbedLayerNormalization-B{b}xS{s}", *qembed_model(b, s),
+                              "onnx_light_cpu::QEmbedLayerNormalization", 1e-5)
 
 
 @pytest.mark.parametrize("contender", ["ours", "ort"])
