@@ -24,6 +24,7 @@ from test_moe import check, moe_model, run_ort, run_ours
 
 import onnx_light_cpu as olc
 from onnx_light_cpu.reference import moe as naive
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import same_bits
 
@@ -501,6 +502,49 @@ def test_token_counts(T):
         check(OP, inputs, np.zeros((0, 64), np.float32), **attrs)
     else:
         check_ort(inputs, attrs)
+
+
+@pytest.mark.parametrize("bits,accuracy,fc3,zero_points", [
+    (8, 0, False, False), (8, 0, False, True), (4, 4, False, False), (4, 4, True, False)])
+def test_one_token_on_the_int8_engine(bits, accuracy, fc3, zero_points):
+    """Decode (T = 1) with prepared int8 weights runs each projection of the
+    token's experts in one parallel region.  Its output is the token's row
+    of a two-token batch (the per-expert path): the same bits for 8-bit
+    codes, within an ulp for 4-bit ones (whose float steps AVX-512 rounds
+    once differently in a batch), at every SIMD level, the same at 1 and 2
+    threads; a token that is not finite takes the float engine."""
+    rng = np.random.default_rng(40 + bits + fc3 + zero_points)
+    attrs = attributes(bits, 32, "silu" if fc3 else "swiglu", accuracy_level=accuracy)
+    batch = make_inputs(rng, 2, 64, 48, 4, bits=bits, block=32, fused=not fc3, fc3=fc3,
+                        bias=True)
+    constant = (2, 3, 5, 6, 8, 9) if fc3 else (2, 3, 5, 6)
+    if zero_points:
+        batch = with_zero_points(rng, batch, bits, 32)
+        constant += (11, 12)
+    if not fc3:  # ONNX Runtime has no FC3
+        check_ort([batch[0][:1], batch[1][:1], *batch[2:]], attrs, constant=constant)
+    for bad in (False, True):
+        if bad:
+            batch[0] = batch[0].copy()
+            batch[0][0, 5] = np.inf
+        token = [batch[0][:1], batch[1][:1], *batch[2:]]
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                outputs = []
+                for threads in (1, 2):
+                    row = run_ours(OP, batch, constant=constant, threads=threads, **attrs)[0]
+                    got, names, paths = run_ours(OP, token, constant=constant,
+                                                 threads=threads, **attrs)
+                    assert names == [f"onnx_light_cpu::{OP}"], names
+                    assert any("int8_prepared" in p for p in paths) != bad, paths
+                    what = f"{level}, {threads} threads, bad={bad}"
+                    if bits == 8:
+                        assert same_bits(got, row[:1]), what
+                    else:
+                        np.testing.assert_allclose(got, row[:1], rtol=1e-6, atol=1e-6,
+                                                   err_msg=what)
+                    outputs.append(got)
+                assert same_bits(*outputs), f"{level}: thread count changed the result"
 
 
 def test_rank3_and_empty_zero_points():

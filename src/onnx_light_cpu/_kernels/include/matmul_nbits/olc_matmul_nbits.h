@@ -1581,15 +1581,11 @@ typedef struct {
     olc_q8_tile_fn fns[OLC_NB_MR];
 } olc_q8_gemm_job;
 
-/* Run t of the parts runs of (row block, column tile) tiles, in order:
+/* Tiles i0..i1 of the job's (row block, column tile) tiles, in order:
  * each streams the codes of its tiles. */
-static void olc_q8_gemm_task(void *arg, ptrdiff_t task, int slot) {
-    const olc_q8_gemm_job *p = (const olc_q8_gemm_job *)arg;
+static void olc_q8_gemm_tiles(const olc_q8_gemm_job *p, int64_t i0, int64_t i1) {
     const olc_q8_w *w = p->w;
     const int64_t N = w->N, nb = w->nb, kp = nb * w->block, ct = w->tiles, M = p->M, mb = p->mb;
-    int64_t i0, i1;
-    (void)slot;
-    olc_split(p->tiles, 1, p->parts, task, &i0, &i1);
     for (int64_t i = i0; i < i1; ++i) {
         int64_t m0 = (i / ct) * mb, t = i % ct, n0 = t * OLC_Q8_NR;
         int64_t m1 = m0 + mb < M ? m0 + mb : M;
@@ -1602,38 +1598,60 @@ static void olc_q8_gemm_task(void *arg, ptrdiff_t task, int slot) {
     }
 }
 
-/* y[M, N] = a x w through int8 products, with the activations already
- * quantized (qa, sa, sums as olc_q8_quantize leaves them).  Decode-sized M
- * (up to 4 rows) splits only columns; larger M takes (row block, column
- * tile) tiles. */
-static void olc_q8_gemm(const olc_q8_w *w, const int8_t *qa, const float *sa,
-                        const int32_t *sums, int64_t M, const float *bias, float *y, int level,
-                        int nthreads) {
-    olc_q8_tile_fn fns[OLC_NB_MR] = {olc_q8_tile1_scalar, olc_q8_tile2_scalar,
-                                     olc_q8_tile3_scalar, olc_q8_tile4_scalar};
+/* Run t of the parts runs of tiles. */
+static void olc_q8_gemm_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_q8_gemm_job *p = (const olc_q8_gemm_job *)arg;
+    int64_t i0, i1;
+    (void)slot;
+    olc_split(p->tiles, 1, p->parts, task, &i0, &i1);
+    olc_q8_gemm_tiles(p, i0, i1);
+}
+
+/* The job of y[M, N] = a x w through int8 products, with the activations
+ * already quantized (qa, sa, sums as olc_q8_quantize leaves them), at the
+ * int8 level `level`.  Decode-sized M (up to 4 rows) splits only columns;
+ * larger M takes (row block, column tile) tiles.  parts is left to the
+ * caller. */
+static olc_q8_gemm_job olc_q8_gemm_setup(const olc_q8_w *w, const int8_t *qa, const float *sa,
+                                         const int32_t *sums, int64_t M, const float *bias,
+                                         float *y, int level) {
+    olc_q8_gemm_job job = {w, qa, sa, sums, bias, y, M, M <= OLC_NB_MR ? OLC_NB_MR : OLC_Q8_MB,
+                           0, 1, {olc_q8_tile1_scalar, olc_q8_tile2_scalar,
+                                  olc_q8_tile3_scalar, olc_q8_tile4_scalar}};
 #if OLC_X86
     if (level == OLC_AVX2) {
-        fns[0] = olc_q8_tile1_avx2; fns[1] = olc_q8_tile2_avx2;
-        fns[2] = olc_q8_tile3_avx2; fns[3] = olc_q8_tile4_avx2;
+        job.fns[0] = olc_q8_tile1_avx2; job.fns[1] = olc_q8_tile2_avx2;
+        job.fns[2] = olc_q8_tile3_avx2; job.fns[3] = olc_q8_tile4_avx2;
     }
 #if OLC_HAVE_AVX512
     if (level == OLC_AVX512) {
-        fns[0] = olc_q8_tile1_avx512; fns[1] = olc_q8_tile2_avx512;
-        fns[2] = olc_q8_tile3_avx512; fns[3] = olc_q8_tile4_avx512;
+        job.fns[0] = olc_q8_tile1_avx512; job.fns[1] = olc_q8_tile2_avx512;
+        job.fns[2] = olc_q8_tile3_avx512; job.fns[3] = olc_q8_tile4_avx512;
     }
     if (level == OLC_AVX512_VNNI) {
-        fns[0] = olc_q8_tile1_avx512vnni; fns[1] = olc_q8_tile2_avx512vnni;
-        fns[2] = olc_q8_tile3_avx512vnni; fns[3] = olc_q8_tile4_avx512vnni;
+        job.fns[0] = olc_q8_tile1_avx512vnni; job.fns[1] = olc_q8_tile2_avx512vnni;
+        job.fns[2] = olc_q8_tile3_avx512vnni; job.fns[3] = olc_q8_tile4_avx512vnni;
     }
 #endif
 #endif
-    olc_q8_gemm_job job = {w, qa, sa, sums, bias, y, M, M <= OLC_NB_MR ? OLC_NB_MR : OLC_Q8_MB,
-                           0, 1, {NULL}};
-    for (int r = 0; r < OLC_NB_MR; ++r) job.fns[r] = fns[r];
     job.tiles = (M + job.mb - 1) / job.mb * w->tiles;
+    return job;
+}
+
+/* Parts for `tiles` tiles over nthreads threads: OLC_NB_RUNS runs a thread
+ * (a late thread holds up a quarter of its share), one part alone. */
+static int64_t olc_q8_parts(int64_t tiles, int nthreads) {
+    if (nthreads <= 1 || tiles <= 1) return 1;
+    return tiles < OLC_NB_RUNS * nthreads ? tiles : OLC_NB_RUNS * nthreads;
+}
+
+/* y[M, N] = a x w (see olc_q8_gemm_setup), over nthreads threads. */
+static void olc_q8_gemm(const olc_q8_w *w, const int8_t *qa, const float *sa,
+                        const int32_t *sums, int64_t M, const float *bias, float *y, int level,
+                        int nthreads) {
+    olc_q8_gemm_job job = olc_q8_gemm_setup(w, qa, sa, sums, M, bias, y, level);
     if (job.tiles < nthreads) nthreads = (int)(job.tiles > 0 ? job.tiles : 1);
-    if (nthreads > 1)
-        job.parts = job.tiles < OLC_NB_RUNS * nthreads ? job.tiles : OLC_NB_RUNS * nthreads;
+    job.parts = olc_q8_parts(job.tiles, nthreads);
     olc_parallel_for(job.parts, olc_q8_gemm_task, &job, nthreads);
 }
 
@@ -1650,29 +1668,28 @@ typedef struct {
     int bad; /* set when a block is not finite */
 } olc_q8_quantize_job;
 
+/* Quantizes row m of a[., w->K] at the int8 level `level` into qa, sa and
+ * sums (rows w->nb * w->block codes and w->nb blocks apart); returns 1
+ * when a block is not finite. */
+static int olc_q8_quantize_row(const olc_q8_w *w, const float *a, int64_t m, int level,
+                               int8_t *qa, float *sa, int32_t *sums) {
+#if OLC_X86
+#if OLC_HAVE_AVX512
+    if (level >= OLC_AVX512) return olc_q8_quantize_avx512(a, w->K, w->nb, w->block, m, qa, sa, sums);
+#endif
+    if (level == OLC_AVX2) return olc_q8_quantize_avx2(a, w->K, w->nb, w->block, m, qa, sa, sums);
+#endif
+    return olc_q8_quantize(a, w->K, w->nb, w->block, m, m + 1, qa, sa, sums);
+}
+
 /* Quantizes rows OLC_Q8_QROWS task .. of a. */
 static void olc_q8_quantize_task(void *arg, ptrdiff_t task, int slot) {
     olc_q8_quantize_job *p = (olc_q8_quantize_job *)arg;
-    const olc_q8_w *w = p->w;
-    const int64_t nb = w->nb, m1 = (task + 1) * OLC_Q8_QROWS < p->M ? (task + 1) * OLC_Q8_QROWS
-                                                                     : p->M;
+    const int64_t m1 = (task + 1) * OLC_Q8_QROWS < p->M ? (task + 1) * OLC_Q8_QROWS : p->M;
     int bad = 0;
     (void)slot;
-    for (int64_t m = task * OLC_Q8_QROWS; m < m1; ++m) {
-#if OLC_X86
-#if OLC_HAVE_AVX512
-        if (p->level >= OLC_AVX512) {
-            bad |= olc_q8_quantize_avx512(p->a, w->K, nb, w->block, m, p->qa, p->sa, p->sums);
-            continue;
-        }
-#endif
-        if (p->level == OLC_AVX2) {
-            bad |= olc_q8_quantize_avx2(p->a, w->K, nb, w->block, m, p->qa, p->sa, p->sums);
-            continue;
-        }
-#endif
-        bad |= olc_q8_quantize(p->a, w->K, nb, w->block, m, m + 1, p->qa, p->sa, p->sums);
-    }
+    for (int64_t m = task * OLC_Q8_QROWS; m < m1; ++m)
+        bad |= olc_q8_quantize_row(p->w, p->a, m, p->level, p->qa, p->sa, p->sums);
     if (bad) __atomic_fetch_or(&p->bad, bad, __ATOMIC_RELAXED);
 }
 

@@ -736,6 +736,105 @@ static int olc_moe_decode_token(int level, const olc_moe_args *p, const int64_t 
     return 0;
 }
 
+/* Several int8 products (olc_q8_gemm_job) in one parallel region: their
+ * tiles, one after the other, split into runs. */
+typedef struct {
+    const olc_q8_gemm_job *jobs;
+    int njobs;
+    int64_t tiles, parts;
+} olc_moe_q8_batch;
+
+static void olc_moe_q8_batch_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_moe_q8_batch *b = (const olc_moe_q8_batch *)arg;
+    int64_t i0, i1, off = 0;
+    (void)slot;
+    olc_split(b->tiles, 1, b->parts, task, &i0, &i1);
+    for (int j = 0; j < b->njobs && off < i1; off += b->jobs[j++].tiles) {
+        int64_t lo = i0 > off ? i0 - off : 0, hi = i1 - off;
+        if (hi > b->jobs[j].tiles) hi = b->jobs[j].tiles;
+        if (lo < hi) olc_q8_gemm_tiles(&b->jobs[j], lo, hi);
+    }
+}
+
+static void olc_moe_q8_batch_run(const olc_q8_gemm_job *jobs, int njobs, int nthreads) {
+    olc_moe_q8_batch b = {jobs, njobs, 0, 1};
+    for (int j = 0; j < njobs; ++j) b.tiles += jobs[j].tiles;
+    if (b.tiles < nthreads) nthreads = (int)(b.tiles > 0 ? b.tiles : 1);
+    b.parts = olc_q8_parts(b.tiles, nthreads);
+    olc_parallel_for(b.parts, olc_moe_q8_batch_task, &b, nthreads);
+}
+
+/* One token through MatMulNBits experts on the int8 engine (decode): the
+ * token is quantized once, FC1 (and FC3) of its experts run in one
+ * parallel region and FC2 in another, instead of one region per product.
+ * Every tile, activation and sum is computed as by the per-expert path,
+ * so the result is the same.  Returns 0 when done, 1 when this path does
+ * not apply (an expert without int8 weights, a block that is not finite:
+ * nothing written), -1 without memory. */
+static int olc_moe_token_q8(int level, const olc_moe_args *p, const int64_t *count,
+                            const float *rw, float *h, float *u, float *g, float *y,
+                            int nthreads, int *path) {
+    const int64_t H = p->H, NI = p->NI, E = p->E, R1 = p->fc1.N;
+    const int gated = p->fc3.N > 0;
+    const int kind = olc_int8_level(level);
+    int64_t experts[64], m = 0; /* k <= 64 */
+    olc_q8_gemm_job jobs[128];
+    for (int64_t e = 0; e < E; ++e)
+        if (count[e + 1] > count[e]) {
+            if (p->fc1.q8[e].codes == NULL || p->fc2.q8[e].codes == NULL ||
+                (gated && p->fc3.q8[e].codes == NULL))
+                return 1;
+            experts[m++] = e;
+        }
+    if (m == 0) return 1;
+    /* the experts of one projection share K and blocks: one layout of the
+     * quantized rows serves them all */
+    const olc_q8_w *w1 = &p->fc1.q8[experts[0]], *w2 = &p->fc2.q8[experts[0]];
+    const int64_t kp1 = w1->nb * w1->block, kp2 = w2->nb * w2->block;
+    int8_t *qa1 = (int8_t *)malloc((size_t)olc_q8_scratch(1, w1->nb, w1->block));
+    int8_t *qa2 = (int8_t *)malloc((size_t)olc_q8_scratch(m, w2->nb, w2->block));
+    int status = qa1 == NULL || qa2 == NULL ? -1 : 0;
+    if (status == 0) {
+        float *sa1 = (float *)(qa1 + kp1);
+        int32_t *sums1 = (int32_t *)(sa1 + w1->nb);
+        float *sa2 = (float *)(qa2 + m * kp2);
+        int32_t *sums2 = (int32_t *)(sa2 + m * w2->nb);
+        status = olc_q8_quantize_row(w1, p->x, 0, kind, qa1, sa1, sums1);
+        int n = 0;
+        for (int64_t r = 0; r < m && status == 0; ++r) {
+            int64_t e = experts[r];
+            jobs[n++] = olc_q8_gemm_setup(&p->fc1.q8[e], qa1, sa1, sums1, 1,
+                                          p->b1 ? p->b1 + e * R1 : NULL, h + r * R1, kind);
+            if (gated)
+                jobs[n++] = olc_q8_gemm_setup(&p->fc3.q8[e], qa1, sa1, sums1, 1,
+                                              p->b3 ? p->b3 + e * NI : NULL, u + r * NI, kind);
+        }
+        if (status == 0) olc_moe_q8_batch_run(jobs, n, nthreads);
+        for (int64_t r = 0; r < m && status == 0; ++r) {
+            olc_moe_act_args aa = {p->op, p->fused, gated, NI, R1, h + r * R1, NULL,
+                                   gated ? u + r * NI : NULL, NULL, g + r * NI,
+                                   p->alpha, p->beta, p->limit};
+            olc_moe_activate(level, &aa, 1, 1);
+            status = olc_q8_quantize_row(w2, g, r, kind, qa2, sa2, sums2);
+        }
+        for (int64_t r = 0; r < m && status == 0; ++r) {
+            int64_t e = experts[r];
+            jobs[r] = olc_q8_gemm_setup(&p->fc2.q8[e], qa2 + r * kp2, sa2 + r * w2->nb,
+                                        sums2 + r * w2->nb, 1, p->b2 ? p->b2 + e * H : NULL,
+                                        y + r * H, kind);
+        }
+        if (status == 0) {
+            olc_moe_q8_batch_run(jobs, (int)m, nthreads);
+            olc_moe_axpy_fn axpy = olc_moe_axpy_select(level);
+            for (int64_t r = 0; r < m; ++r)
+                axpy(p->out, y + r * H, NULL, rw[count[experts[r]]], H);
+            *path = OLC_MOE_PATH_INT8 + kind;
+        }
+    }
+    free(qa1); free(qa2);
+    return status;
+}
+
 /* Runs the operator; returns 0, or -1 when scratch memory is missing.
  * *path: the engine path of the last FC1 product of MatMulNBits experts,
  * else OLC_MOE_PATH_NONE. */
@@ -769,6 +868,11 @@ static int olc_moe_forward(int level, const olc_moe_args *p, int nthreads, int *
         p->fc2.kind == OLC_MOE_PACKED) {
         status = olc_moe_decode_token(level, p, count, rw, a, h, g, y, nthreads);
         goto done;
+    }
+    if (T == 1 && k <= 64 && nb1 && nb2 && (!gated || nb3)) {
+        status = olc_moe_token_q8(level, p, count, rw, h, u, g, y, nthreads, path);
+        if (status != 1) goto done;
+        status = 0;
     }
     for (int64_t e = 0; e < E && status == 0; ++e) {
         const float *b1 = p->b1 ? p->b1 + e * R1 : NULL, *b2 = p->b2 ? p->b2 + e * H : NULL;
