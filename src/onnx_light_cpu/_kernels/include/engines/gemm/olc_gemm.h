@@ -655,6 +655,43 @@ static void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
     olc_parallel_for(nb * job.nkb * job.npan, olc_gemm_pack_b_task, &job, nthreads);
 }
 
+/* Pre-packed B comes from memory once per product (a model's weights do
+ * not stay in cache): while the micro-kernels of several row blocks reuse
+ * one panel of B from L1, the next panel is fetched into L2 a slice after
+ * each call, so that the first call on it does not wait for memory.  With
+ * a single row block there is nothing to overlap: no prefetch. */
+typedef struct {
+    const char *next; /* the next panel, NULL: none */
+    int64_t line, lines, per;
+} olc_gemm_prefetch;
+
+static inline olc_gemm_prefetch olc_gemm_prefetch_next(const float *bp, int64_t npad, int64_t K,
+                                                       int64_t pc, int64_t kc, int64_t j,
+                                                       int64_t n0, int64_t n1, int64_t nr,
+                                                       int64_t calls) {
+    olc_gemm_prefetch pf = {NULL, 0, 0, 0};
+    if (bp == NULL || calls < 2) return pf;
+    if (j + nr < n1) {
+        pf.next = (const char *)(bp + pc * npad + (j + nr) * kc);
+        pf.lines = kc * nr / 16;
+    } else if (pc + kc < K) {
+        int64_t kn = K - pc - kc < OLC_GEMM_KC ? K - pc - kc : OLC_GEMM_KC;
+        pf.next = (const char *)(bp + (pc + kc) * npad + n0 * kn);
+        pf.lines = kn * nr / 16;
+    } else {
+        return pf;
+    }
+    (void)n1;
+    pf.per = (pf.lines + calls - 2) / (calls - 1); /* done before the last call */
+    return pf;
+}
+
+static inline void olc_gemm_prefetch_step(olc_gemm_prefetch *pf) {
+    if (pf->next == NULL) return;
+    for (int64_t e = 0; e < pf->per && pf->line < pf->lines; ++e, ++pf->line)
+        __builtin_prefetch(pf->next + pf->line * 64, 0, 2);
+}
+
 /* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
  * micro-tile).  ap is this matrix's packed A (block pc at pc * mpad, its
  * micro-panel i at + i * kc).  With bp NULL the tile packs its own block
@@ -676,18 +713,17 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
         for (int64_t j = n0; j < n1; j += nr) {
             int64_t ncols = N - j < nr ? N - j : nr;
             const float *panel = bp != NULL ? bp + pc * npad + j * kc : bbuf + (j - n0) * kc;
-            if (adirect != NULL) {
-                for (int64_t i = m0; i < m1; i += mr) {
-                    int64_t rows = M - i < mr ? M - i : mr;
-                    cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j,
-                                      ldc, alpha, acc, ncols);
-                }
-                continue;
-            }
+            olc_gemm_prefetch pf = olc_gemm_prefetch_next(bp, npad, K, pc, kc, j, n0, n1, nr,
+                                                          (m1 - m0 + mr - 1) / mr);
             for (int64_t i = m0; i < m1; i += mr) {
                 int64_t rows = M - i < mr ? M - i : mr;
-                cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha, acc,
-                               ncols);
+                if (adirect != NULL)
+                    cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j,
+                                      ldc, alpha, acc, ncols);
+                else
+                    cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha,
+                                   acc, ncols);
+                olc_gemm_prefetch_step(&pf);
             }
         }
     }
