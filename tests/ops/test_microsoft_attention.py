@@ -280,6 +280,65 @@ def test_constant_weights_are_packed_once_and_agree():
     assert same_bits(got[0], again[0])
 
 
+def constant_weights_model(inputs, attrs):
+    """attention_model with weights (and bias) as initializers."""
+    model = attention_model(inputs, attrs)
+    for i in (1, 2):
+        if inputs[i] is not None:
+            model.graph.initializer.append(numpy_helper.from_array(inputs[i], NAMES[i]))
+    kept = [v for v in model.graph.input if v.name not in NAMES[1:3]]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    return model
+
+
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("seed", range(2))
+def test_fused_projection_vs_ort_and_unfused(mask, seed):
+    """float32 with constant weights and batch x heads tasks enough: each
+    (batch, head) task projects its head and attends it at once; the bits
+    are those of the unfused path (weights as an input), at every level and
+    thread count, and agree with ORT."""
+    rng = np.random.default_rng(seed * 10 + MASKS.index(mask) + 300)
+    inputs, attrs = random_config(rng, mask, np.float32)
+    b, n = int(rng.integers(2, 4)), 4
+    h = inputs[1].shape[1] // (3 * attrs["num_heads"])
+    attrs["num_heads"] = n
+    attrs.pop("qkv_hidden_sizes", None)
+    if seed:
+        attrs["qkv_hidden_sizes"] = [n * h, n * h, n * 8]
+    total = 2 * n * h + (n * 8 if seed else n * h)
+    s, hin = inputs[0].shape[1], inputs[0].shape[2]
+    inputs[0] = rng.standard_normal((b, s, hin)).astype(np.float32)
+    inputs[1] = (rng.standard_normal((hin, total)) / np.sqrt(hin)).astype(np.float32)
+    inputs[2] = rng.standard_normal(total).astype(np.float32) if inputs[2] is not None else None
+    inputs[3] = make_mask(rng, mask, b, s, s)
+    if inputs[5] is not None:
+        inputs[5] = rng.standard_normal((b, n, s, s)).astype(np.float32)
+    model = constant_weights_model(inputs, attrs)
+    feeds = {k: v for k, v in feeds_of(inputs).items() if k not in NAMES[1:3]}
+    want = run_ort(inputs, attrs)
+    tol = TOL[np.dtype(np.float32)]
+    if shifted_rows(inputs, attrs):
+        tol = tuple(max(a, c) for a, c in zip(tol, SHIFTED_TOL))
+
+    def run_fused(threads):
+        sess = ReferenceEvaluator(model)
+        olc.register_kernels_for_session(sess)
+        olc.set_num_threads_for_session(sess, threads)
+        olc.set_kernel_usage_recording(sess, True)
+        got = sess.run(None, feeds)
+        assert any("fused_projection" in p for p in olc.used_kernel_paths(sess))
+        return got, olc.used_kernel_names(sess)
+
+    def check_one(got, where):
+        assert_outputs_close(got, want, f"{attrs} {where}", tol)
+        unfused = run_ours(inputs, attrs)[0]
+        assert same_bits(got[0], unfused[0]), f"fused and unfused differ {where}"
+
+    check_every_level(run_fused, OPT, check_one, inputs)
+
+
 def test_strided_and_empty_inputs():
     rng = np.random.default_rng(5)
     inputs, attrs = random_config(rng, "2d", np.float32)

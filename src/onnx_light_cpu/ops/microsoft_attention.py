@@ -30,7 +30,12 @@ The projection runs on the float GEMM engine (the weights packed once when
 they are an initializer), the attention on the shared attention engine: the
 causal frontier and, when ``mask_filter_value`` rules a key out for good,
 the 1-D masks and right-padded 2-D masks become per-query key ranges; the
-rest becomes a float32 bias.  FLOAT and FLOAT16 as ONNX Runtime's CPU;
+rest becomes a float32 bias.  With float32, constant weights, no past nor
+present and (batch, head) tasks enough for the threads, the projection is
+fused in: the weights are packed once head by head, and one task a (batch,
+head) projects its head's q, k, v into a small buffer and attends them
+while they are in cache (no (B, S, 3H) buffer, one parallel loop; the same
+bits as the unfused path).  FLOAT and FLOAT16 as ONNX Runtime's CPU;
 BFLOAT16 as this package's extension (q, k, v rounded to the input type as
 ORT does for FLOAT16, then float32 arithmetic).
 
@@ -57,6 +62,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import cast
+from .._kernels.engines import attention as engine
 from .._kernels.engines import gemm
 from ..memory import check_buffer
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
@@ -76,6 +82,9 @@ ZERO = np.zeros(1, dtype=np.int64)
 # A mask_filter_value this low adds exp(-100) ~ 4e-44 of a key's weight at
 # most: the key is as good as absent, so a key range can skip it.
 EXCLUDING_FILTER = -100.0
+# (batch, head) tasks a thread needs for the fused projection: fewer, and
+# the unfused GEMM's finer tiles balance the threads better.
+FUSED_TASKS_PER_THREAD = 4
 
 
 class Plan(NamedTuple):
@@ -377,10 +386,16 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         return packed
 
     def _attend(self, plan, q4, k4, v4, out4, ranges, mask, attention_bias):
+        self._record_path((q4.dtype, plan.level), lambda: (
+            f"microsoft_attention_{q4.dtype.name}_{engine_level_name(plan.level)}"))
+        bias, begin, end = self._engine_masks(plan, ranges, mask, attention_bias)
+        run_engine(engine_ready(q4), engine_ready(k4), engine_ready(v4), out4,
+                   scale=plan.scale, bias=bias, begin=begin, end=end, softcap=0.0,
+                   softcap_first=False, threads=plan.attn_threads, level=plan.level)
+
+    def _engine_masks(self, plan, ranges, mask, attention_bias):
+        """The engine's (bias, key_begin, key_end) of the masks."""
         b, s, t = plan.b, plan.s, plan.t
-        level = plan.level
-        self._record_path((q4.dtype, level), lambda: (
-            f"microsoft_attention_{q4.dtype.name}_{engine_level_name(level)}"))
         if plan.mask == "2d" and ranges is None and self.mask_filter_value <= EXCLUDING_FILTER:
             keep = mask > 0
             count = keep.sum(axis=1)
@@ -408,9 +423,72 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         if begin is not None:
             begin = np.ascontiguousarray(begin, dtype=np.int32)
             end = np.ascontiguousarray(end, dtype=np.int32)
-        run_engine(engine_ready(q4), engine_ready(k4), engine_ready(v4), out4,
-                   scale=plan.scale, bias=bias, begin=begin, end=end, softcap=0.0,
-                   softcap_first=False, threads=plan.attn_threads, level=level)
+        return bias, begin, end
+
+    # -- the projection fused into the attention (float32, constant weights) --
+
+    def _execute(self, plan, x, weights, bias=None, mask_index=None, past=None,
+                 attention_bias=None, past_sequence_length=None):
+        if not self._fusable(plan, x, weights, past):
+            return super()._execute(plan, x, weights, bias, mask_index, past, attention_bias,
+                                    past_sequence_length)
+        self._check_sizes(plan, weights.shape[1], x.dtype, False)
+        ranges = self._key_ranges(plan, mask_index)
+        level = plan.level
+        self._record_path(("fused", level), lambda: (
+            f"microsoft_attention_float32_{engine_level_name(level)}_fused_projection"))
+        n, h, hv = plan.n, plan.h, plan.hv
+        width = 2 * h + hv
+        packed = self._prepared_input(("heads", gemm.level_used(level)), 1, weights,
+                                      lambda: self._pack_heads(plan, weights, level))
+        wbias = None
+        if bias is not None:
+            wbias = self._prepared_input(("heads",), 2, bias,
+                                         lambda: self._by_head(plan, bias[None])[0])
+        masks, begin, end = self._engine_masks(plan, ranges, mask_index, attention_bias)
+        threads = max(plan.proj_threads, plan.attn_threads)
+        slots = min(threads, plan.b * n)
+        # the heads' projected rows: a kept scratch slot, as the unfused projection's
+        proj = self._new_output((slots, plan.s * width), np.dtype(np.float32), 2)
+        out = self._new_output((plan.b, plan.s, n * hv), x.dtype, 0)
+        engine.attend_projected(
+            np.ascontiguousarray(x), packed, wbias, out, proj, heads=n, head_size=h,
+            v_head_size=hv, scale=plan.scale, bias=masks, key_begin=begin, key_end=end,
+            threads=threads, level=level)
+        return (out, None)[: max(self.n_outputs, 1)]
+
+    def _fusable(self, plan, x, weights, past) -> bool:
+        """Whether one task a (batch, head) can project its head and attend
+        it at once: float32 self-attention without a cache, the weights an
+        initializer (packed once, head by head), and tasks enough for the
+        threads (else the unfused projection splits finer)."""
+        threads = max(plan.proj_threads, plan.attn_threads)
+        return (x.dtype == np.float32 and past is None and not self.wants_present
+                and plan.b * plan.s * plan.hin > 0 and plan.h > 0 and plan.hv > 0
+                and self._constant_input(1) is weights
+                and plan.b * plan.n >= FUSED_TASKS_PER_THREAD * threads)
+
+    @staticmethod
+    def _by_head(plan, w) -> np.ndarray:
+        """(K, Dq + Dk + Dv) columns regrouped head by head: (K, N * W),
+        head j's W = 2 H + Hv columns its q, k and v ones."""
+        k, n, h, hv, dq = w.shape[0], plan.n, plan.h, plan.hv, plan.dq
+        parts = (w[:, :dq].reshape(k, n, h), w[:, dq:2 * dq].reshape(k, n, h),
+                 w[:, 2 * dq:].reshape(k, n, hv))
+        return np.concatenate(parts, axis=2).reshape(k, n * (2 * h + hv)).astype(np.float32)
+
+    def _pack_heads(self, plan, weights, level) -> np.ndarray:
+        """The weights packed for the GEMM engine as N (K, W) matrices, one a
+        head (64-byte aligned)."""
+        k, n, width = plan.hin, plan.n, 2 * plan.h + plan.hv
+        grouped = self._by_head(plan, weights)
+        size = n * gemm.packed_size(k, width, level)
+        raw = np.empty(size + 16, dtype=np.float32)
+        start = (-raw.ctypes.data % 64) // 4
+        packed = raw[start:start + size]
+        gemm.pack_b(grouped, np.arange(n, dtype=np.int64) * width, packed, n * width, 1, k, width,
+                    T.FLOAT, level, 1)
+        return packed
 
 
 KERNELS = {

@@ -6,13 +6,16 @@ semantics.
 Tasks are (batch, kv head, block of query heads, block of positions[, key
 chunk]); threads take them as they come (olc_parallel_for), each with its
 own scratch, and a task's result does not depend on which thread ran it.
+``attend_projected`` fuses com.microsoft Attention's projection in: one
+task a (batch, head) runs the GEMM engine on that head's packed weights,
+then the head's attention tasks.
 """
 
 cimport numpy as cnp
 import numpy as np
 from ml_dtypes import bfloat16
 from libc.stdint cimport int64_t, int32_t, int8_t, uint8_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cdef extern from "<math.h>" nogil:
     float rintf(float x)   # round half to even in the default rounding mode
@@ -22,6 +25,7 @@ from olc_attention cimport (
     olc_attn_append_rows, olc_attn_args, olc_attn_combine_fn, olc_attn_combine_select,
     olc_attn_copy_past, olc_attn_level, olc_attn_scratch_floats, olc_attn_task_fn,
     olc_attn_task_select)
+from olc_gemm cimport olc_sgemm, olc_sgemm_packed_size
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -46,6 +50,176 @@ cdef void _copy_past_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
 cdef void _attend_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef _AttendJob *job = <_AttendJob *>arg
     job.fn(job.p, t, job.scratch + slot * job.sfl)
+
+
+cdef struct _FusedJob:
+    const olc_attn_args *p   # the whole problem; q, k and v come from proj
+    olc_attn_task_fn fn
+    float *scratch           # attention scratch, sfl floats a slot
+    int64_t sfl
+    float *proj              # projected rows of one (batch, head), pfl floats a slot
+    int64_t pfl
+    const float *x           # (B, S, Hin)
+    const float *wp          # Nq packed (Hin, W) weights, one a head
+    const float *wbias       # (Nq, W) or NULL
+    int64_t Hin, W
+    int glevel
+    int failed
+
+
+cdef void _fused_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    """(batch b, head h): its q, k, v columns (one small GEMM on the head's
+    packed weights, over its bias) into the slot's buffer, then the head's
+    attention tasks, all while the rows are hot."""
+    cdef _FusedJob *j = <_FusedJob *>arg
+    cdef const olc_attn_args *p = j.p
+    cdef int64_t b = t // p.Nq, h = t % p.Nq, S = p.S, W = j.W, r, i
+    cdef float *c = j.proj + slot * j.pfl
+    cdef int64_t aoff = b * S * j.Hin, bidx = h, zero = 0
+    if j.wbias != NULL:
+        for r in range(S):
+            memcpy(c + r * W, j.wbias + h * W, <size_t> W * 4)
+    else:
+        memset(c, 0, <size_t> (S * W) * 4)
+    # accumulated onto the bias block by block of K, as the whole projection
+    # (the GEMM never splits K): the same q, k, v bits
+    if olc_sgemm(j.glevel, OLC_FLOAT, 1, j.x, &aoff, j.Hin, 1, j.wp, &bidx, NULL, &zero, 0, 0,
+                 S, W, j.Hin, c, W, S * W, 1.0, 1, 1) != 0:
+        j.failed = 1
+        return
+    cdef olc_attn_args sub = p[0]
+    sub.B = 1
+    sub.Nq = sub.Nkv = 1
+    sub.q = c
+    sub.k = c + p.Dk
+    sub.v = c + 2 * p.Dk
+    for i in range(2):
+        sub.qs[i] = sub.ks[i] = sub.vs[i] = sub.os[i] = sub.bs[i] = 0
+    sub.qs[2] = sub.ks[2] = sub.vs[2] = W
+    sub.out = <char *> p.out + (b * p.os[0] + h * p.os[1]) * 4
+    if p.bias != NULL:
+        sub.bias = p.bias + b * p.bs[0] + h * p.bs[1]
+    if p.kbeg != NULL:
+        sub.kbeg = p.kbeg + b * S
+    if p.kend != NULL:
+        sub.kend = p.kend + b * S
+    for i in range(p.nsb):
+        j.fn(&sub, i, j.scratch + slot * j.sfl)
+
+
+def attend_projected(x, packed, wbias, out, proj, *, int64_t heads, int64_t head_size,
+                     int64_t v_head_size, scale, bias=None, key_begin=None, key_end=None,
+                     int threads=1, level=None):
+    """com.microsoft Attention's self-attention with the projection fused
+    in: float32 out (B, S, heads * Dv) of x (B, S, Hin), where head h's
+    q, k, v are x @ W_h + wbias_h, W_h the (Hin, W = 2 Dk + Dv) columns
+    [q of h, k of h, v of h], packed by the GEMM engine at ``level`` into
+    ``packed`` (heads matrices, one after the other); wbias (heads, W) or
+    None.  One task a (batch, head) projects its head into its slot's rows
+    of ``proj`` (float32, at least min(threads, B * heads) * S * W) and
+    attends them as :func:`attend` would (same tiles, so the same bits as
+    projecting everything first); ``bias``, ``key_begin``, ``key_end`` as
+    there (T = S)."""
+    cdef cnp.ndarray xa = x, pa = packed, oa = out, pr = proj, wb, ba, kb, ke
+    if (xa.dtype != np.float32 or pa.dtype != np.float32 or oa.dtype != np.float32
+            or pr.dtype != np.float32 or xa.ndim != 3 or oa.ndim != 3
+            or not (xa.flags.c_contiguous and pa.flags.c_contiguous and oa.flags.c_contiguous
+                    and pr.flags.c_contiguous)):
+        raise TypeError("attend_projected: x, packed, out and proj must be C-contiguous float32, "
+                        "x and out of rank 3")
+    cdef olc_attn_args p
+    cdef int64_t B = xa.shape[0], S = xa.shape[1], Hin = xa.shape[2]
+    cdef int64_t W = 2 * head_size + v_head_size
+    if heads <= 0 or head_size <= 0 or v_head_size <= 0 or tuple(out.shape) != (
+            B, S, heads * v_head_size):
+        raise ValueError(f"attend_projected: inconsistent shapes x {x.shape}, out {out.shape}")
+    if level is None:
+        from .. import simd
+        level = simd.state.level
+    cdef int lvl = level
+    cdef int64_t wsize = olc_sgemm_packed_size(lvl, Hin, W)
+    if pa.size < heads * wsize:
+        raise ValueError("attend_projected: packed holds fewer than heads packed weights")
+    if out.size == 0:
+        return
+    p.B, p.Nq, p.Nkv, p.S, p.T, p.Dk, p.Dv = B, heads, heads, S, S, head_size, v_head_size
+    p.q = p.k = p.v = NULL
+    p.out = cnp.PyArray_DATA(oa)
+    p.os[0], p.os[1], p.os[2] = S * heads * v_head_size, v_head_size, heads * v_head_size
+    p.dtype = OLC_FLOAT
+    p.scale = scale
+    p.softcap = 0.0
+    p.softcap_first = 0
+    p.sink = NULL
+    p.kvbits = 0
+    p.kscale = p.vscale = NULL
+    p.pk = p.pv = NULL
+    p.plen = NULL
+    p.fuse_copy = 0
+    p.partial = NULL
+    p.prow = 0
+    p.bias = NULL
+    p.bs[0] = p.bs[1] = p.bs[2] = 0
+    if bias is not None:
+        ba = bias
+        if (ba.dtype != np.float32 or ba.ndim != 4 or ba.shape[0] not in (1, B)
+                or ba.shape[1] not in (1, heads) or ba.shape[2] != S or ba.shape[3] != S
+                or (S > 1 and ba.strides[3] != 4)):
+            raise ValueError(f"attend_projected: bias must be float32 (B|1, heads|1, S, S) with "
+                             f"a contiguous last axis, got {bias.dtype} {bias.shape}")
+        for i in range(3):
+            p.bs[i] = ba.strides[i] // 4 if ba.shape[i] > 1 else 0
+        p.bias = <const float *> cnp.PyArray_DATA(ba)
+    p.kbeg = p.kend = NULL
+    for name, arr in (("key_begin", key_begin), ("key_end", key_end)):
+        if arr is not None and (arr.dtype != np.int32 or not arr.flags.c_contiguous
+                                or arr.size != B * S):
+            raise ValueError(f"attend_projected: {name} must be C-contiguous int32 (B, S)")
+    if key_begin is not None:
+        kb = key_begin
+        p.kbeg = <const int32_t *> cnp.PyArray_DATA(kb)
+    if key_end is not None:
+        ke = key_end
+        p.kend = <const int32_t *> cnp.PyArray_DATA(ke)
+    # one head's grid: the task grid of attend with a group of one head
+    p.hb = 1
+    p.sb = OLC_ATTN_RMAX
+    p.nhb = 1
+    p.nsb = (S + p.sb - 1) // p.sb
+    p.chunk = S
+    p.nchunks = 1
+    cdef int64_t ntasks = B * heads
+    cdef int nth = threads if threads > 1 else 1
+    if nth > ntasks:
+        nth = <int> ntasks
+    if pr.size < nth * S * W:
+        raise ValueError("attend_projected: proj holds fewer than threads * S * W floats")
+    cdef const float *wbp = NULL
+    if wbias is not None:
+        wb = wbias
+        if wb.dtype != np.float32 or not wb.flags.c_contiguous or wb.size != heads * W:
+            raise ValueError("attend_projected: wbias must be C-contiguous float32 (heads, W)")
+        wbp = <const float *> cnp.PyArray_DATA(wb)
+    cdef int64_t sfl = olc_attn_scratch_floats(p.Dk, p.Dv)
+    cdef cnp.ndarray scratch = np.empty(sfl * nth, dtype=np.float32)
+    cdef _FusedJob job
+    job.p = &p
+    job.fn = olc_attn_task_select(lvl)
+    job.scratch = <float *> cnp.PyArray_DATA(scratch)
+    job.sfl = sfl
+    job.proj = <float *> cnp.PyArray_DATA(pr)
+    job.pfl = S * W
+    job.x = <const float *> cnp.PyArray_DATA(xa)
+    job.wp = <const float *> cnp.PyArray_DATA(pa)
+    job.wbias = wbp
+    job.Hin = Hin
+    job.W = W
+    job.glevel = lvl
+    job.failed = 0
+    with nogil:
+        olc_parallel_for(ntasks, _fused_task, &job, nth)
+    if job.failed:
+        raise MemoryError("attend_projected: no memory for the GEMM's packing buffers")
 
 
 def level_used(int level):
