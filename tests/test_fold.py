@@ -56,7 +56,7 @@ def _session(model, fold_constants=True):
 
 
 def _plan_ops(sess):
-    return [run.__self__.onnx_node.op_type for run, _, _, _, _ in sess._olc_plan]
+    return [entry[0].__self__.onnx_node.op_type for entry in sess._olc_plan]
 
 
 def _same(got, want) -> bool:

@@ -131,6 +131,73 @@ def test_intermediates_of_a_chain_are_reused_and_results_stay_right():
         np.testing.assert_array_equal(y, (x + cv) * cv)
 
 
+def _graph_session(nodes, inputs, outputs):
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info(n, T.FLOAT, None) for n in inputs],
+                          [oh.make_tensor_value_info(n, T.FLOAT, None) for n in outputs])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    return sess
+
+
+def test_a_chain_runs_in_two_buffers():
+    """Each intermediate leaves the results after its last reader: a chain
+    of eight nodes runs in two buffers, the last one written becoming the
+    output (the caller's, out of the pool)."""
+    names = ["x"] + [f"t{i}" for i in range(7)] + ["y"]
+    sess = _graph_session([oh.make_node("Abs" if i % 2 else "Neg", [names[i]], [names[i + 1]])
+                           for i in range(8)], ["x"], ["y"])
+    x = np.arange(-500, 500, dtype=np.float32)
+    outputs = [sess.run(None, {"x": x * k})[0] for k in range(3)]
+    for k, y in enumerate(outputs):
+        np.testing.assert_array_equal(y, np.abs(x * k))
+    assert sess._olc_context.buffers.nbytes == x.nbytes
+
+
+def test_a_buffer_still_viewed_is_not_handed_out():
+    """``a`` leaves the results after Reshape, whose output is a view of it:
+    Neg must not take a's buffer."""
+    nodes = [oh.make_node("Abs", ["x"], ["a"]),
+             oh.make_node("Reshape", ["a", "shape"], ["r"]),
+             oh.make_node("Neg", ["x"], ["n"]),
+             oh.make_node("Identity", ["n"], ["i"]),
+             oh.make_node("Neg", ["x"], ["m"]),
+             oh.make_node("Add", ["r", "i"], ["s"]),
+             oh.make_node("Add", ["s", "m"], ["y"])]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("x", T.FLOAT, [6])],
+                          [oh.make_tensor_value_info("y", T.FLOAT, None)],
+                          [oh.make_tensor("shape", T.INT64, [1], [6])])
+    sess = ReferenceEvaluator(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)]))
+    olc.register_kernels_for_session(sess)
+    x = np.array([-3, -2, -1, 1, 2, 3], np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.abs(x) - 2 * x)
+
+
+def test_asking_for_an_intermediate_keeps_every_result():
+    sess = _graph_session([oh.make_node("Abs", ["x"], ["a"]), oh.make_node("Neg", ["a"], ["y"])],
+                          ["x"], ["y"])
+    x = np.array([-1, 2], np.float32)
+    a, y = sess.run(["a", "y"], {"x": x})
+    np.testing.assert_array_equal(a, [1, 2])
+    np.testing.assert_array_equal(y, [-1, -2])
+    sess.run(None, {"x": 3 * x})
+    np.testing.assert_array_equal(a, [1, 2])  # handed to the caller: not reused
+
+
+def test_the_pool_holds_no_buffer_of_a_past_shape_or_a_dropped_output():
+    """Shapes that change from run to run (a growing cache) and outputs the
+    caller kept then dropped: the pool gives the memory back."""
+    sess = _graph_session([oh.make_node("Abs", ["x"], ["a"]), oh.make_node("Neg", ["a"], ["y"])],
+                          ["x"], ["y"])
+    pool = sess._olc_context.buffers
+    kept = [sess.run(None, {"x": np.ones(1000 + n, np.float32)})[0] for n in range(40)]
+    assert pool.nbytes < 20 * 4 * 1040  # not one buffer a run
+    del kept
+    for _ in range(20):
+        sess.run(None, {"x": np.ones(8, np.float32)})
+    assert pool.nbytes <= 2 * 4 * 8
+
+
 def test_nodes_with_no_input_and_several_outputs_in_the_lean_loop():
     nodes = [oh.make_node("Constant", [], ["k"], value_floats=[1.0, 2.0, 3.0, 4.0]),
              oh.make_node("Exp", ["x"], ["e"]),

@@ -6,16 +6,19 @@ registry, which fills the tables."""
 
 from __future__ import annotations
 
+from ._kernels._runloop import BufferPool
 from .usage import UsageLog
 
 
 class EvaluatorContext:
-    """What one evaluator tree shares: kernels, threads, usage log.
+    """What one evaluator tree shares: kernels, threads, usage log, the
+    pool of output buffers.
 
     ``global_kernels`` and ``session_kernels`` map (table domain, op_type)
     to the (record, adapter class) entries of ``registry.hook``'s tables."""
 
-    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "fold_constants")
+    __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "fold_constants",
+                 "buffers")
 
     def __init__(self, global_kernels: dict) -> None:
         self.global_kernels = global_kernels
@@ -25,3 +28,5 @@ class EvaluatorContext:
         #: Whether constant subgraphs are folded at construction; None
         #: follows the global setting (registry/fold.py).
         self.fold_constants: bool | None = None
+        #: The output buffers its nodes share (_kernels/_runloop.pyx).
+        self.buffers = BufferPool()

@@ -239,7 +239,7 @@ def test_graphs_reading_the_outer_scope_keep_the_lean_run_with_our_if_only():
     olc.register_kernels_global()
     sess = ReferenceEvaluator(models.if_model())
     # ours names what its branches read there (x): the lean loop passes it
-    (_, inputs, _, _, _), = sess._olc_plan
+    (_, inputs, *_), = sess._olc_plan
     assert inputs({"cond": 1, "x": 2}) == (1, 2)
     _, names = recorded(sess, {"cond": np.array(True), "x": X})
     assert names == ["onnx_light_cpu::If", "onnx_light_cpu::Exp"]

@@ -138,20 +138,23 @@ def cached_plan(op, tuple args):
     return op._new_plan(key, args)
 
 
-def run_plan(tuple plan, dict results):
+def run_plan(tuple plan, dict results, bint release):
     """Runs an evaluator's lean plan (``registry/hook.py``) over ``results``
     (initializers and feeds in, every node's outputs added): per node
-    ``(run, inputs_of, outputs, op, planned)``, where ``op`` is the
-    ``KernelOp`` whose ``run`` is the base class's, or None, and ``planned``
-    says its ``_run`` is the base class's too.  For such an op whose inputs
-    have the last checked run's signature, its ``_run`` (``planned``: its
-    ``_execute`` with its plan) is called directly, which saves a Python
-    frame or two a node; an error there is raised by calling ``run``
-    again, which words it.  False as soon as an input is missing (the
-    caller's original loop words that error)."""
+    ``(run, inputs_of, outputs, op, planned, last_read)``, where ``op`` is
+    the ``KernelOp`` whose ``run`` is the base class's, or None, and
+    ``planned`` says its ``_run`` is the base class's too.  For such an op
+    whose inputs have the last checked run's signature, its ``_run``
+    (``planned``: its ``_execute`` with its plan) is called directly, which
+    saves a Python frame or two a node; an error there is raised by calling
+    ``run`` again, which words it.  With ``release``, the names in
+    ``last_read`` (intermediates this node reads last, or makes and nobody
+    reads) leave ``results`` after the node, so that their buffers can go
+    to later nodes (:class:`BufferPool`).  False as soon as an input is
+    missing (the caller's original loop words that error)."""
     cdef tuple entry
     for entry in plan:
-        run, inputs_of, outputs, op, planned = entry
+        run, inputs_of, outputs, op, planned, last_read = entry
         try:
             args = inputs_of(results)
         except KeyError:
@@ -171,6 +174,10 @@ def run_plan(tuple plan, dict results):
         else:
             for name, value in zip(outputs, out):
                 results[name] = value
+        if release and last_read:
+            args = out = None  # this frame's references too
+            for name in <tuple>last_read:
+                results.pop(name, None)
     return True
 
 
@@ -188,24 +195,121 @@ def dense(tuple arrays):
     return arrays if out is None else tuple(out)
 
 
-def reusable_output(dict kept, slot, shape, dtype):
-    """``kept[slot]`` when nothing but ``kept`` references it and it has
-    ``shape`` and ``dtype``, else None.  Its reference count says it all:
-    a caller keeping it, a view of it, an evaluator's result dict or a
-    later node's input each hold one."""
-    cdef PyObject *p = PyDict_GetItem(kept, slot)
-    cdef Py_ssize_t i, ndim
-    if p is NULL or Py_REFCNT(p) != 1:
-        return None
-    arr = <cnp.ndarray>p
-    if <object>cnp.PyArray_DESCR(arr) is not dtype and arr.dtype != dtype:
-        return None
-    if type(shape) is not tuple:
-        return arr if (<object>arr).shape == tuple(shape) else None
-    ndim = cnp.PyArray_NDIM(arr)
-    if len(<tuple>shape) != ndim:
-        return None
-    for i in range(ndim):
-        if cnp.PyArray_DIM(arr, i) != <cnp.npy_intp>(<tuple>shape)[i]:
+cdef extern from "Python.h":
+    Py_ssize_t PyList_GET_SIZE(object lst)
+    PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
+
+
+# Runs between two sweeps of the pool, and the runs a shape may go unasked
+# before its free buffers are dropped.
+cdef Py_ssize_t _SWEEP_EVERY = 8
+
+
+cdef class BufferPool:
+    """The output buffers of an evaluator tree, shared by its nodes.
+
+    A buffer is free when the pool holds its only reference: a result dict
+    entry, a caller's variable, a view of it or a later node's input each
+    hold one.  The lean run loop drops each intermediate from its results
+    after its last reader ran, so a node later in the same run takes the
+    buffer while it is still in cache (a prefill's intermediates, hundreds
+    of megabytes, otherwise come from memory on every write), and the next
+    run takes it again (large fresh arrays fault their pages in, which
+    costs as much as a memory-bound kernel).  What a run returns to its
+    caller leaves the pool (:meth:`forget`) and comes back at the next run
+    once the caller lets it go (:meth:`reclaim`); buffers of a shape not
+    asked for during the last runs are dropped (:meth:`end_run`).""" 
+
+    cdef dict lists   # (dtype, shape) -> [run it was last asked for, arrays...]
+    cdef object run   # the run count, a Python int
+    cdef Py_ssize_t runs
+
+    def __cinit__(self):
+        self.lists = {}
+        self.runs = 0
+        self.run = 0
+
+    def take(self, shape, dtype):
+        """A free array of ``shape`` and ``dtype`` (a NumPy dtype), else None
+        (then allocate one and :meth:`keep` it)."""
+        cdef Py_ssize_t i, n
+        cdef PyObject *p
+        lst = self.lists.get((dtype, shape if type(shape) is tuple else tuple(shape)))
+        if lst is None:
             return None
-    return arr
+        lst[0] = self.run
+        n = PyList_GET_SIZE(lst)
+        for i in range(1, n):
+            p = PyList_GET_ITEM(lst, i)
+            if Py_REFCNT(p) == 1:
+                return <object>p
+        return None
+
+    def keep(self, cnp.ndarray arr, dtype):
+        """Adds a new array (allocated after :meth:`take` found none)."""
+        key = (dtype, (<object>arr).shape)
+        lst = self.lists.get(key)
+        if lst is None:
+            self.lists[key] = [self.run, arr]
+        else:
+            lst.append(arr)
+
+    def forget(self, values):
+        """Takes the arrays among ``values`` (a run's results, now the
+        caller's) out of the pool."""
+        cdef Py_ssize_t i
+        for v in values:
+            if not cnp.PyArray_CheckExact(v):
+                continue
+            lst = self.lists.get((v.dtype, v.shape))
+            if lst is None:
+                continue
+            for i in range(1, len(lst)):
+                if lst[i] is v:
+                    del lst[i]
+                    break
+
+    def reclaim(self, list values):
+        """Puts back the arrays among ``values`` (what the last run returned,
+        see :meth:`forget`) that nobody holds any more, so that a run makes
+        its outputs in the buffers its caller let go."""
+        cdef Py_ssize_t i, n = len(values)
+        cdef PyObject *p
+        for i in range(n):
+            p = PyList_GET_ITEM(values, i)
+            if cnp.PyArray_CheckExact(<object>p) and Py_REFCNT(p) == 1:
+                arr = <cnp.ndarray>p
+                if cnp.PyArray_BASE(arr) is NULL and cnp.PyArray_ISWRITEABLE(arr):
+                    self.keep(arr, arr.dtype)
+        del values[:]
+
+    def end_run(self):
+        """Counts a run; every few runs, drops the free buffers of the
+        shapes no run asked for since the last sweep."""
+        cdef Py_ssize_t i
+        self.runs += 1
+        self.run = self.runs
+        if self.runs % _SWEEP_EVERY:
+            return
+        for key in list(self.lists):
+            lst = self.lists[key]
+            if <Py_ssize_t>lst[0] >= self.runs - _SWEEP_EVERY:
+                continue
+            kept = [lst[0]]
+            for i in range(1, PyList_GET_SIZE(lst)):
+                if Py_REFCNT(PyList_GET_ITEM(lst, i)) > 1:  # in use
+                    kept.append(lst[i])
+            if len(kept) > 1:
+                self.lists[key] = kept
+            else:
+                del self.lists[key]
+
+    def clear(self):
+        self.lists.clear()
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays the pool holds."""
+        return sum(a.nbytes for lst in self.lists.values() for a in lst[1:])
+
+

@@ -30,7 +30,7 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
-from .._kernels._runloop import cached_plan, input_signature, reusable_output, same_signature
+from .._kernels._runloop import cached_plan, input_signature, same_signature
 from ..context import EvaluatorContext
 from ..memory import check_allocation
 from ..threads import decide_num_threads
@@ -38,13 +38,15 @@ from ._contract import Attr, Input, InputChecks, parse_attributes, type_string
 
 __all__ = ["Attr", "Input", "KernelOp", "type_string"]
 
-# Every node keeps its last outputs (``_new_output``) and hands them out
-# again once nobody else holds them.  Large ones: malloc maps buffers afresh
-# (or trims them back to the system), and faulting in their zeroed pages
-# costs as much as a memory-bound kernel (measured: Split of 6 MB 140 ->
-# 100 µs, Abs of 40 MB 4.1 -> 1.6 ms).  Small ones: a reference count and a
-# shape compare cost less than making a new array.  The price: a node keeps
-# its last outputs allocated while its evaluator lives.
+# Outputs come from the evaluator tree's pool of buffers
+# (``context.buffers``, a ``BufferPool``): a buffer nobody else holds any
+# more is handed out again, to any node asking for its shape and type.
+# Large ones: malloc maps buffers afresh (or trims them back to the
+# system), and faulting in their zeroed pages costs as much as a
+# memory-bound kernel (measured: Split of 6 MB 140 -> 100 µs, Abs of 40 MB
+# 4.1 -> 1.6 ms); within a run, a buffer freed by the lean loop and taken
+# by a later node is still in cache.  Small ones: a reference count and a
+# shape compare cost less than making a new array.
 
 # NumPy dtype -> ONNX element type, for the types the cores handle.
 ELEMENT_TYPES: dict[np.dtype, int] = {
@@ -148,7 +150,6 @@ class KernelOp(OpRun):
         self._context = context
         self._usage = context.usage
         self.opset = run_params["opsets"].get(onnx_node.domain, 1)
-        self._kept_outputs: dict[int, np.ndarray] = {}
         # the node's input names as a tuple: reading the protobuf field
         # costs a microsecond a run in ``_constant_input``
         self._input_names = tuple(onnx_node.input)
@@ -309,12 +310,16 @@ class KernelOp(OpRun):
         return instance
 
     def _new_output(self, shape: tuple[int, ...], dtype: np.dtype, slot: int = 0) -> np.ndarray:
-        """An uninitialised array for output ``slot`` that no one else
-        references: the one of the last run when nothing holds it any more."""
-        out = reusable_output(self._kept_outputs, slot, shape, dtype)
+        """An uninitialised array for output ``slot`` (or a scratch buffer)
+        that no one else references: a free one of the evaluator's pool
+        when there is one."""
+        dtype = np.dtype(dtype)
+        pool = self._context.buffers
+        out = pool.take(shape, dtype)
         if out is None:
             self._check_bytes(f"output {slot} of shape {shape}", math.prod(shape) * dtype.itemsize)
-            self._kept_outputs[slot] = out = np.empty(shape, dtype=dtype)
+            out = np.empty(shape, dtype=dtype)
+            pool.keep(out, dtype)
         return out
 
     def _check_bytes(self, what: str, nbytes: int) -> None:

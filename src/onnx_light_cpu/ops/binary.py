@@ -18,7 +18,6 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import binary as core
-from .._kernels._runloop import reusable_output
 from ..threads import decide_num_threads
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from ._contract import REQUIRED
@@ -118,7 +117,7 @@ class _Binary(_ElementWise):
         if shape != b.shape:
             shape = self._broadcast((a, b))
         out_dtype = BOOL if self.bool_output else dtype
-        y = reusable_output(self._kept_outputs, 0, shape, out_dtype)
+        y = self._context.buffers.take(shape, out_dtype)
         if y is None:
             y = self._new_output(shape, out_dtype)
         op, et, level = self.core_op, ELEMENT_TYPES[dtype], _simd_state.level

@@ -111,6 +111,8 @@ def fold(evaluator) -> Folded | None:
                 kept.append(node)
                 continue
             outputs, seconds = values
+            # constants now: no longer buffers that a run may hand out again
+            evaluator._olc_context.buffers.forget(outputs.values())
             for name, value in outputs.items():
                 inits[name] = value
                 known.add(name)
@@ -118,8 +120,6 @@ def fold(evaluator) -> Folded | None:
                 done.nbytes += value.nbytes
             done.nodes.append(node)
             done.seconds += seconds
-            if isinstance(node, KernelOp):  # its kept buffers are now read-only constants
-                node._kept_outputs.clear()
     finally:
         usage.set_enabled(recording)
     if not done.nodes:

@@ -58,6 +58,13 @@ Table = dict[tuple[str, str], tuple[tuple[RegisteredKernel, type], ...]]
 GLOBAL_TABLE: Table = {}
 GLOBAL_LOCK = threading.Lock()
 
+
+class _Running(threading.local):
+    depth = 0  # lean runs in progress in this thread (subgraphs run nested)
+
+
+_running = _Running()
+
 # .contexts: contexts of evaluators under construction; .report: the
 # BuildReport of the outermost construction in progress.
 _building = threading.local()
@@ -370,13 +377,33 @@ def make_plan(evaluator) -> None:
             # getter of its inputs (a tuple of them, whatever their number),
             # its output name (a str: one output) or names (a tuple), the
             # node itself where its run is KernelOp's and whether its _run is
-            # too (``run_plan`` may skip to its _run or _execute).
+            # too (``run_plan`` may skip to its _run or _execute), and the
+            # intermediates it reads last.
+            last = _last_reads(evaluator, nodes, names)
             plan = tuple((n.run, _inputs_getter(inputs),
                           n.output[0] if len(n.output) == 1 else tuple(n.output),
                           n if type(n).run is KernelOp.run else None,
-                          type(n)._run is KernelOp._run)
-                         for n, inputs in zip(nodes, names))
+                          type(n)._run is KernelOp._run, drops)
+                         for n, inputs, drops in zip(nodes, names, last))
     evaluator._olc_plan = plan
+
+
+def _last_reads(evaluator, nodes, names) -> list[tuple[str, ...]]:
+    """Per node, the intermediates the lean loop can drop after it: those
+    it is the last to read, and its outputs that nobody reads.  Graph
+    inputs, initializers and graph outputs stay."""
+    keep = {"", *evaluator.input_names_, *evaluator.output_names_, *evaluator.rt_inits_}
+    last: dict[str, int] = {}
+    for i, (node, inputs) in enumerate(zip(nodes, names)):
+        for name in node.output:
+            last.setdefault(name, i)
+        for name in inputs:
+            last[name] = i
+    drops: list[list[str]] = [[] for _ in nodes]
+    for name, i in last.items():
+        if name not in keep:
+            drops[i].append(name)
+    return [tuple(d) for d in drops]
 
 
 def plan_inputs(node) -> tuple[str, ...] | None:
@@ -408,6 +435,32 @@ def _inputs_getter(names: tuple):
 
 def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=False,
                  check_shape_annotations=None, _bindings=None):
+    nested = _running.depth
+    context = self.__dict__.get("_olc_context")
+    # A subgraph's outputs are its caller's intermediates; the outermost run
+    # hands its outputs over (out of the pool) and takes back, first, those
+    # of its last run that the caller let go.
+    pool = None if nested or context is None else context.buffers
+    if pool is not None:
+        pool.reclaim(self.__dict__.setdefault("_olc_returned", []))
+    _running.depth = nested + 1
+    try:
+        outputs = _run(self, output_names, feed_inputs, attributes, intermediate,
+                       check_shape_annotations, _bindings)
+    finally:
+        _running.depth = nested
+    if pool is not None:
+        values = list(outputs.values() if isinstance(outputs, dict) else outputs)
+        pool.forget(values)
+        pool.end_run()
+        self._olc_returned = values
+    return outputs
+
+
+def _run(self, output_names, feed_inputs, attributes, intermediate, check_shape_annotations,
+         _bindings):
+    """The lean loop where the evaluator has a plan and the call allows it,
+    else the original one."""
     plan = self.__dict__.get("_olc_plan")
     if (plan is None or attributes is not None or intermediate or _bindings is not None
             or check_shape_annotations or self.check_shape_annotations_ or self.verbose):
@@ -416,7 +469,9 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
     results = {"": None}
     results.update(self.rt_inits_)
     results.update(feed_inputs)
-    if not run_plan(plan, results):  # a missing input: the original words the error
+    # intermediates leave the results once read, unless the caller asks for one
+    release = output_names is None or set(output_names) <= set(self.output_names_)
+    if not run_plan(plan, results, release):  # a missing input: the original words the error
         return _original_run(self, output_names, feed_inputs)
     try:
         return [results[name]
