@@ -285,10 +285,13 @@ class MicrosoftAttentionBase(KernelOp):
         present = None
         if past is not None or self.wants_present:
             present = self._new_output((2, b, n, t, h), dtype, 1)
-            if p:
-                present[:, :, :, :p] = past
-            present[0, :, :, p:] = k4
-            present[1, :, :, p:] = v4
+            if h == hv:
+                engine.fill_present(np.ascontiguousarray(past) if p else None, k4, v4, present)
+            else:
+                if p:
+                    present[:, :, :, :p] = past
+                present[0, :, :, p:] = k4
+                present[1, :, :, p:] = v4
             k4, v4 = present[0], present[1]
         out = self._new_output((b, s, n * hv), dtype, 0)
         out4 = out.reshape(b, s, n, hv).transpose(0, 2, 1, 3)
@@ -397,6 +400,12 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         """The engine's (bias, key_begin, key_end) of the masks."""
         b, s, t = plan.b, plan.s, plan.t
         if plan.mask == "2d" and ranges is None and self.mask_filter_value <= EXCLUDING_FILTER:
+            if attention_bias is None:  # GPT-2's mask of ones: key ranges in one C pass
+                causal = self.causal_ends(plan)
+                fast = engine.right_padded_key_ends(mask, s, -1 if causal is None
+                                                    else int(causal[0]))
+                if fast is not None:
+                    return None, fast[0], fast[1]
             keep = mask > 0
             count = keep.sum(axis=1)
             if (keep == (np.arange(t)[None, :] < count[:, None])).all():

@@ -583,3 +583,75 @@ def quantize_rows(new, start, count, present, inv, int bits):
                                                 | ((_code(xr[2 * d + 1], w[2 * d + 1], -8, 7) + 8) << 4))
                 if r1 < L:
                     memset(dbase + ((b * N + n) * L + r1) * Hc, 0, <size_t> ((L - r1) * Hc))
+
+
+def right_padded_key_ends(cnp.ndarray mask, Py_ssize_t s, Py_ssize_t first_end):
+    """Key ranges of a raw (B, T) int32 mask whose every row keeps a run of
+    keys from the first (values > 0, then none): (begin, end) int32 (B, s),
+    begin 0 and end the row's count, capped at first_end + i for query i
+    when first_end >= 0 (causal).  None when the mask is not C-contiguous
+    int32, a row is not such a run, or a query would keep no key (the
+    caller's general path handles those)."""
+    if (cnp.PyArray_TYPE(mask) != cnp.NPY_INT32 or cnp.PyArray_NDIM(mask) != 2
+            or not cnp.PyArray_IS_C_CONTIGUOUS(mask)):
+        return None
+    cdef Py_ssize_t B = mask.shape[0], T = mask.shape[1], b, j, i, count, e
+    cdef const int32_t *m = <const int32_t *>cnp.PyArray_DATA(mask)
+    cdef cnp.ndarray begin = np.zeros((B, s), np.int32), end = np.empty((B, s), np.int32)
+    cdef int32_t *pe = <int32_t *>cnp.PyArray_DATA(end)
+    for b in range(B):
+        count = 0
+        while count < T and m[b * T + count] > 0:
+            count += 1
+        for j in range(count, T):
+            if m[b * T + j] > 0:
+                return None
+        for i in range(s):
+            e = count if first_end < 0 or first_end + i > count else first_end + i
+            if e <= 0:
+                return None
+            pe[b * s + i] = <int32_t>e
+    return begin, end
+
+
+def fill_present(past, cnp.ndarray k4, cnp.ndarray v4, cnp.ndarray present):
+    """com.microsoft Attention's present (2, B, N, P + S, H), C-contiguous:
+    each (batch, head) takes its P past rows from ``past`` (2, B, N, P, H),
+    C-contiguous of present's dtype, or None when P is 0, then the S new
+    rows of k4 and v4 (B, N, S, H), any strides whole elements apart, the
+    last axis contiguous.  One block copy per (batch, head) instead of
+    NumPy's row by row."""
+    cdef Py_ssize_t B = present.shape[1], N = present.shape[2], T = present.shape[3]
+    cdef Py_ssize_t H = present.shape[4], S = k4.shape[2], P = T - S, c, b, n, i
+    cdef Py_ssize_t item = present.itemsize, row = H * item
+    cdef object expected = (B, N, S, H), new_rows
+    cdef bint ok = cnp.PyArray_IS_C_CONTIGUOUS(present) and P >= 0
+    if ok and P:
+        ok = (isinstance(past, np.ndarray) and past.flags.c_contiguous
+              and past.dtype == present.dtype and past.shape == (2, B, N, P, H))
+    for new_rows in (k4, v4):
+        ok = ok and (new_rows.dtype == present.dtype and new_rows.shape == expected
+                     and (H <= 1 or new_rows.strides[3] == item))
+    if not ok:
+        raise ValueError("fill_present: inconsistent arrays")
+    cdef char *dst = <char *>cnp.PyArray_DATA(present)
+    cdef const char *src = NULL if not P else <const char *>cnp.PyArray_DATA(<cnp.ndarray>past)
+    cdef const char *new[2]
+    cdef Py_ssize_t sb[2]
+    cdef Py_ssize_t sn[2]
+    cdef Py_ssize_t ss[2]
+    for c in range(2):
+        new_rows = k4 if c == 0 else v4
+        new[c] = <const char *>cnp.PyArray_DATA(<cnp.ndarray>new_rows)
+        sb[c], sn[c], ss[c] = new_rows.strides[0], new_rows.strides[1], new_rows.strides[2]
+    with nogil:
+        for c in range(2):
+            for b in range(B):
+                for n in range(N):
+                    if P:
+                        memcpy(dst, src, P * row)
+                        src += P * row
+                    dst += P * row
+                    for i in range(S):
+                        memcpy(dst, new[c] + b * sb[c] + n * sn[c] + i * ss[c], row)
+                        dst += row
