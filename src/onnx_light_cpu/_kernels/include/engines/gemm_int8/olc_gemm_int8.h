@@ -21,11 +21,15 @@
  * copied with K padded the same way (u8 for VNNI, int16 otherwise) and M
  * padded to the micro-kernel's row count.  Micro-kernels: 8 rows x 32
  * columns (two panels) for VNNI, 8 x 16 for AVX-512, 6 x 16 for AVX2, 4 x 16
- * for the portable C loop.  Packing B interleaves rows with SSE2, the x86-64
- * baseline, and has a plain C twin elsewhere.
+ * for the portable C loop; at the VNNI level, where the CPU has AMX-INT8
+ * and Linux grants the tile state, 32 x 32 blocks of tdpbusd on the same
+ * panels (A then padded to 64 in K), from 16 rows of A.  Packing B
+ * interleaves rows with SSE2, the x86-64 baseline, and has a plain C twin
+ * elsewhere.
  *
- * Threads take (batch, column panel, row block) tiles, each writing its own
- * output elements: results do not depend on the thread count.
+ * Threads take (batch, column panel, row block) tiles (AMX: (batch, 128
+ * rows, two panels)), each writing its own output elements: results do
+ * not depend on the thread count.
  *
  * The level (olc_i8_level: the SIMD level, VNNI kept) picks the layout and
  * the micro-kernel; the dot-product steps are those of olc_int8_dot.h,
@@ -33,8 +37,8 @@
  * requantization are plain C loops compiled per level
  * (olc_gemm_int8_rows.h).
  *
- * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm (olc_i8_gemm_tiles with a
- * hook on each finished tile), olc_i8_requantize
+ * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm (olc_i8_gemm_float:
+ * float32 output, scale and bias in the epilogue), olc_i8_requantize
  * (see olc_gemm_int8.pxd).
  */
 #ifndef OLC_GEMM_INT8_H
@@ -405,7 +409,8 @@ static void olc_i8_tile(int level, const void *ap, int64_t m, int64_t Kp, const 
 #define OLC_I8_AMX_KB 64  /* k of one tile step */
 #define OLC_I8_AMX_KC 768 /* k of one pass over a task's row blocks: B's two panels
                              (2 x 16 x 768 bytes) stay in L1 */
-#define OLC_I8_AMX_CH 4   /* row blocks a task (128 rows) */
+#define OLC_I8_AMX_CH 4   /* row blocks a task (128 rows): more is slower at M = 3072
+                             (each task's output rows span more pages) */
 #define OLC_I8_MR_MAX OLC_I8_AMX_MB
 
 static int olc_i8_amx_state = -1;
@@ -437,23 +442,26 @@ typedef struct {
     uint8_t rows[16];
 } olc_i8_tilecfg;
 
-/* All eight tiles 16 rows x 64 bytes. */
+/* All eight tiles 16 rows x 64 bytes.  ldtilecfg (which also zeroes the
+ * tiles) is slow: skipped when the thread's configuration is already this
+ * one (sttilecfg; another AMX user of the thread may have changed it).
+ * Tiles stay configured after a task, as every kernel starts by zeroing or
+ * loading its result tiles. */
 OLC_TARGET_AMX
 static void olc_i8_amx_config(void) {
-    olc_i8_tilecfg cfg;
+    olc_i8_tilecfg cfg, cur;
     memset(&cfg, 0, sizeof(cfg));
     cfg.palette = 1;
     for (int i = 0; i < 8; i++) {
         cfg.colsb[i] = 64;
         cfg.rows[i] = 16;
     }
-    /* Inline asm that names the whole struct: GCC 12 drops the stores
+    /* Inline asm that names the whole structs: GCC 12 drops the stores
      * before its _tile_loadconfig as dead. */
+    __asm__ volatile("sttilecfg %0" : "=m"(cur));
+    if (memcmp(&cur, &cfg, sizeof(cfg)) == 0) return;
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
-
-OLC_TARGET_AMX
-static void olc_i8_amx_release(void) { _tile_release(); }
 
 /* acc (32 rows x 2 panels, row stride OLC_I8_LDACC) += A rows a (row
  * stride lda) x B panels b0, b1 over tile steps [kb0, kb1).  first: start
@@ -498,15 +506,12 @@ static void olc_i8_kernel_amx(const uint8_t *a, int64_t lda, const int8_t *b0,
 }
 #endif
 
-/* Called on each finished tile (optional): its matrix q, first row m0 and
- * column n0, its rows x cols int32 results at y (row stride ldy), still in
- * cache; it may rewrite them in place (a float output of the same width). */
-typedef void (*olc_i8_tile_fn)(void *arg, int64_t q, int64_t m0, int64_t rows, int64_t n0,
-                               int64_t cols, int32_t *y, int64_t ldy);
-
 typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
                                    const uint32_t *, const uint32_t *, const uint32_t *,
                                    int32_t *, int64_t);
+typedef void (*olc_i8_epilogue_float_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
+                                         const uint32_t *, const uint32_t *, const uint32_t *,
+                                         const float *, const float *, float *, int64_t);
 
 typedef struct {
     const void *ap;
@@ -517,15 +522,19 @@ typedef struct {
     size_t elem;
     int level, mr, width, amx;
     olc_i8_epilogue_fn epilogue;
-    olc_i8_tile_fn tile;
-    void *tile_arg;
     int32_t *y;
+    /* float output (fy non-NULL): fy = (float)y * fm + fbias */
+    olc_i8_epilogue_float_fn epilogue_float;
+    const float *fm, *fbias;
+    int64_t fm_bs, fm_cs;
+    float *fy;
 } olc_i8_gemm_job;
 
 /* Writes one finished block (rows from m0, `span` columns from n0 of
- * matrix q; raw sums in acc, row stride OLC_I8_LDACC) to y with the
- * zero-point terms, modulo 2^32 as the int32 sums:
- * y = acc - zb' (rowsum - K za') - za' colsum; then the tile hook. */
+ * matrix q; raw sums in acc, row stride OLC_I8_LDACC) with the zero-point
+ * terms, modulo 2^32 as the int32 sums:
+ * y = acc - zb' (rowsum - K za') - za' colsum; as int32, or converted to
+ * float while in registers. */
 static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0, int64_t n0,
                           int64_t span, const int32_t *acc) {
     const int64_t M = p->M, N = p->N, K = p->K, bq = p->b_index[q];
@@ -539,9 +548,17 @@ static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0, int64
         w[r] = (uint32_t)zar;
     }
     for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)p->zb[q * p->zb_bs + (n0 + c) * p->zb_cs];
-    int32_t *out = p->y + (q * M + m0) * N + n0;
-    p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, out, N);
-    if (p->tile) p->tile(p->tile_arg, q, m0, rows, n0, cols, out, N);
+    if (p->fy) {
+        float mv[OLC_I8_LDACC], bv[OLC_I8_LDACC];
+        const float *m = p->fm + q * p->fm_bs + n0 * p->fm_cs;
+        for (int64_t c = 0; c < cols; c++) mv[c] = m[c * p->fm_cs];
+        if (p->fbias) memcpy(bv, p->fbias + n0, (size_t)cols * sizeof(float));
+        p->epilogue_float(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, mv,
+                          p->fbias ? bv : NULL, p->fy + (q * M + m0) * N + n0, N);
+    } else {
+        p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs,
+                    p->y + (q * M + m0) * N + n0, N);
+    }
 }
 
 /* Tile t: (matrix q, one or two B panels, row block), row blocks innermost
@@ -561,10 +578,11 @@ static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
 }
 
 #if OLC_I8_HAVE_AMX
-/* Task t: (matrix q, chunk of up to OLC_I8_AMX_CH row blocks, two B
- * panels), panels innermost so that consecutive tasks share the rows of A
- * (in L2).  K goes in passes of OLC_I8_AMX_KC over the chunk's row blocks,
- * the partial sums kept in acc between passes. */
+/* Task t: (matrix q, chunk of OLC_I8_AMX_CH row blocks, two B panels), panels
+ * innermost so that consecutive tasks share the rows of A (in L2).  K
+ * goes in passes of OLC_I8_AMX_KC over the chunk's row blocks, the partial
+ * sums kept in acc between passes; with one pass each block is finished
+ * at once. */
 static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
     const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
     const int64_t Kp = p->Kp, np_ = p->np_, lda = p->lda;
@@ -593,30 +611,35 @@ static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
     const uint8_t *a = (const uint8_t *)p->ap + (size_t)(q * p->Mp * lda);
     olc_i8_amx_config();
     const int64_t kc = OLC_I8_AMX_KC / OLC_I8_AMX_KB;
+    if (nkb <= kc) {
+        for (int64_t mb = mb0; mb < mb1; mb++) {
+            olc_i8_kernel_amx(a + mb * OLC_I8_AMX_MB * lda, lda, b0, b1, t0, t1, 0, nkb, kfull,
+                              1, two, acc[0]);
+            olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR,
+                          acc[0]);
+        }
+        return;
+    }
     for (int64_t k0 = 0; k0 < nkb; k0 += kc) {
         const int64_t k1 = k0 + kc < nkb ? k0 + kc : nkb;
         for (int64_t mb = mb0; mb < mb1; mb++)
             olc_i8_kernel_amx(a + mb * OLC_I8_AMX_MB * lda, lda, b0, b1, t0, t1, k0, k1, kfull,
                               k0 == 0, two, acc[mb - mb0]);
     }
-    olc_i8_amx_release();
     for (int64_t mb = mb0; mb < mb1; mb++)
         olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR,
                       acc[mb - mb0]);
 }
 #endif
 
-/* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
- * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
- * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
- * q * zb_bs + n * zb_cs.  Returns -1 when out of memory.  tile (or NULL)
- * runs on each finished tile (olc_i8_tile_fn). */
-static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
-                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
-                             const int32_t *za, int64_t za_bs, int64_t za_rs,
-                             const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int32_t *y,
-                             int64_t M, int64_t N, int64_t K, int a_signed, int level,
-                             int nthreads, olc_i8_tile_fn tile, void *tile_arg) {
+/* The product into y (int32) or, fy non-NULL, into fy (float32) through
+ * the float epilogue: see olc_i8_gemm and olc_i8_gemm_float. */
+static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                           const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                           const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
+                           int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
+                           int64_t K, int a_signed, int level, int nthreads, float *fy,
+                           const float *fm, int64_t fm_bs, int64_t fm_cs, const float *fbias) {
     olc_i8_gemm_job p;
     p.level = level = olc_i8_level(level);
     /* AMX from 16 rows (one tile of A); the VNNI kernel below. */
@@ -658,8 +681,12 @@ static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t
     p.N = N;
     p.K = K;
     p.y = y;
-    p.tile = tile;
-    p.tile_arg = tile_arg;
+    p.fy = fy;
+    p.fm = fm;
+    p.fbias = fbias;
+    p.fm_bs = fm_bs;
+    p.fm_cs = fm_cs;
+    p.epilogue_float = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue_float);
 #if OLC_I8_HAVE_AMX
     if (p.amx)
         olc_parallel_for(batch * p.nchunks * p.ntiles, olc_i8_gemm_amx_task, &p, nthreads);
@@ -670,14 +697,33 @@ static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t
     free(rowsum);
     return 0;
 }
-/* olc_i8_gemm_tiles without a tile hook: the int32 products only. */
+/* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
+ * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
+ * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
+ * q * zb_bs + n * zb_cs.  Returns -1 when out of memory. */
 static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
                        const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
                        const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
                        int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
                        int64_t K, int a_signed, int level, int nthreads) {
-    return olc_i8_gemm_tiles(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
-                             zb_bs, zb_cs, y, M, N, K, a_signed, level, nthreads, NULL, NULL);
+    return olc_i8_gemm_run(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                           zb_bs, zb_cs, y, M, N, K, a_signed, level, nthreads, NULL, NULL, 0,
+                           0, NULL);
+}
+
+/* The same product as float32, y[q] = (float)product * m + bias (the
+ * product rounded first, no fused multiply-add), m read at q * m_bs + n *
+ * m_cs (m_cs 0 or 1), bias [N] or NULL. */
+static int olc_i8_gemm_float(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                             const int32_t *za, int64_t za_bs, int64_t za_rs,
+                             const int32_t *zb, int64_t zb_bs, int64_t zb_cs, float *y,
+                             int64_t M, int64_t N, int64_t K, int a_signed, const float *m,
+                             int64_t m_bs, int64_t m_cs, const float *bias, int level,
+                             int nthreads) {
+    return olc_i8_gemm_run(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                           zb_bs, zb_cs, NULL, M, N, K, a_signed, level, nthreads, y, m, m_bs,
+                           m_cs, bias);
 }
 
 typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,

@@ -45,4 +45,25 @@ OLC_LVL_ATTR static void OLC_FN(olc_i8_requant_row)(const int32_t *c, int64_t n,
             yu[i] = (uint8_t)v;
     }
 }
+
+/* The same tile as olc_i8_epilogue, written as float32 (float)y * m +
+ * bias: m and bias (or NULL) one value per column of the tile, products
+ * rounded before the add (MLAS' output processor). */
+OLC_LVL_ATTR static void OLC_FN(olc_i8_epilogue_float)(const int32_t *acc, int64_t rows,
+                                                       int64_t cols, const uint32_t *u,
+                                                       const uint32_t *w, const uint32_t *zb,
+                                                       const uint32_t *cs, const float *m,
+                                                       const float *bias, float *y,
+                                                       int64_t ldy) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint32_t *a = (const uint32_t *)acc + r * OLC_I8_LDACC;
+        float *out = y + r * ldy;
+        if (bias)
+            for (int64_t c = 0; c < cols; c++)
+                out[c] = (float)(int32_t)(a[c] - zb[c] * u[r] - w[r] * cs[c]) * m[c] + bias[c];
+        else
+            for (int64_t c = 0; c < cols; c++)
+                out[c] = (float)(int32_t)(a[c] - zb[c] * u[r] - w[r] * cs[c]) * m[c];
+    }
+}
 #pragma GCC pop_options
