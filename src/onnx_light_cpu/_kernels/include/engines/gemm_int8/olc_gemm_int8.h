@@ -711,11 +711,13 @@ static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t b
     p.epilogue_float = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue_float);
 #if OLC_I8_HAVE_AMX
     if (p.amx) {
-        /* Panel pairs a task: 16 (512 columns; 384 KB of B at K = 768) once
-         * A has 8 chunks to stream past them, fewer for fewer rows (tasks
-         * enough for the threads). */
-        p.group = p.nchunks < 16 ? p.nchunks / 2 : 16;
-        p.group = p.group > 0 ? p.group : 1;
+        /* Panel pairs a task: about 8 tasks a matrix, at most 16 pairs (512
+         * columns; 384 KB of B at K = 768, in L2).  Wide tasks keep threads
+         * off each other's output lines (a row of a task is 128 bytes per
+         * pair; two threads writing neighbouring pairs share lines). */
+        const int64_t want = p.nchunks < 8 ? (8 + p.nchunks - 1) / p.nchunks : 1;
+        p.group = (p.ntiles + want - 1) / want;
+        p.group = p.group < 16 ? p.group : 16;
         olc_parallel_for(batch * ((p.ntiles + p.group - 1) / p.group) * p.nchunks,
                          olc_i8_gemm_amx_task, &p, nthreads);
     } else
