@@ -532,7 +532,7 @@ typedef struct {
     const int8_t *bp;
     const int32_t *colsum, *rowsum, *za, *zb;
     const int64_t *b_index;
-    int64_t za_bs, za_rs, zb_bs, zb_cs, M, N, K, Kp, lda, Mp, np_, nmb, ntiles, nchunks, group;
+    int64_t za_bs, za_rs, zb_bs, zb_cs, M, N, K, Kp, lda, Mp, np_, nmb, ntiles, nchunks, cmb, group;
     size_t elem;
     int level, mr, width, amx;
     olc_i8_epilogue_fn epilogue;
@@ -575,20 +575,30 @@ static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0, int64
     }
 }
 
-/* Tile t: (matrix q, one or two B panels, row block), row blocks innermost
- * so that consecutive tiles use the same B panels. */
+/* Task t: (matrix q, group of tiles of B panels, chunk of cmb row blocks
+ * (128 rows)), chunks innermost as olc_i8_gemm_amx_task; in a task each
+ * tile's panels stay in L1 across the chunk's row blocks. */
 static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
     const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
     const int64_t Kp = p->Kp, np_ = p->np_;
-    const int64_t q = t / (p->ntiles * p->nmb), pn = (t / p->nmb) % p->ntiles * p->width;
-    const int64_t mb = t % p->nmb, bq = p->b_index[q], m0 = mb * p->mr;
-    const int two = p->width == 2 && pn + 1 < np_;
-    const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
+    const int64_t ngroups = (p->ntiles + p->group - 1) / p->group;
+    const int64_t q = t / (ngroups * p->nchunks), g = t / p->nchunks % ngroups;
+    const int64_t mb0 = t % p->nchunks * p->cmb;
+    const int64_t mb1 = mb0 + p->cmb < p->nmb ? mb0 + p->cmb : p->nmb;
+    const int64_t j1 = (g + 1) * p->group < p->ntiles ? (g + 1) * p->group : p->ntiles;
+    const int64_t panel_bytes = OLC_I8_NR * Kp;
+    const char *ap = (const char *)p->ap + (size_t)(q * p->Mp * Kp) * p->elem;
+    const int8_t *bm = p->bp + p->b_index[q] * np_ * panel_bytes;
     int32_t acc[8 * OLC_I8_LDACC];
     (void)slot;
-    olc_i8_tile(p->level, (const char *)p->ap + (size_t)(q * p->Mp * Kp) * p->elem, m0, Kp,
-                p->bp + bq * matrix_bytes + pn * panel_bytes, two, acc);
-    olc_i8_finish(p, q, m0, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, acc);
+    for (int64_t j = g * p->group; j < j1; j++) {
+        const int64_t pn = j * p->width;
+        const int two = p->width == 2 && pn + 1 < np_;
+        for (int64_t mb = mb0; mb < mb1; mb++) {
+            olc_i8_tile(p->level, ap, mb * p->mr, Kp, bm + pn * panel_bytes, two, acc);
+            olc_i8_finish(p, q, mb * p->mr, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, acc);
+        }
+    }
 }
 
 #if OLC_I8_HAVE_AMX
@@ -645,8 +655,8 @@ static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
     const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
     const int64_t ngroups = (p->ntiles + p->group - 1) / p->group;
     const int64_t q = t / (ngroups * p->nchunks), g = t / p->nchunks % ngroups;
-    const int64_t chunk = t % p->nchunks, mb0 = chunk * OLC_I8_AMX_CH;
-    const int64_t mb1 = mb0 + OLC_I8_AMX_CH < p->nmb ? mb0 + OLC_I8_AMX_CH : p->nmb;
+    const int64_t mb0 = t % p->nchunks * p->cmb;
+    const int64_t mb1 = mb0 + p->cmb < p->nmb ? mb0 + p->cmb : p->nmb;
     const int64_t j1 = (g + 1) * p->group < p->ntiles ? (g + 1) * p->group : p->ntiles;
     (void)slot;
     olc_i8_amx_config();
@@ -671,7 +681,9 @@ static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t b
     p.lda = p.amx ? (K + OLC_I8_AMX_KB - 1) / OLC_I8_AMX_KB * OLC_I8_AMX_KB : p.Kp;
     p.np_ = olc_i8_panels(N);
     p.nmb = (M + p.mr - 1) / p.mr;
-    p.nchunks = (p.nmb + OLC_I8_AMX_CH - 1) / OLC_I8_AMX_CH;
+    /* row blocks a chunk: 128 rows */
+    p.cmb = p.amx ? OLC_I8_AMX_CH : (128 + p.mr - 1) / p.mr;
+    p.nchunks = (p.nmb + p.cmb - 1) / p.cmb;
     p.Mp = p.nmb * p.mr;
     p.elem = level == OLC_AVX512_VNNI ? 1 : 2;
     size_t abytes = (size_t)(batch * p.Mp * p.lda) * p.elem;
@@ -709,20 +721,20 @@ static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t b
     p.fm_bs = fm_bs;
     p.fm_cs = fm_cs;
     p.epilogue_float = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue_float);
+    /* Tiles of B panels a task: about 8 tasks a matrix, at most 16 tiles
+     * (AMX: 512 columns; 384 KB of B at K = 768, in L2).  Wide tasks keep
+     * threads off each other's output lines (two threads writing
+     * neighbouring tiles share lines). */
+    const int64_t want = p.nchunks < 8 ? (8 + p.nchunks - 1) / p.nchunks : 1;
+    p.group = (p.ntiles + want - 1) / want;
+    p.group = p.group < 16 ? p.group : 16;
+    const int64_t ntasks = batch * ((p.ntiles + p.group - 1) / p.group) * p.nchunks;
 #if OLC_I8_HAVE_AMX
-    if (p.amx) {
-        /* Panel pairs a task: about 8 tasks a matrix, at most 16 pairs (512
-         * columns; 384 KB of B at K = 768, in L2).  Wide tasks keep threads
-         * off each other's output lines (a row of a task is 128 bytes per
-         * pair; two threads writing neighbouring pairs share lines). */
-        const int64_t want = p.nchunks < 8 ? (8 + p.nchunks - 1) / p.nchunks : 1;
-        p.group = (p.ntiles + want - 1) / want;
-        p.group = p.group < 16 ? p.group : 16;
-        olc_parallel_for(batch * ((p.ntiles + p.group - 1) / p.group) * p.nchunks,
-                         olc_i8_gemm_amx_task, &p, nthreads);
-    } else
+    if (p.amx)
+        olc_parallel_for(ntasks, olc_i8_gemm_amx_task, &p, nthreads);
+    else
 #endif
-        olc_parallel_for(batch * p.ntiles * p.nmb, olc_i8_gemm_task, &p, nthreads);
+        olc_parallel_for(ntasks, olc_i8_gemm_task, &p, nthreads);
     free(ap);
     free(rowsum);
     return 0;
