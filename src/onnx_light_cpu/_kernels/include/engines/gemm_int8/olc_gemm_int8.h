@@ -544,35 +544,55 @@ typedef struct {
     float *fy;
 } olc_i8_gemm_job;
 
-/* Writes one finished block (rows from m0, `span` columns from n0 of
- * matrix q; raw sums in acc, row stride OLC_I8_LDACC) with the zero-point
- * terms, modulo 2^32 as the int32 sums:
+/* The per-column terms of one tile of B panels (columns n0 .., at most
+ * span), set once for all its row blocks. */
+typedef struct {
+    int64_t n0, cols;
+    const uint32_t *cs;
+    const float *m, *bias;
+    uint32_t zb[OLC_I8_LDACC];
+    float mv[OLC_I8_LDACC];
+} olc_i8_cols;
+
+static void olc_i8_cols_set(const olc_i8_gemm_job *p, int64_t q, int64_t n0, int64_t span,
+                            olc_i8_cols *c) {
+    c->n0 = n0;
+    c->cols = p->N - n0 < span ? p->N - n0 : span;
+    c->cs = (const uint32_t *)(p->colsum + p->b_index[q] * p->np_ * OLC_I8_NR + n0);
+    for (int64_t j = 0; j < c->cols; j++)
+        c->zb[j] = (uint32_t)p->zb[q * p->zb_bs + (n0 + j) * p->zb_cs];
+    if (!p->fy) return;
+    const float *m = p->fm + q * p->fm_bs + n0 * p->fm_cs;
+    if (p->fm_cs) {
+        c->m = m;
+    } else { /* one multiplier: spread over the tile */
+        for (int64_t j = 0; j < c->cols; j++) c->mv[j] = m[0];
+        c->m = c->mv;
+    }
+    c->bias = p->fbias ? p->fbias + n0 : NULL;
+}
+
+/* Writes one finished block (rows from m0 of matrix q, the columns of c;
+ * raw sums in acc, row stride OLC_I8_LDACC) with the zero-point terms,
+ * modulo 2^32 as the int32 sums:
  * y = acc - zb' (rowsum - K za') - za' colsum; as int32, or converted to
  * float while in registers. */
-static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0, int64_t n0,
-                          int64_t span, const int32_t *acc) {
-    const int64_t M = p->M, N = p->N, K = p->K, bq = p->b_index[q];
+static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0,
+                          const olc_i8_cols *c, const int32_t *acc) {
+    const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t rows = M - m0 < p->mr ? M - m0 : p->mr;
-    const int64_t cols = N - n0 < span ? N - n0 : span;
-    const int32_t *cs = p->colsum + bq * p->np_ * OLC_I8_NR + n0;
-    uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX], zbv[OLC_I8_LDACC];
+    uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX];
     for (int64_t r = 0; r < rows; r++) {
         const int64_t zar = p->za[q * p->za_bs + (m0 + r) * p->za_rs];
         u[r] = (uint32_t)(p->rowsum[q * M + m0 + r] - K * zar);
         w[r] = (uint32_t)zar;
     }
-    for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)p->zb[q * p->zb_bs + (n0 + c) * p->zb_cs];
-    if (p->fy) {
-        float mv[OLC_I8_LDACC], bv[OLC_I8_LDACC];
-        const float *m = p->fm + q * p->fm_bs + n0 * p->fm_cs;
-        for (int64_t c = 0; c < cols; c++) mv[c] = m[c * p->fm_cs];
-        if (p->fbias) memcpy(bv, p->fbias + n0, (size_t)cols * sizeof(float));
-        p->epilogue_float(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, mv,
-                          p->fbias ? bv : NULL, p->fy + (q * M + m0) * N + n0, N);
-    } else {
-        p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs,
-                    p->y + (q * M + m0) * N + n0, N);
-    }
+    if (p->fy)
+        p->epilogue_float(acc, rows, c->cols, u, w, c->zb, c->cs, c->m, c->bias,
+                          p->fy + (q * M + m0) * N + c->n0, N);
+    else
+        p->epilogue(acc, rows, c->cols, u, w, c->zb, c->cs, p->y + (q * M + m0) * N + c->n0,
+                    N);
 }
 
 /* Task t: (matrix q, group of tiles of B panels, chunk of cmb row blocks
@@ -591,12 +611,14 @@ static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
     const int8_t *bm = p->bp + p->b_index[q] * np_ * panel_bytes;
     int32_t acc[8 * OLC_I8_LDACC];
     (void)slot;
+    olc_i8_cols c;
     for (int64_t j = g * p->group; j < j1; j++) {
         const int64_t pn = j * p->width;
         const int two = p->width == 2 && pn + 1 < np_;
+        olc_i8_cols_set(p, q, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, &c);
         for (int64_t mb = mb0; mb < mb1; mb++) {
             olc_i8_tile(p->level, ap, mb * p->mr, Kp, bm + pn * panel_bytes, two, acc);
-            olc_i8_finish(p, q, mb * p->mr, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, acc);
+            olc_i8_finish(p, q, mb * p->mr, &c, acc);
         }
     }
 }
@@ -615,8 +637,9 @@ static void olc_i8_amx_panels(const olc_i8_gemm_job *p, int64_t q, int64_t pn, i
     const int8_t *b1 = b0 + panel_bytes;
     /* Tile steps: whole ones of B, and lda / 64 in all (the last one padded). */
     const int64_t kfull = Kp / OLC_I8_AMX_KB, nkb = lda / OLC_I8_AMX_KB;
-    const int64_t kc = OLC_I8_AMX_KC / OLC_I8_AMX_KB, n0 = pn * OLC_I8_NR;
-    const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
+    const int64_t kc = OLC_I8_AMX_KC / OLC_I8_AMX_KB;
+    olc_i8_cols c;
+    olc_i8_cols_set(p, q, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, &c);
     int32_t acc[OLC_I8_AMX_CH][OLC_I8_AMX_MB * OLC_I8_LDACC];
     int8_t tail[2][16 * OLC_I8_AMX_KB] __attribute__((aligned(64)));
     const int8_t *t0 = NULL, *t1 = NULL;
@@ -633,7 +656,7 @@ static void olc_i8_amx_panels(const olc_i8_gemm_job *p, int64_t q, int64_t pn, i
         for (int64_t mb = mb0; mb < mb1; mb++) {
             olc_i8_kernel_amx(a + mb * OLC_I8_AMX_MB * lda, lda, b0, b1, t0, t1, 0, nkb, kfull,
                               1, two, acc[0]);
-            olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, n0, span, acc[0]);
+            olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, &c, acc[0]);
         }
         return;
     }
@@ -644,7 +667,7 @@ static void olc_i8_amx_panels(const olc_i8_gemm_job *p, int64_t q, int64_t pn, i
                               k0 == 0, two, acc[mb - mb0]);
     }
     for (int64_t mb = mb0; mb < mb1; mb++)
-        olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, n0, span, acc[mb - mb0]);
+        olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, &c, acc[mb - mb0]);
 }
 
 /* Task t: (matrix q, group of `group` panel pairs, chunk of OLC_I8_AMX_CH
