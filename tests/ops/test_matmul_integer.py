@@ -306,12 +306,15 @@ def test_engine_level_names():
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
 def test_every_engine_level_directly(pair):
     """The core at each level this CPU can run, AVX-512 with and without
-    VNNI included."""
+    VNNI included (and its AMX tiles from 16 rows where the CPU has them:
+    K not a multiple of 64, an odd panel, several row chunks and tile
+    groups; ONNX_LIGHT_CPU_INT8_AMX=0 runs the VNNI kernel instead)."""
     rng = np.random.default_rng(11)
     ta, tb = pair
     levels = {gemm_int8.level_used(level) for level in range(len(available_simd_levels()))}
     for level in sorted(levels):
-        for M, K, N, batch in [(13, 259, 47, 1), (3, 1000, 70, 2), (1, 1, 1, 1)]:
+        for M, K, N, batch in [(13, 259, 47, 1), (3, 1000, 70, 2), (1, 1, 1, 1),
+                               (40, 100, 50, 2), (300, 832, 530, 1)]:
             a, b = _rand(rng, (batch, M, K), ta), _rand(rng, (batch, K, N), tb)
             za, zb = _rand(rng, (batch, M), ta), _rand(rng, (N,), tb)
             a_off = np.arange(batch, dtype=np.int64) * M * K

@@ -231,44 +231,18 @@ static void olc_q_scale_rows(const int32_t *c, int64_t rows, int64_t N, int64_t 
     if (rows > 0) olc_parallel_for((rows + job.chunk - 1) / job.chunk, olc_q_scale_task, &job, nthreads);
 }
 
-/* The float epilogue fused into the int8 engine: each finished tile of
- * int32 products is rewritten in place, while in cache, as float32
- * (float)c * m + bias (m read at q * m_bs + n * m_cs). */
-typedef struct {
-    olc_q_scale_row_fn row;
-    const float *m, *bias;
-    int64_t m_bs, m_cs;
-} olc_q_tile_job;
-
-static void olc_q_scale_tile(void *arg, int64_t q, int64_t m0, int64_t rows, int64_t n0,
-                             int64_t cols, int32_t *y, int64_t ldy) {
-    const olc_q_tile_job *p = (const olc_q_tile_job *)arg;
-    const float *m = p->m + q * p->m_bs + n0 * p->m_cs;
-    const float *bias = p->bias ? p->bias + n0 : NULL;
-    (void)m0;
-    for (int64_t r = 0; r < rows; r++)
-        p->row(y + r * ldy, cols, m, p->m_cs, bias, (float *)(y + r * ldy));
-}
-
 /* y (float32, batch x M x N) = float(acc) * m + bias with acc the int32
- * products of olc_i8_gemm (same arguments; y's memory holds each tile's
- * int32 results until the hook rewrites them).  Returns -1 when out of
- * memory. */
+ * products of olc_i8_gemm (same arguments), converted in the engine's
+ * epilogue (olc_i8_gemm_float).  Returns -1 when out of memory. */
 static int olc_q_gemm_float(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
                             const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
                             int64_t zb_bs, int64_t zb_cs, float *y, int64_t M, int64_t N,
                             int64_t K, int a_signed, const float *m, int64_t m_bs,
                             int64_t m_cs, const float *bias, int level, int nthreads) {
-    olc_q_tile_job job;
-    job.row = OLC_LEVEL_FN(olc_build_level(level), olc_q_scale_row);
-    job.m = m;
-    job.bias = bias;
-    job.m_bs = m_bs;
-    job.m_cs = m_cs;
-    return olc_i8_gemm_tiles(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
-                             zb_bs, zb_cs, (int32_t *)y, M, N, K, a_signed, level, nthreads,
-                             olc_q_scale_tile, &job);
+    return olc_i8_gemm_float(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                             zb_bs, zb_cs, y, M, N, K, a_signed, m, m_bs, m_cs, bias, level,
+                             nthreads);
 }
 
 #endif

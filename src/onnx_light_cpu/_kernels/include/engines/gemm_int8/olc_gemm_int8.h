@@ -21,11 +21,15 @@
  * copied with K padded the same way (u8 for VNNI, int16 otherwise) and M
  * padded to the micro-kernel's row count.  Micro-kernels: 8 rows x 32
  * columns (two panels) for VNNI, 8 x 16 for AVX-512, 6 x 16 for AVX2, 4 x 16
- * for the portable C loop.  Packing B interleaves rows with SSE2, the x86-64
- * baseline, and has a plain C twin elsewhere.
+ * for the portable C loop; at the VNNI level, where the CPU has AMX-INT8
+ * and Linux grants the tile state, 32 x 32 blocks of tdpbusd on the same
+ * panels (A then padded to 64 in K), from 16 rows of A.  Packing B
+ * interleaves rows with SSE2, the x86-64 baseline, and has a plain C twin
+ * elsewhere.
  *
- * Threads take (batch, column panel, row block) tiles, each writing its own
- * output elements: results do not depend on the thread count.
+ * Threads take (batch, column panel, row block) tiles (AMX: (batch, 128
+ * rows, two panels)), each writing its own output elements: results do
+ * not depend on the thread count.
  *
  * The level (olc_i8_level: the SIMD level, VNNI kept) picks the layout and
  * the micro-kernel; the dot-product steps are those of olc_int8_dot.h,
@@ -33,8 +37,8 @@
  * requantization are plain C loops compiled per level
  * (olc_gemm_int8_rows.h).
  *
- * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm (olc_i8_gemm_tiles with a
- * hook on each finished tile), olc_i8_requantize
+ * API: olc_i8_packed_size, olc_i8_pack_b, olc_i8_gemm (olc_i8_gemm_float:
+ * float32 output, scale and bias in the epilogue), olc_i8_requantize
  * (see olc_gemm_int8.pxd).
  */
 #ifndef OLC_GEMM_INT8_H
@@ -50,7 +54,6 @@
 #include "engines/gemm_int8/olc_int8_dot.h"
 
 #define OLC_I8_NR 16
-#define OLC_I8_MR_MAX 8
 #define OLC_I8_LDACC (2 * OLC_I8_NR) /* row stride of a micro-kernel's results */
 
 /* The level the engine runs at: the SIMD level, VNNI kept where the CPU
@@ -188,7 +191,7 @@ static void olc_i8_pack_b(const uint8_t *b, const int64_t *b_offsets, int64_t nb
 typedef struct {
     const uint8_t *a;
     const int64_t *a_offsets;
-    int64_t M, K, Mp, total;
+    int64_t M, K, Mp, total, ld;
     int a_signed, level;
     void *dst;
     int32_t *rowsum;
@@ -199,7 +202,7 @@ static void olc_i8_pack_a_task(void *arg, ptrdiff_t task, int slot) {
     const olc_i8_pack_a_job *job = (const olc_i8_pack_a_job *)arg;
     const uint8_t *a = job->a;
     const int64_t *a_offsets = job->a_offsets;
-    const int64_t M = job->M, K = job->K, Mp = job->Mp, Kp = olc_i8_kpad(K);
+    const int64_t M = job->M, K = job->K, Mp = job->Mp, Kp = job->ld;
     void *dst = job->dst;
     int32_t *rowsum = job->rowsum;
     const uint8_t flip = job->a_signed ? 0x80 : 0; /* s8 -> u8: a + 128 */
@@ -226,9 +229,23 @@ static void olc_i8_pack_a_task(void *arg, ptrdiff_t task, int slot) {
             int64_t k = 0;
             if (m < M) {
                 const uint8_t *src = a + a_offsets[q] + m * K;
+#if OLC_X86
+                /* 16 bytes a step; psadbw sums each 8 (SSE2, the baseline) */
+                const __m128i f = _mm_set1_epi8((char)flip), zero = _mm_setzero_si128();
+                __m128i sum = zero;
+                for (; k + 16 <= K; k += 16) {
+                    const __m128i v =
+                        _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + k)), f);
+                    _mm_storeu_si128((__m128i *)(row + k), v);
+                    sum = _mm_add_epi64(sum, _mm_sad_epu8(v, zero));
+                }
+                s = (int32_t)(_mm_cvtsi128_si64(sum) +
+                              _mm_cvtsi128_si64(_mm_unpackhi_epi64(sum, sum)));
+#endif
                 for (; k < K; k++) {
-                    row[k] = (uint8_t)(src[k] ^ flip);
-                    s += row[k];
+                    const uint8_t v = (uint8_t)(src[k] ^ flip);
+                    row[k] = v;
+                    s += v;
                 }
             }
             for (; k < Kp; k++) row[k] = 0;
@@ -238,12 +255,13 @@ static void olc_i8_pack_a_task(void *arg, ptrdiff_t task, int slot) {
 }
 
 /* Copies A (batch matrices of M x K at a_offsets) to dst with a' = a (+128
- * when signed), rows padded to Mp and K to Kp with zeros, as u8 (VNNI) or
- * int16; rowsum gets sum_k a' per (batch, row). */
+ * when signed), rows padded to Mp and K to ld (>= K) with zeros, as u8
+ * (VNNI) or int16; rowsum gets sum_k a' per (batch, row). */
 static void olc_i8_pack_a(int level, int a_signed, int64_t batch, const uint8_t *a,
                           const int64_t *a_offsets, int64_t M, int64_t K, int64_t Mp,
-                          void *dst, int32_t *rowsum, int nthreads) {
-    olc_i8_pack_a_job job = {a, a_offsets, M, K, Mp, batch * Mp, a_signed, level, dst, rowsum};
+                          int64_t ld, void *dst, int32_t *rowsum, int nthreads) {
+    olc_i8_pack_a_job job = {a, a_offsets, M, K, Mp, batch * Mp, ld, a_signed, level, dst,
+                             rowsum};
     olc_parallel_for((job.total + OLC_I8_ROWS - 1) / OLC_I8_ROWS, olc_i8_pack_a_task, &job,
                      nthreads);
 }
@@ -384,81 +402,314 @@ static void olc_i8_tile(int level, const void *ap, int64_t m, int64_t Kp, const 
 #define OLC_BODY "engines/gemm_int8/olc_gemm_int8_rows.h"
 #include "common/olc_each_level.h"
 
-/* Called on each finished tile (optional): its matrix q, first row m0 and
- * column n0, its rows x cols int32 results at y (row stride ldy), still in
- * cache; it may rewrite them in place (a float output of the same width). */
-typedef void (*olc_i8_tile_fn)(void *arg, int64_t q, int64_t m0, int64_t rows, int64_t n0,
-                               int64_t cols, int32_t *y, int64_t ldy);
+/* ---- AMX (tdpbusd on 16 x 64-byte tiles), where the CPU and OS allow ----
+ *
+ * The VNNI panel of B is already an AMX tile: 16 k-groups of 4 bytes x 16
+ * columns are 16 rows of 64 bytes.  A is packed as u8 rows with K padded
+ * to 64 (one tile step).  A block is 32 rows x 32 columns: tiles 0-3 the
+ * int32 results, 4-5 two 16-row slices of A, 6-7 two panels of B.  Same
+ * exact int32 sums as vpdpbusd (no saturation, modulo 2^32). */
+#if OLC_X86 && OLC_HAVE_AVX512 && defined(__linux__)
+#define OLC_I8_HAVE_AMX 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define OLC_TARGET_AMX __attribute__((target("amx-tile,amx-int8,avx512f")))
+#else
+#define OLC_I8_HAVE_AMX 0
+#endif
+
+#define OLC_I8_AMX_MB 32  /* rows of a block */
+#define OLC_I8_AMX_KB 64  /* k of one tile step */
+#define OLC_I8_AMX_KC 768 /* k of one pass over a task's row blocks: B's two panels
+                             (2 x 16 x 768 bytes) stay in L1 */
+#define OLC_I8_AMX_CH 4   /* row blocks a task (128 rows): more is slower at M = 3072
+                             (each task's output rows span more pages) */
+#define OLC_I8_MR_MAX OLC_I8_AMX_MB
+
+static int olc_i8_amx_state = -1;
+
+/* Whether the engine may use AMX-INT8: the CPU has it (CPUID 7.0 EDX bits
+ * 24, 25) and Linux grants this process the tile state (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, asked once).  ONNX_LIGHT_CPU_INT8_AMX=0 keeps the
+ * VNNI micro-kernel (read once per process). */
+static int olc_i8_amx_usable(void) {
+    int state = __atomic_load_n(&olc_i8_amx_state, __ATOMIC_ACQUIRE);
+    if (state >= 0) return state;
+    state = 0;
+#if OLC_I8_HAVE_AMX
+    unsigned eax, ebx, ecx, edx;
+    const char *env = getenv("ONNX_LIGHT_CPU_INT8_AMX");
+    if (!(env && env[0] == '0') && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+        (edx >> 24 & 1) && (edx >> 25 & 1) &&
+        syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0)
+        state = 1;
+#endif
+    __atomic_store_n(&olc_i8_amx_state, state, __ATOMIC_RELEASE);
+    return state;
+}
+
+#if OLC_I8_HAVE_AMX
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} olc_i8_tilecfg;
+
+/* All eight tiles 16 rows x 64 bytes.  ldtilecfg (which also zeroes the
+ * tiles) is slow: skipped when the thread's configuration is already this
+ * one (sttilecfg; another AMX user of the thread may have changed it).
+ * Tiles stay configured after a task, as every kernel starts by zeroing or
+ * loading its result tiles. */
+OLC_TARGET_AMX
+static void olc_i8_amx_config(void) {
+    olc_i8_tilecfg cfg, cur;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    /* Inline asm that names the whole structs: GCC 12 drops the stores
+     * before its _tile_loadconfig as dead. */
+    __asm__ volatile("sttilecfg %0" : "=m"(cur));
+    if (memcmp(&cur, &cfg, sizeof(cfg)) == 0) return;
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+/* acc (32 rows x 2 panels, row stride OLC_I8_LDACC) += A rows a (row
+ * stride lda) x B panels b0, b1 over tile steps [kb0, kb1).  first: start
+ * from zero instead of acc.  tail0/tail1 (or NULL): the last step's B
+ * tiles when K does not fill it (zero-padded copies). */
+OLC_TARGET_AMX
+static void olc_i8_kernel_amx(const uint8_t *a, int64_t lda, const int8_t *b0,
+                              const int8_t *b1, const int8_t *tail0, const int8_t *tail1,
+                              int64_t kb0, int64_t kb1, int64_t kfull, int first, int two,
+                              int32_t *acc) {
+    const int64_t ldc = OLC_I8_LDACC * sizeof(int32_t);
+    int32_t *acc1 = acc + 16 * OLC_I8_LDACC;
+    if (first) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, acc, ldc);
+        _tile_loadd(1, acc + 16, ldc);
+        _tile_loadd(2, acc1, ldc);
+        _tile_loadd(3, acc1 + 16, ldc);
+    }
+    const uint8_t *a1 = a + 16 * lda;
+    for (int64_t kb = kb0; kb < kb1; kb++) {
+        const int full = kb < kfull;
+        _tile_loadd(4, a + kb * OLC_I8_AMX_KB, lda);
+        _tile_loadd(6, full ? b0 + kb * 16 * OLC_I8_AMX_KB : tail0, OLC_I8_AMX_KB);
+        _tile_loadd(5, a1 + kb * OLC_I8_AMX_KB, lda);
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(2, 5, 6);
+        if (two) {
+            _tile_loadd(7, full ? b1 + kb * 16 * OLC_I8_AMX_KB : tail1, OLC_I8_AMX_KB);
+            _tile_dpbusd(1, 4, 7);
+            _tile_dpbusd(3, 5, 7);
+        }
+    }
+    _tile_stored(0, acc, ldc);
+    _tile_stored(1, acc + 16, ldc);
+    _tile_stored(2, acc1, ldc);
+    _tile_stored(3, acc1 + 16, ldc);
+}
+#endif
 
 typedef void (*olc_i8_epilogue_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
                                    const uint32_t *, const uint32_t *, const uint32_t *,
                                    int32_t *, int64_t);
+typedef void (*olc_i8_epilogue_float_fn)(const int32_t *, int64_t, int64_t, const uint32_t *,
+                                         const uint32_t *, const uint32_t *, const uint32_t *,
+                                         const float *, const float *, float *, int64_t);
 
 typedef struct {
     const void *ap;
     const int8_t *bp;
     const int32_t *colsum, *rowsum, *za, *zb;
     const int64_t *b_index;
-    int64_t za_bs, za_rs, zb_bs, zb_cs, M, N, K, Kp, Mp, np_, nmb, ntiles;
+    int64_t za_bs, za_rs, zb_bs, zb_cs, M, N, K, Kp, lda, Mp, np_, nmb, ntiles, nchunks, cmb, group;
     size_t elem;
-    int level, mr, width;
+    int level, mr, width, amx;
     olc_i8_epilogue_fn epilogue;
-    olc_i8_tile_fn tile;
-    void *tile_arg;
     int32_t *y;
+    /* float output (fy non-NULL): fy = (float)y * fm + fbias */
+    olc_i8_epilogue_float_fn epilogue_float;
+    const float *fm, *fbias;
+    int64_t fm_bs, fm_cs;
+    float *fy;
 } olc_i8_gemm_job;
 
-/* Tile t: (matrix q, one or two B panels, row block), row blocks innermost
- * so that consecutive tiles use the same B panels. */
-static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
-    const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
-    const int64_t M = p->M, N = p->N, K = p->K, Kp = p->Kp, np_ = p->np_;
-    const int64_t q = t / (p->ntiles * p->nmb), pn = (t / p->nmb) % p->ntiles * p->width;
-    const int64_t mb = t % p->nmb, bq = p->b_index[q], m0 = mb * p->mr, n0 = pn * OLC_I8_NR;
-    const int two = p->width == 2 && pn + 1 < np_;
-    const int64_t panel_bytes = OLC_I8_NR * Kp, matrix_bytes = np_ * panel_bytes;
-    int32_t acc[OLC_I8_MR_MAX * OLC_I8_LDACC];
-    (void)slot;
-    olc_i8_tile(p->level, (const char *)p->ap + (size_t)(q * p->Mp * Kp) * p->elem, m0, Kp,
-                p->bp + bq * matrix_bytes + pn * panel_bytes, two, acc);
-    const int64_t span = (two ? 2 : 1) * OLC_I8_NR;
+/* The per-column terms of one tile of B panels (columns n0 .., at most
+ * span), set once for all its row blocks. */
+typedef struct {
+    int64_t n0, cols;
+    const uint32_t *cs;
+    const float *m, *bias;
+    uint32_t zb[OLC_I8_LDACC];
+    float mv[OLC_I8_LDACC];
+} olc_i8_cols;
+
+static void olc_i8_cols_set(const olc_i8_gemm_job *p, int64_t q, int64_t n0, int64_t span,
+                            olc_i8_cols *c) {
+    c->n0 = n0;
+    c->cols = p->N - n0 < span ? p->N - n0 : span;
+    c->cs = (const uint32_t *)(p->colsum + p->b_index[q] * p->np_ * OLC_I8_NR + n0);
+    for (int64_t j = 0; j < c->cols; j++)
+        c->zb[j] = (uint32_t)p->zb[q * p->zb_bs + (n0 + j) * p->zb_cs];
+    if (!p->fy) return;
+    const float *m = p->fm + q * p->fm_bs + n0 * p->fm_cs;
+    if (p->fm_cs) {
+        c->m = m;
+    } else { /* one multiplier: spread over the tile */
+        for (int64_t j = 0; j < c->cols; j++) c->mv[j] = m[0];
+        c->m = c->mv;
+    }
+    c->bias = p->fbias ? p->fbias + n0 : NULL;
+}
+
+/* Writes one finished block (rows from m0 of matrix q, the columns of c;
+ * raw sums in acc, row stride OLC_I8_LDACC) with the zero-point terms,
+ * modulo 2^32 as the int32 sums:
+ * y = acc - zb' (rowsum - K za') - za' colsum; as int32, or converted to
+ * float while in registers. */
+static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0,
+                          const olc_i8_cols *c, const int32_t *acc) {
+    const int64_t M = p->M, N = p->N, K = p->K;
     const int64_t rows = M - m0 < p->mr ? M - m0 : p->mr;
-    const int64_t cols = N - n0 < span ? N - n0 : span;
-    const int32_t *cs = p->colsum + bq * np_ * OLC_I8_NR + n0;
-    /* The zero-point terms, modulo 2^32 as the int32 sums:
-     * y = acc - zb' (rowsum - K za') - za' colsum. */
-    uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX], zbv[OLC_I8_LDACC];
+    uint32_t u[OLC_I8_MR_MAX], w[OLC_I8_MR_MAX];
     for (int64_t r = 0; r < rows; r++) {
         const int64_t zar = p->za[q * p->za_bs + (m0 + r) * p->za_rs];
         u[r] = (uint32_t)(p->rowsum[q * M + m0 + r] - K * zar);
         w[r] = (uint32_t)zar;
     }
-    for (int64_t c = 0; c < cols; c++) zbv[c] = (uint32_t)p->zb[q * p->zb_bs + (n0 + c) * p->zb_cs];
-    int32_t *out = p->y + (q * M + m0) * N + n0;
-    p->epilogue(acc, rows, cols, u, w, zbv, (const uint32_t *)cs, out, N);
-    if (p->tile) p->tile(p->tile_arg, q, m0, rows, n0, cols, out, N);
+    if (p->fy)
+        p->epilogue_float(acc, rows, c->cols, u, w, c->zb, c->cs, c->m, c->bias,
+                          p->fy + (q * M + m0) * N + c->n0, N);
+    else
+        p->epilogue(acc, rows, c->cols, u, w, c->zb, c->cs, p->y + (q * M + m0) * N + c->n0,
+                    N);
 }
 
-/* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
- * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
- * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
- * q * zb_bs + n * zb_cs.  Returns -1 when out of memory.  tile (or NULL)
- * runs on each finished tile (olc_i8_tile_fn). */
-static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
-                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
-                             const int32_t *za, int64_t za_bs, int64_t za_rs,
-                             const int32_t *zb, int64_t zb_bs, int64_t zb_cs, int32_t *y,
-                             int64_t M, int64_t N, int64_t K, int a_signed, int level,
-                             int nthreads, olc_i8_tile_fn tile, void *tile_arg) {
+/* Task t: (matrix q, group of tiles of B panels, chunk of cmb row blocks
+ * (128 rows)), chunks innermost as olc_i8_gemm_amx_task; in a task each
+ * tile's panels stay in L1 across the chunk's row blocks. */
+static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
+    const int64_t Kp = p->Kp, np_ = p->np_;
+    const int64_t ngroups = (p->ntiles + p->group - 1) / p->group;
+    const int64_t q = t / (ngroups * p->nchunks), g = t / p->nchunks % ngroups;
+    const int64_t mb0 = t % p->nchunks * p->cmb;
+    const int64_t mb1 = mb0 + p->cmb < p->nmb ? mb0 + p->cmb : p->nmb;
+    const int64_t j1 = (g + 1) * p->group < p->ntiles ? (g + 1) * p->group : p->ntiles;
+    const int64_t panel_bytes = OLC_I8_NR * Kp;
+    const char *ap = (const char *)p->ap + (size_t)(q * p->Mp * Kp) * p->elem;
+    const int8_t *bm = p->bp + p->b_index[q] * np_ * panel_bytes;
+    int32_t acc[8 * OLC_I8_LDACC];
+    (void)slot;
+    olc_i8_cols c;
+    for (int64_t j = g * p->group; j < j1; j++) {
+        const int64_t pn = j * p->width;
+        const int two = p->width == 2 && pn + 1 < np_;
+        olc_i8_cols_set(p, q, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, &c);
+        for (int64_t mb = mb0; mb < mb1; mb++) {
+            olc_i8_tile(p->level, ap, mb * p->mr, Kp, bm + pn * panel_bytes, two, acc);
+            olc_i8_finish(p, q, mb * p->mr, &c, acc);
+        }
+    }
+}
+
+#if OLC_I8_HAVE_AMX
+/* Row blocks [mb0, mb1) of matrix q times the two B panels from pn.  K
+ * goes in passes of OLC_I8_AMX_KC over the row blocks (the two panels'
+ * slice in L1), the partial sums kept in acc between passes; with one
+ * pass each block is finished at once. */
+static void olc_i8_amx_panels(const olc_i8_gemm_job *p, int64_t q, int64_t pn, int64_t mb0,
+                              int64_t mb1) {
+    const int64_t Kp = p->Kp, np_ = p->np_, lda = p->lda, bq = p->b_index[q];
+    const int two = pn + 1 < np_;
+    const int64_t panel_bytes = OLC_I8_NR * Kp;
+    const int8_t *b0 = p->bp + bq * np_ * panel_bytes + pn * panel_bytes;
+    const int8_t *b1 = b0 + panel_bytes;
+    /* Tile steps: whole ones of B, and lda / 64 in all (the last one padded). */
+    const int64_t kfull = Kp / OLC_I8_AMX_KB, nkb = lda / OLC_I8_AMX_KB;
+    const int64_t kc = OLC_I8_AMX_KC / OLC_I8_AMX_KB;
+    olc_i8_cols c;
+    olc_i8_cols_set(p, q, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, &c);
+    int32_t acc[OLC_I8_AMX_CH][OLC_I8_AMX_MB * OLC_I8_LDACC];
+    int8_t tail[2][16 * OLC_I8_AMX_KB] __attribute__((aligned(64)));
+    const int8_t *t0 = NULL, *t1 = NULL;
+    if (kfull < nkb) { /* the last step's k-groups of B, zero-padded */
+        const size_t have = (size_t)(Kp - kfull * OLC_I8_AMX_KB) * OLC_I8_NR;
+        memset(tail, 0, sizeof(tail));
+        memcpy(tail[0], b0 + kfull * 16 * OLC_I8_AMX_KB, have);
+        if (two) memcpy(tail[1], b1 + kfull * 16 * OLC_I8_AMX_KB, have);
+        t0 = tail[0];
+        t1 = tail[1];
+    }
+    const uint8_t *a = (const uint8_t *)p->ap + (size_t)(q * p->Mp * lda);
+    if (nkb <= kc) {
+        for (int64_t mb = mb0; mb < mb1; mb++) {
+            olc_i8_kernel_amx(a + mb * OLC_I8_AMX_MB * lda, lda, b0, b1, t0, t1, 0, nkb, kfull,
+                              1, two, acc[0]);
+            olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, &c, acc[0]);
+        }
+        return;
+    }
+    for (int64_t k0 = 0; k0 < nkb; k0 += kc) {
+        const int64_t k1 = k0 + kc < nkb ? k0 + kc : nkb;
+        for (int64_t mb = mb0; mb < mb1; mb++)
+            olc_i8_kernel_amx(a + mb * OLC_I8_AMX_MB * lda, lda, b0, b1, t0, t1, k0, k1, kfull,
+                              k0 == 0, two, acc[mb - mb0]);
+    }
+    for (int64_t mb = mb0; mb < mb1; mb++)
+        olc_i8_finish(p, q, mb * OLC_I8_AMX_MB, &c, acc[mb - mb0]);
+}
+
+/* Task t: (matrix q, group of `group` panel pairs, chunk of OLC_I8_AMX_CH
+ * row blocks), chunks innermost: consecutive tasks share the group's
+ * panels of B (in L2) while A streams (MLAS' order; with B streaming
+ * instead, M = 3072 ran 1.4x slower). */
+static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_i8_gemm_job *p = (const olc_i8_gemm_job *)arg;
+    const int64_t ngroups = (p->ntiles + p->group - 1) / p->group;
+    const int64_t q = t / (ngroups * p->nchunks), g = t / p->nchunks % ngroups;
+    const int64_t mb0 = t % p->nchunks * p->cmb;
+    const int64_t mb1 = mb0 + p->cmb < p->nmb ? mb0 + p->cmb : p->nmb;
+    const int64_t j1 = (g + 1) * p->group < p->ntiles ? (g + 1) * p->group : p->ntiles;
+    (void)slot;
+    olc_i8_amx_config();
+    for (int64_t j = g * p->group; j < j1; j++) olc_i8_amx_panels(p, q, 2 * j, mb0, mb1);
+}
+#endif
+
+/* The product into y (int32) or, fy non-NULL, into fy (float32) through
+ * the float epilogue: see olc_i8_gemm and olc_i8_gemm_float. */
+static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                           const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                           const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
+                           int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
+                           int64_t K, int a_signed, int level, int nthreads, float *fy,
+                           const float *fm, int64_t fm_bs, int64_t fm_cs, const float *fbias) {
     olc_i8_gemm_job p;
     p.level = level = olc_i8_level(level);
-    p.mr = olc_i8_mr(level);
+    /* AMX from 16 rows (one tile of A); the VNNI kernel below. */
+    p.amx = level == OLC_AVX512_VNNI && M >= 16 && olc_i8_amx_usable();
+    p.mr = p.amx ? OLC_I8_AMX_MB : olc_i8_mr(level);
     p.Kp = olc_i8_kpad(K);
+    p.lda = p.amx ? (K + OLC_I8_AMX_KB - 1) / OLC_I8_AMX_KB * OLC_I8_AMX_KB : p.Kp;
     p.np_ = olc_i8_panels(N);
     p.nmb = (M + p.mr - 1) / p.mr;
+    /* row blocks a chunk: 128 rows */
+    p.cmb = p.amx ? OLC_I8_AMX_CH : (128 + p.mr - 1) / p.mr;
+    p.nchunks = (p.nmb + p.cmb - 1) / p.cmb;
     p.Mp = p.nmb * p.mr;
     p.elem = level == OLC_AVX512_VNNI ? 1 : 2;
-    size_t abytes = (size_t)(batch * p.Mp * p.Kp) * p.elem;
+    size_t abytes = (size_t)(batch * p.Mp * p.lda) * p.elem;
     void *ap = aligned_alloc(64, (abytes + 63) & ~(size_t)63);
     int32_t *rowsum = (int32_t *)malloc((size_t)(batch * M + 1) * sizeof(int32_t));
     if (!ap || !rowsum) {
@@ -466,9 +717,10 @@ static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t
         free(rowsum);
         return -1;
     }
-    olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, p.Mp, ap, rowsum, nthreads);
+    olc_i8_pack_a(level, a_signed, batch, a, a_offsets, M, K, p.Mp, p.lda, ap, rowsum,
+                  nthreads);
     p.epilogue = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue);
-    /* VNNI takes two panels a tile. */
+    /* VNNI and AMX take two panels a tile. */
     p.width = level == OLC_AVX512_VNNI ? 2 : 1;
     p.ntiles = (p.np_ + p.width - 1) / p.width;
     p.ap = ap;
@@ -486,22 +738,57 @@ static int olc_i8_gemm_tiles(const uint8_t *a, const int64_t *a_offsets, int64_t
     p.N = N;
     p.K = K;
     p.y = y;
-    p.tile = tile;
-    p.tile_arg = tile_arg;
-    olc_parallel_for(batch * p.ntiles * p.nmb, olc_i8_gemm_task, &p, nthreads);
+    p.fy = fy;
+    p.fm = fm;
+    p.fbias = fbias;
+    p.fm_bs = fm_bs;
+    p.fm_cs = fm_cs;
+    p.epilogue_float = OLC_LEVEL_FN(olc_build_level(level), olc_i8_epilogue_float);
+    /* Tiles of B panels a task: about 8 tasks a matrix, at most 16 tiles
+     * (AMX: 512 columns; 384 KB of B at K = 768, in L2).  Wide tasks keep
+     * threads off each other's output lines (two threads writing
+     * neighbouring tiles share lines). */
+    const int64_t want = p.nchunks < 8 ? (8 + p.nchunks - 1) / p.nchunks : 1;
+    p.group = (p.ntiles + want - 1) / want;
+    p.group = p.group < 16 ? p.group : 16;
+    const int64_t ntasks = batch * ((p.ntiles + p.group - 1) / p.group) * p.nchunks;
+#if OLC_I8_HAVE_AMX
+    if (p.amx)
+        olc_parallel_for(ntasks, olc_i8_gemm_amx_task, &p, nthreads);
+    else
+#endif
+        olc_parallel_for(ntasks, olc_i8_gemm_task, &p, nthreads);
     free(ap);
     free(rowsum);
     return 0;
 }
-
-/* olc_i8_gemm_tiles without a tile hook: the int32 products only. */
+/* y[q] (int32, M x N row-major) = (A[q] - za)(B[b_index[q]] - zb) for q <
+ * batch.  bp/colsum: packed B matrices (olc_i8_pack_b at this level).  za
+ * (shifted, za') is read at q * za_bs + m * za_rs, zb (shifted, zb') at
+ * q * zb_bs + n * zb_cs.  Returns -1 when out of memory. */
 static int olc_i8_gemm(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
                        const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
                        const int32_t *za, int64_t za_bs, int64_t za_rs, const int32_t *zb,
                        int64_t zb_bs, int64_t zb_cs, int32_t *y, int64_t M, int64_t N,
                        int64_t K, int a_signed, int level, int nthreads) {
-    return olc_i8_gemm_tiles(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
-                             zb_bs, zb_cs, y, M, N, K, a_signed, level, nthreads, NULL, NULL);
+    return olc_i8_gemm_run(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                           zb_bs, zb_cs, y, M, N, K, a_signed, level, nthreads, NULL, NULL, 0,
+                           0, NULL);
+}
+
+/* The same product as float32, y[q] = (float)product * m + bias (the
+ * product rounded first, no fused multiply-add), m read at q * m_bs + n *
+ * m_cs (m_cs 0 or 1), bias [N] or NULL. */
+static int olc_i8_gemm_float(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
+                             const int8_t *bp, const int32_t *colsum, const int64_t *b_index,
+                             const int32_t *za, int64_t za_bs, int64_t za_rs,
+                             const int32_t *zb, int64_t zb_bs, int64_t zb_cs, float *y,
+                             int64_t M, int64_t N, int64_t K, int a_signed, const float *m,
+                             int64_t m_bs, int64_t m_cs, const float *bias, int level,
+                             int nthreads) {
+    return olc_i8_gemm_run(a, a_offsets, batch, bp, colsum, b_index, za, za_bs, za_rs, zb,
+                           zb_bs, zb_cs, NULL, M, N, K, a_signed, level, nthreads, y, m, m_bs,
+                           m_cs, bias);
 }
 
 typedef void (*olc_i8_requant_fn)(const int32_t *, int64_t, const double *, int64_t, double,

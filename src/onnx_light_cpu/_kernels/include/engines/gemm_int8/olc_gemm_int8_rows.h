@@ -4,14 +4,17 @@
 
 /* One tile's results with the zero-point terms folded in (unsigned: wraps
  * like int32 sums). */
-OLC_LVL_ATTR static void OLC_FN(olc_i8_epilogue)(const int32_t *acc, int64_t rows, int64_t cols,
-                                                 const uint32_t *u, const uint32_t *w,
-                                                 const uint32_t *zb, const uint32_t *cs,
-                                                 int32_t *y, int64_t ldy) {
+OLC_LVL_ATTR static void OLC_FN(olc_i8_epilogue)(const int32_t *restrict acc, int64_t rows,
+                                                 int64_t cols, const uint32_t *restrict u,
+                                                 const uint32_t *restrict w,
+                                                 const uint32_t *restrict zb,
+                                                 const uint32_t *restrict cs,
+                                                 int32_t *restrict y, int64_t ldy) {
     for (int64_t r = 0; r < rows; r++) {
-        const uint32_t *a = (const uint32_t *)acc + r * OLC_I8_LDACC;
-        uint32_t *out = (uint32_t *)y + r * ldy;
-        for (int64_t c = 0; c < cols; c++) out[c] = a[c] - zb[c] * u[r] - w[r] * cs[c];
+        const uint32_t *restrict a = (const uint32_t *)acc + r * OLC_I8_LDACC;
+        uint32_t *restrict out = (uint32_t *)y + r * ldy;
+        const uint32_t ur = u[r], wr = w[r];
+        for (int64_t c = 0; c < cols; c++) out[c] = a[c] - zb[c] * ur - wr * cs[c];
     }
 }
 
@@ -43,6 +46,26 @@ OLC_LVL_ATTR static void OLC_FN(olc_i8_requant_row)(const int32_t *c, int64_t n,
             ys[i] = (int8_t)v;
         else
             yu[i] = (uint8_t)v;
+    }
+}
+
+/* The same tile as olc_i8_epilogue, written as float32 (float)y * m +
+ * bias: m and bias (or NULL) one value per column of the tile, products
+ * rounded before the add (MLAS' output processor). */
+OLC_LVL_ATTR static void OLC_FN(olc_i8_epilogue_float)(
+    const int32_t *restrict acc, int64_t rows, int64_t cols, const uint32_t *restrict u,
+    const uint32_t *restrict w, const uint32_t *restrict zb, const uint32_t *restrict cs,
+    const float *restrict m, const float *restrict bias, float *restrict y, int64_t ldy) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint32_t *restrict a = (const uint32_t *)acc + r * OLC_I8_LDACC;
+        float *restrict out = y + r * ldy;
+        const uint32_t ur = u[r], wr = w[r];
+        if (bias)
+            for (int64_t c = 0; c < cols; c++)
+                out[c] = (float)(int32_t)(a[c] - zb[c] * ur - wr * cs[c]) * m[c] + bias[c];
+        else
+            for (int64_t c = 0; c < cols; c++)
+                out[c] = (float)(int32_t)(a[c] - zb[c] * ur - wr * cs[c]) * m[c];
     }
 }
 #pragma GCC pop_options
