@@ -107,6 +107,19 @@ def test_an_output_nobody_holds_is_reused():
     assert w.shape == (4, 3)
 
 
+def test_outputs_held_during_the_next_run_come_back_one_run_later():
+    """``y = sess.run(...)`` in a loop holds the last outputs while the next
+    run makes its own: the buffer of the run before comes back."""
+    sess = _add_session()
+    b = np.full((64, 64), 0.5, np.float32)
+    addresses = []
+    for k in range(6):
+        (y,) = sess.run(None, {"a": np.full((64, 64), k, np.float32), "b": b})
+        np.testing.assert_array_equal(y, k + b)
+        addresses.append(y.__array_interface__["data"][0])
+    assert len(set(addresses[2:])) == 2  # two buffers take turns
+
+
 def test_intermediates_of_a_chain_are_reused_and_results_stay_right():
     names = ["x", "t0", "t1", "t2", "y"]
     nodes = [oh.make_node(op, [names[i], "c"], [names[i + 1]])

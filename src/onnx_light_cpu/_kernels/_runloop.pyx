@@ -216,8 +216,10 @@ cdef class BufferPool:
     of megabytes, otherwise come from memory on every write), and the next
     run takes it again (large fresh arrays fault their pages in, which
     costs as much as a memory-bound kernel).  What a run returns to its
-    caller leaves the pool (:meth:`forget`) and comes back at the next run
-    once the caller lets it go (:meth:`reclaim`); buffers of a shape not
+    caller leaves the pool (:meth:`forget`) and comes back at one of the
+    next two runs once the caller lets it go (:meth:`reclaim`; ``y =
+    sess.run(...)`` in a loop holds the last run's outputs during the
+    next run); buffers of a shape not
     asked for during the last runs are dropped (:meth:`end_run`).""" 
 
     cdef dict lists   # (dtype, shape) -> [run it was last asked for, arrays...]
@@ -270,18 +272,26 @@ cdef class BufferPool:
                     break
 
     def reclaim(self, list values):
-        """Puts back the arrays among ``values`` (what the last run returned,
-        see :meth:`forget`) that nobody holds any more, so that a run makes
-        its outputs in the buffers its caller let go."""
-        cdef Py_ssize_t i, n = len(values)
+        """Puts back the arrays among ``values`` (what a run returned, see
+        :meth:`forget`) that nobody holds any more, so that a run makes its
+        outputs in the buffers its caller let go; returns the others
+        (empties ``values``)."""
+        cdef Py_ssize_t i, n = len(values), refs
         cdef PyObject *p
+        cdef list held = []
         for i in range(n):
             p = PyList_GET_ITEM(values, i)
-            if cnp.PyArray_CheckExact(<object>p) and Py_REFCNT(p) == 1:
-                arr = <cnp.ndarray>p
-                if cnp.PyArray_BASE(arr) is NULL and cnp.PyArray_ISWRITEABLE(arr):
-                    self.keep(arr, arr.dtype)
+            refs = Py_REFCNT(p)  # before any reference of this frame
+            arr = <object>p
+            if (not cnp.PyArray_CheckExact(arr) or cnp.PyArray_BASE(<cnp.ndarray>arr) is not NULL
+                    or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)):
+                continue
+            if refs == 1:
+                self.keep(arr, arr.dtype)
+            else:
+                held.append(arr)
         del values[:]
+        return held
 
     def end_run(self):
         """Counts a run; every few runs, drops the free buffers of the

@@ -439,10 +439,13 @@ def _patched_run(self, output_names, feed_inputs, attributes=None, intermediate=
     context = self.__dict__.get("_olc_context")
     # A subgraph's outputs are its caller's intermediates; the outermost run
     # hands its outputs over (out of the pool) and takes back, first, those
-    # of its last run that the caller let go.
+    # of its last two runs that the caller let go (``y = sess.run(...)`` in
+    # a loop still holds the last run's outputs).
     pool = None if nested or context is None else context.buffers
     if pool is not None:
-        pool.reclaim(self.__dict__.setdefault("_olc_returned", []))
+        held = pool.reclaim(self.__dict__.setdefault("_olc_returned", []))
+        pool.reclaim(self.__dict__.setdefault("_olc_returned_before", []))
+        self._olc_returned_before = held
     _running.depth = nested + 1
     try:
         outputs = _run(self, output_names, feed_inputs, attributes, intermediate,
