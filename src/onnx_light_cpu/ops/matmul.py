@@ -64,11 +64,11 @@ class _MatMulEngine(KernelOp):
     """Shared by MatMul and Gemm: the opset's types, B packing and core calls."""
 
     # Multiply-adds (M N K) one thread must have before a second one helps.
-    # Measured on 2 cores (AVX-512, best of 200 calls, t1/t2): 32^3 0.93x,
-    # 48^3 1.24x, 64^3 1.40x, 128^3 1.66x; M=1 with 512x512 B 1.28x.  Two
-    # threads from 64^3 (2 x 2^17), where the gain outweighs waking a
-    # thread on a busy machine.
-    min_work_per_thread: ClassVar[int] = 1 << 17
+    # Measured on 2 cores, t2 / t1 (medians of alternating blocks): on an
+    # Intel Xeon with AVX-512, 64^3 1.06, 128x64x128 1.08, 128^3 0.98,
+    # 128x64x512 0.81 (its second thread wakes later than a Zen 5's, where
+    # 64^3 already ran 1.40x faster).  Two threads from 2^21 (128^3).
+    min_work_per_thread: ClassVar[int] = 1 << 20
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)

@@ -105,12 +105,14 @@ class MatMulNBits(KernelOp):
                   Attr("block_size", "int"), Attr("accuracy_level", "int", 0),
                   Attr("weight_prepacked", "int", 0))
     # Multiply-adds one thread must have before a second one helps.
-    # Measured on 2 cores (AVX-512, 4-bit, block 32, M=1): the float engine
-    # breaks even at 64K (4.3 µs either way), two threads win from 128K
-    # (7.7 -> 6.0 µs); int8 products cost a fifth as much, one thread wins
-    # up to 256K (3.2 vs 4.6 µs) and two from 512K (6.9 -> 5.7 µs).
-    min_work_per_thread = 1 << 16
-    min_int8_work_per_thread = 1 << 18
+    # Measured on 2 cores (AVX-512, 4-bit, block 32), t2 / t1: on a Zen 5
+    # the float engine broke even at 64K and two threads won from 128K, the
+    # int8 engine (a fifth of the cost) from 512K; on an Intel Xeon, whose
+    # second thread joins later, the float engine at 1x256x768 (196K) ran
+    # 1.08 and the int8 engine at 128x64x256 (2M) 1.08, 128x256x512 (16M)
+    # 0.64.  Two threads from 512K (float) and 4M (int8).
+    min_work_per_thread = 1 << 18
+    min_int8_work_per_thread = 1 << 21
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
