@@ -247,9 +247,9 @@ cdef class BufferPool:
                 return <object>p
         return None
 
-    def keep(self, cnp.ndarray arr, dtype):
+    def keep(self, cnp.ndarray arr):
         """Adds a new array (allocated after :meth:`take` found none)."""
-        key = (dtype, (<object>arr).shape)
+        key = (arr.dtype, (<object>arr).shape)
         lst = self.lists.get(key)
         if lst is None:
             self.lists[key] = [self.run, arr]
@@ -287,7 +287,7 @@ cdef class BufferPool:
                     or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)):
                 continue
             if refs == 1:
-                self.keep(arr, arr.dtype)
+                self.keep(arr)
             else:
                 held.append(arr)
         del values[:]

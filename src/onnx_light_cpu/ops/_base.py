@@ -319,7 +319,7 @@ class KernelOp(OpRun):
         if out is None:
             self._check_bytes(f"output {slot} of shape {shape}", math.prod(shape) * dtype.itemsize)
             out = np.empty(shape, dtype=dtype)
-            pool.keep(out, dtype)
+            pool.keep(out)
         return out
 
     def _check_bytes(self, what: str, nbytes: int) -> None:
