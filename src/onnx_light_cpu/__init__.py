@@ -27,6 +27,12 @@ from .registry.api import (
 from .registry.hook import MissingOperatorsError
 from .registry.inventory import registered_kernel_names, registered_kernels
 from .registry.records import MicrosoftKernelImplementation, RegisteredKernel
+from .schemas import (
+    LightOpSchema,
+    custom_op_schemas,
+    experimental_op_schemas,
+    operator_schema_lookup,
+)
 from .simd import available_simd_levels, simd_level
 from .threads import get_default_num_threads, set_default_num_threads
 
@@ -37,12 +43,16 @@ _hook.install()
 __all__ = [
     "MissingOperatorsError",
     "BUILT_WITH_OPENMP",
+    "LightOpSchema",
     "MicrosoftKernelImplementation",
     "RegisteredKernel",
     "available_simd_levels",
     "clear_used_kernel_names",
+    "custom_op_schemas",
+    "experimental_op_schemas",
     "get_default_num_threads",
     "get_num_threads_for_session",
+    "operator_schema_lookup",
     "register_kernel_for_session",
     "register_kernel_global",
     "register_kernels",

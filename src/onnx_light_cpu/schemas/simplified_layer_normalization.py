@@ -8,10 +8,8 @@ ONNX Runtime's model builder emits it in every LLaMA/Qwen/Phi export; the
 from __future__ import annotations
 
 import onnx
-from onnx import helper
-from onnx.defs import OpSchema
 
-FLOAT_TYPES = ["tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)"]
+from ._record import LightAttribute, LightOpSchema, LightParameter, LightTypeConstraint
 
 DOC = """\
 Y = X / sqrt(mean(X^2 over axis..rank-1) + epsilon) * Scale.
@@ -24,41 +22,34 @@ inv_std_var has shape X[:axis] + [1] * (rank - axis).
 """
 
 
-def simplified_layer_normalization_schema() -> OpSchema:
-    schema = OpSchema(
-        "SimplifiedLayerNormalization",
-        "",
-        1,
-        DOC,
-        inputs=[
-            OpSchema.FormalParameter("X", "T", "Input tensor (rank >= 1)."),
-            OpSchema.FormalParameter("scale", "V", "Scale, broadcast to the shape of X."),
-        ],
-        outputs=[
-            OpSchema.FormalParameter("Y", "V", "Normalized tensor, shape of X."),
-            OpSchema.FormalParameter("inv_std_var", "U", "1 / sqrt(mean square + epsilon).",
-                                     param_option=OpSchema.FormalParameterOption.Optional),
-        ],
-        type_constraints=[
-            ("T", FLOAT_TYPES, "Type of X."),
-            ("V", FLOAT_TYPES, "Type of scale and Y."),
-            ("U", ["tensor(float)", "tensor(double)"], "Type of inv_std_var (stash_type)."),
-        ],
-        attributes=[
-            OpSchema.Attribute("axis", _default("axis", -1),
-                               "First normalized dimension (negative counts from the end)."),
-            OpSchema.Attribute("epsilon", _default("epsilon", 1e-5), "Added to the mean square."),
-            OpSchema.Attribute("stash_type", _default("stash_type", 1),
-                               "1: float32 arithmetic and statistics, 11: float64."),
-        ],
-    )
-    schema.set_type_and_shape_inference_function(_infer)
-    return schema
-
-
-def _default(name: str, value):
-    """The AttributeProto holding an attribute's default value."""
-    return helper.make_attribute(name, value)
+def schemas() -> tuple:
+    """The one record of this family."""
+    float_types = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
+    return (LightOpSchema(
+        "", "SimplifiedLayerNormalization", 1, DOC,
+        inputs=(
+            LightParameter("X", "T", "Input tensor (rank >= 1)."),
+            LightParameter("scale", "V", "Scale, broadcast to the shape of X."),
+        ),
+        outputs=(
+            LightParameter("Y", "V", "Normalized tensor, shape of X."),
+            LightParameter("inv_std_var", "U", "1 / sqrt(mean square + epsilon).", optional=True),
+        ),
+        attributes=(
+            LightAttribute("axis", "INT",
+                           "First normalized dimension (negative counts from the end).", -1),
+            LightAttribute("epsilon", "FLOAT", "Added to the mean square.", 1e-5),
+            LightAttribute("stash_type", "INT",
+                           "1: float32 arithmetic and statistics, 11: float64.", 1),
+        ),
+        type_constraints=(
+            LightTypeConstraint("T", float_types, "Type of X."),
+            LightTypeConstraint("V", float_types, "Type of scale and Y."),
+            LightTypeConstraint("U", ("tensor(float)", "tensor(double)"),
+                                "Type of inv_std_var (stash_type)."),
+        ),
+        infer=_infer,
+    ),)
 
 
 def _infer(ctx) -> None:
