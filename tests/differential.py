@@ -11,6 +11,7 @@ identical across thread counts, and the inputs must come back unmodified.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -236,3 +237,25 @@ def layouts(x):
     yield "odd byte strides", odd
     if x.shape[0] and (x == x[:1]).all():
         yield "stride 0", np.broadcast_to(x[:1], x.shape)
+
+
+@functools.cache
+def ort_int8_weight_range() -> tuple[int, int]:
+    """The int8 weight values ONNX Runtime's u8 x s8 kernels sum exactly here.
+
+    Without AVX-VNNI (an AVX2-only CPU such as a Zen 3), MLAS adds each pair of
+    u8 x s8 products in saturating 16-bit arithmetic, so 255 * 127 * 2
+    becomes 32767. Our kernels compute exact int32 sums on every CPU. Where
+    ONNX Runtime saturates, its comparisons draw int8 weights from [-64, 64]:
+    255 * 64 * 2 = 32640 fits in 16 bits. Probed once, with MatMulInteger.
+    """
+    import onnxruntime as ort
+
+    a = oh.make_tensor_value_info("a", onnx.TensorProto.UINT8, [1, 2])
+    b = oh.make_tensor_value_info("b", onnx.TensorProto.INT8, [2, 1])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.INT32, [1, 1])
+    graph = oh.make_graph([oh.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe", [a, b], [y])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21)], ir_version=10)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"a": np.full((1, 2), 255, np.uint8), "b": np.full((2, 1), 127, np.int8)})
+    return (-128, 127) if int(got[0][0, 0]) == 255 * 127 * 2 else (-64, 64)

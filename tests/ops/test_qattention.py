@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, ort_int8_weight_range, same_bits
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -97,8 +97,9 @@ def make_mask(rng, kind, b, s, t):
 
 
 def quantized(rng, dtype, shape):
-    lo, hi = (-128, 128) if dtype == np.int8 else (0, 256)
-    return rng.integers(lo, hi, size=shape).astype(dtype)
+    """int8 values in the range ONNX Runtime sums exactly (see differential.py)."""
+    lo, hi = ort_int8_weight_range() if dtype == np.int8 else (0, 255)
+    return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
 
 
 def random_config(rng, wtype, per_column, mask_kind="none", past=0, itype=np.uint8):
