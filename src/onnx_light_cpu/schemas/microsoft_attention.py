@@ -528,8 +528,9 @@ def _infer_gqa(ctx) -> None:
             elif h is None:
                 h = _split(op, name, dims[2], nkv, "hidden size (kv_num_heads heads)")
 
-    bits = attr(ctx, "kv_cache_bit_width", 0) if attr(ctx, "k_quant_type", "NONE") != "NONE" \
-        else 0
+    quant = attr(ctx, "k_quant_type", b"NONE")
+    quant = quant.decode() if isinstance(quant, bytes) else quant
+    bits = attr(ctx, "kv_cache_bit_width", 0) if quant != "NONE" else 0
     hc = h if bits != 4 else (h // 2 if isinstance(h, int) else None)
     pk = _dims(op, ctx, 3, "past_key", (4,))
     pv = _dims(op, ctx, 4, "past_value", (4,))
@@ -672,7 +673,9 @@ def _infer_rotary(ctx) -> None:
     """output: the input's shape and type."""
     op = "RotaryEmbedding"
     xd = _dims(op, ctx, 0, "input", (3, 4))
-    pos = _dims(op, ctx, 1, "position_ids", (1, 2))
+    pos = _dims(op, ctx, 1, "position_ids", (0, 1, 2))
+    if pos is not None and len(pos) == 1:
+        _same(op, "position_ids", pos, 0, 1, "one offset")
     cos = _dims(op, ctx, 2, "cos_cache", (2,))
     sin = _dims(op, ctx, 3, "sin_cache", (2,))
     if cos is not None and sin is not None:
