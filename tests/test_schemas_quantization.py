@@ -93,12 +93,12 @@ RNG = np.random.default_rng(18)
 # Each builder returns (inputs, attributes); the kernel must run them.
 
 def nbits(M=(2, 3), K=64, N=8, bits=4, block=32, zp=None, g_idx=False, bias=False,
-          dtype=F32, flat=False, empty=False):
+          dtype=F32, flat=False, empty=False, **extra):
     blocks = -(-K // block)
     blob = 12 if bits == 3 else block * bits // 8
     a = RNG.standard_normal(M + (K,)).astype(dtype)
     b = np.zeros((0 if empty else N, blocks, blob), U8)
-    scales = np.full((N * blocks,) if flat else (N, blocks), 0.5, dtype)
+    scales = np.full((0,) if empty else (N * blocks,) if flat else (N, blocks), 0.5, dtype)
     inputs = [a, b, scales, None, None, None]
     if zp == "uint8":
         width = blocks if bits in (3, 8) else -(-blocks * bits // 8)
@@ -109,7 +109,7 @@ def nbits(M=(2, 3), K=64, N=8, bits=4, block=32, zp=None, g_idx=False, bias=Fals
         inputs[4] = (np.arange(K) // block).astype(np.int32)
     if bias:
         inputs[5] = np.ones(N, dtype)
-    return inputs, dict(K=K, N=N, bits=bits, block_size=block)
+    return inputs, dict(K=K, N=N, bits=bits, block_size=block, **extra)
 
 
 def gbq(data_shape=(10, 16), idx=(2, 3), bits=4, block=16, zp=False, scale=F32, **extra):
@@ -138,9 +138,9 @@ def dqmm(a=(2, 3, 4), b=(4, 5), zp=False, bias=False, b_scale=()):
     return inputs, {}
 
 
-def mitf(a=(2, 3, 4), b=(4, 5), at=U8, bt=S8, st=F32, zp=False, bias=False):
-    inputs = [ints(RNG, a, at), ints(RNG, b, bt), scalar(0.1, st), scalar(0.2, st),
-              ints(RNG, (), at) if zp else None, ints(RNG, (), bt) if zp else None,
+def mitf(a=(2, 3, 4), b=(4, 5), at=U8, bt=S8, st=F32, zp=False, bias=False, b_scale=()):
+    inputs = [ints(RNG, a, at), ints(RNG, b, bt), scalar(0.1, st), np.full(b_scale, 0.2, st),
+              ints(RNG, (), at) if zp else None, ints(RNG, b_scale, bt) if zp else None,
               np.ones(b[-1], st) if bias else None]
     return inputs, {}
 
@@ -221,6 +221,7 @@ STATIC = {
     "nbits-float16": ("MatMulNBits", lambda: nbits(dtype=F16, bias=True)),
     "nbits-bfloat16": ("MatMulNBits", lambda: nbits(dtype=BF16)),
     "nbits-omitted-B": ("MatMulNBits", lambda: nbits(empty=True, bias=True)),
+    "nbits-int8-engine": ("MatMulNBits", lambda: nbits(zp="uint8", accuracy_level=4)),
     # GatherBlockQuantized, packed uint8
     "gbq-4bit": ("GatherBlockQuantized", lambda: gbq()),
     "gbq-2bit-zp": ("GatherBlockQuantized", lambda: gbq(bits=2, zp=True)),
@@ -248,6 +249,9 @@ STATIC = {
     "dqmm-column": ("DynamicQuantizeMatMul", lambda: dqmm(b_scale=(5,), zp=True)),
     "mitf-u8s8": ("MatMulIntegerToFloat", lambda: mitf(zp=True, bias=True)),
     "mitf-f16": ("MatMulIntegerToFloat", lambda: mitf(st=F16, bias=True)),
+    "mitf-column": ("MatMulIntegerToFloat", lambda: mitf(b_scale=(5,), zp=True)),
+    "mitf-batch-column": ("MatMulIntegerToFloat", lambda: mitf(a=(3, 4), b=(2, 4, 5),
+                                                                b_scale=(2, 1, 5), zp=True)),
     "mitf-s8u8-batch": ("MatMulIntegerToFloat", lambda: mitf(a=(2, 1, 3, 4), b=(5, 4, 6),
                                                               at=S8, bt=U8)),
     # QGemm

@@ -240,14 +240,19 @@ def _check_matmul_nbits_weights(ctx, op: str, K: int, N: int, bits: int, block: 
     blocks = _ceil_div(K, block)
     blob = 12 if bits == 3 else block * bits // 8
     b = shape(ctx, 1)
+    # a zero dimension in B (the others as stated) is an omitted projection:
+    # Y is the bias or zeros, and the scales and zero points are not read
+    empty = b is not None and len(b) == 3 and 0 in b
     if b is not None:
         want = [N, blocks, blob]
-        # a zero dimension (with the others as stated) is an omitted projection
-        empty = len(b) == 3 and 0 in b
         if len(b) != 3 or any(_static(d) and d != w and not (empty and d == 0)
                               for d, w in zip(b, want)):
             _fail(op, f"input 'B' must have shape {_fmt(want)} (K={K}, N={N}, bits={bits}, "
                       f"block_size={block}), got {_fmt(b)}")
+    _check_shape(op, "g_idx", shape(ctx, 4), [[K], [blocks * block]])
+    _check_shape(op, "bias", shape(ctx, 5), [[N]])
+    if empty:
+        return
     _check_shape(op, "scales", shape(ctx, 2), [[N, blocks], [N * blocks]])
     zp_type = elem_type(ctx, 3)
     if zp_type == T.UINT8:
@@ -258,8 +263,6 @@ def _check_matmul_nbits_weights(ctx, op: str, K: int, N: int, bits: int, block: 
             _fail(op, "input 'zero_points' must be uint8 for bits=3")
         _same_type(op, ctx, 0, 3, "A", "zero_points")
         _check_shape(op, "zero_points", shape(ctx, 3), [[N, blocks], [N * blocks]])
-    _check_shape(op, "g_idx", shape(ctx, 4), [[K], [blocks * block]])
-    _check_shape(op, "bias", shape(ctx, 5), [[N]])
 
 
 def _matmul_nbits() -> LightOpSchema:
