@@ -632,8 +632,9 @@ def _fused_gemm_infer(ctx) -> None:
 def _fused_matmul_infer(ctx) -> None:
     op = "FusedMatMul"
     a, b = shape(ctx, 0), shape(ctx, 1)
-    check_rank(op, "A", a, range(1, 1 << 16))
-    check_rank(op, "B", b, range(1, 1 << 16))
+    for name, dims in (("A", a), ("B", b)):
+        if dims is not None and not dims:
+            _fail(op, name, "must have rank >= 1, got a scalar")
     batch_a, batch_b = attr(ctx, "transBatchA", 0), attr(ctx, "transBatchB", 0)
     if a is None or b is None:
         set_output(ctx, 0, elem_type(ctx, 0), None)
@@ -776,6 +777,8 @@ def _range_infer(ctx) -> None:
             _fail(op, "limit", "gives a number of elements that is not finite")
     else:
         count = -((int(first) - int(last)) // int(step))
+    if count >= 2.0 ** 63:
+        _fail(op, "limit", f"gives {count:g} elements, more than an int64 counts")
     set_output(ctx, 0, t, [max(int(count), 0)])
 
 
