@@ -83,6 +83,12 @@ def register_schemas() -> tuple:
     """
     import onnx.defs
 
+    # onnx.reference builds a by-name table of every schema once, at its
+    # import, and refuses a name two domains define: it must see onnx's
+    # schemas before com.microsoft Attention, Gelu, QuantizeLinear, Range, ...
+    # join their ai.onnx namesakes.
+    import onnx.reference.op_run  # noqa: F401
+
     if not _registered:
         for record in custom_op_schemas() + experimental_op_schemas():
             if not onnx.defs.has(record.name, record.domain):

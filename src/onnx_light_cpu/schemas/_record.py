@@ -27,6 +27,8 @@ class LightParameter(NamedTuple):
     description: str = ""
     optional: bool = False
     variadic: bool = False
+    #: False for a variadic input whose tensors differ in type (QLinearConcat).
+    homogeneous: bool = True
 
 
 class LightAttribute(NamedTuple):
@@ -92,7 +94,8 @@ def _formal(p: LightParameter) -> OpSchema.FormalParameter:
         option = OpSchema.FormalParameterOption.Optional
     else:
         option = OpSchema.FormalParameterOption.Single
-    return OpSchema.FormalParameter(p.name, p.type_str, p.description, param_option=option)
+    return OpSchema.FormalParameter(p.name, p.type_str, p.description, param_option=option,
+                                    is_homogeneous=p.homogeneous)
 
 
 def _attribute(a: LightAttribute) -> OpSchema.Attribute:

@@ -13,13 +13,6 @@ value decides is left unknown.
 
 from __future__ import annotations
 
-# onnx.reference builds its by-name table of schemas once, at import, and
-# refuses two domains sharing a name: it must be built before Attention,
-# RotaryEmbedding, LinearAttention and CausalConvWithState join com.microsoft
-# (their ai.onnx namesakes exist).  Built first, it also keeps the evaluator's
-# default-domain lookups as they were.
-import onnx.reference  # noqa: F401  (imported for that side effect)
-
 from ._infer import add, attr, check_rank, elem_type, merge_dim, product, set_output, shape
 from ._infer import input_type as _input_type
 from ._record import (

@@ -16,12 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-# onnx.reference builds, once at its import, a table of every schema by name
-# that refuses a name defined in two domains (Gelu, Range, Trilu and Unique are
-# also ai.onnx operators): let it see onnx's own schemas before ours are
-# registered (the package imports this module before register_schemas()).
-import onnx.reference.op_run  # noqa: F401
 from onnx import TensorProto, numpy_helper
 
 from ._infer import (

@@ -18,14 +18,7 @@ static shapes, wrong ranks and attribute values the kernels reject raise
 
 from __future__ import annotations
 
-# onnx.reference builds its name -> schema table once, at import, and refuses
-# two domains defining one name: imported after the com.microsoft
-# QuantizeLinear and DequantizeLinear are registered, it raises
-# NotImplementedError.  Importing it first (this module is imported before
-# register_schemas() runs) keeps ``import onnx.reference`` working.
-import onnx.reference  # noqa: F401
 from onnx import TensorProto
-from onnx.defs import OpSchema
 
 from . import _infer
 from ._infer import attr, elem_type, merge_dim, set_output, shape
@@ -35,8 +28,6 @@ from ._record import (
     LightOpSchema,
     LightParameter,
     LightTypeConstraint,
-    _attribute,
-    _formal,
 )
 
 T = TensorProto
@@ -47,35 +38,6 @@ _INT4 = (T.INT4, T.UINT4)
 # GatherBlockQuantized: typed data keeps at most this rank (the core's limit).
 _MAX_TYPED_RANK = 16
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
-
-
-class _HeterogeneousSchema(LightOpSchema):
-    """A record whose variadic input takes tensors of different element types
-    (QLinearConcat's (X, X_scale, X_zero_point) triples): ``LightParameter``
-    has no homogeneity flag, so the variadic parameter is registered with
-    ``is_homogeneous=False`` here."""
-
-    __slots__ = ()
-
-    def to_onnx(self) -> OpSchema:
-        def formal(p: LightParameter) -> OpSchema.FormalParameter:
-            if not p.variadic:
-                return _formal(p)
-            return OpSchema.FormalParameter(
-                p.name, p.type_str, p.description,
-                param_option=OpSchema.FormalParameterOption.Variadic, is_homogeneous=False)
-
-        schema = OpSchema(
-            self.name, self.domain, self.since_version, self.doc,
-            inputs=[formal(p) for p in self.inputs],
-            outputs=[formal(p) for p in self.outputs],
-            type_constraints=[(c.name, list(c.allowed), c.description)
-                              for c in self.type_constraints],
-            attributes=[_attribute(a) for a in self.attributes],
-        )
-        if self.infer is not None:
-            schema.set_type_and_shape_inference_function(self.infer)
-        return schema
 
 
 # ------------------------------------------------------------------ helpers
@@ -860,13 +822,13 @@ def _infer_qlinear_concat(ctx) -> None:
 
 
 def _qlinear_concat() -> LightOpSchema:
-    return _HeterogeneousSchema(
+    return LightOpSchema(
         MS_DOMAIN, "QLinearConcat", 1, QLINEAR_CONCAT_DOC,
         inputs=(
             LightParameter("Y_scale", "TF", "Output scale, one element."),
             LightParameter("Y_zero_point", "T8", "Output zero point, one element."),
             LightParameter("inputs", "TV", "(X, X_scale, X_zero_point) triples.",
-                           variadic=True),
+                           variadic=True, homogeneous=False),
         ),
         outputs=(LightParameter("Y", "T8", "The concatenation, Y_zero_point's type."),),
         attributes=(LightAttribute("axis", "INT", "Concatenation axis (negative from the "
