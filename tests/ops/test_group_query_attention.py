@@ -197,8 +197,9 @@ def random_case(rng, dtype=None, odd=False):
         attrs["local_window_size"] = window
     if rng.random() < 0.3:
         attrs["softcap"] = float(rng.choice([0.5, 5.0]))
-    if rng.random() < 0.2:
-        attrs["smooth_softmax"] = 1
+    u = rng.random()
+    if u < 0.3:  # -1 is ORT's schema default: off, as 0
+        attrs["smooth_softmax"] = 1 if u < 0.2 else -1
     if rng.random() < 0.2:
         attrs["scale"] = float(rng.uniform(0.05, 0.3))
     rot = None
@@ -351,7 +352,7 @@ BAD = [
     (lambda f: f, dict(do_rotary=5), ValueError, "attribute do_rotary must be 0 or 1"),
     (lambda f: f, dict(rotary_interleaved=-1), ValueError,
      "rotary_interleaved must be 0 or 1"),
-    (lambda f: f, dict(smooth_softmax=2), ValueError, "smooth_softmax must be 0 or 1"),
+    (lambda f: f, dict(smooth_softmax=2), ValueError, "smooth_softmax must be one of -1, 0, 1"),
     (lambda f: f, dict(scale=float("nan")), ValueError, "attribute scale must be finite"),
     (lambda f: {**f, "total_sequence_length": np.array(0, np.int32)}, {}, ValueError,
      r"input 6 \('total_sequence_length'\) must be positive"),

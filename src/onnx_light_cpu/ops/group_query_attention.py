@@ -149,7 +149,8 @@ class GroupQueryAttentionBase(KernelOp):
                   Attr("local_window_size", "int", -1),
                   Attr("do_rotary", "flag", 0),
                   Attr("rotary_interleaved", "flag", 0),
-                  Attr("smooth_softmax", "flag", 0),
+                  # -1 is ORT's schema default and means off, as 0 does
+                  Attr("smooth_softmax", "int", 0, allowed=(-1, 0, 1)),
                   Attr("qk_output", "int", 0, allowed=(0, 1, 2)),
                   Attr("sliding_window_cache", "flag", 0),
                   Attr("k_quant_type", "string", "NONE", allowed=QUANT_TYPES),
@@ -172,6 +173,7 @@ class GroupQueryAttentionBase(KernelOp):
         if not math.isfinite(self.softcap):
             self._reject_attribute(f"attribute softcap must be finite, got {self.softcap}")
         self.softcap = max(self.softcap, 0.0)   # <= 0: no softcap, as ORT
+        self.smooth_softmax = self.smooth_softmax == 1
         if window == 0 or window < -1 or window > _INT32_MAX:
             self._reject_attribute(f"attribute local_window_size must be -1 or in "
                                    f"[1, {_INT32_MAX}], got {window}")
