@@ -213,6 +213,31 @@ static inline OLC_TARGET_AVX512 __m512 olc_exp_softmax_avx512(__m512 x) {
 }
 #endif
 
+#if OLC_X86
+/* exp for softmax on AVX2: olc_exp_ps_avx2 for arguments x - max <= 0 (or
+ * NaN).  When every lane is >= -86 (n >= -124, so p 2^n is normal), p 2^n
+ * is one exact product, the same bits as the general path's two; there is
+ * no clamp to apply either.  Other vectors take the general path. */
+static inline OLC_TARGET_AVX2 __m256 olc_exp_softmax_avx2(__m256 x) {
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_LT_OQ)))
+        return olc_exp_ps_avx2(x);
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    __m256 kf = _mm256_fmadd_ps(x, _mm256_set1_ps(OLC_LOG2E), shifter);
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4b400000));
+    kf = _mm256_sub_ps(kf, shifter);
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), x);
+    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_LO), r);
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
+    q = _mm256_fmadd_ps(q, r, one);
+    __m256 p = _mm256_fmadd_ps(q, r, one);
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+#endif
+
 /* One float32 row, in place allowed (y may equal x). */
 static void olc_softmax_f32_scalar(const float *x, float *y, int64_t n) {
     float m = -INFINITY;
@@ -241,22 +266,22 @@ static OLC_TARGET_AVX2 void olc_softmax_f32_avx2(const float *x, float *y, int64
     const __m256 bm = _mm256_set1_ps(m);
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     for (i = 0; i + 16 <= n; i += 16) {
-        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
-        __m256 e1 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), bm));
+        __m256 e0 = olc_exp_softmax_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
+        __m256 e1 = olc_exp_softmax_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), bm));
         _mm256_storeu_ps(y + i, e0);
         _mm256_storeu_ps(y + i + 8, e1);
         s0 = _mm256_add_ps(s0, e0);
         s1 = _mm256_add_ps(s1, e1);
     }
     for (; i + 8 <= n; i += 8) {
-        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
+        __m256 e0 = olc_exp_softmax_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), bm));
         _mm256_storeu_ps(y + i, e0);
         s0 = _mm256_add_ps(s0, e0);
     }
     if (i < n) {
         float buf[8];
         for (int j = 0; j < 8; ++j) buf[j] = i + j < n ? x[i + j] : -INFINITY; /* exp -> 0 */
-        __m256 e0 = olc_exp_ps_avx2(_mm256_sub_ps(_mm256_loadu_ps(buf), bm));
+        __m256 e0 = olc_exp_softmax_avx2(_mm256_sub_ps(_mm256_loadu_ps(buf), bm));
         _mm256_storeu_ps(buf, e0);
         memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
         s0 = _mm256_add_ps(s0, e0);
