@@ -72,6 +72,20 @@ def _constant_int(ctx, i: int) -> int | None:
     return int(values[0]) if values.size == 1 else None
 
 
+def _propagated_int(ctx, i: int) -> int | None:
+    """The single static integer data propagation found for input ``i``
+    (``infer_shapes(..., data_prop=True)``: a value computed from shapes, such
+    as the builders' Shape -> Gather -> Cast of the attention mask's width),
+    or None."""
+    if i >= ctx.get_num_inputs() or not ctx.has_input(i):
+        return None
+    get = getattr(ctx, "get_symbolic_input", None)
+    data = get(i) if get is not None else None
+    if data is None or len(data.dim) != 1 or not data.dim[0].HasField("dim_value"):
+        return None
+    return int(data.dim[0].dim_value)
+
+
 def _max(a, b):
     """max(a, b) of two static dims, None otherwise."""
     if isinstance(a, int) and isinstance(b, int):
@@ -548,6 +562,8 @@ def _infer_gqa(ctx) -> None:
         _same(op, "total_sequence_length", td, 0, 1, "one value")
 
     total = _constant_int(ctx, 6)
+    if total is None:
+        total = _propagated_int(ctx, 6)
     if not has_past:  # no cache: total_sequence_length must be the sequence length
         if isinstance(total, int) and isinstance(s, int) and total != s:
             raise ValueError(f"{op}: input 'total_sequence_length' is {total}, expected the "
