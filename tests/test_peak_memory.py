@@ -175,6 +175,22 @@ def build_cases():
                       c("MatMulNBits", [R(rng, M, K, dtype=dt), U8(rng, N, nb, block // 2),
                                         (rng.random((N, nb)) * 0.01).astype(dt)],
                         const, K=K, N=N, bits=4, block_size=block, accuracy_level=level)))
+    # MatMulNBits variants: zero points (packed uint8, float), bias, 8 and 2 bits, g_idx
+    K, N, nb = 256, 128, 8
+    g_idx = (np.arange(K) // 32).astype(np.int32)
+    for label, ins, const, attrs in [
+            ("zp-uint8-bias", [R(rng, 8, K), U8(rng, N, nb, 16), R(rng, N, nb),
+                               U8(rng, N, nb // 2), None, R(rng, N)], (1, 2, 3), {}),
+            ("zp-float-acc4", [R(rng, 8, K), U8(rng, N, nb, 16), R(rng, N, nb),
+                               R(rng, N, nb)], (1, 2, 3), {"accuracy_level": 4}),
+            ("bits8", [R(rng, 64, K), U8(rng, N, nb, 32), R(rng, N, nb)], (1, 2), {"bits": 8}),
+            ("bits2", [R(rng, 64, K), U8(rng, N, nb, 8), R(rng, N, nb)], (), {"bits": 2}),
+            ("g_idx-c3", [R(rng, 16, K), U8(rng, N, nb, 16), R(rng, N, nb), None, g_idx],
+             (1, 2, 4), {}),
+            ("g_idx-c0", [R(rng, 16, K), U8(rng, N, nb, 16), R(rng, N, nb), None, g_idx],
+             (), {})]:
+        attrs = {"K": K, "N": N, "bits": 4, "block_size": 32, **attrs}
+        cases.append((f"MatMulNBits-{label}", c("MatMulNBits", ins, const, **attrs)))
     # MultiHeadAttention: prefill, decode with a past, bias, qk, causal, key lengths
     for B, S, L, N, H, P, extra in [
             (2, 64, 64, 4, 32, 0, ""), (1, 1, 1, 8, 64, 300, ""), (2, 32, 32, 4, 16, 0, "bias"),
@@ -201,6 +217,27 @@ def build_cases():
         cases.append((f"GroupQueryAttention-B{B}-S{S}-{N}x{Nkv}-P{P}-rot{rotary}",
                       c("GroupQueryAttention", ins, n_out=3, num_heads=N, kv_num_heads=Nkv,
                         do_rotary=rotary)))
+    B, S, N, Nkv, H = 1, 16, 8, 2, 32
+    seqlens, total = np.full((B,), S - 1, np.int32), np.array(S, np.int32)
+    cases += [
+        ("GroupQueryAttention-packed", c("GroupQueryAttention", [
+            R(rng, B, S, (N + 2 * Nkv) * H), None, None, None, None, seqlens, total],
+            n_out=3, num_heads=N, kv_num_heads=Nkv)),
+        ("GroupQueryAttention-packed-rotary", c("GroupQueryAttention", [
+            R(rng, B, S, (N + 2 * Nkv) * H), None, None, None, None, seqlens, total,
+            R(rng, S + 4, H // 2), R(rng, S + 4, H // 2)], n_out=3, num_heads=N,
+            kv_num_heads=Nkv, do_rotary=1)),
+        ("GroupQueryAttention-qk", c("GroupQueryAttention", [
+            R(rng, B, S, N * H), R(rng, B, S, Nkv * H), R(rng, B, S, Nkv * H), None, None,
+            seqlens, total], n_out=4, num_heads=N, kv_num_heads=Nkv, qk_output=1)),
+        ("MultiHeadAttention-cross-rank4", c("MultiHeadAttention", [
+            R(rng, 2, 16, 128), R(rng, 2, 4, 24, 32), R(rng, 2, 4, 24, 32)], num_heads=4)),
+        ("Attention-lengths-past", c("Attention", [
+            R(rng, 2, 4, 64), R(rng, 64, 192), R(rng, 192), np.array([6, 5], np.int32),
+            R(rng, 2, 2, 4, 8, 16)], (1,), n_out=2, num_heads=4)),
+        ("Attention-mask2d", c("Attention", [R(rng, 2, 16, 64), R(rng, 64, 192), R(rng, 192),
+                                             np.ones((2, 16), np.int32)], (1,), num_heads=4)),
+    ]
     # Attention: fused projection (constant float32 weights), unfused, float16, present
     for B, S, Hin, N, const, dt, present in [
             (2, 64, 128, 4, (1,), F32, 0), (2, 64, 128, 4, (), F32, 0),
@@ -245,6 +282,24 @@ def build_cases():
         cases.append((f"QMoE-T{T}-E{E}-bits{bits}-block{block}-c{len(const)}-acc{level}",
                       c("QMoE", ins, const, k=2, expert_weight_bits=bits, block_size=block,
                         accuracy_level=level)))
+    T, H, inter, E = 16, 64, 64, 4
+    cases += [
+        ("QMoE-zero-points", c("QMoE", [
+            R(rng, T, H), R(rng, T, E), U8(rng, E, inter, H // 2), R(rng, E, inter, H // 32),
+            None, U8(rng, E, H, inter // 2), R(rng, E, H, inter // 32), None, None, None, None,
+            U8(rng, E, inter, 1), U8(rng, E, H, 1)], (2, 3, 5, 6, 11, 12), k=2,
+            expert_weight_bits=4, block_size=32)),
+        ("QMoE-fc3-silu-panels", c("QMoE", [
+            R(rng, 8 * T, H), R(rng, 8 * T, E), U8(rng, E, inter, H // 2),
+            R(rng, E, inter, H // 32), None, U8(rng, E, H, inter // 2),
+            R(rng, E, H, inter // 32), None, U8(rng, E, inter, H // 2),
+            R(rng, E, inter, H // 32)], (2, 3, 5, 6, 8, 9), k=2, expert_weight_bits=4,
+            block_size=32, activation_type="silu")),
+        ("MoE-c0-float16", c("MoE", [R(rng, T, H, dtype=F16), R(rng, T, E, dtype=F16),
+                                     R(rng, E, inter, H, dtype=F16), R(rng, E, inter, dtype=F16),
+                                     R(rng, E, H, inter, dtype=F16), R(rng, E, H, dtype=F16)],
+                             k=2)),
+    ]
     # int8 GEMMs
     for M, K, N, const in [(64, 128, 256, (1,)), (64, 128, 256, ()), (1, 256, 512, (1,))]:
         ins = [R(rng, M, K), I8(rng, K, N), np.array(0.01, F32), np.array(0, np.int8),
@@ -358,7 +413,7 @@ def test_numpy_scratch_and_prepared(case):
     assert any(n.startswith("onnx_light_cpu::") for n in m["names"]), m["names"]
     # second run: scratch allocated besides what the evaluator keeps
     _check_between("NumPy scratch of a run", e.numpy - e.pooled,
-                   m["peak"] - m["outputs"], m["peak"])
+                   m["peak"] - m["outputs"], m["peak"])  # (NumPy's part: C excluded)
     # first run: what stays (prepared weights, kept scratch slots)
     kept = e.prepared + e.pooled
     assert abs(m["kept"] - kept) <= tol(kept), (
@@ -373,19 +428,26 @@ def test_numpy_scratch_and_prepared(case):
     assert got == PeakMemory(e.scratch(), e.prepared)
 
 
-@pytest.mark.parametrize("case", [case for name, case in CASES if name.startswith("MatMulNBits")],
-                         ids=[name for name in IDS if name.startswith("MatMulNBits")])
+NBITS_CORE = [name for name in IDS if name.startswith("MatMulNBits") and "g_idx" not in name]
+
+
+@pytest.mark.parametrize("case", [dict(CASES)[name] for name in NBITS_CORE], ids=NBITS_CORE)
 def test_matmul_nbits_native_against_core(case):
     """The C side of MatMulNBits against the core's own figures
-    (PreparedWeights.scratch_bytes: olc_nb_scratch / olc_q8_scratch)."""
+    (PreparedWeights.scratch_bytes: olc_nb_scratch / olc_q8_scratch; g_idx
+    runs in NumPy, measured above)."""
     e = estimate_of(case)
     m = measure_numpy(case)
     node = m["node"]
     assert e.native == node.scratch_bytes
     if any(i in case[2] for i in (1, 2)):   # prepared once: the core counts its arrays
-        N, nb = case[1][2].shape
-        # (the adapter widens half-type scales before the core sees them)
-        widened = N * nb * 4 if case[1][2].dtype != np.float32 else 0
+        inputs = case[1]
+        N, nb = inputs[2].shape
+        # the adapter widens half-type scales and float zero points before
+        # the core sees them: kept, but not counted by the core
+        widened = N * nb * 4 if inputs[2].dtype != np.float32 else 0
+        if len(inputs) > 3 and inputs[3] is not None and inputs[3].dtype != np.uint8:
+            widened += N * nb * 4
         assert e.prepared == node.prepared_bytes + widened
 
 

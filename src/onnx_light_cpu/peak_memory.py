@@ -119,22 +119,24 @@ class _Estimate(NamedTuple):
     native: int = 0     # C malloc of one run (tracemalloc does not)
     prepared: int = 0   # prepared once from initializers
     pooled: int = 0     # part of ``numpy`` the evaluator's pool keeps between runs
-    # the C scratch is freed before the rest of the NumPy scratch is made
-    # (Attention's projection, then its attention): the peak is the larger
-    sequential: bool = False
+    # The NumPy bytes alive while the C scratch is (pooled part included);
+    # None: all of ``numpy``.  Less where the phases do not overlap (e.g.
+    # Attention's projection, then its attention): the peak is then the
+    # larger phase.
+    native_with: int | None = None
 
     def __add__(self, other):  # field-wise, not tuple concatenation
-        return _Estimate(*(a + b for a, b in zip(self[:4], other[:4])),
-                         self.sequential or other.sequential)
+        if self.native_with is not None or other.native_with is not None:
+            raise ValueError("estimates with phases are not added")
+        return _Estimate(*(a + b for a, b in zip(self[:4], other[:4])))
 
     def scratch(self, reused_pool: bool = False) -> int:
         """Peak scratch of a run; ``reused_pool``: of a run that finds its
         kept scratch slots in the pool (any run after the first)."""
-        pooled = 0 if reused_pool else self.pooled
-        numpy = self.numpy - self.pooled + pooled
-        if self.sequential:
-            return max(numpy, pooled + self.native)
-        return numpy + self.native
+        drop = self.pooled if reused_pool else 0
+        numpy = self.numpy - drop
+        with_native = (self.numpy if self.native_with is None else self.native_with) - drop
+        return max(numpy, with_native + self.native)
 
 
 # -- the node's view -----------------------------------------------------------
@@ -372,11 +374,23 @@ def _nb_rows_prepared(N, nb, block, bits) -> int:
     return groups * nb * block * (8 if bits == 4 else 16) + 2 * groups * nb * 16 * 4
 
 
+#: OpenBLAS' buffer for one sgemm call (NumPy's matmul of matrices; matrix
+#: times vector takes none): measured 512 KiB + 88 with the OpenBLAS of
+#: NumPy's wheels (0.3.x); another BLAS differs.
+_BLAS_WORKSPACE = 524376
+
+
 def _int8_format(bits, block) -> bool:
     return bits != 2 or 32 <= block <= 128
 
 
 def _matmul_nbits(c: _Node) -> _Estimate:
+    """ops/matmul_nbits.py and _kernels/matmul_nbits.pyx: float32 copies of
+    half-type A and Y, the prepared weights (float32 scales and zero points;
+    int8 layout olc_q8_prepare or panel rows olc_nb_prepare_rows), kept when
+    B, scales and zero points are initializers; C scratch olc_q8_scratch or
+    olc_nb_scratch (route olc_nb_route).  g_idx: dense float32 weights and
+    NumPy's matmul (BLAS workspace)."""
     a = c.shape(0)
     dt = c.dtype(0)
     K, N = int(c.attr("K")), int(c.attr("N"))
@@ -396,9 +410,12 @@ def _matmul_nbits(c: _Node) -> _Estimate:
         const = const and c.is_const(4)
         dense = K * N * 4
         call = M * K * 4 + M * N * 4 + (c.has(5) and N * 4 or 0)
+        blas = _BLAS_WORKSPACE if M > 1 else 0  # float32 A @ dense weights by NumPy
         if const:
-            return _Estimate(numpy=call, prepared=dense)
-        return _Estimate(numpy=call + 3 * dense)
+            return _Estimate(numpy=call, native=blas, prepared=dense)
+        # codes, gathered scales, their product and its transposed copy
+        # (measured: 4 float32 [K, N] arrays at once), then the product
+        return _Estimate(numpy=call + 4 * dense, native=blas, native_with=call + dense)
     # what preparation keeps: float32 scales (a copy unless float32 already),
     # float32 zero points (uint8 ones are unpacked, then widened)
     kept = (N * nb * 4 if c.dtype(2) != _F32 else 0) + (N * nb * 4 if has_zp else 0)
@@ -437,6 +454,9 @@ _EXCLUDING_FILTER = -1e4  # ops/attention.py EXCLUDING_FILTER: filters at or bel
 
 
 def _multi_head_attention(c: _Node) -> _Estimate:
+    """ops/multi_head_attention.py: biased projections, key-padding and
+    causal key ranges or additive masks, the engine's buffers
+    (engines/attention.pyx ``attend``), or the dense scores for output qk."""
     q = c.shape(0)
     n = int(c.attr("num_heads"))
     B, S = q[0], q[1]
@@ -477,6 +497,9 @@ def _multi_head_attention(c: _Node) -> _Estimate:
 
 
 def _group_query_attention(c: _Node) -> _Estimate:
+    """ops/group_query_attention.py: core.gqa_rows' per-row arrays, the
+    rotated query and key copies, a float32 bias or sink, the engine's
+    buffers; output_qk's float32 scores after it."""
     q = c.shape(0)
     dt = c.dtype(0)
     item = dt.itemsize
@@ -510,6 +533,12 @@ _FUSED_TASKS_PER_THREAD = 2  # ops/microsoft_attention.py FUSED_TASKS_PER_THREAD
 
 
 def _microsoft_attention(c: _Node) -> _Estimate:
+    """ops/microsoft_attention.py: fused (float32, constant weights, no
+    cache): the per-head projection slot (kept), packed per-head weights
+    (prepared), attend_projected's buffers and each task's olc_sgemm A
+    panels.  Unfused: the float32 projection (a kept slot; a half-type copy
+    too), packed weights or the GEMM's B blocks (olc_sgemm), then the
+    engine's buffers."""
     from .ops import microsoft_attention as mod
     x = c.shape(0)
     B, S, hin = x
@@ -568,10 +597,13 @@ def _microsoft_attention(c: _Node) -> _Estimate:
         pooled += m * total * dt.itemsize
     numpy += pooled + _attention_engine(B, n, n, S, T, h, hv, attn_threads)
     return _Estimate(numpy=numpy, native=native, prepared=prepared, pooled=pooled,
-                     sequential=True)
+                     native_with=pooled)
 
 
 def _qattention(c: _Node) -> _Estimate:
+    """ops/qattention.py: the float32 projection (a kept slot), the packed
+    int8 weights (gemm_int8 packed_size + colsum_size), olc_i8_gemm_run's A
+    panels and row sums, the engine's buffers."""
     from ._kernels.engines import gemm_int8
     x = c.shape(0)
     B, S, hin = x
@@ -620,6 +652,9 @@ def _moe_tokens(c: _Node) -> tuple[int, int]:
 
 
 def _moe(c: _Node) -> _Estimate:
+    """ops/moe.py and olc_moe.h: experts packed for the float GEMM
+    (moe.pyx pack_float, prepared when constant), float32 copies of half
+    types, olc_moe_forward's row tiles and routing arrays."""
     T, H = _moe_tokens(c)
     dt = c.dtype(0)
     E, rows1, _ = c.shape(2)
@@ -655,6 +690,10 @@ _PANEL_MIN_ROWS = 24  # ops/moe.py PANEL_MIN_ROWS
 
 
 def _qmoe(c: _Node) -> _Estimate:
+    """ops/moe.py QMoE: experts converted once for the MatMulNBits engines
+    (prepare_nbits) or the panel decoder (pack_codes), olc_moe_forward's
+    tiles, and per projection the engine's C scratch (olc_nb_scratch,
+    olc_q8_scratch, or a K x OLC_MOE_CHUNK decoded chunk a thread)."""
     T, H = _moe_tokens(c)
     dt = c.dtype(0)
     E = c.shape(2)[0]
@@ -778,6 +817,9 @@ def _matmul_shapes(a, b):
 
 
 def _integer_to_float(c: _Node, a_index: int, b_index: int, out_dtype) -> _Estimate:
+    """ops/quantization.py (DynamicQuantizeMatMul, MatMulIntegerToFloat): B
+    packed (prepared when constant), a float32 result slot for half types,
+    olc_i8_gemm_run's A panels and row sums."""
     batches, M, K, N, b_batches = _matmul_shapes(c.shape(a_index), c.shape(b_index))
     pack = _int8_pack(K, N, b_batches)
     numpy = pooled = 0
@@ -801,6 +843,9 @@ def _matmul_integer_to_float(c: _Node) -> _Estimate:
 
 
 def _qgemm(c: _Node) -> _Estimate:
+    """ops/quantization.py QGemm: int32 accumulator and product (kept
+    slots), the float32 epilogue in NumPy, B packed (prepared when
+    constant), olc_i8_gemm_run's A panels."""
     a, b = c.shape(0), c.shape(3)
     transA, transB = int(c.attr("transA", 0)), int(c.attr("transB", 0))
     M, K = (a[1], a[0]) if transA else a
@@ -823,6 +868,9 @@ _NUMPY_UFUNC_BUFFER = 8192 * 8  # NumPy's NPY_BUFSIZE elements, float64
 # -- float GEMMs -----------------------------------------------------------------
 
 def _fused_matmul(c: _Node) -> _Estimate:
+    """ops/fused_matmul.py on the GEMM engine: B packed once when constant
+    (MatMul's _packed_b), olc_sgemm's A panels and B blocks, a float32
+    product for half types."""
     a, b = c.shape(0), c.shape(1)
     if int(c.attr("transA", 0)) and len(a) >= 2:
         a = a[:-2] + (a[-1], a[-2])
@@ -843,6 +891,8 @@ def _fused_matmul(c: _Node) -> _Estimate:
 
 
 def _fused_gemm(c: _Node) -> _Estimate:
+    """ops/matmul.py Gemm with the activation epilogue: as FusedMatMul, plus
+    NumPy's handling of beta * C."""
     a, b = c.shape(0), c.shape(1)
     M = a[1] if int(c.attr("transA", 0)) else a[0]
     K = a[0] if int(c.attr("transA", 0)) else a[1]
