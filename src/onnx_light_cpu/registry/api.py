@@ -10,6 +10,14 @@ from .records import MicrosoftKernelImplementation, RegisteredKernel, table_doma
 OPTIMIZED = MicrosoftKernelImplementation.OPTIMIZED
 
 
+def _register_support() -> None:
+    """Schemas, memory estimates and fusion patterns of the operators
+    (support.register_operator_support: once, then a no-op)."""
+    from ..support import register_operator_support
+
+    register_operator_support()
+
+
 def _collect(policy, domain: str | None = None, op_type: str | None = None):
     """Entries of one registration pass, grouped by table key."""
     entries: dict[tuple[str, str], list[tuple[RegisteredKernel, type]]] = {}
@@ -47,6 +55,7 @@ def register_kernels_global(
     ``fold_constants=False``: evaluators constructed from now on compute
     their constant subgraphs on every run instead of once (registry/fold.py).
     """
+    _register_support()
     entries = _collect(microsoft_implementation)
     fold.GLOBAL_SETTING["fold_constants"] = bool(fold_constants)
     with hook.GLOBAL_LOCK:
@@ -66,6 +75,7 @@ def register_kernel_global(
     replace: bool = True,
 ) -> int:
     """Install the kernel of one operator for evaluators constructed from now on."""
+    _register_support()
     entries = _collect(microsoft_implementation, domain, op_type)
     with hook.GLOBAL_LOCK:
         return _install(hook.GLOBAL_TABLE, entries, replace)
@@ -104,6 +114,7 @@ def register_kernels_for_session(
     evaluator.  ``replace=False`` keeps only the evaluator's own earlier
     entries.
     """
+    _register_support()
     entries = _collect(microsoft_implementation)
     hook.context_of(sess).fold_constants = bool(fold_constants)
     return _register_for_session(sess, entries, replace)
@@ -118,6 +129,7 @@ def register_kernel_for_session(
     replace: bool = True,
 ) -> int:
     """Install the kernel of one operator into one evaluator."""
+    _register_support()
     entries = _collect(microsoft_implementation, domain, op_type)
     return _register_for_session(sess, entries, replace)
 
