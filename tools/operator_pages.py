@@ -13,14 +13,15 @@ what runs: the inventory (``registered_kernels()``), the schemas (our
 from __future__ import annotations
 
 import argparse
+import inspect
 import pathlib
 import sys
 
 import onnx.defs
-from onnx_light_cpu.support import operator_support
 
 import onnx_light_cpu as olc
 from onnx_light_cpu import schemas
+from onnx_light_cpu.support import operator_support
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 PAGES = DOCS / "operators"
@@ -134,6 +135,7 @@ def _support_rows(kernel, support) -> list[tuple[str, str]]:
     def name(fn):
         if fn is None:
             return "Not provided"
+        fn = inspect.unwrap(fn)
         qualname = fn.__qualname__.split(".<locals>")[0]  # a closure: its factory
         return f"``{fn.__module__}.{qualname}``"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import schemas as _schemas  # registers the onnx.defs schemas
 from ._kernels._cpu import BUILT_WITH_OPENMP
+from .peak_memory import ModelPeakMemory, NodePeakMemory, PeakMemory, peak_memory, peak_memory_bytes
 from .registry import hook as _hook
 from .registry.api import (
     clear_used_kernel_names,
@@ -34,6 +35,7 @@ from .schemas import (
     operator_schema_lookup,
 )
 from .simd import available_simd_levels, simd_level
+from .support import OperatorSupport, operator_support, register_operator_support
 from .threads import get_default_num_threads, set_default_num_threads
 
 __version__ = "0.1.0"
@@ -45,6 +47,10 @@ __all__ = [
     "BUILT_WITH_OPENMP",
     "LightOpSchema",
     "MicrosoftKernelImplementation",
+    "ModelPeakMemory",
+    "NodePeakMemory",
+    "OperatorSupport",
+    "PeakMemory",
     "RegisteredKernel",
     "available_simd_levels",
     "clear_used_kernel_names",
@@ -53,6 +59,10 @@ __all__ = [
     "get_default_num_threads",
     "get_num_threads_for_session",
     "operator_schema_lookup",
+    "operator_support",
+    "peak_memory",
+    "peak_memory_bytes",
+    "register_operator_support",
     "register_kernel_for_session",
     "register_kernel_global",
     "register_kernels",

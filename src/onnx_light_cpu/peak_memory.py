@@ -1112,6 +1112,7 @@ def _bind(key, op_type: str) -> Callable:
 
     estimate.__name__ = f"peak_memory_{op_type}"
     estimate.__doc__ = _FUNCTIONS[key].__doc__ or f"Memory estimate of {op_type}."
+    estimate.__wrapped__ = _FUNCTIONS[key]  # what the docs pages name
     return estimate
 
 
