@@ -11,7 +11,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 from onnx_light_cpu import fusion, schemas, support
-from onnx_light_cpu.peak_memory import PeakMemory
+from onnx_light_cpu.memory_estimate import PeakMemory
 from onnx_light_cpu.registry import api, hook
 from onnx_light_cpu.support import OperatorSupport, operator_support, register_operator_support
 

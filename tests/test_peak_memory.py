@@ -50,8 +50,8 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu import peak_memory as pm
-from onnx_light_cpu.peak_memory import PeakMemory, peak_memory, peak_memory_bytes
+from onnx_light_cpu import memory_estimate as pm
+from onnx_light_cpu.memory_estimate import PeakMemory, peak_memory, peak_memory_bytes
 
 MS = "com.microsoft"
 F32, F16 = np.float32, np.float16

@@ -88,3 +88,16 @@ def test_builtin_fails_clearly_ours_runs():
     want = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + np.float32(1e-6))
     np.testing.assert_allclose(inv, want, rtol=1e-5)
     np.testing.assert_allclose(y, x * want, rtol=1e-5, atol=1e-6)
+
+
+def test_every_custom_kernel_has_a_registered_schema_with_inference():
+    kernels = {k.op_type for k in olc.registered_kernels() if k.domain == "com.microsoft"}
+    records = {r.name: r for r in olc.custom_op_schemas()}
+    assert set(records) == kernels
+    for name, record in records.items():
+        assert record.infer is not None, name
+        assert onnx.defs.has(name, "com.microsoft"), name
+        assert olc.operator_schema_lookup(name, "com.microsoft").since_version == \
+            record.since_version
+    assert [r.name for r in olc.experimental_op_schemas()] == ["SimplifiedLayerNormalization"]
+    assert all(r.doc == "" for r in olc.custom_op_schemas(init_doc=False))

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from . import schemas as _schemas  # registers the onnx.defs schemas
 from ._kernels._cpu import BUILT_WITH_OPENMP
-from .peak_memory import ModelPeakMemory, NodePeakMemory, PeakMemory, peak_memory, peak_memory_bytes
+from .memory_estimate import (
+    ModelPeakMemory,
+    NodePeakMemory,
+    PeakMemory,
+    peak_memory,
+    peak_memory_bytes,
+)
 from .registry import hook as _hook
 from .registry.api import (
     clear_used_kernel_names,

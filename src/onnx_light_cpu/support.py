@@ -7,7 +7,7 @@ per experimental default-domain operator (SimplifiedLayerNormalization):
   :class:`~onnx_light_cpu.schemas.LightOpSchema` record (None while the
   operator has no record);
 - ``peak_memory``: its memory estimate (``peak_memory_bytes`` bound to the
-  operator, see :mod:`onnx_light_cpu.peak_memory`), or None;
+  operator, see :mod:`onnx_light_cpu.memory_estimate`), or None;
 - ``fusion_patterns``: the names of the graph rewrites of
   :mod:`onnx_light_cpu.fusion` that produce or rewrite the operator;
 - ``gradient``: whether a gradient is available (none yet).
@@ -52,14 +52,12 @@ class OperatorSupport(NamedTuple):
 
 
 def _custom_operators() -> set[tuple[str, str]]:
-    """(domain, op_type) of every com.microsoft kernel the package runs and
-    of the experimental default-domain operators (from the schema records
-    and the kernel inventory; nothing is installed)."""
-    from .registry.inventory import registered_kernels
+    """(domain, op_type) of every com.microsoft and experimental operator the
+    package runs: those with a schema record (tests/test_schemas.py holds the
+    records equal to the com.microsoft kernel inventory)."""
     from .schemas import custom_op_schemas, experimental_op_schemas
 
-    ops = {(MS_DOMAIN, k.op_type) for k in registered_kernels() if k.domain == MS_DOMAIN}
-    ops |= {(MS_DOMAIN, r.name) for r in custom_op_schemas(init_doc=False)}
+    ops = {(MS_DOMAIN, r.name) for r in custom_op_schemas(init_doc=False)}
     ops |= {(EXPERIMENTAL_DOMAIN, r.name) for r in experimental_op_schemas(init_doc=False)}
     return ops
 
@@ -78,7 +76,7 @@ def _inference(domain: str, op_type: str) -> Callable | None:
 def operator_support() -> tuple[OperatorSupport, ...]:
     """One :class:`OperatorSupport` per custom and experimental operator,
     sorted by (domain, op_type); registers and runs nothing."""
-    from .peak_memory import memory_function
+    from .memory_estimate import memory_function
 
     return tuple(
         OperatorSupport(domain, op_type, _inference(domain, op_type),

@@ -9,6 +9,8 @@ models that use them.  An operator that ``onnx.defs`` already defines (a newer
 
 from __future__ import annotations
 
+import functools
+
 from . import (
     microsoft_attention,
     microsoft_misc,
@@ -36,8 +38,15 @@ EXPERIMENTAL_FAMILIES = (simplified_layer_normalization,)
 _registered: list = []
 
 
+@functools.cache
+def _records(family) -> tuple:
+    """A family's records, built once: each record (its inference function
+    included) is then one object wherever it is looked up."""
+    return family.schemas()
+
+
 def _select(families, op_type: str, init_doc: bool) -> tuple:
-    records = [r for family in families for r in family.schemas()
+    records = [r for family in families for r in _records(family)
                if not op_type or r.name == op_type]
     if not init_doc:
         records = [r.without_doc() for r in records]
