@@ -227,6 +227,19 @@ def _infer_qattention(ctx) -> None:
                     out_elem=elem_type(ctx, 2), sizes=())
 
 
+# The attributes Attention and QAttention share.
+_ATTENTION_ATTRIBUTES = (
+    A("do_rotary", "INT", "1: rotate q and k (not run by this package)."),
+    A("mask_filter_value", "FLOAT", "Added to a masked key's score (-10000 when "
+      "absent)."),
+    A("num_heads", "INT", "Number of heads.", required=True),
+    A("past_present_share_buffer", "INT", "1: past and present share one buffer "
+      "(not run by this package)."),
+    A("scale", "FLOAT", "Score scale; absent or 0: 1/sqrt(head size)."),
+    A("unidirectional", "INT", "1: causal (query s sees keys up to P + s).", 0),
+)
+
+
 def _attention_schema() -> LightOpSchema:
     return LightOpSchema(
         MS_DOMAIN, "Attention", 1, ATTENTION_DOC,
@@ -246,17 +259,9 @@ def _attention_schema() -> LightOpSchema:
             P("present", "T", "Past and new keys and values (2, B, N, P + S, H).",
               optional=True),
         ),
-        attributes=(
-            A("do_rotary", "INT", "1: rotate q and k (not run by this package)."),
-            A("mask_filter_value", "FLOAT", "Added to a masked key's score (-10000 when "
-              "absent)."),
-            A("num_heads", "INT", "Number of heads.", required=True),
-            A("past_present_share_buffer", "INT", "1: past and present share one buffer "
-              "(not run by this package)."),
+        attributes=_ATTENTION_ATTRIBUTES + (
             A("qkv_hidden_sizes", "INTS", "Dq, Dk, Dv: the weights' column split."),
             A("rotary_embedding_dim", "INT", "Rotated channels with do_rotary."),
-            A("scale", "FLOAT", "Score scale; absent or 0: 1/sqrt(head size)."),
-            A("unidirectional", "INT", "1: causal (query s sees keys up to P + s).", 0),
         ),
         type_constraints=(
             C("T", FLOAT_TYPES, "Float activations, weights and caches."),
@@ -286,16 +291,7 @@ def _qattention_schema() -> LightOpSchema:
             P("present", "T3", "Past and new keys and values (2, B, N, P + S, H).",
               optional=True),
         ),
-        attributes=(
-            A("do_rotary", "INT", "1: rotate q and k (not run by this package)."),
-            A("mask_filter_value", "FLOAT", "Added to a masked key's score (-10000 when "
-              "absent)."),
-            A("num_heads", "INT", "Number of heads.", required=True),
-            A("past_present_share_buffer", "INT", "1: past and present share one buffer "
-              "(not run by this package)."),
-            A("scale", "FLOAT", "Score scale; absent or 0: 1/sqrt(head size)."),
-            A("unidirectional", "INT", "1: causal (query s sees keys up to P + s).", 0),
-        ),
+        attributes=_ATTENTION_ATTRIBUTES,
         type_constraints=(
             C("T1", QUANTIZED, "Quantized input."),
             C("T2", QUANTIZED, "Quantized weight."),
