@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pytest
 
-from ._harness import CONTENDERS, bench_contender, make_case
+from ._harness import CONTENDERS, INT8_WEIGHTS, bench_contender, make_case
 
 THREADS = (1, 2)
 # (op, A shape, B shape)
@@ -45,7 +45,7 @@ def _label(shape) -> str:
 def integer_case(op_type, shape_a, shape_b):
     rng = np.random.default_rng(shape_b[-1])
     a = rng.integers(0, 256, shape_a).astype(np.uint8)
-    b = rng.integers(-128, 128, shape_b).astype(np.int8)
+    b = rng.integers(*INT8_WEIGHTS, shape_b).astype(np.int8)
     if op_type == "MatMulInteger":
         feeds = {"A": a, "B": b, "a_zero_point": np.array(128, np.uint8),
                  "b_zero_point": np.array(3, np.int8)}

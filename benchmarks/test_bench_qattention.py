@@ -17,7 +17,7 @@ import onnx
 import pytest
 from onnx import helper as oh
 
-from ._harness import Case, bench_contender, naive_checked_case, node_model
+from ._harness import INT8_WEIGHTS, Case, bench_contender, naive_checked_case, node_model
 
 MS = "com.microsoft"
 THREADS = (1, 2)
@@ -32,7 +32,7 @@ def qattention_model(b: int, s: int) -> tuple[onnx.ModelProto, dict]:
     lengths[b // 2:] = s * 3 // 4
     total = 3 * HIDDEN
     init = {
-        "weight": rng.integers(-128, 128, (HIDDEN, total)).astype(np.int8),
+        "weight": rng.integers(*INT8_WEIGHTS, (HIDDEN, total)).astype(np.int8),
         "bias": rng.standard_normal(total).astype(np.float32),
         "input_scale": np.array(0.02, np.float32),
         "weight_scale": (rng.uniform(0.5, 1.5, total) / (100 * np.sqrt(HIDDEN))

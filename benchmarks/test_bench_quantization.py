@@ -22,7 +22,14 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from ._harness import DEFAULT_IR_VERSION, DEFAULT_OPSET, Case, bench_contender, prepare_ort
+from ._harness import (
+    DEFAULT_IR_VERSION,
+    DEFAULT_OPSET,
+    INT8_WEIGHTS,
+    Case,
+    bench_contender,
+    prepare_ort,
+)
 
 MS = "com.microsoft"
 THREADS = (1, 2)
@@ -35,7 +42,7 @@ SHAPES = ((128, 768, 768), (128, 768, 3072), (128, 3072, 768), (3072, 768, 3072)
 def make_model(op_type: str, M: int, K: int, N: int):
     """The node with B and its parameters as initializers; (model, feeds)."""
     rng = np.random.default_rng(K + N)
-    b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    b = rng.integers(*INT8_WEIGHTS, (K, N)).astype(np.int8)
     b_scale = (rng.random(N) * 0.01 + 0.001).astype(np.float32)
     b_zp = rng.integers(-3, 4, N).astype(np.int8)
     bias = rng.standard_normal(N).astype(np.float32)
