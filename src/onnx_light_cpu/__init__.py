@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import schemas as _schemas  # registers the onnx.defs schemas
 from ._kernels._cpu import BUILT_WITH_OPENMP
+from .generation import DecoderSpec, GenerationStats, Generator, decoder_spec
 from .memory_estimate import (
     ModelPeakMemory,
     NodePeakMemory,
@@ -51,6 +52,9 @@ _hook.install()
 __all__ = [
     "MissingOperatorsError",
     "BUILT_WITH_OPENMP",
+    "DecoderSpec",
+    "GenerationStats",
+    "Generator",
     "LightOpSchema",
     "MicrosoftKernelImplementation",
     "ModelPeakMemory",
@@ -61,6 +65,7 @@ __all__ = [
     "available_simd_levels",
     "clear_used_kernel_names",
     "custom_op_schemas",
+    "decoder_spec",
     "experimental_op_schemas",
     "get_default_num_threads",
     "get_num_threads_for_session",

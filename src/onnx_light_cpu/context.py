@@ -18,7 +18,7 @@ class EvaluatorContext:
     to the (record, adapter class) entries of ``registry.hook``'s tables."""
 
     __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "fold_constants",
-                 "buffers")
+                 "buffers", "share_kv_buffers")
 
     def __init__(self, global_kernels: dict) -> None:
         self.global_kernels = global_kernels
@@ -30,3 +30,8 @@ class EvaluatorContext:
         self.fold_constants: bool | None = None
         #: The output buffers its nodes share (_kernels/_runloop.pyx).
         self.buffers = BufferPool()
+        #: GroupQueryAttention writes the new rows of a static cache into
+        #: the past buffers themselves and returns them as the presents
+        #: (ONNX Runtime's past_present_share_buffer).  It modifies those
+        #: inputs, so only the generation loop, which owns them, sets it.
+        self.share_kv_buffers = False

@@ -26,6 +26,12 @@ smooth_softmax) in the denominator.  The shared engine
 (:func:`onnx_light_cpu._kernels.engines.attention.attend`) runs the softmax without
 materialising the scores and fills present from past while it reads it.
 
+With the evaluator context's ``share_kv_buffers`` (set only by the
+generation loop) a static cache's past buffers, when dense and writable,
+receive the new rows in place and are returned as the presents (ONNX
+Runtime's past_present_share_buffer): rows past each entry's length keep
+what they held instead of zeros.
+
 sliding_window_cache=1 keeps window-sized buffers (see ``_windowed``);
 qk_output materialises the scores only when the output is requested.
 
@@ -509,8 +515,13 @@ class GroupQueryAttentionBase(KernelOp):
             fsink = plan.zero_sink
         else:
             fsink = None
-        present_k = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 1)
-        present_v = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 2)
+        shared = (self._context.share_kv_buffers and not self.sliding_window_cache
+                  and L == P and self._shareable(pk, plan) and self._shareable(pv, plan))
+        if shared:   # the past buffers are the presents: no copy of the cache
+            present_k, present_v = pk, pv
+        else:
+            present_k = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 1)
+            present_v = self._new_output((B, Nkv, L, plan.Hc), plan.cache_dtype, 2)
         out = self._new_output((B, S, N, H), dt, 0)
         qt, ot = qv.transpose(0, 2, 1, 3), out.transpose(0, 2, 1, 3)
         qk = None
@@ -543,7 +554,7 @@ class GroupQueryAttentionBase(KernelOp):
             else:
                 self._append(kv, vv, start, count, present_k, present_v)
             past = None
-            if pk is not None and P:
+            if pk is not None and P and not shared:
                 past = (_ready(pk), _ready(pv), past32)
             if total == L:
                 kt, vt = present_k, present_v
@@ -559,6 +570,12 @@ class GroupQueryAttentionBase(KernelOp):
         if self._n_outputs > 3:
             outputs.append(qk)
         return tuple(outputs[: max(self._n_outputs, 1)])
+
+    @staticmethod
+    def _shareable(past, plan) -> bool:
+        """Whether a past buffer can take the new rows in place."""
+        return (past is not None and past.dtype == plan.cache_dtype
+                and past.flags.c_contiguous and past.flags.writeable)
 
     def _windowed(self, qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
                   append, scale, fbias, fsink, kv_quant=None):
