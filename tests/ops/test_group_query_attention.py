@@ -885,3 +885,43 @@ def test_quantized_cache_bfloat16_against_float32_oracle(bits):
         compare([got[0], nibbles(got[1]), nibbles(got[2])],
                 [want[0], nibbles(want[1]), nibbles(want[2])], ([3], [7]), "bfloat16",
                 TOL[np.dtype(bfloat16)])
+
+
+@pytest.mark.parametrize("bits", [0, 8, 4])
+@pytest.mark.parametrize("B,S,lens", [(1, 1, [7]), (3, 1, [5, 9, 2]), (1, 4, [4]), (2, 6, [6, 3])])
+def test_shared_static_buffer_in_place(bits, B, S, lens):
+    """The evaluator context's share_kv_buffers (the Generator's shared static
+    buffers): the new rows go into the past buffers, which come back as the
+    presents, and the output and each entry's cache rows equal a run that
+    copies (the rows after an entry's length keep what they held)."""
+    from onnx_light_cpu.registry import hook
+
+    rng = np.random.default_rng(B * 31 + S + bits)
+    N, Nkv, H, C = 4, 2, 32, 12
+    kind = "PER_TENSOR"
+    if bits:
+        feeds = quant_feeds(rng, B, S, N, Nkv, H, lens, C, bits, kind, total=max(lens))
+        attrs = quant_attrs(N, Nkv, bits, kind)
+    else:
+        feeds = make(rng, B, S, N, Nkv, H, lens, past=C)
+        attrs = dict(num_heads=N, kv_num_heads=Nkv)
+    want = run_ours(feeds, **attrs)
+    sess = ReferenceEvaluator(model(feeds, **attrs))
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    hook.context_of(sess).share_kv_buffers = True
+    past = {n: feeds[n].copy() for n in ("past_key", "past_value")}
+    got = sess.run(None, {**feeds, **past})
+    assert "onnx_light_cpu::GroupQueryAttention" in olc.used_kernel_names(sess)
+    assert got[1] is past["past_key"] and got[2] is past["past_value"]
+    np.testing.assert_array_equal(got[0], want[0])
+    for b, n in enumerate(lens):
+        for i in (1, 2):
+            np.testing.assert_array_equal(got[i][b, :, :n], want[i][b, :, :n])
+    # a read-only past is left alone: the kernel copies as usual
+    frozen = {n: feeds[n].copy() for n in ("past_key", "past_value")}
+    for a in frozen.values():
+        a.flags.writeable = False
+    got = sess.run(None, {**feeds, **frozen})
+    assert got[1] is not frozen["past_key"] and same_bits(frozen["past_key"], feeds["past_key"])
+    np.testing.assert_array_equal(got[1], want[1])
