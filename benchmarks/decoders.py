@@ -26,6 +26,11 @@ and scales are drawn directly.  Differences from a real export, none of which
 changes the work done per step: ``local_window_size=-1`` (Qwen2's config says
 32768 but the window is off), a cos/sin cache of ``max_positions`` rows
 instead of the model's context length, and Llama 3's rope scaling left out.
+
+Options for the generation loop's tests: sliding-window layers
+(``DecoderConfig.window``: GPT-OSS's window-sized caches) and a decoder fed
+``inputs_embeds`` by a separate embedding model (``build_decoder(...,
+inputs_embeds=True)`` with :func:`build_embedding`).
 """
 
 from __future__ import annotations
@@ -72,6 +77,18 @@ class DecoderConfig:
     # [vocab, hidden] table (the LM head's codes as signed values) instead of
     # a Reshape of the LM head's packed uint8 codes.
     typed_embedding: bool = False
+    # Sliding-window attention when > 0, as GPT-OSS's: the windowed layers'
+    # GroupQueryAttention sees the last ``window`` keys (local_window_size)
+    # and keeps window-sized caches (sliding_window_cache=1), their past and
+    # present declared with the static capacity ``window``.  Every layer, or
+    # with ``window_alternate`` the even ones (GPT-OSS alternates sliding
+    # and full attention, the first layer sliding).
+    window: int = 0
+    window_alternate: bool = False
+
+    def windowed(self, layer: int) -> bool:
+        """Whether ``layer`` attends over a sliding-window cache."""
+        return self.window > 0 and not (self.window_alternate and layer % 2)
 
     @property
     def cache_type(self) -> int:
@@ -202,14 +219,20 @@ def _rotary_caches(g: _Graph, c: DecoderConfig) -> tuple[str, str]:
             g.init("sin_cache", np.sin(angles).astype(np.float32)))
 
 
-def _embedding(g: _Graph, c: DecoderConfig, dtype: str):
-    """The tied embedding: its output and the LM head's weight."""
+def _embedding(g: _Graph, c: DecoderConfig, dtype: str, gather: bool = True):
+    """The tied embedding: its output and the LM head's weight (without
+    ``gather``, only the weight: drawn all the same, so that the rest of the
+    decoder's weights stay those of the decoder with its embedding)."""
     base = "/model/embed_tokens"
     if dtype == "float32":
         weight = g.init("lm_head.MatMul.weight", g.normal((c.hidden, c.vocab), 0.05))
+        if not gather:
+            return None, weight
         table = g.node("Transpose", [weight], f"{base}/Transpose", perm=[1, 0])
         return g.node("Gather", [table, "input_ids"], f"{base}/Gather"), weight
     weight = _int4_weight(g, "lm_head.MatMul", c.hidden, c.vocab)
+    if not gather:
+        return None, weight
     if c.typed_embedding:
         # code c of the LM head is the value c - 8; the low nibble comes first
         codes = numpy_helper.to_array(g.initializers[-2]).reshape(c.vocab, c.hidden // 2)
@@ -252,7 +275,9 @@ def _attention(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str,
         qkv = g.node("Add", [qkv, bias], f"{base}/qkv_proj/Add")
     inputs = [qkv, "", "", f"past_key_values.{layer}.key", f"past_key_values.{layer}.value",
               *mask, *caches]
-    quantized = {}
+    attrs = dict(local_window_size=-1)
+    if c.windowed(layer):
+        attrs.update(local_window_size=c.window, sliding_window_cache=1)
     if c.kv_cache_bits:
         shape = (1,) if c.kv_quant == "PER_TENSOR" else (1, c.kv_heads, 1, c.head_size)
         # a scale per code unit that covers a value range of about +-4
@@ -261,15 +286,15 @@ def _attention(g: _Graph, c: DecoderConfig, dtype: str, layer: int, x: str,
             g.init(f"model.layers.{layer}.attn.{kind}_scale",
                    (g.rng.uniform(0.8, 1.2, size=shape) * unit).astype(np.float32))
             for kind in ("k", "v")]
-        quantized = dict(k_quant_type=c.kv_quant, v_quant_type=c.kv_quant,
-                         kv_cache_bit_width=c.kv_cache_bits)
+        attrs.update(k_quant_type=c.kv_quant, v_quant_type=c.kv_quant,
+                     kv_cache_bit_width=c.kv_cache_bits)
     gqa = g.node(
         "GroupQueryAttention", inputs, f"{base}/GroupQueryAttention",
         outputs=[f"{base}/GroupQueryAttention/output_0", f"present.{layer}.key",
                  f"present.{layer}.value"],
         domain=MS, num_heads=c.heads, kv_num_heads=c.kv_heads,
-        scale=float(1.0 / np.sqrt(c.head_size)), local_window_size=-1, softcap=0.0,
-        do_rotary=1, rotary_interleaved=0, **quantized)
+        scale=float(1.0 / np.sqrt(c.head_size)), softcap=0.0, do_rotary=1,
+        rotary_interleaved=0, **attrs)
     return _linear(g, dtype, f"{base}/o_proj/MatMul", gqa, q_size, c.hidden)
 
 
@@ -317,19 +342,59 @@ def _moe(g: _Graph, c: DecoderConfig, layer: int, x: str) -> str:
     return g.node("Reshape", [out, shape], f"{base}/Reshape_1")
 
 
-def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
-                  ) -> onnx.ModelProto:
-    """The builder-shaped decoder of ``config`` in ``dtype`` (float32 or int4:
-    float32 activations, 4-bit weights), random weights drawn from ``seed``."""
-    if dtype not in DTYPES:
-        raise ValueError(f"build_decoder: dtype must be one of {DTYPES}, got {dtype!r}")
+def _check(config: DecoderConfig, dtype: str, what: str) -> None:
+    """Rejects a dtype or head layout the builders cannot make."""
     c = config
+    if dtype not in DTYPES:
+        raise ValueError(f"{what}: dtype must be one of {DTYPES}, got {dtype!r}")
     if c.hidden % c.heads or c.heads % c.kv_heads or c.head_size % 2:
-        raise ValueError(f"build_decoder: {c.name}: inconsistent heads {c.heads}/{c.kv_heads} "
+        raise ValueError(f"{what}: {c.name}: inconsistent heads {c.heads}/{c.kv_heads} "
                          f"for hidden {c.hidden}")
+
+
+def _model(g: _Graph, name: str, inputs: list, outputs: list) -> onnx.ModelProto:
+    """The model of the nodes and initializers of ``g``."""
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, g.initializers)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
+        ir_version=IR_VERSION, producer_name="benchmarks.decoders")
+
+
+def build_embedding(config: DecoderConfig, dtype: str = "float32", seed: int = 0
+                    ) -> onnx.ModelProto:
+    """The embedding of ``build_decoder(config, dtype, seed)`` as a model of
+    its own, ``input_ids`` (int64 [B, S]) -> ``inputs_embeds`` (float32 [B,
+    S, hidden]): the same table (drawn first from ``seed``), a Gather or, for
+    int4, a GatherBlockQuantized over the packed codes.  It feeds the decoder
+    of ``build_decoder(config, dtype, seed, inputs_embeds=True)``: together
+    they compute what the decoder with its embedding does."""
+    _check(config, dtype, "build_embedding")
+    g = _Graph(np.random.default_rng(seed))
+    _embedding(g, config, dtype)
+    g.nodes[-1].output[0] = "inputs_embeds"     # the gather's
+    # the typed table leaves the LM head's packed codes unused
+    used = {name for node in g.nodes for name in node.input}
+    g.initializers = [i for i in g.initializers if i.name in used]
+    return _model(g, f"{config.name}-{dtype}-embedding", [
+        helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                      ["batch_size", "sequence_length"])], [
+        helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT,
+                                      ["batch_size", "sequence_length", config.hidden])])
+
+
+def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0, *,
+                  inputs_embeds: bool = False) -> onnx.ModelProto:
+    """The builder-shaped decoder of ``config`` in ``dtype`` (float32 or int4:
+    float32 activations, 4-bit weights), random weights drawn from ``seed``.
+    ``inputs_embeds``: the decoder takes float32 ``inputs_embeds`` [B, S,
+    hidden] (from :func:`build_embedding`) in place of ``input_ids`` and its
+    embedding, as the builder's ``exclude_embeds`` writes it."""
+    _check(config, dtype, "build_decoder")
+    c = config
     g = _Graph(np.random.default_rng(seed))
     mask = _mask_subgraph(g)
-    hidden, lm_weight = _embedding(g, c, dtype)
+    hidden, lm_weight = _embedding(g, c, dtype, gather=not inputs_embeds)
+    hidden = "inputs_embeds" if inputs_embeds else hidden
     caches = _rotary_caches(g, c)
 
     residual, skip = hidden, None
@@ -342,39 +407,41 @@ def build_decoder(config: DecoderConfig, dtype: str = "float32", seed: int = 0
     _linear(g, dtype, "/lm_head/MatMul", x, c.hidden, c.vocab, weight=lm_weight,
             output="logits")
 
-    kv_shape = ["batch_size", c.kv_heads, "past_sequence_length", c.cache_width]
-    present_shape = ["batch_size", c.kv_heads, "total_sequence_length", c.cache_width]
-    inputs = [
-        helper.make_tensor_value_info("input_ids", TensorProto.INT64,
-                                      ["batch_size", "sequence_length"]),
-        helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
-                                      ["batch_size", "total_sequence_length"]),
-    ]
+    tokens = (helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT,
+                                            ["batch_size", "sequence_length", c.hidden])
+              if inputs_embeds else
+              helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                            ["batch_size", "sequence_length"]))
+    inputs = [tokens, helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                                    ["batch_size", "total_sequence_length"])]
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
                                              ["batch_size", "sequence_length", c.vocab])]
     for i in range(c.layers):
+        # a windowed layer's cache keeps its capacity: a static sequence axis
+        past, total = ((c.window, c.window) if c.windowed(i) else
+                       ("past_sequence_length", "total_sequence_length"))
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(
-                f"past_key_values.{i}.{kind}", c.cache_type, kv_shape))
+                f"past_key_values.{i}.{kind}", c.cache_type,
+                ["batch_size", c.kv_heads, past, c.cache_width]))
             outputs.append(helper.make_tensor_value_info(
-                f"present.{i}.{kind}", c.cache_type, present_shape))
-    graph = helper.make_graph(g.nodes, f"{c.name}-{dtype}", inputs, outputs, g.initializers)
-    return helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
-        ir_version=IR_VERSION, producer_name="benchmarks.decoders")
+                f"present.{i}.{kind}", c.cache_type,
+                ["batch_size", c.kv_heads, total, c.cache_width]))
+    return _model(g, f"{c.name}-{dtype}", inputs, outputs)
 
 
 def make_feeds(config: DecoderConfig, seq: int, past: int, batch: int = 1, seed: int = 1
                ) -> dict[str, np.ndarray]:
     """Inputs of one step: ``seq`` new tokens after ``past`` cached positions
-    (a random cache), no padding."""
+    (a random cache; a windowed layer's holds ``window`` rows), no padding."""
     rng = np.random.default_rng(seed)
     feeds = {
         "input_ids": rng.integers(0, config.vocab, size=(batch, seq), dtype=np.int64),
         "attention_mask": np.ones((batch, past + seq), dtype=np.int64),
     }
-    shape = (batch, config.kv_heads, past, config.cache_width)
     for i in range(config.layers):
+        rows = config.window if config.windowed(i) else past
+        shape = (batch, config.kv_heads, rows, config.cache_width)
         for kind in ("key", "value"):
             if config.kv_cache_bits == 8:
                 cache = rng.integers(-127, 128, size=shape, dtype=np.int8)

@@ -1,12 +1,15 @@
-"""python -m onnx_light_cpu kernels | run | check."""
+"""python -m onnx_light_cpu kernels | run | check | generate."""
 
 from __future__ import annotations
 
+import json
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import onnx
+import pytest
 
 from onnx_light_cpu.cli import default_model, main
 
@@ -176,3 +179,154 @@ def test_check_reports_an_unreadable_model(tmp_path, capsys):
     assert main(["check", str(path)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ")
+
+
+# -- generate -------------------------------------------------------------------
+
+def _tiny_decoder():
+    """benchmarks/decoders.py's smallest builder-shaped decoder (float32)."""
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.decoders import TINY, build_decoder
+
+    return build_decoder(TINY[0], "float32")
+
+
+@pytest.fixture(scope="module")
+def decoder_folder(tmp_path_factory):
+    """A model folder as the builder writes it: model.onnx and genai_config.json."""
+    folder = tmp_path_factory.mktemp("tiny-qwen")
+    onnx.save(_tiny_decoder(), folder / "model.onnx")
+    _write_config(folder)
+    return folder
+
+
+def _write_config(folder, **model):
+    config = {"model": {"decoder": {"filename": "model.onnx"}, "context_length": 64, **model}}
+    (folder / "genai_config.json").write_text(json.dumps(config))
+
+
+def _expected_tokens(folder, prompt, new_tokens) -> list[int]:
+    from onnx_light_cpu import Generator
+
+    out = Generator(folder, num_threads=1).generate(np.array([prompt]), max_new_tokens=new_tokens)
+    return out[0, len(prompt):].tolist()
+
+
+def test_generate_streams_the_token_ids_then_the_times(decoder_folder, capsys):
+    assert main(["generate", str(decoder_folder), "--input-ids", "1,2,3",
+                 "--max-new-tokens", "6", "--threads", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"model: {decoder_folder} (onnx_light_cpu, threads 1, simd ")
+    assert lines[1] == "prompt: 3 tokens"
+    assert lines[2].startswith("new tokens: ")
+    tokens = [int(t) for t in lines[2].split(":")[1].split()]
+    assert tokens == _expected_tokens(decoder_folder, [1, 2, 3], 6)
+    assert lines[3].startswith("prefill: ") and lines[3].endswith(" ms")
+    decode = lines[4].split()
+    assert decode[0] == "decode:" and float(decode[1]) > 0
+    assert " ms per token (median of 5 steps), " in lines[4]
+    assert lines[4].endswith(" tokens per second") and float(decode[-4]) > 0
+    assert len(lines) == 5
+
+
+def test_generate_compares_with_ort(decoder_folder, capsys):
+    pytest.importorskip("onnxruntime")
+    assert main(["generate", str(decoder_folder / "model.onnx"), "--input-ids", "5,6,7,8",
+                 "--max-new-tokens", "8", "--threads", "1", "--compare", "ort"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"model: {decoder_folder / 'model.onnx'} ")
+    assert lines[-2].startswith("ort: prefill ") and "(ours / ort: " in lines[-2]
+    assert lines[-1] == "ort: all 8 new tokens match"
+
+
+def test_first_difference():
+    from onnx_light_cpu.cli import first_difference
+
+    a = np.array([4, 5, 6])
+    assert first_difference(a, a.copy()) is None
+    assert first_difference(a, np.array([4, 9, 6])) == 1
+    assert first_difference(a, a[:2]) == 2  # one loop stopped (an EOS) before the other
+
+
+def test_generate_reports_the_first_difference(decoder_folder, capsys, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from onnx_light_cpu import generation
+
+    expected = _expected_tokens(decoder_folder, [1, 2], 4)
+    generate = generation.Generator.generate
+
+    def altered(self, *args, **kwargs):  # ORT's loop draws another third token
+        out = generate(self, *args, **kwargs)
+        if self.engine == "onnxruntime":
+            out[0, 4] += 1
+        return out
+
+    monkeypatch.setattr(generation.Generator, "generate", altered)
+    assert main(["generate", str(decoder_folder), "--input-ids", "1,2", "--max-new-tokens", "4",
+                 "--compare", "ort"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (f"ort: first difference at new token 2 (position 4): ours {expected[2]}, "
+                    f"ort {expected[2] + 1}")
+
+
+def test_generate_stops_at_an_eos_token(tmp_path, decoder_folder, capsys):
+    third = _expected_tokens(decoder_folder, [1, 2, 3], 3)[2]
+    (tmp_path / "model.onnx").write_bytes((decoder_folder / "model.onnx").read_bytes())
+    _write_config(tmp_path, eos_token_id=[third])
+    assert main(["generate", str(tmp_path), "--input-ids", "1,2,3",
+                 "--max-new-tokens", "10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split()[-1] == str(third) and len(lines[2].split()) == 5
+    assert lines[3] == "stopped at an end-of-sequence token after 3 new tokens"
+
+
+def test_generate_samples_with_a_seed(decoder_folder, capsys):
+    argv = ["generate", str(decoder_folder), "--input-ids", "1,2,3", "--max-new-tokens", "6",
+            "--sample", "--temperature", "0.8", "--top-k", "50", "--top-p", "0.9", "--seed", "7"]
+    runs = []
+    for _ in range(2):
+        assert main(argv) == 0
+        runs.append(capsys.readouterr().out.splitlines()[2])
+    assert runs[0] == runs[1] and len(runs[0].split()) == 8
+
+
+def test_generate_from_a_prompt_with_the_tokenizer(tmp_path, decoder_folder, capsys):
+    tokenizers = pytest.importorskip("tokenizers")
+    (tmp_path / "model.onnx").write_bytes((decoder_folder / "model.onnx").read_bytes())
+    _write_config(tmp_path)
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(
+        {f"w{i}": i for i in range(512)}, unk_token="w0"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    assert main(["generate", str(tmp_path), "--prompt", "w1 w2 w3", "--max-new-tokens", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = _expected_tokens(tmp_path, [1, 2, 3], 5)
+    assert lines[1] == "prompt: 3 tokens"
+    assert lines[2] == "w1 w2 w3 " + " ".join(f"w{t}" for t in expected)
+
+
+@pytest.mark.parametrize("options,message", [
+    (["--prompt", "hello"], "ValueError: Generator: no tokenizer.json next to the model"),
+    (["--input-ids", "1,x"], "--input-ids takes comma-separated integers, got 'x'"),
+    (["--input-ids", "1,2", "--max-new-tokens", "100"], "exceeds the context length 64"),
+    (["--input-ids", "1,99999"], "input_ids must lie in [0, 512)"),
+    (["--input-ids", "1", "--temperature", "0.5"], "--temperature: sampling options"),
+    (["--input-ids", "1", "--sample", "--temperature", "0"], "temperature must be > 0"),
+    (["--input-ids", "1", "--sample", "--compare", "ort"], "compares the greedy loops"),
+    (["--input-ids", "1", "--compare", "builtin"], "unknown comparison 'builtin'"),
+])
+def test_generate_errors_are_one_line_with_status_2(decoder_folder, capsys, options, message):
+    argv = ["generate", str(decoder_folder), "--max-new-tokens", "4", *options]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: ") and message in line
+    assert "Traceback" not in captured.out
+
+
+def test_generate_reports_a_folder_without_a_model(tmp_path, capsys):
+    assert main(["generate", str(tmp_path), "--input-ids", "1", "--max-new-tokens", "2"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ValueError: Generator: ") and "0 .onnx files" in line

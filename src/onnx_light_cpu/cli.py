@@ -5,11 +5,20 @@
     python -m onnx_light_cpu check MODEL.onnx [--policy optimized|naive] [--no-fold]
     python -m onnx_light_cpu run [MODEL.onnx] [--inputs FILE.npz] [--threads N]
                                  [--compare builtin,ort] [--repeat N]
+    python -m onnx_light_cpu generate MODEL_DIR (--prompt TEXT | --input-ids 1,2,3)
+                                      --max-new-tokens N [--sample [--temperature T]
+                                      [--top-k K] [--top-p P] [--seed S]] [--threads N]
+                                      [--max-length N] [--compare ort]
 
 Without a model, ``run`` uses a small default model built in code.
 ``check`` runs nothing but the constant nodes folded at load: it says, per
 operator, whether one of our kernels, onnx.reference or nothing runs it
 (exit status 1 if anything cannot run), and what folding saves per run.
+``generate`` runs :class:`onnx_light_cpu.Generator` over a decoder made by
+ONNX Runtime's model builder (a folder with genai_config.json, or an .onnx
+file), streams the new tokens, then prints the prefill time, the decode
+time per token and the tokens per second; ``--compare ort`` runs the same
+greedy loop on ONNX Runtime and reports the first token that differs.
 """
 
 from __future__ import annotations
@@ -317,6 +326,182 @@ def command_where(args) -> int:
                 print(f"  {kind + ':':11} {path}")
     return 0
 
+# -- generate -----------------------------------------------------------------
+
+# What Generator raises for a model, a prompt or options it cannot take: a
+# usage error (exit status 2), as an unreadable model is for run and check.
+GENERATE_ERRORS = (ValueError, TypeError, ImportError)
+SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "seed")
+
+
+def parse_token_ids(text: str) -> list[int]:
+    """``'1,2,3'`` -> [1, 2, 3]; a ValueError naming the item that is not an int."""
+    ids = []
+    for item in text.split(","):
+        try:
+            ids.append(int(item.strip()))
+        except ValueError:
+            raise ValueError(f"--input-ids takes comma-separated integers, got {item.strip()!r} "
+                             f"in {text!r}") from None
+    return ids
+
+
+def first_difference(ours: np.ndarray, theirs: np.ndarray) -> int | None:
+    """The first index where two token sequences differ (one ending before
+    the other counts), None when they are equal."""
+    n = min(len(ours), len(theirs))
+    unequal = np.flatnonzero(ours[:n] != theirs[:n])
+    if unequal.size:
+        return int(unequal[0])
+    return None if len(ours) == len(theirs) else n
+
+
+def _text_streamer(tokenizer, prompt_ids: list[int]):
+    """A streamer of token ids that prints the text each one adds.  The
+    text is decoded after the prompt's last ids, so that the space a
+    tokenizer puts between words (WordPiece, WordLevel) comes out."""
+    context = list(prompt_ids[-4:])
+    shown = tokenizer.decode(context, skip_special_tokens=True)
+
+    def on_token(token: np.ndarray) -> None:
+        nonlocal shown
+        context.append(int(token[0]))
+        text = tokenizer.decode(context, skip_special_tokens=True)
+        if text.startswith(shown) and len(text) > len(shown):
+            print(text[len(shown):], end="", flush=True)
+            shown = text
+
+    return on_token
+
+
+def _timing_lines(stats) -> list[str]:
+    """The prefill's time, then the decode steps' (none after one new token)."""
+    steps = len(stats.decode_s)
+    if not steps:
+        return [f"prefill: {stats.prefill_s * 1e3:.3f} ms", "decode: no decode step"]
+    return [f"prefill: {stats.prefill_s * 1e3:.3f} ms",
+            f"decode: {stats.decode_ms_per_token:.3f} ms per token (median of {steps} steps), "
+            f"{stats.tokens_per_second:.1f} tokens per second"]
+
+
+def _compare_generation(args, model, prompt: np.ndarray, ours: np.ndarray, stats) -> None:
+    """The same greedy loop on ONNX Runtime: its times, the first token that differs."""
+    from .generation import Generator
+
+    try:
+        theirs_gen = Generator(model, num_threads=args.threads, max_length=args.max_length,
+                               engine="onnxruntime")
+        theirs = theirs_gen.generate(prompt, max_new_tokens=args.max_new_tokens)
+    except ImportError:
+        print("ort: skipped: onnxruntime is not installed")
+        return
+    except Exception as e:  # whatever stops a contender is reported, not raised
+        print(f"ort: skipped: {_one_line(e)}")
+        return
+    s = theirs_gen.stats
+    line = f"ort: prefill {s.prefill_s * 1e3:.3f} ms"
+    if s.decode_s:
+        line += (f", decode {s.decode_ms_per_token:.3f} ms per token, "
+                 f"{s.tokens_per_second:.1f} tokens per second")
+        if stats.decode_s:
+            line += f" (ours / ort: {stats.decode_ms_per_token / s.decode_ms_per_token:.2f})"
+    print(line)
+    start = prompt.shape[1]
+    mine, other = ours[0, start:], theirs[0, start:]
+    index = first_difference(mine, other)
+    if index is None:
+        print(f"ort: all {len(mine)} new tokens match")
+        return
+    show = [str(int(x[index])) if index < len(x) else "end" for x in (mine, other)]
+    print(f"ort: first difference at new token {index} (position {start + index}): "
+          f"ours {show[0]}, ort {show[1]}")
+
+
+def command_generate(args) -> int:
+    from .generation import Generator
+
+    compare = [c for c in (args.compare or "").split(",") if c]
+    problem = None
+    if any(c != "ort" for c in compare):
+        problem = f"unknown comparison {args.compare!r}: generate compares with ort only"
+    elif compare and args.sample:
+        problem = "--compare ort compares the greedy loops: drop --sample"
+    elif not args.sample:
+        given = [f"--{o.replace('_', '-')}" for o in SAMPLING_OPTIONS
+                 if getattr(args, o) is not None]
+        if given:
+            problem = f"{', '.join(given)}: sampling options, give --sample too"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+
+    try:
+        gen = Generator(args.model, num_threads=args.threads, max_length=args.max_length)
+        tokenizer = gen.tokenizer() if args.prompt is not None else None
+        if tokenizer is not None:
+            prompt = np.array([tokenizer.encode(args.prompt).ids], np.int64)
+        else:
+            prompt = np.array([parse_token_ids(args.input_ids)], np.int64)
+    except GENERATE_ERRORS as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except MissingOperatorsError as e:  # one line per missing operator
+        print(f"error: onnx_light_cpu could not run the model: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a command-line user gets one line, not a traceback
+        print(f"error: onnx_light_cpu could not load the model: {_one_line(e)}", file=sys.stderr)
+        return 1
+
+    options = {}
+    if args.sample:
+        defaults = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": None}
+        options = {name: default if getattr(args, name) is None else getattr(args, name)
+                   for name, default in defaults.items()}
+        options["do_sample"] = True
+    header = [f"model: {args.model} (onnx_light_cpu, threads {args.threads or 'default'}, "
+              f"simd {simd_level()})",
+              f"prompt: {prompt.shape[1]} tokens"]
+    stream = _text_streamer(tokenizer, prompt[0].tolist()) if tokenizer is not None else (
+        lambda token: print(f" {int(token[0])}", end="", flush=True))
+    started = False
+
+    def start() -> None:  # the first lines once the model has taken the prompt
+        nonlocal started
+        if not started:
+            started = True
+            print("\n".join(header))
+            print(args.prompt if tokenizer is not None else "new tokens:", end="", flush=True)
+
+    def streamer(token: np.ndarray) -> None:
+        start()
+        stream(token)
+
+    try:
+        out = gen.generate(prompt, max_new_tokens=args.max_new_tokens, streamer=streamer,
+                           **options)
+    except Exception as e:
+        if started:  # end the streamed line
+            print()
+        if isinstance(e, GENERATE_ERRORS):
+            print(f"error: {_one_line(e)}", file=sys.stderr)
+            return 2
+        # a command-line user gets one line, not a traceback
+        print(f"error: onnx_light_cpu could not run the model: {_one_line(e)}", file=sys.stderr)
+        return 1
+    start()
+    print()
+    new_tokens = out.shape[1] - prompt.shape[1]
+    if new_tokens == 0:
+        print("nothing generated (--max-new-tokens 0)")
+        return 0
+    if new_tokens < args.max_new_tokens:
+        print(f"stopped at an end-of-sequence token after {new_tokens} new tokens")
+    for line in _timing_lines(gen.stats):
+        print(line)
+    if compare:
+        _compare_generation(args, args.model, prompt, out, gen.stats)
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     from . import MicrosoftKernelImplementation
@@ -349,7 +534,36 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--compare", default="builtin,ort",
                      help="comma-separated: builtin, ort (default: both)")
     run.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
+    generate = sub.add_parser(
+        "generate", help="generate tokens with a decoder made by ONNX Runtime's model builder")
+    generate.add_argument("model", help="model folder (genai_config.json, or one .onnx file) "
+                          "or the decoder's .onnx file")
+    prompt = generate.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", metavar="TEXT",
+                        help="text (needs tokenizer.json next to the model and the tokenizers "
+                        "package)")
+    prompt.add_argument("--input-ids", metavar="IDS",
+                        help="the prompt's token ids, comma-separated: 1,2,3")
+    generate.add_argument("--max-new-tokens", type=int, required=True, metavar="N",
+                          help="tokens to generate (fewer if an end-of-sequence id comes)")
+    generate.add_argument("--sample", action="store_true",
+                          help="sample the next token (default: greedy)")
+    generate.add_argument("--temperature", type=float, metavar="T",
+                          help="with --sample (default 1)")
+    generate.add_argument("--top-k", type=int, metavar="K", help="with --sample (default 0: off)")
+    generate.add_argument("--top-p", type=float, metavar="P", help="with --sample (default 1: off)")
+    generate.add_argument("--seed", type=int, metavar="S", help="with --sample: the draws' seed")
+    generate.add_argument("--threads", type=int, metavar="N",
+                          help="threads for our kernels and ORT")
+    generate.add_argument("--max-length", type=int, metavar="N",
+                          help="cap prompt + new tokens (and static buffers) below the "
+                          "model's context length")
+    generate.add_argument("--compare", default="", metavar="ort",
+                          help="ort: run the same greedy loop on ONNX Runtime, report the "
+                          "first token that differs")
     args = parser.parse_args(argv)
+    if args.command == "generate":
+        return command_generate(args)
     if args.command == "kernels":
         return command_kernels(args)
     if args.command == "where":

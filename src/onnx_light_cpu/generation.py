@@ -124,7 +124,9 @@ def _read_folder(folder: Path) -> tuple[Path, dict, Path | None]:
             config = json.loads(config_path.read_text())
             decoder = config["model"]["decoder"]
             filename = decoder["filename"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:   # json.JSONDecodeError
+            raise _error(f"{config_path} is not valid JSON: {exc}") from exc
+        except (KeyError, TypeError) as exc:
             raise _error(f"{config_path} has no model.decoder.filename: {exc!r}") from exc
         embedding = config["model"].get("embedding", {}).get("filename")
         return folder / filename, config, folder / embedding if embedding else None
@@ -446,7 +448,6 @@ class Generator:
         eos = self.spec.eos_token_ids if eos_token_id is None else (
             (eos_token_id,) if isinstance(eos_token_id, (int, np.integer))
             else tuple(eos_token_id))
-        eos_array = np.asarray(eos, np.int64)
         pad = self.spec.pad_token_id if self.spec.pad_token_id is not None else (
             eos[0] if eos else 0)
         B, S = ids.shape
@@ -454,19 +455,28 @@ class Generator:
         caches = self._initial_caches(B)
         self.stats = stats = GenerationStats()
         lengths = lengths.astype(np.int64)
+        # the padding's ids are not checked (any value may stand under a
+        # mask's zero) but still reach the embedding's Gather: feed id 0
+        fed = np.where(mask == 1, ids, 0)
         if spec.right_padded:
             # every entry's tokens first, the padding after (GQA's layout)
             order = np.argsort(1 - mask, axis=1, kind="stable")
-            tokens = np.take_along_axis(ids, order, axis=1)
+            tokens = np.take_along_axis(fed, order, axis=1)
             step_mask = (np.arange(S) < lengths[:, None]).astype(np.int64)
             positions = np.broadcast_to(np.arange(S, dtype=np.int64), (B, S))
             last = lengths - 1
         else:
-            tokens, step_mask = ids, mask
+            tokens, step_mask = fed, mask
             positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
             last = np.full(B, S - 1)
-        new = []
+        # masks of equal rows are views of one array of ones, dense (a
+        # decode step's glue must stay far below a tiny decoder's step)
+        ones = np.ones(B * (S + max_new_tokens), np.int64)
+        uniform = bool((lengths == lengths[0]).all())
+        rows = np.arange(B)
+        new = np.empty((B, max_new_tokens), np.int64)
         done = np.zeros(B, bool)
+        steps = 0
         for step in range(max_new_tokens):
             start = time.perf_counter()
             feeds = self._feeds(tokens, step_mask, positions, caches)
@@ -474,35 +484,39 @@ class Generator:
             out = self._run(feeds)
             run_end = time.perf_counter()
             logits = out[spec.logits]
-            rows = logits[np.arange(B), last if logits.shape[1] > 1 else 0]
-            token = pick(rows)
-            token = np.where(done, pad, token)
-            new.append(token)
-            done |= np.isin(token, eos_array)
+            token = pick(logits[rows, last] if logits.shape[1] > 1 else logits[:, 0])
+            if eos:
+                token[done] = pad
+                for e in eos:
+                    done |= token == e
+            new[:, step] = token
+            steps += 1
             if streamer is not None:
                 streamer(token.copy())
             # the next step's feeds
             caches = {slot.past: out[slot.present] for slot in spec.caches}
             tokens = token[:, None]
-            lengths = lengths + 1
+            lengths += 1
             if spec.right_padded:
                 width = int(lengths.max())
-                step_mask = (np.arange(width) < lengths[:, None]).astype(np.int64)
+                step_mask = (ones[:B * width].reshape(B, width) if uniform else
+                             (np.arange(width) < lengths[:, None]).astype(np.int64))
                 positions = (lengths - 1)[:, None]
             else:
-                step_mask = np.concatenate([step_mask, np.ones((B, 1), np.int64)], axis=1)
+                width = step_mask.shape[1] + 1
+                step_mask = ones[:B * width].reshape(B, width) if uniform else np.concatenate(
+                    [step_mask, ones[:B, None]], axis=1)
                 positions = (step_mask.sum(axis=1) - 1)[:, None]
-            last = np.zeros(B, np.int64)
+            last = 0
             elapsed = time.perf_counter() - start
             stats.run_s += run_end - run_start
             if step == 0:
                 stats.prefill_s = elapsed
             else:
                 stats.decode_s.append(elapsed)
-            if done.all():
+            if eos and done.all():
                 break
-        generated = np.stack(new, axis=1) if new else np.zeros((B, 0), np.int64)
-        return np.concatenate([ids, generated.astype(np.int64)], axis=1)
+        return np.concatenate([ids, new[:, :steps]], axis=1)
 
     # -- text -------------------------------------------------------------
 
