@@ -3,7 +3,7 @@
 loop written here, token for token (and the logits of every step close), for
 float32 and int4 weights, a growing cache and a static buffer shared between
 past and present, sliding-window caches, int8/int4 KV caches, a left-padded
-batch of 2 and a separate embedding model; seeded sampling reproducible
+batch of 2, a separate embedding model and convolution states; seeded sampling reproducible
 across runs and thread counts; EOS per sequence, the streamer, a model folder
 with genai_config.json and tokenizer.json; bad input rejected before any
 evaluator is built; onnxruntime-genai's tokens where it is installed."""
@@ -717,3 +717,66 @@ def test_onnxruntime_genai_gives_the_same_tokens(tmp_path, dtype):
     ours = olc.Generator(folder).generate(prompts, max_new_tokens=NEW)
     np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(ours[:, len(PROMPT):], want)
+
+
+# -- convolution states (LFM2's short convolutions) --------------------------
+
+
+def _conv_decoder(vocab=64, channels=16, taps=4, layers=2, seed=3):
+    """LFM2's convolution blocks reduced to the loop's concern: per layer a
+    com.microsoft CausalConvWithState whose state [batch, channels, taps - 1]
+    (static besides the batch) goes in as ``past_conv.i`` and out as
+    ``present_conv.i``; an attention_mask the graph does not read."""
+    rng = np.random.default_rng(seed)
+    init = [onnx.numpy_helper.from_array(
+        rng.standard_normal((vocab, channels)).astype(np.float32), "embed"),
+        onnx.numpy_helper.from_array(
+        (rng.standard_normal((channels, vocab)) / 4).astype(np.float32), "head")]
+    nodes = [oh.make_node("Gather", ["embed", "input_ids"], ["x0"]),
+             oh.make_node("Transpose", ["x0"], ["h0"], perm=[0, 2, 1])]
+    inputs = [oh.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+              oh.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "total"])]
+    outputs = [oh.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", vocab])]
+    for i in range(layers):
+        init += [onnx.numpy_helper.from_array(
+            rng.standard_normal((channels, 1, taps)).astype(np.float32), f"w{i}"),
+            onnx.numpy_helper.from_array(rng.standard_normal(channels).astype(np.float32),
+                                         f"b{i}")]
+        nodes.append(oh.make_node("CausalConvWithState", [f"h{i}", f"w{i}", f"b{i}",
+                                                          f"past_conv.{i}"],
+                                  [f"h{i + 1}", f"present_conv.{i}"], domain="com.microsoft",
+                                  activation="silu"))
+        shape = ["batch", channels, taps - 1]
+        inputs.append(oh.make_tensor_value_info(f"past_conv.{i}", TensorProto.FLOAT, shape))
+        outputs.append(oh.make_tensor_value_info(f"present_conv.{i}", TensorProto.FLOAT, shape))
+    nodes += [oh.make_node("Transpose", [f"h{layers}"], ["y"], perm=[0, 2, 1]),
+              oh.make_node("MatMul", ["y", "head"], ["logits"])]
+    graph = oh.make_graph(nodes, "conv-states", inputs, outputs, init)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21),
+                                               oh.make_opsetid("com.microsoft", 1)],
+                         ir_version=10)
+
+
+def test_convolution_states_are_carried():
+    """Fixed-size states start as zeros and each present comes back as the
+    next past: tokens equal a plain ONNX Runtime loop doing that."""
+    model = _conv_decoder()
+    gen = olc.Generator(model)
+    assert [(s.past, s.present, s.axis, s.shape) for s in gen.spec.caches] == [
+        (f"past_conv.{i}", f"present_conv.{i}", None, (0, 16, 3)) for i in range(2)]
+    olc.set_kernel_usage_recording(gen.session, True)
+    got = gen.generate(np.array([[5, 17, 20, 3]]), max_new_tokens=NEW)[0, 4:]
+    assert "onnx_light_cpu::MicrosoftCausalConvWithState" in olc.used_kernel_names(gen.session)
+
+    sess = _ort(model)
+    names = [o.name for o in sess.get_outputs()]
+    feeds = {f"past_conv.{i}": np.zeros((1, 16, 3), np.float32) for i in range(2)}
+    ids, want = np.array([[5, 17, 20, 3]]), []
+    for _ in range(NEW):
+        feeds.update(input_ids=ids, attention_mask=np.ones((1, 1), np.int64))
+        out = dict(zip(names, sess.run(None, feeds)))
+        want.append(int(np.argmax(out["logits"][0, -1])))
+        ids = np.array([[want[-1]]])
+        feeds.update({f"past_conv.{i}": out[f"present_conv.{i}"] for i in range(2)})
+    np.testing.assert_array_equal(got, want)
+    assert len(set(want)) > 1, "a constant sequence would not show the states matter"
