@@ -57,14 +57,14 @@ def register_custom_gradients(registry: GradRegistry | None = None) -> GradRegis
     """Adds the BiasGelu, CDist, GroupQueryAttention and MatMulNBits rules
     to ``registry`` (a new independent one when None; rules it held for
     these four are replaced) and returns it."""
-    from . import bias_gelu, cdist, matmul_nbits
+    from . import bias_gelu, cdist, group_query_attention, matmul_nbits
 
     if registry is None:
         registry = GradRegistry()
     elif not isinstance(registry, GradRegistry):
         raise TypeError(f"register_custom_gradients expects a GradRegistry or None, "
                         f"got {type(registry).__name__}")
-    for rule in (bias_gelu, cdist, matmul_nbits):
+    for rule in (bias_gelu, cdist, group_query_attention, matmul_nbits):
         registry.register(rule.DOMAIN, rule.OP_TYPE, rule.gradient, replace=True)
     return registry
 
