@@ -19,9 +19,10 @@ from gradcheck import check_gradients, one_node_model, ours, run_ort
 # (rtol, atol) against central differences of the float32 forward kernel,
 # h = 1e-2 on inputs of unit scale: the truncation error h^2 |f'''| / 6 and
 # the rounding error of L (about 1e-7 |L| / h, |L| ~ 10) stay near 1e-4.
-TOL, STEP = (1e-2, 2e-3), 1e-2
-# ours against ONNX Runtime: the same float32 graph, different summation orders
-ORT_TOL = (1e-4, 1e-5)
+# Measured: a seventh of these bounds.
+TOL, STEP = (1e-3, 2e-4), 1e-2
+# ours against ONNX Runtime: the same float32 graph, other summation orders
+ORT_TOL = (2e-5, 2e-6)
 
 CASES = {
     # name: (B, S, num_heads, kv_num_heads, head_size, seqlens_k or None (full), attributes)

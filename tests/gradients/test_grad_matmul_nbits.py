@@ -19,8 +19,10 @@ from gradcheck import check_gradients, one_node_model, ours, run_ort
 
 # Y is linear in A and bias, so central differences with h = 0.5 have no
 # truncation error: what remains is float32 rounding of Y (1e-7 |Y| over K
-# terms) divided by 2h, below 1e-4 on these sizes.
+# terms) divided by 2h, below 1e-4 on these sizes (measured: a third).
 TOL, STEP = (1e-4, 1e-4), 0.5
+# ours against ONNX Runtime: the same float32 graph
+ORT_TOL = (1e-6, 1e-7)
 BLOCK = 32
 
 
@@ -65,7 +67,7 @@ def case(rng, *, bits, k, n, lead, bias, dtype=np.float32, constant=True, **attr
 def test_matmul_nbits_gradient(bits, k, lead, bias, constant):
     rng = np.random.default_rng(bits * k)
     model, feeds, _ = case(rng, bits=bits, k=k, n=5, lead=lead, bias=bias, constant=constant)
-    backward = check_gradients(model, feeds, tol=TOL, step=STEP)
+    backward = check_gradients(model, feeds, tol=TOL, step=STEP, ort_tol=ORT_TOL)
     outputs = [o.name for o in backward.graph.output]
     assert outputs == (["grad_A", "grad_bias"] if bias else ["grad_A"])
 
