@@ -71,6 +71,10 @@ def gradient_model(model: onnx.ModelProto, registry: GradRegistry | None = None
         _name_gradient(ctx, values, target, renamed)
         outputs.append(_renamed(infos[name], target))
 
+    untyped = [node.output[i] for i in grads if not _elem_type(infos[node.output[i]])]
+    if untyped:
+        raise ValueError(f"gradient_model: the type of {label}'s output(s) {untyped} is "
+                         "neither stated nor inferred")
     inputs = list(graph.input) + [_renamed(infos[node.output[i]], g)
                                   for i, g in sorted(grads.items())]
     backward = helper.make_graph(ctx.nodes, f"{graph.name or 'model'}_backward", inputs, outputs,
@@ -135,7 +139,8 @@ def _name_gradient(ctx: GradContext, values: list[str], target: str,
 
 
 def _opsets(model: onnx.ModelProto, ctx: GradContext) -> list[onnx.OperatorSetIdProto]:
-    versions = {o.domain or "": o.version for o in model.opset_import}
+    versions = {"" if o.domain == "ai.onnx" else o.domain: o.version
+                for o in model.opset_import}
     versions[""] = max(versions.get("", 0), GRAD_OPSET)
     if any(n.domain == MS_DOMAIN for n in ctx.nodes):
         versions.setdefault(MS_DOMAIN, 1)
