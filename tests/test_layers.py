@@ -12,7 +12,7 @@ import onnx_light_cpu
 ROOT = pathlib.Path(onnx_light_cpu.__file__).parent
 # A layer may import only the layers after it in this order.
 ORDER = ["__main__", "cli", "__init__", "generation", "fusion", "registry", "support",
-         "memory_estimate", "schemas", "naive", "ops",
+         "gradients", "memory_estimate", "schemas", "naive", "ops",
          "reference", "context", "usage", "memory", "simd", "threads", "_kernels"]
 
 

@@ -73,7 +73,7 @@ def test_peak_memory_functions():
 
 def test_fusion_patterns_and_gradients():
     for r in operator_support():
-        assert r.gradient is False
+        assert r.gradient == ((r.domain, r.op_type) in olc.gradients.default_registry())
         for name in r.fusion_patterns:
             assert callable(getattr(fusion, name))
     patterns = {r.op_type: r.fusion_patterns for r in operator_support() if r.fusion_patterns}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import schemas as _schemas  # registers the onnx.defs schemas
 from ._kernels._cpu import BUILT_WITH_OPENMP
 from .generation import DecoderSpec, GenerationStats, Generator, decoder_spec
+from .gradients import GradRegistry, gradient_model, register_custom_gradients
 from .memory_estimate import (
     ModelPeakMemory,
     NodePeakMemory,
@@ -55,6 +56,7 @@ __all__ = [
     "DecoderSpec",
     "GenerationStats",
     "Generator",
+    "GradRegistry",
     "LightOpSchema",
     "MicrosoftKernelImplementation",
     "ModelPeakMemory",
@@ -69,10 +71,12 @@ __all__ = [
     "experimental_op_schemas",
     "get_default_num_threads",
     "get_num_threads_for_session",
+    "gradient_model",
     "operator_schema_lookup",
     "operator_support",
     "peak_memory",
     "peak_memory_bytes",
+    "register_custom_gradients",
     "register_operator_support",
     "register_kernel_for_session",
     "register_kernel_global",

@@ -10,7 +10,8 @@ per experimental default-domain operator (SimplifiedLayerNormalization):
   operator, see :mod:`onnx_light_cpu.memory_estimate`), or None;
 - ``fusion_patterns``: the names of the graph rewrites of
   :mod:`onnx_light_cpu.fusion` that produce or rewrite the operator;
-- ``gradient``: whether a gradient is available (none yet).
+- ``gradient``: whether the package's default :class:`~onnx_light_cpu.GradRegistry`
+  has a backward rule for it (:mod:`onnx_light_cpu.gradients`).
 
 :func:`operator_support` builds the inventory from the kernel inventory,
 the schema records and the memory estimates without registering or running
@@ -76,12 +77,15 @@ def _inference(domain: str, op_type: str) -> Callable | None:
 def operator_support() -> tuple[OperatorSupport, ...]:
     """One :class:`OperatorSupport` per custom and experimental operator,
     sorted by (domain, op_type); registers and runs nothing."""
+    from .gradients import default_registry
     from .memory_estimate import memory_function
 
+    gradients = default_registry()
     return tuple(
         OperatorSupport(domain, op_type, _inference(domain, op_type),
                         memory_function(domain, op_type),
-                        FUSION_PATTERNS.get((domain, op_type), ()), False)
+                        FUSION_PATTERNS.get((domain, op_type), ()),
+                        (domain, op_type) in gradients)
         for domain, op_type in sorted(_custom_operators()))
 
 
