@@ -296,11 +296,14 @@ def command_check(args) -> int:
 
 
 def family_files(record) -> dict[str, str]:
-    """The test and benchmark files of a kernel's family, named by the stem
-    its adapter module has (relative to the repository root)."""
+    """The test and benchmark files of a kernel's family and its gradient
+    rule, named by the stem its adapter module has (relative to the
+    repository root; ``where`` prints those that exist)."""
     stem = pathlib.Path(record.adapter_path).stem
     return {"tests": f"tests/ops/test_{stem}.py",
-            "benchmarks": f"benchmarks/test_bench_{stem}.py"}
+            "benchmarks": f"benchmarks/test_bench_{stem}.py",
+            "gradient": f"{PACKAGE_ROOT.name}/onnx_light_cpu/gradients/{stem}.py",
+            "grad tests": f"tests/gradients/test_grad_{stem}.py"}
 
 
 def command_where(args) -> int:
