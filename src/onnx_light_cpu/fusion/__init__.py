@@ -28,10 +28,11 @@ from collections.abc import Iterable
 import onnx
 
 from ._engine import FusionPattern, FusionResult, apply
+from .bias_gelu import BIAS_GELU
 from .matmul_nbits_bias import MATMUL_NBITS_BIAS, fuse_matmul_nbits_bias
 
 #: Every pattern, in the order :func:`fuse` applies them.
-PATTERNS: tuple[FusionPattern, ...] = (MATMUL_NBITS_BIAS,)
+PATTERNS: tuple[FusionPattern, ...] = (BIAS_GELU, MATMUL_NBITS_BIAS)
 
 
 def fuse(model: onnx.ModelProto,
@@ -63,6 +64,7 @@ def _select(patterns) -> list[FusionPattern]:
 
 
 __all__ = [
+    "BIAS_GELU",
     "MATMUL_NBITS_BIAS",
     "PATTERNS",
     "FusionPattern",
