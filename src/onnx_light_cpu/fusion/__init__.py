@@ -29,10 +29,11 @@ import onnx
 
 from ._engine import FusionPattern, FusionResult, apply
 from .bias_gelu import BIAS_GELU
+from .cdist import CDIST
 from .matmul_nbits_bias import MATMUL_NBITS_BIAS, fuse_matmul_nbits_bias
 
 #: Every pattern, in the order :func:`fuse` applies them.
-PATTERNS: tuple[FusionPattern, ...] = (BIAS_GELU, MATMUL_NBITS_BIAS)
+PATTERNS: tuple[FusionPattern, ...] = (BIAS_GELU, CDIST, MATMUL_NBITS_BIAS)
 
 
 def fuse(model: onnx.ModelProto,
@@ -65,6 +66,7 @@ def _select(patterns) -> list[FusionPattern]:
 
 __all__ = [
     "BIAS_GELU",
+    "CDIST",
     "MATMUL_NBITS_BIAS",
     "PATTERNS",
     "FusionPattern",
