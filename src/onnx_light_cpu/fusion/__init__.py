@@ -30,11 +30,13 @@ import onnx
 from ._engine import FusionPattern, FusionResult, apply
 from .bias_gelu import BIAS_GELU
 from .cdist import CDIST
+from .group_query_attention import GROUP_QUERY_ATTENTION
 from .linear_attention import LINEAR_ATTENTION
 from .matmul_nbits_bias import MATMUL_NBITS_BIAS, fuse_matmul_nbits_bias
 
 #: Every pattern, in the order :func:`fuse` applies them.
-PATTERNS: tuple[FusionPattern, ...] = (BIAS_GELU, CDIST, LINEAR_ATTENTION, MATMUL_NBITS_BIAS)
+PATTERNS: tuple[FusionPattern, ...] = (
+    BIAS_GELU, CDIST, GROUP_QUERY_ATTENTION, LINEAR_ATTENTION, MATMUL_NBITS_BIAS)
 
 
 def fuse(model: onnx.ModelProto,
@@ -68,6 +70,7 @@ def _select(patterns) -> list[FusionPattern]:
 __all__ = [
     "BIAS_GELU",
     "CDIST",
+    "GROUP_QUERY_ATTENTION",
     "LINEAR_ATTENTION",
     "MATMUL_NBITS_BIAS",
     "PATTERNS",
