@@ -17,6 +17,7 @@ from fusion_cases import (
     if_model,
     make_model,
     op_types,
+    run_ours,
 )
 
 F, D, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.BOOL
@@ -128,6 +129,15 @@ def test_float_mask_without_past(shape):
     producer = [n for n in fused.graph.node if bias in n.output]
     assert (producer[0].op_type if producer else None) == (
         "Unsqueeze" if len(shape) < 4 else None)
+
+
+def test_row_masked_whole_gives_zeros():
+    model = _model(past=False, mask=(F, ["seq", "seq"]))
+    feeds = _feeds(model)
+    feeds["mask"][1, :] = -np.inf
+    fused = assert_fused_same(model, feeds, "GroupQueryAttention")
+    got, _ = run_ours(fused, feeds)
+    assert not got[0][:, 1].any()
 
 
 def test_float_mask_with_static_past():

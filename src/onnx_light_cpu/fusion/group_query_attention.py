@@ -38,9 +38,8 @@ subset rewritten is the one where the two agree:
 - attn_mask, where given, is an additive float mask of Q's type (a boolean
   mask is not) of rank 2 to 4 whose shape GroupQueryAttention's
   attention_bias takes once unsqueezed to rank 4: (1 or B, 1 or Hq, S,
-  P + S), each dimension provably equal.  A row that such a mask covers
-  whole with -inf gives zeros in Attention and in our GroupQueryAttention
-  kernel (ONNX Runtime's may differ).
+  P + S), each dimension provably equal.  A row such a mask covers whole
+  with -inf gives zeros in both (ours and ONNX Runtime 1.32).
 
 Anything else (windows of Attention-25, 4-D inputs, cross attention,
 padding masks of another length) stays an Attention.
