@@ -74,10 +74,14 @@ def test_peak_memory_functions():
 def test_fusion_patterns_and_gradients():
     for r in operator_support():
         assert r.gradient == ((r.domain, r.op_type) in olc.gradients.default_registry())
+        known = {p.name: p for p in fusion.PATTERNS}
         for name in r.fusion_patterns:
-            assert callable(getattr(fusion, name))
+            assert known[name].produces == (r.domain, r.op_type)
     patterns = {r.op_type: r.fusion_patterns for r in operator_support() if r.fusion_patterns}
-    assert patterns == {"MatMulNBits": ("fuse_matmul_nbits_bias",)}
+    assert patterns == {"BiasGelu": ("bias_gelu",), "CDist": ("cdist",),
+                        "GroupQueryAttention": ("group_query_attention",),
+                        "LinearAttention": ("linear_attention",),
+                        "MatMulNBits": ("matmul_nbits_bias",)}
 
 
 def test_operator_support_registers_and_runs_nothing(monkeypatch):

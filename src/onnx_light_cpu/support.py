@@ -8,8 +8,8 @@ per experimental default-domain operator (SimplifiedLayerNormalization):
   operator has no record);
 - ``peak_memory``: its memory estimate (``peak_memory_bytes`` bound to the
   operator, see :mod:`onnx_light_cpu.memory_estimate`), or None;
-- ``fusion_patterns``: the names of the graph rewrites of
-  :mod:`onnx_light_cpu.fusion` that produce or rewrite the operator;
+- ``fusion_patterns``: the names of the :mod:`onnx_light_cpu.fusion`
+  patterns that produce the operator (``fuse(model, patterns=[name])``);
 - ``gradient``: whether the package's default :class:`~onnx_light_cpu.GradRegistry`
   has a backward rule for it (:mod:`onnx_light_cpu.gradients`).
 
@@ -35,9 +35,15 @@ __all__ = [
 MS_DOMAIN = "com.microsoft"
 EXPERIMENTAL_DOMAIN = ""
 
-#: (domain, op_type) -> names of the fusion rewrites that apply to it.
+#: (domain, op_type) -> names of the :mod:`onnx_light_cpu.fusion` patterns
+#: that produce it (``fuse(model, [name])``; tests/fusion holds this table
+#: equal to ``fusion.PATTERNS``, which this layer cannot import).
 FUSION_PATTERNS: dict[tuple[str, str], tuple[str, ...]] = {
-    (MS_DOMAIN, "MatMulNBits"): ("fuse_matmul_nbits_bias",),
+    (MS_DOMAIN, "BiasGelu"): ("bias_gelu",),
+    (MS_DOMAIN, "CDist"): ("cdist",),
+    (MS_DOMAIN, "GroupQueryAttention"): ("group_query_attention",),
+    (MS_DOMAIN, "LinearAttention"): ("linear_attention",),
+    (MS_DOMAIN, "MatMulNBits"): ("matmul_nbits_bias",),
 }
 
 

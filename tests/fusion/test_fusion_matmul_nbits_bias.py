@@ -1,8 +1,9 @@
-"""fuse_matmul_nbits_bias: MatMulNBits + Add(constant bias[N]) -> one MatMulNBits.
+"""matmul_nbits_bias: MatMulNBits + Add(constant bias[N]) -> one MatMulNBits.
 
 Fused and unfused models give the same result (ONNX Runtime, and our kernel
 once it is registered); every pattern that does not match is left alone; the
-input model is never modified.
+input model is never modified.  ``fuse_matmul_nbits_bias(model)`` is
+``fuse(model, ["matmul_nbits_bias"]).model``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.fusion import fuse_matmul_nbits_bias
+from onnx_light_cpu.fusion import fuse, fuse_matmul_nbits_bias
 
 MS = "com.microsoft"
 K, N, BLOCK = 80, 24, 32  # K not a multiple of the block
@@ -308,6 +309,14 @@ def test_two_projections_and_unrelated_nodes():
     feeds = {"A": _activation(model)}
     for got, want in zip(_run_ort(fused, feeds), _run_ort(model, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_wrapper_is_fuse_with_the_pattern():
+    model = _bias_model(zero_points=True)
+    result = fuse(model, ["matmul_nbits_bias"])
+    assert result.counts == {"matmul_nbits_bias": 1}
+    assert result.model.SerializeToString() == fuse_matmul_nbits_bias(model).SerializeToString()
+    assert fuse(model).counts["matmul_nbits_bias"] == 1
 
 
 def test_rejects_non_model():
