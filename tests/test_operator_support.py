@@ -81,7 +81,7 @@ def test_fusion_patterns_and_gradients():
     assert patterns == {"BiasGelu": ("bias_gelu",), "CDist": ("cdist",),
                         "GroupQueryAttention": ("group_query_attention",),
                         "LinearAttention": ("linear_attention",),
-                        "MatMulNBits": ("matmul_nbits_bias",)}
+                        "MatMulNBits": ("matmul_nbits_bias",), "QuickGelu": ("quick_gelu",)}
 
 
 def test_operator_support_registers_and_runs_nothing(monkeypatch):

@@ -24,8 +24,10 @@ right for it and the mask counts ones.  Other graphs (MultiHeadAttention
 with a mask) get the prompt as given, left padding and all, and position
 ids counting the mask's ones.
 
-With a shared static buffer, GroupQueryAttention writes the new rows into
-the past buffers in place (``EvaluatorContext.share_kv_buffers``, set on
+Our engine runs the decoder after :func:`onnx_light_cpu.fusion.fuse`
+(MatMulNBits + bias, SiLU gates as QuickGelu, ...), as ONNX Runtime's
+optimizer rewrites it at load.  With a shared static buffer,
+GroupQueryAttention writes the new rows into the past buffers in place (``EvaluatorContext.share_kv_buffers``, set on
 this generator's evaluator only): a step copies no cache.
 """
 
@@ -341,6 +343,12 @@ class Generator:
             self._embedding_names = (ids, out)
         # the sessions last: every error above needs none
         self.engine = engine
+        if engine == "onnx_light_cpu":
+            # prepared once, as ONNX Runtime's optimizer does at load: the
+            # bias Adds into MatMulNBits, the SwiGLU gates into QuickGelu
+            from .fusion import fuse
+
+            decoder = fuse(decoder).model
         self.session = _session(decoder, num_threads, engine, self.spec.share_buffer)
         self.embedding_session = (_session(embedding_model, num_threads, engine)
                                   if embedding is not None else None)

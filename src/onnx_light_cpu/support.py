@@ -44,6 +44,7 @@ FUSION_PATTERNS: dict[tuple[str, str], tuple[str, ...]] = {
     (MS_DOMAIN, "GroupQueryAttention"): ("group_query_attention",),
     (MS_DOMAIN, "LinearAttention"): ("linear_attention",),
     (MS_DOMAIN, "MatMulNBits"): ("matmul_nbits_bias",),
+    (MS_DOMAIN, "QuickGelu"): ("quick_gelu",),
 }
 
 

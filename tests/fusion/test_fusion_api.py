@@ -58,7 +58,7 @@ def test_result_is_model_and_counts():
     assert isinstance(fused, onnx.ModelProto) and fused is not model
     assert list(counts) == [p.name for p in PATTERNS]  # every pattern asked, in order
     assert counts == {"bias_gelu": 1, "cdist": 1, "group_query_attention": 0,
-                      "linear_attention": 0, "matmul_nbits_bias": 0}
+                      "linear_attention": 0, "matmul_nbits_bias": 0, "quick_gelu": 0}
     assert result.total == 2
     assert op_types(fused.graph) == ["BiasGelu", "CDist"]
     assert_fused_same(model, feeds, "CDist")
@@ -183,3 +183,26 @@ def test_if_inside_model_local_function():
     feeds = {"X": rng.standard_normal((2, K)).astype(np.float32), "cond": np.array(False)}
     fused = assert_fused_same(model, feeds, "BiasGelu", counts={"bias_gelu": 2})
     assert {(o.domain, o.version) for o in fused.functions[0].opset_import} == {("", 20), (MS, 1)}
+
+
+def test_large_weights_pass_through_unread():
+    """Weights of LARGE_BYTES and more go through the rewrite as placeholders
+    and come back in the result byte for byte; the input keeps its own."""
+    from onnx_light_cpu.fusion import _engine
+
+    rng = np.random.default_rng(3)
+    k, n = 512, 1024                      # W: 2 MiB, bias: 4 KiB
+    weight = numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias")
+    assert weight.ByteSize() >= _engine.LARGE_BYTES > bias.ByteSize()
+    nodes = [oh.make_node("MatMul", ["X", "W"], ["h"]), oh.make_node("Add", ["h", "bias"], ["s"]),
+             oh.make_node("Gelu", ["s"], ["Y"])]
+    model = make_model(nodes, [("X", F, ["m", k])], [("Y", F, ["m", n])], [weight, bias],
+                       opset=20)
+    before = model.SerializeToString()
+    fused = assert_fused_same(model, {"X": rng.standard_normal((2, k)).astype(np.float32)},
+                              "BiasGelu", counts={"bias_gelu": 1})
+    assert model.SerializeToString() == before
+    out = {t.name: t for t in fused.graph.initializer}
+    assert out["W"].SerializeToString() == weight.SerializeToString()
+    assert not out["W"].external_data and out["W"].data_location == TensorProto.DEFAULT

@@ -33,10 +33,11 @@ from .cdist import CDIST
 from .group_query_attention import GROUP_QUERY_ATTENTION
 from .linear_attention import LINEAR_ATTENTION
 from .matmul_nbits_bias import MATMUL_NBITS_BIAS, fuse_matmul_nbits_bias
+from .quick_gelu import QUICK_GELU
 
 #: Every pattern, in the order :func:`fuse` applies them.
 PATTERNS: tuple[FusionPattern, ...] = (
-    BIAS_GELU, CDIST, GROUP_QUERY_ATTENTION, LINEAR_ATTENTION, MATMUL_NBITS_BIAS)
+    BIAS_GELU, CDIST, GROUP_QUERY_ATTENTION, LINEAR_ATTENTION, MATMUL_NBITS_BIAS, QUICK_GELU)
 
 
 def fuse(model: onnx.ModelProto,
@@ -74,6 +75,7 @@ __all__ = [
     "LINEAR_ATTENTION",
     "MATMUL_NBITS_BIAS",
     "PATTERNS",
+    "QUICK_GELU",
     "FusionPattern",
     "FusionResult",
     "fuse",

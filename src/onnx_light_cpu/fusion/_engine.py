@@ -28,6 +28,8 @@ from onnxscript.rewriter import pattern as rewriter
 from ._facts import OPSET_IMPORTS, attach_inferred_facts, carry_facts, subgraphs
 
 MS_DOMAIN = "com.microsoft"
+#: The file a placeholder of a large weight names (there is none).
+PLACEHOLDER = "onnx_light_cpu.fusion: weight left out of the rewrite"
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,12 @@ def apply(model: onnx.ModelProto, patterns: Sequence[FusionPattern]) -> FusionRe
         raise TypeError(f"fuse expects an onnx.ModelProto, got {type(model).__name__}")
     counts = {p.name: 0 for p in patterns}
     # onnx-ir wraps the proto's tensors and may write to them (a Constant's
-    # tensor gets its output's name): it reads a copy.
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    rewritten = ir.serde.deserialize_model(copy)
+    # tensor gets its output's name): it reads a copy, one without the
+    # large weights' data.
+    light, large = _without_large_data(model)
+    rewritten = ir.serde.deserialize_model(light)
     _declare_function_inputs(rewritten, model)
-    attach_inferred_facts(rewritten, model)
+    attach_inferred_facts(rewritten, light)
     names = _Names(rewritten)
     for fusion in patterns:
         for scope, function in list(_scopes(rewritten)):
@@ -81,7 +83,52 @@ def apply(model: onnx.ModelProto, patterns: Sequence[FusionPattern]) -> FusionRe
         unchanged = onnx.ModelProto()
         unchanged.CopyFrom(model)
         return FusionResult(unchanged, counts)
-    return FusionResult(ir.serde.serialize_model(rewritten), counts)
+    fused = ir.serde.serialize_model(rewritten)
+    for tensor in fused.graph.initializer:
+        if tensor.name in large:
+            tensor.CopyFrom(large[tensor.name])
+    return FusionResult(fused, counts)
+
+
+#: Main-graph initializers from this size on go through a rewrite as
+#: placeholders (their type and shape, a reference to no file): no pattern
+#: reads a weight's values, and a decoder's weights would otherwise be
+#: copied three times (and onnx's shape inference refuses 2 GB).
+LARGE_BYTES = 1 << 20
+
+
+def _copy_except(message, skip: str):
+    """A copy of a protobuf message without its field ``skip``."""
+    out = type(message)()
+    for field, value in message.ListFields():
+        if field.name == skip:
+            continue
+        if hasattr(value, "extend"):          # a repeated field (any protobuf)
+            getattr(out, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(out, field.name).CopyFrom(value)
+        else:
+            setattr(out, field.name, value)
+    return out
+
+
+def _without_large_data(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict]:
+    """(a copy of ``model`` whose large initializers are placeholders, the
+    originals by name)."""
+    light = _copy_except(model, "graph")
+    light.graph.CopyFrom(_copy_except(model.graph, "initializer"))
+    large = {}
+    for tensor in model.graph.initializer:
+        if tensor.ByteSize() < LARGE_BYTES:
+            light.graph.initializer.append(tensor)
+            continue
+        large[tensor.name] = tensor
+        placeholder = light.graph.initializer.add()
+        placeholder.name, placeholder.data_type = tensor.name, tensor.data_type
+        placeholder.dims.extend(tensor.dims)
+        placeholder.data_location = onnx.TensorProto.EXTERNAL
+        placeholder.external_data.add(key="location", value=PLACEHOLDER)
+    return light, large
 
 
 def _declare_function_inputs(model: ir.Model, proto: onnx.ModelProto) -> None:

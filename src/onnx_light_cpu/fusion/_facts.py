@@ -109,7 +109,9 @@ def constant(value: ir.Value | None) -> np.ndarray | None:
     if value is None or value.is_graph_input():
         return None
     tensor = convenience.get_const_tensor(value)
-    return None if tensor is None else tensor.numpy()
+    if tensor is None or isinstance(tensor, ir.ExternalTensor):
+        return None   # a large weight's placeholder (_engine) or data on disk
+    return tensor.numpy()
 
 
 def constant_ints(value: ir.Value | None) -> list[int] | None:
