@@ -296,13 +296,18 @@ def command_check(args) -> int:
 
 
 def family_files(record) -> dict[str, str]:
-    """The test and benchmark files of a kernel's family and its gradient
-    rule, named by the stem its adapter module has (relative to the
-    repository root; ``where`` prints those that exist)."""
+    """The test and benchmark files of a kernel's family, named by the stem
+    its adapter module has (relative to the repository root)."""
     stem = pathlib.Path(record.adapter_path).stem
     return {"tests": f"tests/ops/test_{stem}.py",
-            "benchmarks": f"benchmarks/test_bench_{stem}.py",
-            "gradient": f"{PACKAGE_ROOT.name}/onnx_light_cpu/gradients/{stem}.py",
+            "benchmarks": f"benchmarks/test_bench_{stem}.py"}
+
+
+def gradient_files(record) -> dict[str, str]:
+    """Where its gradient rule and their tests would be, by the same stem
+    (few operators have one: ``where`` prints those that exist)."""
+    stem = pathlib.Path(record.adapter_path).stem
+    return {"gradient": f"{PACKAGE_ROOT.name}/onnx_light_cpu/gradients/{stem}.py",
             "grad tests": f"tests/gradients/test_grad_{stem}.py"}
 
 
@@ -324,7 +329,7 @@ def command_where(args) -> int:
             print(f"  core:       {source}/{path}")
         for path in record.header_paths:
             print(f"  header:     {source}/{path}")
-        for kind, path in family_files(record).items():
+        for kind, path in {**family_files(record), **gradient_files(record)}.items():
             if (repository / path).exists():
                 print(f"  {kind + ':':11} {path}")
     return 0
