@@ -27,8 +27,9 @@ ids counting the mask's ones.
 Our engine runs the decoder after :func:`onnx_light_cpu.fusion.fuse`
 (MatMulNBits + bias, SiLU gates as QuickGelu, ...), as ONNX Runtime's
 optimizer rewrites it at load.  With a shared static buffer,
-GroupQueryAttention writes the new rows into the past buffers in place (``EvaluatorContext.share_kv_buffers``, set on
-this generator's evaluator only): a step copies no cache.
+GroupQueryAttention writes the new rows into the past buffers in place
+(``EvaluatorContext.share_kv_buffers``, set on this generator's evaluator
+only): a step copies no cache.
 """
 
 from __future__ import annotations
