@@ -21,8 +21,10 @@ from gradcheck import check_gradients, one_node_model, ours, run_ort
 # truncation error: what remains is float32 rounding of Y (1e-7 |Y| over K
 # terms) divided by 2h, below 1e-4 on these sizes (measured: a third).
 TOL, STEP = (1e-4, 1e-4), 0.5
-# ours against ONNX Runtime: the same float32 graph
-ORT_TOL = (1e-6, 1e-7)
+# ours against ONNX Runtime: the same float32 graph, its MatMul summed in
+# another order at some SIMD levels (the scalar twin's: 5.6e-7 on a
+# gradient of 0.12, terms up to 15 over K <= 64)
+ORT_TOL = (1e-5, 1e-6)
 BLOCK = 32
 
 
