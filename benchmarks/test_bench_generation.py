@@ -49,6 +49,7 @@ import onnx
 import pytest
 
 import onnx_light_cpu as olc
+from onnx_light_cpu.cli import first_difference
 
 from ._harness import Interleaver, gc_off
 from .decoders import DTYPES, QWEN2_0_5B, TINY, DecoderConfig, build_decoder
@@ -107,11 +108,6 @@ def _prompt(config: DecoderConfig, tokens: int) -> np.ndarray:
     return rng.integers(0, config.vocab, size=(1, tokens), dtype=np.int64)
 
 
-def _first_difference(ours: np.ndarray, theirs: np.ndarray) -> int | None:
-    unequal = np.flatnonzero(ours != theirs)
-    return int(unequal[0]) if unequal.size else None
-
-
 def _summary(stats: list) -> dict:
     """Decode ms per token (the median step), tokens per second, the loop's
     overhead over the calls of one engine."""
@@ -139,7 +135,7 @@ def test_generation(benchmark, bench_options, competing_load, config, dtype, buf
     # untimed: both loops generate the same tokens (the first calls prepare)
     got = ours.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
     want = theirs.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
-    difference = _first_difference(got, want)
+    difference = first_difference(got, want)
     assert dtype != "float32" or difference is None, (
         f"{config.name} {dtype}: new token {difference} differs from ORT's "
         f"({got[difference]} vs {want[difference]})")

@@ -364,24 +364,6 @@ def first_difference(ours: np.ndarray, theirs: np.ndarray) -> int | None:
     return None if len(ours) == len(theirs) else n
 
 
-def _text_streamer(tokenizer, prompt_ids: list[int]):
-    """A streamer of token ids that prints the text each one adds.  The
-    text is decoded after the prompt's last ids, so that the space a
-    tokenizer puts between words (WordPiece, WordLevel) comes out."""
-    context = list(prompt_ids[-4:])
-    shown = tokenizer.decode(context, skip_special_tokens=True)
-
-    def on_token(token: np.ndarray) -> None:
-        nonlocal shown
-        context.append(int(token[0]))
-        text = tokenizer.decode(context, skip_special_tokens=True)
-        if text.startswith(shown) and len(text) > len(shown):
-            print(text[len(shown):], end="", flush=True)
-            shown = text
-
-    return on_token
-
-
 def _timing_lines(stats) -> list[str]:
     """The prefill's time, then the decode steps' (none after one new token)."""
     steps = len(stats.decode_s)
@@ -426,7 +408,7 @@ def _compare_generation(args, model, prompt: np.ndarray, ours: np.ndarray, stats
 
 
 def command_generate(args) -> int:
-    from .generation import Generator
+    from .generation import Generator, text_streamer
 
     compare = [c for c in (args.compare or "").split(",") if c]
     problem = None
@@ -469,8 +451,10 @@ def command_generate(args) -> int:
     header = [f"model: {args.model} (onnx_light_cpu, threads {args.threads or 'default'}, "
               f"simd {simd_level()})",
               f"prompt: {prompt.shape[1]} tokens"]
-    stream = _text_streamer(tokenizer, prompt[0].tolist()) if tokenizer is not None else (
-        lambda token: print(f" {int(token[0])}", end="", flush=True))
+    stream = (text_streamer(tokenizer, prompt[0].tolist(),
+                            lambda text: print(text, end="", flush=True))
+              if tokenizer is not None else
+              lambda token: print(f" {int(token[0])}", end="", flush=True))
     started = False
 
     def start() -> None:  # the first lines once the model has taken the prompt

@@ -547,19 +547,29 @@ class Generator:
         each new piece of text.  ``options`` are :meth:`generate`'s."""
         tokenizer = self.tokenizer()
         ids = np.array([tokenizer.encode(prompt).ids], np.int64)
-        pieces: list[int] = []
-        shown = ""
-
-        def on_token(token: np.ndarray) -> None:
-            nonlocal shown
-            pieces.append(int(token[0]))
-            text = tokenizer.decode(pieces, skip_special_tokens=True)
-            if streamer is not None and text.startswith(shown) and len(text) > len(shown):
-                streamer(text[len(shown):])
-                shown = text
-
+        on_token = text_streamer(tokenizer, ids[0].tolist(), streamer) if streamer else None
         out = self.generate(ids, max_new_tokens=max_new_tokens, streamer=on_token, **options)
         return tokenizer.decode(out[0, ids.shape[1]:].tolist(), skip_special_tokens=True)
+
+
+def text_streamer(tokenizer, prompt_ids: list[int],
+                  emit: Callable[[str], None]) -> Callable[[np.ndarray], None]:
+    """A streamer of token ids (batch 1) that passes ``emit`` the text each
+    new id adds.  The text is decoded after the prompt's last ids, so that
+    the space a tokenizer puts between words (WordPiece, WordLevel) comes
+    out."""
+    context = list(prompt_ids[-4:])
+    shown = tokenizer.decode(context, skip_special_tokens=True)
+
+    def on_token(token: np.ndarray) -> None:
+        nonlocal shown
+        context.append(int(token[0]))
+        text = tokenizer.decode(context, skip_special_tokens=True)
+        if text.startswith(shown) and len(text) > len(shown):
+            emit(text[len(shown):])
+            shown = text
+
+    return on_token
 
 
 def _sampler(do_sample: bool, temperature: float, top_k: int, top_p: float,
