@@ -516,7 +516,8 @@ class GroupQueryAttentionBase(KernelOp):
         else:
             fsink = None
         shared = (self._context.share_kv_buffers and not self.sliding_window_cache
-                  and L == P and self._shareable(pk, plan) and self._shareable(pv, plan))
+                  and L == P and self._shareable(pk, plan) and self._shareable(pv, plan)
+                  and not np.shares_memory(pk, pv))   # K rows must not land in V
         if shared:   # the past buffers are the presents: no copy of the cache
             present_k, present_v = pk, pv
         else:
