@@ -36,15 +36,18 @@ FLOAT64 = np.dtype(np.float64)
 ZERO = np.zeros(1, dtype=np.int64)
 
 # Activation name (case-insensitive, as ONNX Runtime reads them) -> (core
-# code, default alpha, default beta, takes alpha, takes beta).
+# code, default alpha, default beta, takes alpha, takes beta).  The values
+# of activation_alpha and activation_beta go, in order, to the activations
+# that take them; missing ones default as in ONNX Runtime (LeakyRelu 0.01,
+# HardSigmoid 0.2 and 0.5, Elu 1.0, every other 0).
 ACTIVATIONS = {
     "relu": (0, 0.0, 0.0, False, False),
     "tanh": (1, 0.0, 0.0, False, False),
     "sigmoid": (2, 0.0, 0.0, False, False),
-    "affine": (3, 1.0, 0.0, True, True),
+    "affine": (3, 0.0, 0.0, True, True),
     "leakyrelu": (4, 0.01, 0.0, True, False),
-    "thresholdedrelu": (5, 1.0, 0.0, True, False),
-    "scaledtanh": (6, 1.0, 1.0, True, True),
+    "thresholdedrelu": (5, 0.0, 0.0, True, False),
+    "scaledtanh": (6, 0.0, 0.0, True, True),
     "hardsigmoid": (7, 0.2, 0.5, True, True),
     "elu": (8, 1.0, 0.0, True, False),
     "softsign": (9, 0.0, 0.0, False, False),
@@ -164,11 +167,8 @@ class _Recurrent(KernelOp):
             batch, steps, n_in = x.shape
         else:
             steps, batch, n_in = x.shape
-        hidden = r.shape[-1]
-        if self.hidden_size is not None and self.hidden_size != hidden:
-            raise ValueError(self._input_error(
-                2, f"has shape {r.shape}: its last dimension differs from hidden_size="
-                f"{self.hidden_size}"))
+        # hidden_size when the node sets it (R must then agree), else R's
+        hidden = r.shape[-1] if self.hidden_size is None else self.hidden_size
         if w.shape != (D, G * hidden, n_in):
             raise ValueError(self._input_error(
                 1, f"has shape {w.shape}, expected {(D, G * hidden, n_in)} (num_directions, "
@@ -292,6 +292,12 @@ class _Recurrent(KernelOp):
         clip = 0.0 if self.clip is None else float(self.clip)
         core.run(self.cell, real == FLOAT64, steps, batch, H, n_in, directions,
                  self._acts, clip, lbr, forget, level, threads, parallel)
+        if lens is not None and not lens.all():
+            # as ONNX Runtime: a batch row of no step has zero states
+            empty = lens == 0
+            hs[:, empty] = 0
+            if cs is not None:
+                cs[:, empty] = 0
         self._record(dtype, level, lens is not None, parallel)
         outputs = []
         if want_y:
