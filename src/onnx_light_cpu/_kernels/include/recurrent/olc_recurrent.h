@@ -74,8 +74,13 @@ static inline int olc_rnn_gates(int cell) {
 /* ---- float32 pieces ---- */
 
 static void olc_rnn_act_f(int level, olc_rnn_act a, float clip, float *x, int64_t n) {
+    /* clip as ONNX Runtime's std::min(clip, x) then std::max(-clip, x): NaN
+     * becomes +clip */
     if (clip > 0.0f)
-        for (int64_t i = 0; i < n; ++i) x[i] = fminf(fmaxf(x[i], -clip), clip);
+        for (int64_t i = 0; i < n; ++i) {
+            float v = x[i] < clip ? x[i] : clip;
+            x[i] = -clip < v ? v : -clip;
+        }
     float al = a.alpha, be = a.beta;
     switch (a.code) {
     case OLC_RNN_TANH: OLC_LEVEL_FN(level, olc_tanh_f32)(x, x, n); break;
@@ -129,7 +134,10 @@ static void olc_rnn_act_d(int level, olc_rnn_act a, float clip, double *x, int64
     (void)level;
     double al = a.alpha, be = a.beta, cl = clip;
     if (clip > 0.0f)
-        for (int64_t i = 0; i < n; ++i) x[i] = fmin(fmax(x[i], -cl), cl);
+        for (int64_t i = 0; i < n; ++i) {
+            double v = x[i] < cl ? x[i] : cl;
+            x[i] = -cl < v ? v : -cl;
+        }
     switch (a.code) {
     case OLC_RNN_TANH: for (int64_t i = 0; i < n; ++i) x[i] = tanh(x[i]); break;
     case OLC_RNN_SIGMOID: for (int64_t i = 0; i < n; ++i) x[i] = olc_sigmoid_d_(x[i]); break;
