@@ -115,11 +115,12 @@ def _check_everywhere(op, model, feeds, expected, tolerance=F32_TOL):
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("with_lens", [False, True])
-def test_against_ort(op, direction, with_lens):
+@pytest.mark.parametrize("B", [1, 3])
+def test_against_ort(op, direction, with_lens, B):
     rng = np.random.default_rng(len(op) * 7 + len(direction) + with_lens)
-    T, B, K, H = 7, 3, 5, 9
+    T, K, H = 7, 5, 9
     D = 2 if direction == "bidirectional" else 1
-    lens = np.array([7, 3, 5], np.int32) if with_lens else None
+    lens = np.array([7, 3, 5][:B], np.int32) if with_lens else None
     inputs = _inputs(op, rng, T, B, K, H, D, lens=lens)
     attrs = {"hidden_size": H, "direction": direction}
     for lbr in ((0, 1) if op == "GRU" else (None,)):
@@ -132,11 +133,13 @@ def test_against_ort(op, direction, with_lens):
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_against_ort_threads_larger(op, threads):
-    """Sizes past a vector width and a GEMM tile, ORT at the same threads."""
+@pytest.mark.parametrize("batch", [1, 2])
+def test_against_ort_threads_larger(op, threads, batch):
+    """Sizes past a vector width and a GEMM tile, ORT at the same threads;
+    batch 1 takes the GEMV path (dense R^T)."""
     rng = np.random.default_rng(3)
-    T, B, K, H = 6, 2, 37, 70
-    inputs = _inputs(op, rng, T, B, K, H, 2, lens=np.array([6, 4], np.int32))
+    T, B, K, H = 6, batch, 37, 70
+    inputs = _inputs(op, rng, T, B, K, H, 2, lens=np.array([6, 4][:batch], np.int32))
     model = _model(op, inputs, hidden_size=H, direction="bidirectional")
     feeds = _feeds(inputs)
     got, names, _ = _ours(model, feeds, threads)

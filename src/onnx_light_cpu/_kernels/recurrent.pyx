@@ -27,11 +27,12 @@ cdef inline const void *_data(object a):
 
 
 def run(int cell, bint is_double, int64_t T, int64_t B, int64_t H, int64_t I, list directions,
-        tuple acts, float clip, bint lbr, bint input_forget, int level, int threads,
-        bint parallel):
+        tuple acts, float clip, bint lbr, bint input_forget, bint r_dense, int level,
+        int threads, bint parallel):
     """Runs every direction of one node.  ``directions``: per direction a
     tuple (x, xs_t, xs_b, w, bias, xw, r0, r1, rbh, p, h, c, y, y_offset,
-    ys_t, ys_b, scratch, lens, reverse); ``acts``: per direction three (code, alpha, beta).
+    ys_t, ys_b, scratch, lens, reverse); ``acts``: per direction three (code, alpha, beta);
+    ``r_dense``: the float R^T are dense [H, N] (batch 1: one GEMV a step), not packed.
     Outputs land in the h, c and y arrays given."""
     cdef olc_rnn_dir dirs[MAX_DIRECTIONS]
     cdef int ndir = len(directions), k, j
@@ -60,6 +61,7 @@ def run(int cell, bint is_double, int64_t T, int64_t B, int64_t H, int64_t I, li
         dirs[k].xw = <void *>_data(xw)
         dirs[k].r[0] = _data(r0)
         dirs[k].r[1] = _data(r1)
+        dirs[k].r_dense = r_dense
         dirs[k].rbh = _data(rbh)
         dirs[k].p = _data(p)
         dirs[k].h = <void *>_data(h)

@@ -5,7 +5,9 @@ Per direction, the input projection of every time step is one GEMM
 (X[T B, I] W^T, biases added), then each step adds H_{t-1} R^T and runs the
 gates fused in C.  float32, float16 and bfloat16 compute in float32 on the
 float GEMM engine (W^T and R^T packed once per node and SIMD level when
-they are initializers); double runs a plain loop with libm.  The two
+they are initializers; with batch 1, R^T is kept dense instead and each
+step is one GEMV, which streams it once); double runs a plain loop with
+libm.  The two
 directions of a bidirectional node run in parallel at two threads or more;
 the results do not depend on the thread count.
 
@@ -204,9 +206,10 @@ class _Recurrent(KernelOp):
 
     # -- weights -----------------------------------------------------------
 
-    def _weights(self, index, value, real, level, split):
+    def _weights(self, index, value, real, level, split, dense=False):
         """Per direction, ``value[d]`` ([N, K] rows) prepared for the core:
-        packed transposed (float) or transposed dense (double); ``split``
+        packed transposed (float), or transposed dense (double, or float
+        with ``dense``: R of a batch-1 node, one GEMV a step); ``split``
         cuts the rows into (0, split) and (split, N) (GRU's R)."""
 
         def prepare():
@@ -215,13 +218,14 @@ class _Recurrent(KernelOp):
                 m = np.ascontiguousarray(value[d], dtype=real)
                 parts = (m,) if split is None else (m[:split], m[split:])
                 for part in parts:
-                    if real == FLOAT64:
+                    if real == FLOAT64 or dense:
                         out.append(np.ascontiguousarray(part.T))
                     else:
                         out.append(_pack_transposed(np.ascontiguousarray(part), level))
             return tuple(out)
 
-        return self._prepared_input((index, level, real.str, split), index, value, prepare)
+        key = (index, level, real.str, split, dense)
+        return self._prepared_input(key, index, value, prepare)
 
     # -- the run -----------------------------------------------------------
 
@@ -240,7 +244,10 @@ class _Recurrent(KernelOp):
         xr = np.ascontiguousarray(x, dtype=real)
         is_gru = self.cell == 1
         wp = self._weights(1, w, real, level, None)
-        rp = self._weights(2, r, real, level, 2 * H if is_gru else None)
+        # batch 1: R^T dense and one GEMV a step (the packed GEMM's tiling
+        # costs more than it saves at one row)
+        r_dense = batch == 1 and real == FLOAT32
+        rp = self._weights(2, r, real, level, 2 * H if is_gru else None, r_dense)
         n_r = 2 if is_gru else 1
         bias, rbh = [None] * D, [None] * D
         if b is not None:
@@ -291,14 +298,14 @@ class _Recurrent(KernelOp):
         forget = bool(is_lstm and self.input_forget)
         clip = 0.0 if self.clip is None else float(self.clip)
         core.run(self.cell, real == FLOAT64, steps, batch, H, n_in, directions,
-                 self._acts, clip, lbr, forget, level, threads, parallel)
+                 self._acts, clip, lbr, forget, r_dense, level, threads, parallel)
         if lens is not None and not lens.all():
             # as ONNX Runtime: a batch row of no step has zero states
             empty = lens == 0
             hs[:, empty] = 0
             if cs is not None:
                 cs[:, empty] = 0
-        self._record(dtype, level, lens is not None, parallel)
+        self._record(dtype, level, lens is not None, parallel, r_dense)
         outputs = []
         if want_y:
             outputs.append(y if y.dtype == dtype else y.astype(dtype))
@@ -310,7 +317,7 @@ class _Recurrent(KernelOp):
             outputs.append(np.ascontiguousarray(s, dtype=dtype))
         return tuple(outputs[:len(self._wanted)])
 
-    def _record(self, dtype, level, with_lens, parallel):
+    def _record(self, dtype, level, with_lens, parallel, gemv):
         if not self._usage.enabled:
             return
 
@@ -321,10 +328,12 @@ class _Recurrent(KernelOp):
                 parts.append("seqlens")
             if parallel:
                 parts.append("dirparallel")
+            if gemv:
+                parts.append("gemv")
             parts.append(used)
             return "_".join(parts)
 
-        self._record_path((dtype, level, with_lens, parallel, self.direction), label)
+        self._record_path((dtype, level, with_lens, parallel, gemv, self.direction), label)
 
 
 class RNN(_Recurrent):

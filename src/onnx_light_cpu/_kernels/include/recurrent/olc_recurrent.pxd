@@ -17,6 +17,7 @@ cdef extern from "recurrent/olc_recurrent.h" nogil:
         const void *bias
         void *xw
         const void *r[2]
+        int r_dense
         const void *rbh
         const void *p
         void *h

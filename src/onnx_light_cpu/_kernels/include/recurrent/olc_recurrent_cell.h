@@ -11,7 +11,7 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
     typedef OLC_RREAL real;
     const int64_t T = d->T, B = d->B, H = d->H, K = d->K;
     const int64_t G = olc_rnn_gates(d->cell) * H;
-    const int level = d->level, threads = d->threads;
+    const int level = d->level, threads = d->threads, dense = d->r_dense;
     const real *x = (const real *)d->x;
     real *xw = (real *)d->xw;
     const real *bias = (const real *)d->bias;
@@ -26,7 +26,7 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
         else
             memset(xw + q * G, 0, (size_t)G * sizeof(real));
     }
-    if (rows > 0 && OLC_RF(olc_rnn_mm)(d, (const real *)d->w, x, K, xw, G, rows, G, K, 1,
+    if (rows > 0 && OLC_RF(olc_rnn_mm)(d, (const real *)d->w, 0, x, K, xw, G, rows, G, K, 1,
                                        threads) != 0) {
         d->failed = 1;
         return;
@@ -39,8 +39,8 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
         real *yt = y != NULL ? y + t * d->ys_t : NULL;
         int status = 0;
         if (d->cell == OLC_CELL_GRU) {
-            status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[0], h, H, xt, ldx, B, 2 * H, H, 1,
-                                        threads);
+            status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[0], dense, h, H, xt, ldx, B, 2 * H,
+                                        H, 1, threads);
             for (int64_t b = 0; b < B; ++b) {
                 real *g = xt + b * ldx;
                 OLC_RF(olc_rnn_act)(level, d->act[0], d->clip, g, 2 * H); /* z, r */
@@ -52,15 +52,15 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
             }
             if (status == 0) {
                 if (d->lbr)
-                    status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[1], h, H, scratch, H, B, H,
-                                                H, 0, threads);
+                    status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[1], dense, h, H, scratch,
+                                                H, B, H, H, 0, threads);
                 else
-                    status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[1], scratch, H,
+                    status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[1], dense, scratch, H,
                                                 xt + 2 * H, ldx, B, H, H, 1, threads);
             }
         } else {
-            status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[0], h, H, xt, ldx, B, G, H, 1,
-                                        threads);
+            status = OLC_RF(olc_rnn_mm)(d, (const real *)d->r[0], dense, h, H, xt, ldx, B, G, H,
+                                        1, threads);
         }
         if (status != 0) {
             d->failed = 1;
