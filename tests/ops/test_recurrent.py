@@ -487,3 +487,17 @@ def test_every_combination_small():
         assert f"onnx_light_cpu::{op}" in names
         for g, e in zip(got, want):
             assert_close(g, e, f"{op} {direction} layout {layout}", F32_TOL)
+
+
+@pytest.mark.parametrize("sizes", [(16, 4, 64, 128), (3, 4, 8, 256), (3, 1, 8, 512)])
+def test_threads_split_unidirectional(sizes):
+    """Work above the thresholds: the projection and the steps (packed
+    GEMM at batch 4, GEMV at batch 1) on two threads, bit-identical to one."""
+    T, B, K, H = sizes
+    rng = np.random.default_rng(27)
+    inputs = _inputs("LSTM", rng, T, B, K, H, 1, lens=np.array([T, 2, 1, T][:B], np.int32))
+    inputs[1] *= 0.2
+    inputs[2] *= 0.2
+    model = _model("LSTM", inputs, hidden_size=H)
+    feeds = _feeds(inputs)
+    _check_everywhere("LSTM", model, feeds, _ort(model, feeds), (1e-4, 1e-5))

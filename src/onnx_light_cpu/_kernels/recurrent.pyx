@@ -28,12 +28,14 @@ cdef inline const void *_data(object a):
 
 def run(int cell, bint is_double, int64_t T, int64_t B, int64_t H, int64_t I, list directions,
         tuple acts, float clip, bint lbr, bint input_forget, bint r_dense, int level,
-        int threads, bint parallel):
+        int threads, int proj_threads, bint parallel):
     """Runs every direction of one node.  ``directions``: per direction a
     tuple (x, xs_t, xs_b, w, bias, xw, r0, r1, rbh, p, h, c, y, y_offset,
     ys_t, ys_b, scratch, lens, reverse); ``acts``: per direction three (code, alpha, beta);
     ``r_dense``: the float R^T are dense [H, N] (batch 1: one GEMV a step), not packed.
-    Outputs land in the h, c and y arrays given."""
+    ``threads``: of each step's GEMM, ``proj_threads``: of the input
+    projection; ``parallel``: the directions run as parallel tasks (each
+    on one thread).  Outputs land in the h, c and y arrays given."""
     cdef olc_rnn_dir dirs[MAX_DIRECTIONS]
     cdef int ndir = len(directions), k, j
     if ndir < 1 or ndir > MAX_DIRECTIONS:
@@ -45,6 +47,7 @@ def run(int cell, bint is_double, int64_t T, int64_t B, int64_t H, int64_t I, li
         dirs[k].cell = cell
         dirs[k].level = level
         dirs[k].threads = threads
+        dirs[k].proj_threads = proj_threads
         dirs[k].reverse = reverse
         dirs[k].lbr = lbr
         dirs[k].input_forget = input_forget

@@ -85,7 +85,12 @@ class _Recurrent(KernelOp):
     #: activations of one direction when the node sets none
     default_activations: ClassVar[tuple[str, ...]]
     # Multiply-adds of one step's recurrence GEMM before a second thread helps.
+    # Measured on the 2-core machine shared with other jobs: below it, the
+    # wake-up of a second thread at every step costs more than it saves.
     min_work_per_thread: ClassVar[int] = 1 << 19
+    # Multiply-adds of the input projection (all steps) before a second
+    # thread helps (MatMul's threshold, the same engine).
+    min_projection_per_thread: ClassVar[int] = 1 << 20
 
     common_inputs = (
         Input("X", types=FLOATS, ranks=(3,)),
@@ -202,7 +207,11 @@ class _Recurrent(KernelOp):
         available = self._num_threads(1 << 62, 1)
         parallel = D == 2 and available >= 2
         threads = 1 if parallel else self._num_threads(work, self.min_work_per_thread)
-        return (steps, batch, hidden, n_in, y_shape, state, real, threads, parallel)
+        # the projection of every step at once: MatMul's threshold
+        proj_threads = 1 if parallel else self._num_threads(rows * G * hidden * n_in,
+                                                            self.min_projection_per_thread)
+        return (steps, batch, hidden, n_in, y_shape, state, real, (threads, proj_threads),
+                parallel)
 
     # -- weights -----------------------------------------------------------
 
@@ -230,7 +239,7 @@ class _Recurrent(KernelOp):
     # -- the run -----------------------------------------------------------
 
     def _execute(self, plan, x, w, r, b=None, lens=None, h0=None, c0=None, p=None):
-        steps, batch, hidden, n_in, y_shape, state, real, threads, parallel = plan
+        steps, batch, hidden, n_in, y_shape, state, real, (threads, proj_threads), parallel = plan
         D, G, H = self.num_directions, self.n_gates, hidden
         level = gemm.level_used(simd.state.level)
         dtype = x.dtype
@@ -298,7 +307,7 @@ class _Recurrent(KernelOp):
         forget = bool(is_lstm and self.input_forget)
         clip = 0.0 if self.clip is None else float(self.clip)
         core.run(self.cell, real == FLOAT64, steps, batch, H, n_in, directions,
-                 self._acts, clip, lbr, forget, r_dense, level, threads, parallel)
+                 self._acts, clip, lbr, forget, r_dense, level, threads, proj_threads, parallel)
         if lens is not None and not lens.all():
             # as ONNX Runtime: a batch row of no step has zero states
             empty = lens == 0

@@ -48,6 +48,7 @@ typedef struct {
 /* One direction of one node.  Pointers are float or double (dtype). */
 typedef struct {
     int cell, level, threads, reverse, lbr, input_forget;
+    int proj_threads;        /* threads of the input projection (threads: of each step) */
     int64_t T, B, H, K;      /* steps, batch, hidden size, input size */
     const int32_t *lens;     /* [B] valid steps of each batch row, or NULL (all T) */
     const void *x;           /* [rows, I] dense: rows (t, b) at t * xs_t + b * xs_b */
@@ -234,7 +235,7 @@ static int olc_rnn_run(olc_rnn_dir *dirs, int ndir, int is_double, int parallel)
     for (int k = 0; k < ndir; ++k) {
         dirs[k].failed = 0;
         dirs[k].level = olc_build_level(dirs[k].level);
-        if (parallel) dirs[k].threads = 1;
+        if (parallel) dirs[k].threads = dirs[k].proj_threads = 1;
     }
     olc_parallel_for(ndir, olc_rnn_dir_task, &job, parallel ? ndir : 1);
     for (int k = 0; k < ndir; ++k)

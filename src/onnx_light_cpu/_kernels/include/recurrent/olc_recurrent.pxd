@@ -9,6 +9,7 @@ cdef extern from "recurrent/olc_recurrent.h" nogil:
 
     ctypedef struct olc_rnn_dir:
         int cell, level, threads, reverse, lbr, input_forget
+        int proj_threads
         int64_t T, B, H, K
         const int32_t *lens
         const void *x

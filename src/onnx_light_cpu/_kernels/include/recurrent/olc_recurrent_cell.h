@@ -27,7 +27,7 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
             memset(xw + q * G, 0, (size_t)G * sizeof(real));
     }
     if (rows > 0 && OLC_RF(olc_rnn_mm)(d, (const real *)d->w, 0, x, K, xw, G, rows, G, K, 1,
-                                       threads) != 0) {
+                                       d->proj_threads) != 0) {
         d->failed = 1;
         return;
     }
