@@ -47,6 +47,7 @@ from ..ops import (
     qembed_layer_norm,
     quantization,
     reduce,
+    resize,
     rotary_embedding,
     shape,
     skip_norm,
@@ -89,6 +90,7 @@ FAMILIES = (
     control_flow,
     shape,
     indexing,
+    resize,
 )
 
 
