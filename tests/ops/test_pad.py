@@ -138,7 +138,7 @@ def test_layouts():
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 6)).astype(np.float32)
     expected = np.pad(x, ((1, 2), (2, 1)), mode="reflect")
-    for name, view in layouts(x):
+    for _name, view in layouts(x):
         check_node("Pad", pad_inputs(view, (1, 2, 2, 1)), oracle=lambda *a: [expected],
                    opset=19, mode="reflect")
 
