@@ -318,6 +318,11 @@ def map_copy(cnp.ndarray inp, cnp.ndarray out, list maps, cnp.ndarray runs, cnp.
     plan.nruns = cnp.PyArray_DIM(runs, 0)
     plan.cols = <const int64_t *>cnp.PyArray_DATA(cols)
     plan.ncols = cnp.PyArray_SIZE(cols)
+    plan.cols_fill = 0
+    for k in range(plan.ncols):
+        if plan.cols[k] < 0:
+            plan.cols_fill = 1
+            break
     plan.elem = elem
     plan.row_bytes = cnp.PyArray_NBYTES(out) // rows if rows else 0
     plan.fill = <const char *>pf

@@ -28,6 +28,7 @@ not know it).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -173,6 +174,17 @@ def axis_taps(in_len: int, out_len: int, scale: float, *, mode: str, coordinate:
 
 
 # ---------------------------------------------------------------- the adapter
+
+def _cost(shape, out_shape, order, taps) -> int:
+    """Estimated work of the passes over ``order``'s axes in turn."""
+    current = list(shape)
+    total = 0
+    for a in order:
+        current[a] = out_shape[a]
+        single = math.prod(current[a + 1:]) == 1
+        total += math.prod(current) * taps[a][0].shape[1] * (4 if single else 1)
+    return total
+
 
 class _Pass(NamedTuple):
     axis: int
@@ -356,18 +368,13 @@ class Resize(KernelOp):
                 maps[a] = m
             return _Plan(out_shape, map_plan(shape, x.dtype.itemsize, maps), (), None)
         compute = _F32 if x.dtype in _NARROW else _F64
-        # the order of the passes: the cheapest next one each time (a pass
-        # whose lines are single elements costs about four times more a tap)
+        # The order of the passes: the one that costs least (a pass whose
+        # lines are single elements costs about four times more a tap).
+        order = min(itertools.permutations(resized) if len(resized) <= 4 else [resized],
+                    key=lambda o: _cost(shape, out_shape, o, taps))
         current = list(shape)
         passes = []
-        left = list(resized)
-        while left:
-            def cost(a):
-                after = current[:a] + [out_shape[a]] + current[a + 1:]
-                inner = math.prod(current[a + 1:])
-                return math.prod(after) * taps[a][0].shape[1] * (4 if inner == 1 else 1)
-            a = min(left, key=cost)
-            left.remove(a)
+        for a in order:
             idx, w, extrap = taps[a]
             passes.append(_Pass(a, math.prod(current[:a]), current[a], out_shape[a],
                                 math.prod(current[a + 1:]), np.ascontiguousarray(idx),

@@ -31,6 +31,7 @@ typedef struct {
     int64_t nruns;
     const int64_t *cols;        /* gather form: ncols src byte offsets (-1 fill) */
     int64_t ncols;
+    int cols_fill;              /* some column is a fill (-1) */
     int64_t elem;               /* bytes of one column element (and of the fill pattern) */
     int64_t row_bytes;          /* bytes of one output row */
     const char *fill;           /* one element of the tensor */
@@ -55,46 +56,70 @@ static void olc_map_fill(char *dst, int64_t nbytes, const char *fill, int64_t el
 }
 
 #define OLC_MAP_GATHER(T)                                                              \
-    for (int64_t j = 0; j < p->ncols; ++j) {                                           \
-        int64_t o = p->cols[j];                                                        \
-        if (o >= 0) memcpy((T *)dst + j, src + o, sizeof(T));                          \
-        else olc_map_fill((char *)((T *)dst + j), sizeof(T), p->fill, p->fill_bytes, p->fill_zero); \
+    {                                                                                  \
+        T *restrict d = (T *)dst;                                                      \
+        if (!fill_any) {                                                               \
+            for (int64_t j = 0; j < n; ++j) memcpy(d + j, src + cols[j], sizeof(T));   \
+            return;                                                                    \
+        }                                                                              \
+        for (int64_t j = 0; j < n; ++j) {                                              \
+            if (cols[j] >= 0) memcpy(d + j, src + cols[j], sizeof(T));                 \
+            else olc_map_fill((char *)(d + j), sizeof(T), p->fill, p->fill_bytes, p->fill_zero); \
+        }                                                                              \
+        return;                                                                        \
     }
 
-static void olc_map_row(char *dst, const char *src, const olc_map_plan *p) {
+/* One row from the column plan (the fields read into locals first: the
+ * stores to dst could alias the plan as far as the compiler knows). */
+static void olc_map_row(char *restrict dst, const char *restrict src, const olc_map_plan *p) {
     if (p->nruns > 0) {
         const int64_t *r = p->runs;
-        for (int64_t k = 0; k < p->nruns; ++k, r += 3) {
+        const int64_t nruns = p->nruns;
+        for (int64_t k = 0; k < nruns; ++k, r += 3) {
             if (r[1] >= 0) memcpy(dst + r[0], src + r[1], (size_t)r[2]);
             else olc_map_fill(dst + r[0], r[2], p->fill, p->fill_bytes, p->fill_zero);
         }
         return;
     }
-    switch (p->elem) {
-    case 1: OLC_MAP_GATHER(uint8_t) return;
-    case 2: OLC_MAP_GATHER(uint16_t) return;
-    case 4: OLC_MAP_GATHER(uint32_t) return;
-    case 8: OLC_MAP_GATHER(uint64_t) return;
+    const int64_t *restrict cols = p->cols;
+    const int64_t n = p->ncols, elem = p->elem;
+    const int fill_any = p->cols_fill;
+    switch (elem) {
+    case 1: OLC_MAP_GATHER(uint8_t)
+    case 2: OLC_MAP_GATHER(uint16_t)
+    case 4: OLC_MAP_GATHER(uint32_t)
+    case 8: OLC_MAP_GATHER(uint64_t)
     default:
-        for (int64_t j = 0; j < p->ncols; ++j) {
-            int64_t o = p->cols[j];
-            if (o >= 0) memcpy(dst + j * p->elem, src + o, (size_t)p->elem);
-            else olc_map_fill(dst + j * p->elem, p->elem, p->fill, p->fill_bytes, p->fill_zero);
+        for (int64_t j = 0; j < n; ++j) {
+            if (cols[j] >= 0) memcpy(dst + j * elem, src + cols[j], (size_t)elem);
+            else olc_map_fill(dst + j * elem, elem, p->fill, p->fill_bytes, p->fill_zero);
         }
     }
 }
 #undef OLC_MAP_GATHER
 
-/* Output rows [r0, r1). */
+/* Output rows [r0, r1).  The outer multi-index is found once, by
+ * division, then stepped like an odometer (a division a row cost more than
+ * the copy of a short row). */
+enum { OLC_MAP_MAX_DIMS = 64 };
+
 static void olc_map_rows(char *out, const char *in, const olc_map_plan *p, int64_t r0, int64_t r1) {
+    int64_t pos[OLC_MAP_MAX_DIMS];
+    int64_t q = r0;
+    for (int k = p->nd - 1; k >= 0; --k) {
+        pos[k] = q % p->dims[k];
+        q /= p->dims[k];
+    }
     int64_t prev = -2; /* source offset of the previous row built here; -1 filled */
     for (int64_t r = r0; r < r1; ++r) {
-        int64_t off = 0, q = r;
-        for (int k = p->nd - 1; k >= 0; --k) {
-            int64_t m = p->maps[k][q % p->dims[k]];
-            q /= p->dims[k];
-            if (m < 0 || off < 0) off = -1;
-            else off += m;
+        int64_t off = 0;
+        for (int k = 0; k < p->nd; ++k) {
+            int64_t m = p->maps[k][pos[k]];
+            if (m < 0) {
+                off = -1;
+                break;
+            }
+            off += m;
         }
         char *dst = out + r * p->row_bytes;
         if (off == prev && r > r0) {
@@ -105,6 +130,10 @@ static void olc_map_rows(char *out, const char *in, const olc_map_plan *p, int64
             olc_map_row(dst, in + off, p);
         }
         prev = off;
+        for (int k = p->nd - 1; k >= 0; --k) {
+            if (++pos[k] < p->dims[k]) break;
+            pos[k] = 0;
+        }
     }
 }
 
