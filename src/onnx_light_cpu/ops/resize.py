@@ -405,6 +405,13 @@ class Resize(KernelOp):
         if x.dtype.kind in "OUS":
             raise TypeError(self._input_error(0, "holds strings, which Resize cannot "
                                                  "interpolate"))
+        for index, value, limit in ((1, roi, 2 * x.ndim), (2, scales, x.ndim),
+                                    (3, sizes, x.ndim)):
+            if value is not None and value.size > limit:  # before reading it
+                raise ValueError(self._input_error(
+                    index if self.opset >= 11 else 1,
+                    f"has {value.size} values, more than the {limit} possible for input 0 "
+                    f"of rank {x.ndim}"))
         plan = self._plan_of(x, roi, scales, sizes)
         if plan.nearest is not None:
             return (self._nearest(x, plan),)
