@@ -290,13 +290,14 @@ cdef void _map_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
 
 
 def map_copy(cnp.ndarray inp, cnp.ndarray out, list maps, cnp.ndarray runs, cnp.ndarray cols,
-             int64_t elem, cnp.ndarray fill, int threads):
+             int64_t elem, cnp.ndarray fill, int threads, int64_t repeat=0):
     """The index-map copy of tensor/olc_tensor_map.h: ``out`` (C-contiguous)
     is rows over the outer axes of ``maps`` (one int64 array of input byte
     offsets per axis, -1 for the fill), each row built from ``runs`` (int64
     [n, 3]: dst offset, src offset or -1, bytes) when it has rows, else from
     ``cols`` (one src offset per ``elem``-byte column).  ``fill`` holds one
-    element of the tensor, as bytes.  Rows are split in fixed chunks: the bytes never depend on the
+    element of the tensor, as bytes.  ``repeat`` > 0: the columns are the
+    elements from cols[0] on, each ``repeat`` times (no fill).  Rows are split in fixed chunks: the bytes never depend on the
     thread count."""
     cdef int nd = len(maps), k
     cdef const int64_t *pmaps[MAX_DIMS]
@@ -319,6 +320,7 @@ def map_copy(cnp.ndarray inp, cnp.ndarray out, list maps, cnp.ndarray runs, cnp.
     plan.cols = <const int64_t *>cnp.PyArray_DATA(cols)
     plan.ncols = cnp.PyArray_SIZE(cols)
     plan.cols_fill = 0
+    plan.repeat = repeat
     for k in range(plan.ncols):
         if plan.cols[k] < 0:
             plan.cols_fill = 1

@@ -426,8 +426,8 @@ class Resize(KernelOp):
             return out
         fill = np.array(self.extrapolation_value).astype(x.dtype).reshape(1)
         tensor_core.map_copy(np.ascontiguousarray(x), out, mp.maps, mp.runs, mp.cols, mp.elem,
-                             fill.view(np.uint8), self._num_threads(out.nbytes,
-                                                                    MIN_BYTES_PER_THREAD))
+                             fill.view(np.uint8),
+                             self._num_threads(out.nbytes, MIN_BYTES_PER_THREAD), mp.repeat)
         return out
 
     def _interpolate(self, x, plan: _Plan) -> np.ndarray:

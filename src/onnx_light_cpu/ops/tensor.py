@@ -529,6 +529,7 @@ class MapPlan(NamedTuple):
     runs: np.ndarray                  # int64 [n, 3] (dst, src or -1, bytes), or empty
     cols: np.ndarray                  # int64 src byte offsets per column (gather form)
     elem: int                         # bytes of a column element
+    repeat: int = 0                   # > 0: cols is consecutive elements, each this many times
 
 
 _NO_RUNS = np.zeros((0, 3), dtype=np.int64)
@@ -568,7 +569,12 @@ def map_plan(in_shape: tuple[int, ...], itemsize: int,
     cont[1:] = ((col[:-1] >= 0) & (col[1:] == col[:-1] + 1)) | ((col[1:] < 0) & (col[:-1] < 0))
     starts = np.flatnonzero(~cont)
     if len(starts) * 4 > n and elem <= 16:
-        return MapPlan(shape, maps, _NO_RUNS, np.where(col >= 0, col * elem, -1), elem)
+        repeat = 0
+        k = n // max(len(np.unique(col)), 1)
+        if k >= 2 and col[0] >= 0 and n % k == 0 and np.array_equal(
+                col, np.repeat(np.arange(col[0], col[0] + n // k), k)):
+            repeat = k  # an integer upsampling
+        return MapPlan(shape, maps, _NO_RUNS, np.where(col >= 0, col * elem, -1), elem, repeat)
     lengths = np.diff(np.append(starts, n))
     src = col[starts]
     runs = np.stack([starts * elem, np.where(src >= 0, src * elem, -1), lengths * elem], axis=1)

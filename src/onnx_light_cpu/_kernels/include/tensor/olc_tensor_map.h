@@ -32,6 +32,8 @@ typedef struct {
     const int64_t *cols;        /* gather form: ncols src byte offsets (-1 fill) */
     int64_t ncols;
     int cols_fill;              /* some column is a fill (-1) */
+    int64_t repeat;             /* > 0: column j reads element j / repeat from cols[0]
+                                   (an integer upsampling: cols need not be read) */
     int64_t elem;               /* bytes of one column element (and of the fill pattern) */
     int64_t row_bytes;          /* bytes of one output row */
     const char *fill;           /* one element of the tensor */
@@ -69,6 +71,26 @@ static void olc_map_fill(char *dst, int64_t nbytes, const char *fill, int64_t el
         return;                                                                        \
     }
 
+/* Each of n / k 4-byte elements at src written k times in a row (nearest
+ * upsampling by an integer factor); 2 is a loop of its own, which the
+ * compiler turns into vector shuffles. */
+static void olc_map_repeat4(uint32_t *restrict d, const char *restrict src, int64_t n, int64_t k) {
+    const int64_t m = n / k;
+    uint32_t s[1];
+    if (k == 2) {
+        for (int64_t j = 0; j < m; ++j) {
+            memcpy(s, src + 4 * j, 4);
+            d[2 * j] = s[0];
+            d[2 * j + 1] = s[0];
+        }
+        return;
+    }
+    for (int64_t j = 0; j < m; ++j) {
+        memcpy(s, src + 4 * j, 4);
+        for (int64_t r = 0; r < k; ++r) d[j * k + r] = s[0];
+    }
+}
+
 /* One row from the column plan (the fields read into locals first: the
  * stores to dst could alias the plan as far as the compiler knows). */
 static void olc_map_row(char *restrict dst, const char *restrict src, const olc_map_plan *p) {
@@ -84,6 +106,10 @@ static void olc_map_row(char *restrict dst, const char *restrict src, const olc_
     const int64_t *restrict cols = p->cols;
     const int64_t n = p->ncols, elem = p->elem;
     const int fill_any = p->cols_fill;
+    if (p->repeat > 0 && elem == 4) {
+        olc_map_repeat4((uint32_t *)dst, src + cols[0], n, p->repeat);
+        return;
+    }
     switch (elem) {
     case 1: OLC_MAP_GATHER(uint8_t)
     case 2: OLC_MAP_GATHER(uint16_t)

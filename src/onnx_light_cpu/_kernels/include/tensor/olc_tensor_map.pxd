@@ -12,6 +12,7 @@ cdef extern from "tensor/olc_tensor_map.h" nogil:
         const int64_t *cols
         int64_t ncols
         int cols_fill
+        int64_t repeat
         int64_t elem
         int64_t row_bytes
         const char *fill
