@@ -346,5 +346,14 @@ def test_bad_input():
     assert "opset 18" in _error(scales_inputs(x, (1, 1, 2, 2)), opset=13, antialias=1)
     assert "scalar" in _error([np.float32(1.0).reshape(()), EMPTY, np.ones(0, np.float32),
                                np.ones(0, np.int64)])
+    flags = scales_inputs(np.ones((1, 1, 2, 2), np.bool_), (1, 1, 2, 2))
+    assert "bool" in _error(flags, mode="linear")
+    words = scales_inputs(np.array([["a", "b"]], dtype=object), (1, 2))
+    model = node_model("Resize", words, opset=19)
+    model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.STRING
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(TypeError, match="Resize.*string"):
+        sess.run(None, {f"x{i}": a for i, a in enumerate(words)})
     huge = sizes_inputs(x, (1, 2, 1 << 40, 1 << 20))
     assert "bytes" in _error(huge) or "memory" in _error(huge).lower()
