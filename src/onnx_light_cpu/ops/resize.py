@@ -402,10 +402,12 @@ class Resize(KernelOp):
         x, roi, scales, sizes = self._inputs(args)
         if x.ndim == 0:
             raise ValueError(self._input_error(0, "is a scalar, Resize needs rank >= 1"))
-        if x.dtype.kind in "OUS" or (x.dtype.kind == "b" and self.mode != "nearest"):
-            raise TypeError(self._input_error(
-                0, f"has element type {'string' if x.dtype.kind in 'OUS' else 'bool'}, which "
-                   f"Resize cannot interpolate{' (nearest mode can)' if x.dtype.kind == 'b' else ''}"))
+        if x.dtype.kind in "OUS":
+            raise TypeError(self._input_error(0, "has element type string, which Resize "
+                                                 "cannot interpolate"))
+        if x.dtype.kind == "b" and self.mode != "nearest":
+            raise TypeError(self._input_error(0, f"has element type bool, which {self.mode} "
+                                                 "mode cannot interpolate (nearest can)"))
         for index, value, limit in ((1, roi, 2 * x.ndim), (2, scales, x.ndim),
                                     (3, sizes, x.ndim)):
             if value is not None and value.size > limit:  # before reading it
