@@ -187,10 +187,12 @@ def test_pads_change_between_runs():
     model = node_model("Pad", pad_inputs(x, (0, 0, 0, 0)), opset=19, mode="edge")
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
     for pads in [(1, 0, 0, 1), (0, 2, 1, 0), (-1, 1, 0, 0)]:
         (got,) = sess.run(None, {"x0": x, "x1": np.array(pads, np.int64)})
         (want,) = ort_outputs(model, [x, np.array(pads, np.int64)])
         np.testing.assert_array_equal(got, want)
+    assert set(olc.used_kernel_names(sess)) == {KERNEL}
 
 
 def test_graph_constant_pads():

@@ -306,11 +306,13 @@ def test_values_change_between_runs():
     model = node_model("Resize", scales_inputs(x, (1, 1, 2, 2)), opset=19, mode="linear")
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
     for scales in [(1, 1, 2, 2), (1, 1, 0.5, 3), (1, 1, 2, 2)]:
         inputs = scales_inputs(x, scales)
         (got,) = sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})
         (want,) = ort_outputs(model, inputs)
         np.testing.assert_allclose(got, want, rtol=F32[0], atol=F32[1])
+    assert set(olc.used_kernel_names(sess)) == {KERNEL}
 
 
 def _error(inputs, opset=19, **attrs):
