@@ -1,9 +1,11 @@
-"""Concat, Gather, Slice, Split on transformer shapes.
+"""Concat, Gather, Slice, Split on transformer shapes; Pad on a CNN's.
 
     pytest benchmarks/test_bench_tensor.py --benchmark-only --benchmark-group-by=group
 
 Shapes: a KV-cache append (Concat), 128 embedding rows out of a 32000x4096
-table (Gather), a fused QKV projection cut in three (Slice, Split).
+table (Gather), a fused QKV projection cut in three (Slice, Split), a
+1x64x112x112 feature map padded by 1 and 3 pixels on H and W, constant and
+reflect (Pad).
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def bench_case(name: str):
         feeds = {"table": _rand(rng, (32000, HIDDEN)),
                  "ids": rng.integers(0, 32000, size=(1, 128)).astype(np.int64)}
         return named_case(make_case("Gather", feeds, attrs={"axis": 0}), "Gather-rows")
+    if name.startswith("Pad-"):
+        _, mode, width = name.split("-")
+        p = int(width)
+        feeds = {"x": _rand(rng, (1, 64, 112, 112)),
+                 "pads": i64([0, 0, p, p, 0, 0, p, p])}
+        return named_case(make_case("Pad", feeds, attrs={"mode": mode}), name)
     qkv = _rand(rng, (1, 128, 3 * HIDDEN))
     if name == "Slice-qkv":
         feeds = {"qkv": qkv, "starts": i64([HIDDEN]), "ends": i64([2 * HIDDEN]),
@@ -43,7 +51,8 @@ def bench_case(name: str):
                             outputs=outputs), "Split-qkv")
 
 
-CASES = ("Concat-kv", "Gather-rows", "Slice-qkv", "Split-qkv")
+CASES = ("Concat-kv", "Gather-rows", "Slice-qkv", "Split-qkv", "Pad-constant-1",
+         "Pad-constant-3", "Pad-reflect-1", "Pad-reflect-3")
 
 
 @pytest.mark.parametrize("name,threads,contender", named_params(CASES))

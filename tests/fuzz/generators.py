@@ -1228,4 +1228,5 @@ def gen_optional(d: Draw, record) -> Case:
 from . import (  # noqa: E402
     generators_contrib,  # noqa: F401
     generators_quantization,  # noqa: F401
+    generators_resize,  # noqa: F401
 )

@@ -1,6 +1,6 @@
 # cython: language_level=3
 """Data-movement cores: Concat, Split, Slice, Gather, ScatterND, NonZero,
-Transpose.
+Transpose, and the index-map copy of Pad and Resize's nearest mode.
 
 The adapters pass contiguous arrays (or, for Slice, a strided NumPy view of
 the input) and sizes in bytes; the cores copy blocks, splitting the work
@@ -17,6 +17,7 @@ from olc_tensor cimport (
     olc_nonzero_count, olc_nonzero_fill, olc_nonzero_kind, olc_scatter_fn, olc_scatter_offsets,
     olc_scatter_select, olc_strided_rows, olc_transpose_task,
 )
+from olc_tensor_map cimport olc_map_plan, olc_map_rows
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -273,3 +274,75 @@ def scatter_nd(cnp.ndarray indices, cnp.ndarray updates, cnp.ndarray out, int re
     with nogil:
         fn(cnp.PyArray_DATA(out), cnp.PyArray_DATA(updates), poff, m, slice, red)
     return -1
+
+
+cdef struct _MapJob:
+    char *out
+    const char *inp
+    const olc_map_plan *plan
+    int64_t rows, chunk
+
+
+cdef void _map_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _MapJob *job = <_MapJob *>arg
+    cdef int64_t r1 = (c + 1) * job.chunk
+    olc_map_rows(job.out, job.inp, job.plan, c * job.chunk, r1 if r1 < job.rows else job.rows)
+
+
+def map_copy(cnp.ndarray inp, cnp.ndarray out, list maps, cnp.ndarray runs, cnp.ndarray cols,
+             int64_t elem, cnp.ndarray fill, int threads, int64_t repeat=0):
+    """The index-map copy of tensor/olc_tensor_map.h: ``out`` (C-contiguous)
+    is rows over the outer axes of ``maps`` (one int64 array of input byte
+    offsets per axis, -1 for the fill), each row built from ``runs`` (int64
+    [n, 3]: dst offset, src offset or -1, bytes) when it has rows, else from
+    ``cols`` (one src offset per ``elem``-byte column).  ``fill`` holds one
+    element of the tensor, as bytes.  ``repeat`` > 0: the columns are the
+    elements from cols[0] on, each ``repeat`` times (no fill).  Rows are split in fixed chunks: the bytes never depend on the
+    thread count."""
+    cdef int nd = len(maps), k
+    cdef const int64_t *pmaps[MAX_DIMS]
+    cdef int64_t dims[MAX_DIMS]
+    cdef int64_t rows = 1
+    cdef olc_map_plan plan
+    cdef _MapJob job
+    cdef cnp.ndarray m
+    cdef const unsigned char *pf = <const unsigned char *>cnp.PyArray_DATA(fill)
+    if nd > MAX_DIMS:
+        raise ValueError(f"map_copy: {nd} dimensions, at most {MAX_DIMS}")
+    for k in range(nd):
+        m = maps[k]
+        pmaps[k] = <const int64_t *>cnp.PyArray_DATA(m)
+        dims[k] = cnp.PyArray_SIZE(m)
+        rows *= dims[k]
+    plan.nd, plan.dims, plan.maps = nd, dims, pmaps
+    plan.runs = <const int64_t *>cnp.PyArray_DATA(runs)
+    plan.nruns = cnp.PyArray_DIM(runs, 0)
+    plan.cols = <const int64_t *>cnp.PyArray_DATA(cols)
+    plan.ncols = cnp.PyArray_SIZE(cols)
+    plan.cols_fill = 0
+    plan.repeat = repeat
+    for k in range(plan.ncols):
+        if plan.cols[k] < 0:
+            plan.cols_fill = 1
+            break
+    plan.elem = elem
+    plan.row_bytes = cnp.PyArray_NBYTES(out) // rows if rows else 0
+    plan.fill = <const char *>pf
+    plan.fill_bytes = cnp.PyArray_NBYTES(fill)
+    if plan.fill_bytes <= 0 or elem % plan.fill_bytes:
+        raise ValueError(f"map_copy: a fill of {plan.fill_bytes} bytes for columns of {elem}")
+    plan.fill_zero = 1
+    for k in range(plan.fill_bytes):
+        if pf[k] != 0:
+            plan.fill_zero = 0
+    if rows == 0 or plan.row_bytes == 0:
+        return
+    job.out, job.inp, job.plan, job.rows = <char *>cnp.PyArray_DATA(out), \
+        <const char *>cnp.PyArray_DATA(inp), &plan, rows
+    job.chunk = TASK_BYTES // plan.row_bytes + 1
+    if threads <= 1 or rows <= job.chunk:
+        with nogil:
+            olc_map_rows(job.out, job.inp, &plan, 0, rows)
+        return
+    with nogil:
+        olc_parallel_for((rows + job.chunk - 1) // job.chunk, _map_task, &job, threads)

@@ -1,4 +1,4 @@
-"""Concat, Gather, NonZero, ScatterND, Slice, Split, Transpose: data movement.
+"""Concat, Gather, NonZero, Pad, ScatterND, Slice, Split, Transpose: data movement.
 
 These operators only move elements, so the cores work on bytes: an element
 type matters through its size.  Every type the schemas allow is accepted;
@@ -520,10 +520,221 @@ class Transpose(_Glue):
         return (out,)
 
 
+class MapPlan(NamedTuple):
+    """An index-map copy (``core.map_copy``, tensor/olc_tensor_map.h):
+    Pad and Resize's nearest mode.  ``maps`` None: the output is the input."""
+
+    shape: tuple[int, ...]            # of the output
+    maps: list[np.ndarray] | None     # per outer axis, input byte offsets (-1: fill)
+    runs: np.ndarray                  # int64 [n, 3] (dst, src or -1, bytes), or empty
+    cols: np.ndarray                  # int64 src byte offsets per column (gather form)
+    elem: int                         # bytes of a column element
+    repeat: int = 0                   # > 0: cols is consecutive elements, each this many times
+
+
+_NO_RUNS = np.zeros((0, 3), dtype=np.int64)
+_NO_COLS = np.zeros(0, dtype=np.int64)
+
+
+def map_plan(in_shape: tuple[int, ...], itemsize: int,
+             axis_maps: list[np.ndarray | None]) -> MapPlan:
+    """The plan of out[o0, ..., ok] = in[m0[o0], ..., mk[ok]] (the fill where
+    any map holds -1; None: the identity) on a C-contiguous input.  Trailing
+    identity axes make one column element; the last mapped axis is the
+    column axis, copied in runs (consecutive sources: one memcpy) or, when
+    nearly every column has its own source, gathered element by element."""
+    shape = tuple(len(m) if m is not None else d for m, d in zip(axis_maps, in_shape))
+    mapped = [k for k, m in enumerate(axis_maps) if m is not None]
+    if not mapped:
+        return MapPlan(shape, None, _NO_RUNS, _NO_COLS, itemsize)
+    c = mapped[-1]
+    strides = [itemsize * math.prod(in_shape[k + 1:]) for k in range(len(in_shape))]
+    elem = strides[c]
+    maps = []
+    for k in range(c):
+        m = axis_maps[k]
+        if m is None:
+            maps.append(np.arange(in_shape[k], dtype=np.int64) * strides[k])
+        else:
+            m = np.asarray(m, dtype=np.int64)
+            maps.append(np.where(m >= 0, m * strides[k], -1))
+    if not maps:
+        maps.append(np.zeros(1, dtype=np.int64))
+    col = np.asarray(axis_maps[c], dtype=np.int64)
+    n = len(col)
+    if n == 0:
+        return MapPlan(shape, maps, _NO_RUNS, _NO_COLS, elem)
+    # a run starts where a column does not continue the previous one
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = ((col[:-1] >= 0) & (col[1:] == col[:-1] + 1)) | ((col[1:] < 0) & (col[:-1] < 0))
+    starts = np.flatnonzero(~cont)
+    if len(starts) * 4 > n and elem <= 16:
+        repeat = 0
+        k = n // max(len(np.unique(col)), 1)
+        if k >= 2 and col[0] >= 0 and n % k == 0 and np.array_equal(
+                col, np.repeat(np.arange(col[0], col[0] + n // k), k)):
+            repeat = k  # an integer upsampling
+        return MapPlan(shape, maps, _NO_RUNS, np.where(col >= 0, col * elem, -1), elem, repeat)
+    lengths = np.diff(np.append(starts, n))
+    src = col[starts]
+    runs = np.stack([starts * elem, np.where(src >= 0, src * elem, -1), lengths * elem], axis=1)
+    return MapPlan(shape, maps, np.ascontiguousarray(runs, dtype=np.int64), _NO_COLS, elem)
+
+
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+class Pad(_Glue):
+    """``data`` padded (or, with negative pads, cropped) on each axis:
+    ``constant`` (the constant_value), ``reflect`` (mirror, edge not
+    repeated), ``edge`` (the border repeated), ``wrap`` (opset 19: periodic).
+    Negative pads crop first, then the positive pads are taken from the
+    cropped region, as ONNX Runtime does (the built-in refuses them).  Every
+    output coordinate of an axis maps to one input coordinate (or to the
+    constant): the core copies whole runs of the last padded axis with
+    memcpy, rows whose source is the previous row's as one copy.
+    Opset 2-10: ``pads`` and ``value`` attributes; 11+: inputs; 18+:
+    ``axes``."""
+
+    inputs = (Input("data"), Input("pads", types=(T.INT64,), optional=True),
+              Input("constant_value", optional=True),
+              Input("axes", types=(T.INT32, T.INT64), optional=True))
+    onnx_types = ANY_TYPES
+    attributes = (Attr("mode", "string", "constant"), Attr("pads", "ints", None),
+                  Attr("value", "float", 0.0))
+    since_version = 2
+    strided_inputs = frozenset({1, 2, 3})
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        if self.mode not in _PAD_MODES or (self.mode == "wrap" and self.opset < 19):
+            self._reject_attribute(f"attribute mode {self.mode!r} is not supported at opset "
+                                   f"{self.opset} (expected one of "
+                                   f"{', '.join(_PAD_MODES[:3 + (self.opset >= 19)])})")
+        if self.opset < 11 and self.pads is None:
+            self._reject_attribute("attribute pads is required before opset 11")
+        # (shape, dtype, pads, axes) -> MapPlan
+        self._maps: dict = {}
+
+    def _pad_values(self, rank: int, pads, axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if self.opset < 11:
+            pad_list = list(self.pads)
+            axes_l = list(range(rank))
+        else:
+            if pads is None:
+                raise ValueError(self._input_error(1, "is required but missing"))
+            if pads.ndim > 1:
+                raise ValueError(self._input_error(1, f"must be 1-D, got shape {pads.shape}"))
+            if axes is not None and self.opset >= 18:
+                if axes.ndim > 1:
+                    raise ValueError(self._input_error(3, f"must be 1-D, got shape "
+                                                          f"{axes.shape}"))
+                axes_l = self._axes(3, self._ints(3, axes, rank), rank, "axes")
+            else:
+                axes_l = list(range(rank))
+            pad_list = self._ints(1, pads, 2 * rank)
+        if len(pad_list) != 2 * len(axes_l):
+            raise ValueError(self._input_error(
+                1, f"has {len(pad_list)} values, expected {2 * len(axes_l)} "
+                   f"(a begin and an end for each of {len(axes_l)} axes)"))
+        begin, end = [0] * rank, [0] * rank
+        n = len(axes_l)
+        for i, a in enumerate(axes_l):
+            begin[a], end[a] = int(pad_list[i]), int(pad_list[n + i])
+        return tuple(begin), tuple(end)
+
+    def _axis_map(self, axis: int, dim: int, begin: int, end: int) -> np.ndarray | None:
+        if begin == 0 and end == 0:
+            return None
+        lo, hi = max(0, -begin), dim - max(0, -end)
+        size = dim + begin + end
+        if hi < lo or size < 0:
+            raise ValueError(self._input_error(
+                1, f"pads ({begin}, {end}) crop more than axis {axis} of size {dim}"))
+        extent = hi - lo
+        pb, pe = max(begin, 0), max(end, 0)
+        s = np.arange(size, dtype=np.int64) - pb
+        if self.mode == "constant":
+            return np.where((s >= 0) & (s < extent), s + lo, -1)
+        if pb or pe:
+            if extent == 0:
+                raise ValueError(self._input_error(
+                    0, f"has no element left on axis {axis} (size {dim}) to pad in "
+                       f"{self.mode} mode"))
+            if self.mode == "reflect":
+                if extent < 2:
+                    raise ValueError(self._input_error(
+                        0, f"has {extent} element on axis {axis} after cropping: reflect "
+                           f"mode needs at least 2"))
+                if pb > extent - 1 or pe > extent - 1:
+                    raise ValueError(self._input_error(
+                        1, f"pads ({pb}, {pe}) of axis {axis} exceed {extent - 1}, the most "
+                           f"reflect mode allows for a size of {extent}"))
+        if self.mode == "edge":
+            return np.clip(s, 0, max(extent - 1, 0)) + lo
+        if self.mode == "wrap":
+            return np.mod(s, max(extent, 1)) + lo
+        s = np.abs(s)  # reflect
+        return np.where(s >= extent, 2 * (extent - 1) - s, s) + lo
+
+    def _run(self, data, pads=None, constant_value=None, axes=None):
+        self._check_data(0, data)
+        begin, end = self._pad_values(data.ndim, pads, axes)
+        key = (data.shape, data.dtype, begin, end)
+        plan = self._maps.get(key)
+        if plan is None:
+            axis_maps = [self._axis_map(k, d, b, e)
+                         for k, (d, b, e) in enumerate(zip(data.shape, begin, end))]
+            plan = map_plan(data.shape, data.dtype.itemsize, axis_maps)
+            if len(self._maps) >= 32:
+                self._maps.clear()
+            self._maps[key] = plan
+        fill = self._fill(data.dtype, constant_value)
+        if data.dtype.kind in "OUS":
+            self._label(("string", self.mode), f"pad_{self.mode}_string_builtin")
+            index = tuple(slice(max(0, -b), d - max(0, -e))
+                          for d, b, e in zip(data.shape, begin, end))
+            width = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)]
+            if self.mode == "constant":
+                return (np.pad(data[index], width, mode="constant", constant_values=fill),)
+            return (np.pad(data[index], width, mode=self.mode),)
+        if self._usage.enabled:
+            self._label((self.mode, data.dtype), f"pad_{self.mode}_{_short(data.dtype)}")
+        out = self._output(plan.shape, data.dtype)
+        if plan.maps is None:
+            np.copyto(out, data)
+            return (out,)
+        data = np.ascontiguousarray(data)
+        core.map_copy(data, out, plan.maps, plan.runs, plan.cols, plan.elem,
+                      np.ascontiguousarray(fill).view(np.uint8).reshape(-1),
+                      self._num_threads(out.nbytes, MIN_BYTES_PER_THREAD))
+        return (out,)
+
+    def _fill(self, dtype: np.dtype, constant_value) -> np.ndarray:
+        """The constant as one element of ``dtype``."""
+        if self.opset < 11:
+            value = self.value
+        elif constant_value is None or constant_value.size == 0:
+            value = "" if dtype.kind in "OUS" else 0
+        else:
+            if constant_value.size != 1:
+                raise ValueError(self._input_error(
+                    2, f"must hold one value, got shape {constant_value.shape}"))
+            if constant_value.dtype != dtype and not (
+                    dtype.kind in "OUS" and constant_value.dtype.kind in "OUS"):
+                raise TypeError(self._input_error(
+                    2, f"has element type {constant_value.dtype}, expected {dtype} like input 0"))
+            value = constant_value.reshape(-1)[0]
+        if dtype.kind in "OUS":
+            return np.array(value, dtype=object)
+        return np.array(value).astype(dtype).reshape(1)
+
+
 KERNELS = {
     "RegisterConcatKernel": (Concat,),
     "RegisterGatherKernel": (Gather,),
     "RegisterNonZeroKernel": (NonZero,),
+    "RegisterPadKernel": (Pad,),
     "RegisterScatterNDKernel": (ScatterND,),
     "RegisterSliceKernel": (Slice,),
     "RegisterSplitKernel": (Split,),

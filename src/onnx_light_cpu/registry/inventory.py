@@ -48,6 +48,7 @@ from ..ops import (
     quantization,
     recurrent,
     reduce,
+    resize,
     rotary_embedding,
     shape,
     skip_norm,
@@ -91,6 +92,7 @@ FAMILIES = (
     control_flow,
     shape,
     indexing,
+    resize,
 )
 
 
