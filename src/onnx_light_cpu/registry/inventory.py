@@ -43,6 +43,7 @@ from ..ops import (
     moe,
     multi_head_attention,
     normalization,
+    pooling,
     qattention,
     qembed_layer_norm,
     quantization,
@@ -89,6 +90,7 @@ FAMILIES = (
     control_flow,
     shape,
     indexing,
+    pooling,
 )
 
 
