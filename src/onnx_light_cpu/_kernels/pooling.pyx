@@ -100,9 +100,9 @@ def spatial(cnp.ndarray x, cnp.ndarray y, indices, int mode, tuple in_dims, tupl
             a.idx = <int64_t *>cnp.PyArray_DATA(indices)
     elif mode == OLC_POOL_AVG:
         c0, c1, c2 = counts
-        a.cnt[0] = <const int64_t *>cnp.PyArray_DATA(c0)
-        a.cnt[1] = <const int64_t *>cnp.PyArray_DATA(c1)
-        a.cnt[2] = <const int64_t *>cnp.PyArray_DATA(c2)
+        a.cnt[0] = cnp.PyArray_DATA(c0)
+        a.cnt[1] = cnp.PyArray_DATA(c1)
+        a.cnt[2] = cnp.PyArray_DATA(c2)
     _run(what, &a, planes, dtype, level, threads)
 
 

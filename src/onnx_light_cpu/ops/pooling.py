@@ -193,7 +193,7 @@ class _Spatial(KernelOp):
         else:
             xw = _dense(x)
         core.spatial(xw, y, indices, self.mode, g.in_dims, g.out_dims, g.kernel, g.strides,
-                     g.pads_begin, g.dilations, counts, storage_order, p, g.planes,
+                     g.pads_begin, g.dilations, counts and counts[work_dtype], storage_order, p, g.planes,
                      ELEMENT_TYPES[work_dtype], level, threads)
         if narrow:
             out = self._new_output(g.out_shape, x.dtype)
@@ -245,9 +245,10 @@ class AveragePool(_Spatial):
                 np.arange(g.kernel[i], dtype=np.int64)[None, :] * g.dilations[i]
             lo = -g.pads_begin[i] if self.count_include_pad else 0
             hi = g.in_dims[i] + (g.pads_end[i] if self.count_include_pad else 0)
-            counts.append(np.ascontiguousarray(((pos >= lo) & (pos < hi)).sum(axis=1),
-                                               dtype=np.int64))
-        return tuple(counts)
+            counts.append(((pos >= lo) & (pos < hi)).sum(axis=1))
+        # in the element type the core computes in (exact small integers)
+        return {dtype: tuple(np.ascontiguousarray(c, dtype=dtype) for c in counts)
+                for dtype in (F32, np.dtype(np.float64))}
 
     def _execute(self, plan, x):
         return (self._compute(plan, x),)
@@ -397,30 +398,39 @@ class MaxUnpool(KernelOp):
         kernel = _Spatial._ints(self, "kernel_shape", self.kernel_shape, n, 1, 1)
         strides = _Spatial._ints(self, "strides", self.strides, n, 1, 1)
         pads = _Spatial._ints(self, "pads", self.pads, 2 * n, 0, 0)
+        inferred = x.shape[:2] + tuple(
+            (x.shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[n + i]
+            for i in range(n))
+        if min(inferred) < 0:
+            raise ValueError(f"{op}: the output shape {list(inferred)} from kernel_shape, "
+                             f"strides and pads is negative")
+        shape = inferred
         if output_shape is not None:
+            # ONNX: the indices address the inferred shape, which sits at the
+            # start of each dimension of the requested one (zeros after it).
             shape = tuple(int(v) for v in output_shape)
-            if len(shape) != x.ndim or shape[:2] != x.shape[:2] or min(shape) < 0:
+            if len(shape) != x.ndim or any(s < i for s, i in zip(shape, inferred)):
                 raise ValueError(self._input_error(
-                    2, f"is {list(shape)}: expected {x.ndim} non-negative sizes starting "
-                       f"with input 0's {list(x.shape[:2])}"))
-        else:
-            shape = x.shape[:2] + tuple(
-                (x.shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[n + i]
-                for i in range(n))
-            if min(shape) < 0:
-                raise ValueError(f"{op}: the output shape {list(shape)} from kernel_shape, "
-                                 f"strides and pads is negative")
+                    2, f"is {list(shape)}: expected {x.ndim} sizes, each at least the "
+                       f"inferred {list(inferred)}"))
         level = simd.state.level
         self._record_path((x.dtype, level), lambda: f"maxunpool_{x.dtype.name}_numpy")
         y = self._new_output(shape, x.dtype)
         y.fill(0)
         if x.size:
             flat = indices.reshape(-1)
-            total = y.size
+            total = math.prod(inferred)
             if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= total):
                 raise ValueError(self._input_error(
-                    1, f"has values outside [0, {total}) (the output {list(shape)} flattened)"))
-            y.reshape(-1)[flat] = x.reshape(-1)
+                    1, f"has values outside [0, {total}) (the output {list(inferred)} "
+                       f"flattened)"))
+            if shape == inferred:
+                y.reshape(-1)[flat] = x.reshape(-1)
+            else:
+                self._check_bytes("the inferred output", total * x.dtype.itemsize)
+                inner = np.zeros(inferred, x.dtype)
+                inner.reshape(-1)[flat] = x.reshape(-1)
+                y[tuple(slice(0, i) for i in inferred)] = inner
         return (y,)
 
 

@@ -41,7 +41,7 @@ typedef struct {
     int64_t *idx;                 /* MaxPool's Indices, or NULL */
     int64_t in[3], out[3];        /* spatial sizes, leading 1s */
     int64_t k[3], s[3], pb[3], d[3];
-    const int64_t *cnt[3];        /* AveragePool: window positions counted per output coordinate */
+    const void *cnt[3];           /* AveragePool: window positions counted per output coordinate, in the element type */
     int mode;
     int storage_order;            /* Indices: 0 row-major, 1 column-major (spatial part) */
     double p;                     /* LpPool, GlobalLpPool */
@@ -71,6 +71,159 @@ typedef uint8_t olc_pool_t_u8;
 #define OLC_POOL_POW_f64 pow
 #define OLC_POOL_ABS_f32 fabsf
 #define OLC_POOL_ABS_f64 fabs
+
+/* float32 output rows of the spatial pools, accumulators in registers.
+ *
+ * One output row from the nrows valid input rows of its window (depth and
+ * height taps, in window order): yr[ow] = op over the rows r and kernel
+ * columns k (in that order) of r[ow * s + k * dw - pw], skipping columns
+ * outside [0, W); op is max (maxps(v, acc): acc when v is NaN, as the C
+ * comparison), add, or add of the square.  Output columns whose every tap
+ * is inside the row (the interior) go a vector at a time (strides 1 and 2
+ * as whole loads, stride 2 shuffled to the even elements), the others one
+ * element at a time; both apply the same operations in the same order, so
+ * every level gives the same bits (the square fused into the add aside). */
+enum { OLC_POOL_OP_MAX = 0, OLC_POOL_OP_ADD = 1, OLC_POOL_OP_SQ = 2 };
+#define OLC_POOL_MAX_ROWS 256
+
+typedef struct {
+    int64_t OW, W, s, kw, dw, pw;
+    int op;
+    float init;
+} olc_pool_rowspec;
+
+static inline float olc_pool_op1(float acc, float v, int op) {
+    if (op == OLC_POOL_OP_MAX) return v > acc ? v : acc;
+    if (op == OLC_POOL_OP_ADD) return acc + v;
+    float q = v * v;
+    return acc + q;
+}
+
+/* The interior [*a, *b) of a row. */
+static inline void olc_pool_interior(const olc_pool_rowspec *r, int64_t *a, int64_t *b) {
+    int64_t lo = r->pw > 0 ? (r->pw + r->s - 1) / r->s : 0;
+    int64_t last = (r->kw - 1) * r->dw - r->pw;
+    int64_t hi = r->W - 1 - last < 0 ? 0 : (r->W - 1 - last) / r->s + 1;
+    if (hi > r->OW) hi = r->OW;
+    if (hi < lo) hi = lo;
+    *a = lo;
+    *b = hi;
+}
+
+/* Output columns [j0, j1) one at a time, every tap checked. */
+static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nrows,
+                                     const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
+    for (int64_t ow = j0; ow < j1; ++ow) {
+        float acc = r->init;
+        for (int q = 0; q < nrows; ++q)
+            for (int64_t k = 0; k < r->kw; ++k) {
+                int64_t iw = ow * r->s + k * r->dw - r->pw;
+                if (iw >= 0 && iw < r->W) acc = olc_pool_op1(acc, rows[q][iw], r->op);
+            }
+        yr[ow] = acc;
+    }
+}
+
+/* Interior columns [j0, j1) one at a time, no checks. */
+static inline void olc_pool_inner_f32(float *yr, const float *const *rows, int nrows,
+                                      const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
+    for (int64_t ow = j0; ow < j1; ++ow) {
+        float acc = r->init;
+        for (int q = 0; q < nrows; ++q) {
+            const float *base = rows[q] + ow * r->s - r->pw;
+            for (int64_t k = 0; k < r->kw; ++k) acc = olc_pool_op1(acc, base[k * r->dw], r->op);
+        }
+        yr[ow] = acc;
+    }
+}
+
+static void olc_pool_rows_f32_scalar(float *yr, const float *const *rows, int nrows,
+                                     const olc_pool_rowspec *r) {
+    int64_t a, b;
+    olc_pool_interior(r, &a, &b);
+    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pool_inner_f32(yr, rows, nrows, r, a, b);
+    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+}
+
+#if OLC_X86
+static inline OLC_TARGET_AVX2 __m256 olc_pool_op_avx2(__m256 acc, __m256 v, int op) {
+    if (op == OLC_POOL_OP_MAX) return _mm256_max_ps(v, acc);
+    if (op == OLC_POOL_OP_ADD) return _mm256_add_ps(acc, v);
+    return _mm256_add_ps(acc, _mm256_mul_ps(v, v));
+}
+/* b[0], b[2], ..., b[14]: reads b[0 .. 14] only (a load at b + 7 gives
+ * the odd-placed half). */
+static inline OLC_TARGET_AVX2 __m256 olc_pool_ld2_avx2(const float *b) {
+    __m256 lo = _mm256_loadu_ps(b), hi = _mm256_loadu_ps(b + 7);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xD8)), 0xD8));
+}
+static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pool_rowspec *r) {
+    int64_t a, b;
+    olc_pool_interior(r, &a, &b);
+    const int64_t s = r->s;
+    if (s > 2) { olc_pool_cols_f32(yr, rows, nrows, r, 0, r->OW); return; }
+    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+    if (b - a < 8) { olc_pool_inner_f32(yr, rows, nrows, r, a, b); return; }
+    /* whole vectors from a; the last one ends at b (it may redo a few
+     * columns: the same values) */
+    for (int64_t j = a;; j += 8) {
+        if (j + 8 > b) j = b - 8;
+        __m256 acc = _mm256_set1_ps(r->init);
+        for (int q = 0; q < nrows; ++q) {
+            const float *base = rows[q] + j * s - r->pw;
+            for (int64_t k = 0; k < r->kw; ++k, base += r->dw)
+                acc = olc_pool_op_avx2(acc, s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base), r->op);
+        }
+        _mm256_storeu_ps(yr + j, acc);
+        if (j + 8 >= b) break;
+    }
+}
+#endif
+
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512 olc_pool_op_avx512(__m512 acc, __m512 v, int op) {
+    if (op == OLC_POOL_OP_MAX) return _mm512_max_ps(v, acc);
+    if (op == OLC_POOL_OP_ADD) return _mm512_add_ps(acc, v);
+    return _mm512_add_ps(acc, _mm512_mul_ps(v, v));
+}
+static inline OLC_TARGET_AVX512 __mmask16 olc_pool_mask16(int64_t left) {
+    return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+}
+static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pool_rowspec *r) {
+    int64_t a, b;
+    olc_pool_interior(r, &a, &b);
+    const int64_t s = r->s;
+    if (s > 2) { olc_pool_cols_f32(yr, rows, nrows, r, 0, r->OW); return; }
+    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t j = a; j < b; j += 16) {
+        const int64_t n = b - j < 16 ? b - j : 16;
+        const __mmask16 m = olc_pool_mask16(n), m0 = olc_pool_mask16(2 * n - 1),
+                        m1 = olc_pool_mask16(2 * n - 17);
+        __m512 acc = _mm512_set1_ps(r->init);
+        for (int q = 0; q < nrows; ++q) {
+            const float *base = rows[q] + j * s - r->pw;
+            for (int64_t k = 0; k < r->kw; ++k, base += r->dw) {
+                __m512 v;
+                if (s == 1) {
+                    v = _mm512_maskz_loadu_ps(m, base);
+                } else {
+                    __m512 lo = _mm512_maskz_loadu_ps(m0, base), hi = _mm512_maskz_loadu_ps(m1, base + 16);
+                    v = _mm512_permutex2var_ps(lo, even, hi);
+                }
+                acc = olc_pool_op_avx512(acc, v, r->op);
+            }
+        }
+        _mm512_mask_storeu_ps(yr + j, m, acc);
+    }
+    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+}
+#endif
 
 #define OLC_BODY "pooling/olc_pooling_types.h"
 #include "common/olc_each_level.h"

@@ -17,7 +17,7 @@ cdef extern from "pooling/olc_pooling.h" nogil:
         int64_t s[3]
         int64_t pb[3]
         int64_t d[3]
-        const int64_t *cnt[3]
+        const void *cnt[3]
         int mode
         int storage_order
         double p

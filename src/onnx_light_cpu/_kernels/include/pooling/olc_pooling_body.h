@@ -18,12 +18,49 @@ static inline void olc_pool_range(int64_t off, int64_t s, int64_t W, int64_t OW,
 }
 #endif
 
+#if OLC_POOL_F32
+/* float32 planes [p0, p1) a row at a time (olc_pool_rows_f32_<level>): the
+ * valid input rows of each output row's window, then the row's columns;
+ * AveragePool's division and LpPool's root follow in olc_pool_sum. */
+OLC_LVL_ATTR static void OLC_FN(olc_pool_rowwise_f32)(const olc_pool_args *a, int64_t p0, int64_t p1,
+                                                     int op, float init) {
+    const int64_t D = a->in[0], H = a->in[1], W = a->in[2];
+    const int64_t OD = a->out[0], OH = a->out[1], OW = a->out[2];
+    olc_pool_rowspec spec = {OW, W, a->s[2], a->k[2], a->d[2], a->pb[2], op, init};
+    const float *rows[OLC_POOL_MAX_ROWS];
+    for (int64_t pl = p0; pl < p1; ++pl) {
+        const float *xp = (const float *)a->x + pl * D * H * W;
+        float *yp = (float *)a->y + pl * OD * OH * OW;
+        for (int64_t od = 0; od < OD; ++od)
+            for (int64_t oh = 0; oh < OH; ++oh) {
+                int nrows = 0;
+                for (int64_t kd = 0; kd < a->k[0]; ++kd) {
+                    int64_t id = od * a->s[0] - a->pb[0] + kd * a->d[0];
+                    if (id < 0 || id >= D) continue;
+                    for (int64_t kh = 0; kh < a->k[1]; ++kh) {
+                        int64_t ih = oh * a->s[1] - a->pb[1] + kh * a->d[1];
+                        if (ih < 0 || ih >= H) continue;
+                        rows[nrows++] = xp + (id * H + ih) * W;
+                    }
+                }
+                OLC_FN(olc_pool_rows_f32)(yp + (od * OH + oh) * OW, rows, nrows, &spec);
+            }
+    }
+}
+#endif
+
 /* Spatial max over planes [p0, p1): Y only. */
 OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_max)(const olc_pool_args *a, int64_t p0, int64_t p1) {
     typedef OLC_POOL_T T;
     const int64_t D = a->in[0], H = a->in[1], W = a->in[2];
     const int64_t OD = a->out[0], OH = a->out[1], OW = a->out[2];
     const int64_t sw = a->s[2];
+#if OLC_POOL_F32
+    if (a->k[0] * a->k[1] <= OLC_POOL_MAX_ROWS) {
+        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, OLC_POOL_OP_MAX, -FLT_MAX);
+        return;
+    }
+#endif
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *xp = (const T *)a->x + pl * D * H * W;
         T *yp = (T *)a->y + pl * OD * OH * OW;
@@ -116,12 +153,20 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_sum)(const olc_pool_args *a, int
     const int lp = a->mode == OLC_POOL_LP;
     const int how = !lp ? 0 : a->p == 1 ? 1 : a->p == 2 ? 2 : 3;
     const T p = (T)a->p, inv_p = (T)(1.0 / a->p);
+    int fast = 0;
+#if OLC_POOL_F32
+    if ((how == 0 || how == 2) && a->k[0] * a->k[1] <= OLC_POOL_MAX_ROWS) {
+        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, how == 0 ? OLC_POOL_OP_ADD : OLC_POOL_OP_SQ, 0.0f);
+        fast = 1;
+    }
+#endif
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *xp = (const T *)a->x + pl * D * H * W;
         T *yp = (T *)a->y + pl * OD * OH * OW;
         for (int64_t od = 0; od < OD; ++od)
             for (int64_t oh = 0; oh < OH; ++oh) {
                 T *restrict yr = yp + (od * OH + oh) * OW;
+                if (fast) goto finish;
                 for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0;
                 for (int64_t kd = 0; kd < a->k[0]; ++kd) {
                     int64_t id = od * a->s[0] - a->pb[0] + kd * a->d[0];
@@ -155,10 +200,11 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_sum)(const olc_pool_args *a, int
                         }
                     }
                 }
+            finish:
                 if (!lp) {
-                    const int64_t cdh = a->cnt[0][od] * a->cnt[1][oh];
-                    const int64_t *cw = a->cnt[2];
-                    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = yr[ow] / (T)(cdh * cw[ow]);
+                    const T cdh = ((const T *)a->cnt[0])[od] * ((const T *)a->cnt[1])[oh];
+                    const T *restrict cw = (const T *)a->cnt[2];
+                    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = yr[ow] / (cdh * cw[ow]);
                 } else if (how == 2) {
                     for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = OLC_CAT(OLC_POOL_SQRT, OLC_POOL_TN)(yr[ow]);
                 } else if (how == 3) {

@@ -5,8 +5,11 @@
 
 #define OLC_POOL_TN f32
 #define OLC_POOL_FLOAT 1
+#define OLC_POOL_F32 1
 #include "pooling/olc_pooling_body.h"
 #undef OLC_POOL_TN
+#undef OLC_POOL_F32
+#define OLC_POOL_F32 0
 #define OLC_POOL_TN f64
 #include "pooling/olc_pooling_body.h"
 #undef OLC_POOL_TN
@@ -19,3 +22,4 @@
 #include "pooling/olc_pooling_body.h"
 #undef OLC_POOL_TN
 #undef OLC_POOL_FLOAT
+#undef OLC_POOL_F32
