@@ -92,8 +92,9 @@ class _Spatial(KernelOp):
         if values is None or len(values) == 0:
             return (default,) * n
         if len(values) != n:
+            dims = n // 2 if name == "pads" else n
             raise ValueError(f"{self.onnx_node.op_type}: attribute {name} has {len(values)} "
-                             f"values, expected {n} for input 0 ('X') with {n // (2 if name == 'pads' else 1)} "
+                             f"values, expected {n} for input 0 ('X') with {dims} "
                              f"spatial dimension(s)")
         if min(values) < minimum:
             raise ValueError(f"{self.onnx_node.op_type}: attribute {name} must be >= {minimum}, "
@@ -108,10 +109,6 @@ class _Spatial(KernelOp):
         kernel = self._ints("kernel_shape", self.kernel_shape, n, 1, 1)
         strides = self._ints("strides", self.strides, n, 1, 1)
         dilations = self._ints("dilations", self.dilations, n, 1, 1)
-        if self.auto_pad != "NOTSET" and self.pads:
-            # ONNX: pads and auto_pad cannot be used together (ORT ignores
-            # pads then); follow ORT.
-            pass
         pads = self._ints("pads", self.pads, 2 * n, 0, 0)
         begin, end, out = [], [], []
         for i in range(n):
@@ -193,8 +190,8 @@ class _Spatial(KernelOp):
         else:
             xw = _dense(x)
         core.spatial(xw, y, indices, self.mode, g.in_dims, g.out_dims, g.kernel, g.strides,
-                     g.pads_begin, g.dilations, counts and counts[work_dtype], storage_order, p, g.planes,
-                     ELEMENT_TYPES[work_dtype], level, threads)
+                     g.pads_begin, g.dilations, counts and counts[work_dtype], storage_order,
+                     p, g.planes, ELEMENT_TYPES[work_dtype], level, threads)
         if narrow:
             out = self._new_output(g.out_shape, x.dtype)
             out[...] = y
@@ -294,7 +291,8 @@ class _Global(KernelOp):
         shape, planes, n, level, threads, path = plan
         self._record_path(*path)
         if not self.p > 0:
-            raise ValueError(f"{self.onnx_node.op_type}: attribute p must be positive, got {self.p}")
+            raise ValueError(
+                f"{self.onnx_node.op_type}: attribute p must be positive, got {self.p}")
         narrow = x.dtype in NARROW
         y = np.empty(shape, F32) if narrow else self._new_output(shape, x.dtype)
         if y.size:

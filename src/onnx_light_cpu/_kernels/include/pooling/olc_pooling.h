@@ -110,15 +110,24 @@ static inline void olc_pool_interior(const olc_pool_rowspec *r, int64_t *a, int6
     *b = hi;
 }
 
-/* Output columns [j0, j1) one at a time, every tap checked. */
+/* Output columns [j0, j1) one at a time, every tap checked.  The max
+ * starts from the window's first tap (then a NaN there stays, as in ONNX
+ * Runtime's loops); a window without taps gives init. */
 static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nrows,
                                      const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
     for (int64_t ow = j0; ow < j1; ++ow) {
         float acc = r->init;
+        int seeded = r->op != OLC_POOL_OP_MAX;
         for (int q = 0; q < nrows; ++q)
             for (int64_t k = 0; k < r->kw; ++k) {
                 int64_t iw = ow * r->s + k * r->dw - r->pw;
-                if (iw >= 0 && iw < r->W) acc = olc_pool_op1(acc, rows[q][iw], r->op);
+                if (iw < 0 || iw >= r->W) continue;
+                if (seeded) {
+                    acc = olc_pool_op1(acc, rows[q][iw], r->op);
+                } else {
+                    acc = rows[q][iw];
+                    seeded = 1;
+                }
             }
         yr[ow] = acc;
     }
@@ -127,11 +136,12 @@ static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nr
 /* Interior columns [j0, j1) one at a time, no checks. */
 static inline void olc_pool_inner_f32(float *yr, const float *const *rows, int nrows,
                                       const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
+    const int seed = r->op == OLC_POOL_OP_MAX && nrows > 0;
     for (int64_t ow = j0; ow < j1; ++ow) {
-        float acc = r->init;
+        float acc = seed ? rows[0][ow * r->s - r->pw] : r->init;
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + ow * r->s - r->pw;
-            for (int64_t k = 0; k < r->kw; ++k) acc = olc_pool_op1(acc, base[k * r->dw], r->op);
+            for (int64_t k = q == 0 && seed; k < r->kw; ++k) acc = olc_pool_op1(acc, base[k * r->dw], r->op);
         }
         yr[ow] = acc;
     }
@@ -164,7 +174,8 @@ static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const
     int64_t a, b;
     olc_pool_interior(r, &a, &b);
     const int64_t s = r->s;
-    if (s > 2) { olc_pool_cols_f32(yr, rows, nrows, r, 0, r->OW); return; }
+    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
+    const int seed = r->op == OLC_POOL_OP_MAX;
     olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
     olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
     if (b - a < 8) { olc_pool_inner_f32(yr, rows, nrows, r, a, b); return; }
@@ -175,8 +186,10 @@ static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const
         __m256 acc = _mm256_set1_ps(r->init);
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + j * s - r->pw;
-            for (int64_t k = 0; k < r->kw; ++k, base += r->dw)
-                acc = olc_pool_op_avx2(acc, s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base), r->op);
+            for (int64_t k = 0; k < r->kw; ++k, base += r->dw) {
+                __m256 v = s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base);
+                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx2(acc, v, r->op);
+            }
         }
         _mm256_storeu_ps(yr + j, acc);
         if (j + 8 >= b) break;
@@ -198,7 +211,8 @@ static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *c
     int64_t a, b;
     olc_pool_interior(r, &a, &b);
     const int64_t s = r->s;
-    if (s > 2) { olc_pool_cols_f32(yr, rows, nrows, r, 0, r->OW); return; }
+    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
+    const int seed = r->op == OLC_POOL_OP_MAX;
     olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t j = a; j < b; j += 16) {
@@ -216,7 +230,7 @@ static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *c
                     __m512 lo = _mm512_maskz_loadu_ps(m0, base), hi = _mm512_maskz_loadu_ps(m1, base + 16);
                     v = _mm512_permutex2var_ps(lo, even, hi);
                 }
-                acc = olc_pool_op_avx512(acc, v, r->op);
+                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx512(acc, v, r->op);
             }
         }
         _mm512_mask_storeu_ps(yr + j, m, acc);

@@ -49,6 +49,9 @@ OLC_LVL_ATTR static void OLC_FN(olc_pool_rowwise_f32)(const olc_pool_args *a, in
 }
 #endif
 
+OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_maxidx)(const olc_pool_args *a, int64_t p0,
+                                                       int64_t p1);
+
 /* Spatial max over planes [p0, p1): Y only. */
 OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_max)(const olc_pool_args *a, int64_t p0, int64_t p1) {
     typedef OLC_POOL_T T;
@@ -60,6 +63,11 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_max)(const olc_pool_args *a, int
         OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, OLC_POOL_OP_MAX, -FLT_MAX);
         return;
     }
+#endif
+#if OLC_POOL_FLOAT
+    /* the window's first tap seeds the max, as below (NaN there stays) */
+    OLC_FN(OLC_CAT(olc_pool_maxidx, OLC_POOL_TN))(a, p0, p1);
+    return;
 #endif
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *xp = (const T *)a->x + pl * D * H * W;
@@ -98,9 +106,11 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_max)(const olc_pool_args *a, int
     }
 }
 
-/* Spatial max with Indices: the first maximum of the window in row-major
- * order, its index over the whole input (row- or column-major spatial
- * part). */
+/* Spatial max with Indices (or without: a->idx NULL): the window's first
+ * tap seeds the max, a later one replaces it only when greater (as ONNX
+ * Runtime's loops: a NaN first tap stays, later NaN never win), so the
+ * index is the first maximum in row-major order over the whole input (row-
+ * or column-major spatial part). */
 OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_maxidx)(const olc_pool_args *a, int64_t p0,
                                                        int64_t p1) {
     typedef OLC_POOL_T T;
@@ -113,12 +123,12 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_maxidx)(const olc_pool_args *a, 
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *xp = (const T *)a->x + pl * plane;
         T *yp = (T *)a->y + pl * OD * OH * OW;
-        int64_t *ip = a->idx + pl * OD * OH * OW;
+        int64_t *ip = a->idx ? a->idx + pl * OD * OH * OW : NULL;
         for (int64_t od = 0; od < OD; ++od)
             for (int64_t oh = 0; oh < OH; ++oh)
                 for (int64_t ow = 0; ow < OW; ++ow) {
                     T best = OLC_CAT(OLC_POOL_LOWEST, OLC_POOL_TN);
-                    int64_t where = -1, first = -1;
+                    int64_t where = -1;
                     for (int64_t kd = 0; kd < a->k[0]; ++kd) {
                         int64_t id = od * a->s[0] - a->pb[0] + kd * a->d[0];
                         if (id < 0 || id >= D) continue;
@@ -130,14 +140,13 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_maxidx)(const olc_pool_args *a, 
                                 if (iw < 0 || iw >= W) continue;
                                 T v = xp[(id * H + ih) * W + iw];
                                 int64_t at = id * sd + ih * sh + iw * sx;
-                                if (first < 0) first = at;
-                                if (v > best || (where < 0 && v == best)) { best = v; where = at; }
+                                if (where < 0 || v > best) { best = v; where = at; }
                             }
                         }
                     }
                     int64_t o = (od * OH + oh) * OW + ow;
                     yp[o] = best;
-                    ip[o] = pl * plane + (where >= 0 ? where : first >= 0 ? first : 0);
+                    if (ip) ip[o] = pl * plane + (where >= 0 ? where : 0);
                 }
     }
 }
