@@ -487,8 +487,9 @@ def test_maxroipool(dtype):
     ("GlobalAveragePool", {}), ("GlobalMaxPool", {}), ("GlobalLpPool", {}),
     ("LRN", dict(size=3)),
 ])
-def test_layouts(op, attrs):
-    x = rand(np.random.default_rng(23), (2, 3, 9, 10), F32)
+@pytest.mark.parametrize("dtype", [F32, F16, F64])
+def test_layouts(op, attrs, dtype):
+    x = rand(np.random.default_rng(23), (2, 3, 9, 10), dtype)
     model = node_model(op, [x], opset=22 if op != "LRN" else 13, **attrs)
     want, names, _ = run_ours(model, [x])
     assert names == [f"onnx_light_cpu::{op}"]

@@ -186,7 +186,7 @@ class _Spatial(KernelOp):
             return y.astype(x.dtype, copy=False) if narrow else y
         if narrow:
             self._check_bytes("input 0 in float32", x.size * 4)
-            xw = x.astype(F32)
+            xw = np.ascontiguousarray(x, dtype=F32)
         else:
             xw = _dense(x)
         core.spatial(xw, y, indices, self.mode, g.in_dims, g.out_dims, g.kernel, g.strides,
@@ -298,7 +298,7 @@ class _Global(KernelOp):
         if y.size:
             if narrow:
                 self._check_bytes("input 0 in float32", x.size * 4)
-                xw = x.astype(F32)
+                xw = np.ascontiguousarray(x, dtype=F32)
             else:
                 xw = _dense(x)
             core.global_pool(xw, y, self.mode, self.p, planes, n, ELEMENT_TYPES[y.dtype],
@@ -357,7 +357,7 @@ class LRN(KernelOp):
         if y.size:
             if narrow:
                 self._check_bytes("input 0 in float32", x.size * 4)
-                xw = x.astype(F32)
+                xw = np.ascontiguousarray(x, dtype=F32)
             else:
                 xw = _dense(x)
             N, C = x.shape[0], x.shape[1]
@@ -455,8 +455,14 @@ class MaxRoiPool(KernelOp):
         narrow = x.dtype in NARROW
         wd = F32 if narrow else x.dtype
         r = np.ascontiguousarray(rois, dtype=wd)
+        if not math.isfinite(self.spatial_scale):
+            raise ValueError(f"MaxRoiPool: attribute spatial_scale must be finite, got "
+                             f"{self.spatial_scale}")
         if R and not np.isfinite(r).all():
             raise ValueError(self._input_error(1, "has values that are not finite"))
+        if R and float(np.abs(r[:, 1:]).max()) * abs(self.spatial_scale) >= 2.0 ** 31:
+            raise ValueError(self._input_error(
+                1, "has coordinates beyond 2**31 cells once scaled by spatial_scale"))
         if R and (r[:, 0].min() < 0 or r[:, 0].max() >= N):
             raise ValueError(self._input_error(
                 1, f"has batch indices outside [0, {N}) (input 0 has {N} images)"))
@@ -466,7 +472,7 @@ class MaxRoiPool(KernelOp):
         shape = (R, C, int(ps[0]), int(ps[1]))
         y = np.empty(shape, wd) if narrow else self._new_output(shape, wd)
         if y.size:
-            xw = x.astype(F32) if narrow else _dense(x)
+            xw = np.ascontiguousarray(x, dtype=F32) if narrow else _dense(x)
             threads = self._num_threads(R * C * H * W, MIN_WORK_PER_THREAD)
             core.roi(xw, r, y, C, H, W, shape[2], shape[3], np.float32(self.spatial_scale),
                      ELEMENT_TYPES[wd], level, threads)

@@ -237,7 +237,9 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_global)(const olc_pool_args *a, 
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *restrict x = (const T *)a->x + pl * n;
         T s[16];
-        const T init = how == 4 ? OLC_CAT(OLC_POOL_LOWEST, OLC_POOL_TN) : 0;
+        /* the max starts from the first element in every lane: a NaN there
+         * stays, later ones never win (as MaxPool over the whole plane) */
+        const T init = how == 4 ? (n > 0 ? x[0] : OLC_CAT(OLC_POOL_LOWEST, OLC_POOL_TN)) : 0;
         for (int l = 0; l < 16; ++l) s[l] = init;
         int64_t j = 0;
         if (how == 4) {
