@@ -239,6 +239,88 @@ static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *c
 }
 #endif
 
+/* The scalar level keeps its sixteen partials (OLC_POOL_GPLANE_<level>). */
+#define OLC_POOL_GPLANE_scalar 0
+#define OLC_POOL_GPLANE_avx2 1
+#define OLC_POOL_GPLANE_avx512 1
+static inline float olc_pool_gplane_f32_scalar(const float *x, int64_t n, int how) {
+    (void)x; (void)n; (void)how;
+    return 0.0f;
+}
+
+/* float32 global pools: one plane of n elements reduced to its sum (how
+ * 0), sum of |x| (1), of squares (2) or its max (4, every lane starting
+ * from x[0]).  Two vector accumulators, a masked tail, then the lanes in a
+ * fixed order: the same bits at every thread count (the levels add in
+ * different orders).  The scalar twin is olc_pool_global_f32_scalar's
+ * sixteen partials. */
+#if OLC_X86
+static inline OLC_TARGET_AVX2 __m256 olc_pool_gop_avx2(__m256 acc, __m256 v, int how) {
+    if (how == 4) return _mm256_max_ps(v, acc);
+    if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    else if (how == 2) v = _mm256_mul_ps(v, v);
+    return _mm256_add_ps(acc, v);
+}
+static OLC_TARGET_AVX2 float olc_pool_gplane_f32_avx2(const float *x, int64_t n, int how) {
+    const float init = how == 4 ? x[0] : 0.0f;
+    __m256 a0 = _mm256_set1_ps(init), a1 = a0;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        a0 = olc_pool_gop_avx2(a0, _mm256_loadu_ps(x + j), how);
+        a1 = olc_pool_gop_avx2(a1, _mm256_loadu_ps(x + j + 8), how);
+    }
+    if (j + 8 <= n) { a0 = olc_pool_gop_avx2(a0, _mm256_loadu_ps(x + j), how); j += 8; }
+    if (j < n) {
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = _mm256_maskload_ps(x + j, m);
+        if (how == 4) v = _mm256_blendv_ps(_mm256_set1_ps(init), v, _mm256_castsi256_ps(m));
+        a1 = olc_pool_gop_avx2(a1, v, how);
+    }
+    __m256 a = how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1);
+    __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
+    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
+    __m128 q = _mm_movehl_ps(h, h);
+    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
+    q = _mm_shuffle_ps(h, h, 1);
+    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
+    return _mm_cvtss_f32(h);
+}
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512 olc_pool_gop_avx512(__m512 acc, __m512 v, int how) {
+    if (how == 4) return _mm512_max_ps(v, acc);
+    if (how == 1) v = _mm512_abs_ps(v);
+    else if (how == 2) v = _mm512_mul_ps(v, v);
+    return _mm512_add_ps(acc, v);
+}
+static OLC_TARGET_AVX512 float olc_pool_gplane_f32_avx512(const float *x, int64_t n, int how) {
+    const float init = how == 4 ? x[0] : 0.0f;
+    const __m512 vi = _mm512_set1_ps(init);
+    __m512 a0 = vi, a1 = vi;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 = olc_pool_gop_avx512(a0, _mm512_loadu_ps(x + j), how);
+        a1 = olc_pool_gop_avx512(a1, _mm512_loadu_ps(x + j + 16), how);
+    }
+    if (j + 16 <= n) { a0 = olc_pool_gop_avx512(a0, _mm512_loadu_ps(x + j), how); j += 16; }
+    if (j < n) {
+        __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
+        a1 = olc_pool_gop_avx512(a1, _mm512_mask_loadu_ps(vi, m, x + j), how);
+    }
+    __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
+    __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    b = how == 4 ? _mm256_max_ps(c, b) : _mm256_add_ps(b, c);
+    __m128 h = _mm256_castps256_ps128(b), l = _mm256_extractf128_ps(b, 1);
+    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
+    __m128 q = _mm_movehl_ps(h, h);
+    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
+    q = _mm_shuffle_ps(h, h, 1);
+    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
+    return _mm_cvtss_f32(h);
+}
+#endif
+
 #define OLC_BODY "pooling/olc_pooling_types.h"
 #include "common/olc_each_level.h"
 

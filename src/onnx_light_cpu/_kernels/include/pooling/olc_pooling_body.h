@@ -236,6 +236,15 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_global)(const olc_pool_args *a, 
     const T p = (T)a->p, inv_p = (T)(1.0 / a->p);
     for (int64_t pl = p0; pl < p1; ++pl) {
         const T *restrict x = (const T *)a->x + pl * n;
+#if OLC_POOL_F32
+        if (OLC_CAT(OLC_POOL_GPLANE, OLC_LVL) && how != 3 && n > 0) {
+            float r = OLC_FN(olc_pool_gplane_f32)(x, n, how);
+            if (how == 0) r = r / (float)n;
+            else if (how == 2) r = sqrtf(r);
+            ((float *)a->y)[pl] = r;
+            continue;
+        }
+#endif
         T s[16];
         /* the max starts from the first element in every lane: a NaN there
          * stays, later ones never win (as MaxPool over the whole plane) */
