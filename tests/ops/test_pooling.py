@@ -19,6 +19,10 @@ import onnx
 import pytest
 from ml_dtypes import bfloat16
 from onnx import TensorProto
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import (
     assert_close,
@@ -514,19 +518,53 @@ def test_empty_batch(op, attrs):
     assert got[0].shape[:2] == (0, 3)
 
 
-def test_threads_bit_identical_large():
-    """Planes split across threads: the same bits at 1 and 2 threads (large
-    enough that two threads are asked)."""
+@pytest.fixture
+def split_always(monkeypatch):
+    """Every pooling kernel asks for two threads whatever the size."""
+    from onnx_light_cpu.ops import pooling
+
+    for cls in pooling.KERNELS["RegisterPoolingKernels"]:
+        monkeypatch.setattr(cls, "min_work_per_thread", 1, raising=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, F16, np.dtype(np.int8)])
+def test_threads_bit_identical(split_always, dtype):
+    """Planes split across two threads: the same bits as one thread."""
     rng = np.random.default_rng(24)
-    x = rand(rng, (1, 64, 56, 56), F32)
-    for op, attrs in [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
-                      ("AveragePool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
-                      ("LRN", dict(size=5)), ("GlobalAveragePool", {})]:
-        model = node_model(op, [x], opset=22 if op != "LRN" else 13, **attrs)
-        one, _, paths = run_ours(model, [x], threads=1)
-        two, names, _ = run_ours(model, [x], threads=2)
-        assert names == [f"onnx_light_cpu::{op}"]
-        assert same_bits(one[0], two[0]), op
+    x = rand(rng, (2, 5, 13, 14), dtype)
+    cases = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 2)]
+    if dtype.kind == "f":
+        cases += [("AveragePool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), 1),
+                  ("LpPool", dict(kernel_shape=[2, 3], p=3), 1), ("LRN", dict(size=5), 1),
+                  ("GlobalAveragePool", {}, 1), ("GlobalMaxPool", {}, 1),
+                  ("GlobalLpPool", {}, 1)]
+    for op, attrs, n_out in cases:
+        model = node_model(op, [x], n_outputs=n_out, opset=22 if op != "LRN" else 13, **attrs)
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                one, _, _ = run_ours(model, [x], threads=1)
+                two, names, _ = run_ours(model, [x], threads=2)
+            assert names == [f"onnx_light_cpu::{op}"]
+            for a, b in zip(one, two):
+                assert same_bits(a, b), f"{op} at {level}"
+    if dtype.kind == "f":
+        rois = np.array([[0, 1, 1, 8, 9], [1, 0, 0, 13, 11], [1, 3, 2, 5, 4]], dtype)
+        model = node_model("MaxRoiPool", [x, rois], opset=22, pooled_shape=[2, 3])
+        one, _, _ = run_ours(model, [x, rois], threads=1)
+        two, _, _ = run_ours(model, [x, rois], threads=2)
+        assert same_bits(one[0], two[0])
+
+
+def test_the_split_is_asked(split_always):
+    from onnx_light_cpu.ops import pooling
+
+    x = rand(np.random.default_rng(25), (2, 5, 13, 14), F32)
+    model = node_model("MaxPool", [x], opset=22, kernel_shape=[3, 3])
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, 2)
+    op = next(n for n in sess.rt_nodes_ if isinstance(n, pooling.MaxPool))
+    assert op._num_threads(1000, op.min_work_per_thread) == 2
 
 
 # -- bad input -----------------------------------------------------------------------
@@ -596,8 +634,6 @@ def test_maxroipool_bad_input():
 
 def test_element_types_of_the_inventory():
     """MaxPool registers int8 and uint8; the others the four float types."""
-    import onnx_light_cpu as olc
-
     kinds = {k.op_type: set(k.element_types) for k in olc.registered_kernels()
              if k.op_type in ("MaxPool", "AveragePool", "LRN")}
     assert {"tensor(int8)", "tensor(uint8)", "tensor(bfloat16)"} <= kinds["MaxPool"]

@@ -41,12 +41,15 @@ F32 = np.dtype(np.float32)
 NARROW = (np.dtype(np.float16), np.dtype(bfloat16))  # computed in float32
 AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 
-# Work (output elements times window size, or input elements for the
-# global pools and LRN) one thread must have before a second one is asked.
-# Measured through the evaluator on 2 cores (AVX-512, float32, t1 vs t2):
-# MaxPool 3x3 s2 on 1x64x112x112 (1.8M) and GlobalAveragePool 1x2048x7x7
-# (100K) both gain from two threads; a 1x8x16x16 3x3 pool (18K) does not.
-MIN_WORK_PER_THREAD = 1 << 15
+# Work (output elements times window size; input elements for the global
+# pools; input elements times size for LRN) one thread must have before a
+# second one is asked.  Measured through the evaluator on 2 cores shared
+# with other processes (load average about 3; AVX2, float32, median us,
+# t1 vs t2, two passes): MaxPool 3x3 on 1x16x32x32 (147K) 39 vs 39-52,
+# 1x32x64x64 (1.2M) 228 vs 127-236; GlobalAveragePool 1x2048x7x7 (100K)
+# 20 vs 21-28; LRN size 5 on 1x64x28x28 (250K) 144 vs 153-159.  Below
+# about 512K a second thread never won.
+MIN_WORK_PER_THREAD = 1 << 19
 
 
 class Geometry(NamedTuple):
@@ -441,6 +444,7 @@ class MaxRoiPool(KernelOp):
 
     inputs = (Input("X", types=FLOATS, ranks=(4,)), Input("rois", like=0, ranks=(2,)))
     attributes = (Attr("pooled_shape", "ints"), Attr("spatial_scale", "float", 1.0))
+    min_work_per_thread = MIN_WORK_PER_THREAD
 
     def _run(self, x, rois):
         if rois.shape[1] != 5:
@@ -473,7 +477,7 @@ class MaxRoiPool(KernelOp):
         y = np.empty(shape, wd) if narrow else self._new_output(shape, wd)
         if y.size:
             xw = np.ascontiguousarray(x, dtype=F32) if narrow else _dense(x)
-            threads = self._num_threads(R * C * H * W, MIN_WORK_PER_THREAD)
+            threads = self._num_threads(R * C * H * W, self.min_work_per_thread)
             core.roi(xw, r, y, C, H, W, shape[2], shape[3], np.float32(self.spatial_scale),
                      ELEMENT_TYPES[wd], level, threads)
         return (y.astype(x.dtype),) if narrow else (y,)
