@@ -90,6 +90,10 @@ typedef struct {
     int64_t OW, W, s, kw, dw, pw;
     int op;
     float init;
+    /* AveragePool: each column's result divided by cdh * cw[ow] (NULL: not) */
+    const float *cw;
+    float cdh;
+    int64_t a, b;  /* the interior, olc_pool_interior (set once per call) */
 } olc_pool_rowspec;
 
 static inline float olc_pool_op1(float acc, float v, int op) {
@@ -129,7 +133,7 @@ static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nr
                     seeded = 1;
                 }
             }
-        yr[ow] = acc;
+        yr[ow] = r->cw ? acc / (r->cdh * r->cw[ow]) : acc;
     }
 }
 
@@ -143,17 +147,20 @@ static inline void olc_pool_inner_f32(float *yr, const float *const *rows, int n
             const float *base = rows[q] + ow * r->s - r->pw;
             for (int64_t k = q == 0 && seed; k < r->kw; ++k) acc = olc_pool_op1(acc, base[k * r->dw], r->op);
         }
-        yr[ow] = acc;
+        yr[ow] = r->cw ? acc / (r->cdh * r->cw[ow]) : acc;
     }
 }
 
 static void olc_pool_rows_f32_scalar(float *yr, const float *const *rows, int nrows,
                                      const olc_pool_rowspec *r) {
-    int64_t a, b;
-    olc_pool_interior(r, &a, &b);
+    const int64_t a = r->a, b = r->b;
     olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
     olc_pool_inner_f32(yr, rows, nrows, r, a, b);
     olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+}
+static void olc_pool_rows_sep_scalar(float *yr, const float *const *rows, int nrows,
+                                     const olc_pool_rowspec *r) {
+    olc_pool_rows_f32_scalar(yr, rows, nrows, r);
 }
 
 #if OLC_X86
@@ -169,30 +176,101 @@ static inline OLC_TARGET_AVX2 __m256 olc_pool_ld2_avx2(const float *b) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(
         _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xD8)), 0xD8));
 }
-static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pool_rowspec *r) {
-    int64_t a, b;
-    olc_pool_interior(r, &a, &b);
-    const int64_t s = r->s;
-    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
-    const int seed = r->op == OLC_POOL_OP_MAX;
-    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
-    if (b - a < 8) { olc_pool_inner_f32(yr, rows, nrows, r, a, b); return; }
+/* The vector columns of a row for one op and stride (constants once
+ * inlined into the wrappers below), the row's fields in locals. */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
+    float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a, int64_t b,
+    const int op, const int64_t s) {
+    const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
+    const float *cw = r->cw;
+    const __m256 init = _mm256_set1_ps(r->init), cdh = _mm256_set1_ps(r->cdh);
+    const int seed = op == OLC_POOL_OP_MAX;
     /* whole vectors from a; the last one ends at b (it may redo a few
      * columns: the same values) */
     for (int64_t j = a;; j += 8) {
         if (j + 8 > b) j = b - 8;
-        __m256 acc = _mm256_set1_ps(r->init);
+        __m256 acc = init;
         for (int q = 0; q < nrows; ++q) {
-            const float *base = rows[q] + j * s - r->pw;
-            for (int64_t k = 0; k < r->kw; ++k, base += r->dw) {
+            const float *base = rows[q] + j * s - pw;
+            for (int64_t k = 0; k < kw; ++k, base += dw) {
                 __m256 v = s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base);
-                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx2(acc, v, r->op);
+                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx2(acc, v, op);
             }
         }
+        if (cw) acc = _mm256_div_ps(acc, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j)));
         _mm256_storeu_ps(yr + j, acc);
         if (j + 8 >= b) break;
+    }
+}
+#define OLC_POOL_VEC_AVX2(op, s)                                                                  \
+    static OLC_TARGET_AVX2 void olc_pool_vec_##op##_##s##_avx2(                                   \
+        float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a,    \
+        int64_t b) {                                                                             \
+        olc_pool_vec_avx2(yr, rows, nrows, r, a, b, op, s);                                      \
+    }
+OLC_POOL_VEC_AVX2(0, 1)
+OLC_POOL_VEC_AVX2(0, 2)
+OLC_POOL_VEC_AVX2(1, 1)
+OLC_POOL_VEC_AVX2(1, 2)
+OLC_POOL_VEC_AVX2(2, 1)
+OLC_POOL_VEC_AVX2(2, 2)
+
+/* Separable sums (AveragePool, LpPool with p = 2): the window's input
+ * rows added column by column into t (squares for LpPool), then each
+ * output column sums its taps of t: 2 + 2 adds an output instead of 8 for
+ * a 3x3 window.  The sums run in another order than the scalar twin's
+ * row-major one (within float32 rounding; the same at every thread count).
+ * The max keeps the direct path: the first tap's NaN rule is not
+ * separable. */
+#define OLC_POOL_TROW 4096
+static OLC_TARGET_AVX2 void olc_pool_vertical_avx2(float *t, const float *const *rows, int nrows,
+                                                   int64_t W, int op) {
+    int64_t w = 0;
+    for (; w + 8 <= W; w += 8) {
+        __m256 v = _mm256_loadu_ps(rows[0] + w);  /* op is ADD or SQ */
+        if (op == OLC_POOL_OP_SQ) v = _mm256_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx2(v, _mm256_loadu_ps(rows[q] + w), op);
+        _mm256_storeu_ps(t + w, v);
+    }
+    for (; w < W; ++w) {
+        float v = rows[0][w];
+        if (op == OLC_POOL_OP_SQ) v = v * v;
+        for (int q = 1; q < nrows; ++q) v = olc_pool_op1(v, rows[q][w], op);
+        t[w] = v;
+    }
+}
+
+static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pool_rowspec *r);
+static OLC_TARGET_AVX2 void olc_pool_rows_sep_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pool_rowspec *r) {
+    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->W <= OLC_POOL_TROW && r->s <= 2) {
+        float t[OLC_POOL_TROW];
+        const float *one[1] = {t};
+        olc_pool_rowspec h = *r;
+        olc_pool_vertical_avx2(t, rows, nrows, r->W, r->op);
+        if (h.op == OLC_POOL_OP_SQ) h.op = OLC_POOL_OP_ADD;
+        olc_pool_rows_f32_avx2(yr, one, 1, &h);
+        return;
+    }
+    olc_pool_rows_f32_avx2(yr, rows, nrows, r);
+}
+
+static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pool_rowspec *r) {
+    const int64_t a = r->a, b = r->b;
+    const int64_t s = r->s;
+    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
+    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+    if (b - a < 8) { olc_pool_inner_f32(yr, rows, nrows, r, a, b); return; }
+    switch (r->op * 2 + (int)(s - 1)) {
+    case 0: olc_pool_vec_0_1_avx2(yr, rows, nrows, r, a, b); break;
+    case 1: olc_pool_vec_0_2_avx2(yr, rows, nrows, r, a, b); break;
+    case 2: olc_pool_vec_1_1_avx2(yr, rows, nrows, r, a, b); break;
+    case 3: olc_pool_vec_1_2_avx2(yr, rows, nrows, r, a, b); break;
+    case 4: olc_pool_vec_2_1_avx2(yr, rows, nrows, r, a, b); break;
+    default: olc_pool_vec_2_2_avx2(yr, rows, nrows, r, a, b); break;
     }
 }
 #endif
@@ -206,23 +284,22 @@ static inline OLC_TARGET_AVX512 __m512 olc_pool_op_avx512(__m512 acc, __m512 v, 
 static inline OLC_TARGET_AVX512 __mmask16 olc_pool_mask16(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
 }
-static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pool_rowspec *r) {
-    int64_t a, b;
-    olc_pool_interior(r, &a, &b);
-    const int64_t s = r->s;
-    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
-    const int seed = r->op == OLC_POOL_OP_MAX;
-    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_pool_vec_avx512(
+    float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a, int64_t b,
+    const int op, const int64_t s) {
+    const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
+    const float *cw = r->cw;
+    const __m512 init = _mm512_set1_ps(r->init), cdh = _mm512_set1_ps(r->cdh);
+    const int seed = op == OLC_POOL_OP_MAX;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t j = a; j < b; j += 16) {
         const int64_t n = b - j < 16 ? b - j : 16;
         const __mmask16 m = olc_pool_mask16(n), m0 = olc_pool_mask16(2 * n - 1),
                         m1 = olc_pool_mask16(2 * n - 17);
-        __m512 acc = _mm512_set1_ps(r->init);
+        __m512 acc = init;
         for (int q = 0; q < nrows; ++q) {
-            const float *base = rows[q] + j * s - r->pw;
-            for (int64_t k = 0; k < r->kw; ++k, base += r->dw) {
+            const float *base = rows[q] + j * s - pw;
+            for (int64_t k = 0; k < kw; ++k, base += dw) {
                 __m512 v;
                 if (s == 1) {
                     v = _mm512_maskz_loadu_ps(m, base);
@@ -230,12 +307,69 @@ static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *c
                     __m512 lo = _mm512_maskz_loadu_ps(m0, base), hi = _mm512_maskz_loadu_ps(m1, base + 16);
                     v = _mm512_permutex2var_ps(lo, even, hi);
                 }
-                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx512(acc, v, r->op);
+                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx512(acc, v, op);
             }
         }
+        if (cw) acc = _mm512_div_ps(acc, _mm512_mul_ps(cdh, _mm512_maskz_loadu_ps(m, cw + j)));
         _mm512_mask_storeu_ps(yr + j, m, acc);
     }
+}
+#define OLC_POOL_VEC_AVX512(op, s)                                                                \
+    static OLC_TARGET_AVX512 void olc_pool_vec_##op##_##s##_avx512(                               \
+        float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a,    \
+        int64_t b) {                                                                             \
+        olc_pool_vec_avx512(yr, rows, nrows, r, a, b, op, s);                                    \
+    }
+OLC_POOL_VEC_AVX512(0, 1)
+OLC_POOL_VEC_AVX512(0, 2)
+OLC_POOL_VEC_AVX512(1, 1)
+OLC_POOL_VEC_AVX512(1, 2)
+OLC_POOL_VEC_AVX512(2, 1)
+OLC_POOL_VEC_AVX512(2, 2)
+
+static OLC_TARGET_AVX512 void olc_pool_vertical_avx512(float *t, const float *const *rows, int nrows,
+                                                       int64_t W, int op) {
+    for (int64_t w = 0; w < W; w += 16) {
+        const __mmask16 m = olc_pool_mask16(W - w);
+        __m512 v = _mm512_maskz_loadu_ps(m, rows[0] + w);
+        if (op == OLC_POOL_OP_SQ) v = _mm512_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx512(v, _mm512_maskz_loadu_ps(m, rows[q] + w), op);
+        _mm512_mask_storeu_ps(t + w, m, v);
+    }
+}
+
+static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pool_rowspec *r);
+static OLC_TARGET_AVX512 void olc_pool_rows_sep_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pool_rowspec *r) {
+    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->W <= OLC_POOL_TROW && r->s <= 2) {
+        float t[OLC_POOL_TROW];
+        const float *one[1] = {t};
+        olc_pool_rowspec h = *r;
+        olc_pool_vertical_avx512(t, rows, nrows, r->W, r->op);
+        if (h.op == OLC_POOL_OP_SQ) h.op = OLC_POOL_OP_ADD;
+        olc_pool_rows_f32_avx512(yr, one, 1, &h);
+        return;
+    }
+    olc_pool_rows_f32_avx512(yr, rows, nrows, r);
+}
+
+static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pool_rowspec *r) {
+    const int64_t a = r->a, b = r->b;
+    const int64_t s = r->s;
+    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
+    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
     olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+    if (a >= b) return;
+    switch (r->op * 2 + (int)(s - 1)) {
+    case 0: olc_pool_vec_0_1_avx512(yr, rows, nrows, r, a, b); break;
+    case 1: olc_pool_vec_0_2_avx512(yr, rows, nrows, r, a, b); break;
+    case 2: olc_pool_vec_1_1_avx512(yr, rows, nrows, r, a, b); break;
+    case 3: olc_pool_vec_1_2_avx512(yr, rows, nrows, r, a, b); break;
+    case 4: olc_pool_vec_2_1_avx512(yr, rows, nrows, r, a, b); break;
+    default: olc_pool_vec_2_2_avx512(yr, rows, nrows, r, a, b); break;
+    }
 }
 #endif
 

@@ -23,10 +23,12 @@ static inline void olc_pool_range(int64_t off, int64_t s, int64_t W, int64_t OW,
  * valid input rows of each output row's window, then the row's columns;
  * AveragePool's division and LpPool's root follow in olc_pool_sum. */
 OLC_LVL_ATTR static void OLC_FN(olc_pool_rowwise_f32)(const olc_pool_args *a, int64_t p0, int64_t p1,
-                                                     int op, float init) {
+                                                     int op, float init, int divide) {
     const int64_t D = a->in[0], H = a->in[1], W = a->in[2];
     const int64_t OD = a->out[0], OH = a->out[1], OW = a->out[2];
-    olc_pool_rowspec spec = {OW, W, a->s[2], a->k[2], a->d[2], a->pb[2], op, init};
+    olc_pool_rowspec spec = {OW, W, a->s[2], a->k[2], a->d[2], a->pb[2], op, init,
+                             divide ? (const float *)a->cnt[2] : NULL, 1.0f, 0, 0};
+    olc_pool_interior(&spec, &spec.a, &spec.b);
     const float *rows[OLC_POOL_MAX_ROWS];
     for (int64_t pl = p0; pl < p1; ++pl) {
         const float *xp = (const float *)a->x + pl * D * H * W;
@@ -43,7 +45,8 @@ OLC_LVL_ATTR static void OLC_FN(olc_pool_rowwise_f32)(const olc_pool_args *a, in
                         rows[nrows++] = xp + (id * H + ih) * W;
                     }
                 }
-                OLC_FN(olc_pool_rows_f32)(yp + (od * OH + oh) * OW, rows, nrows, &spec);
+                if (divide) spec.cdh = ((const float *)a->cnt[0])[od] * ((const float *)a->cnt[1])[oh];
+                OLC_FN(olc_pool_rows_sep)(yp + (od * OH + oh) * OW, rows, nrows, &spec);
             }
     }
 }
@@ -60,7 +63,7 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_max)(const olc_pool_args *a, int
     const int64_t sw = a->s[2];
 #if OLC_POOL_F32
     if (a->k[0] * a->k[1] <= OLC_POOL_MAX_ROWS) {
-        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, OLC_POOL_OP_MAX, -FLT_MAX);
+        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, OLC_POOL_OP_MAX, -FLT_MAX, 0);
         return;
     }
 #endif
@@ -165,7 +168,10 @@ OLC_LVL_ATTR static void OLC_POOL_NAME(olc_pool_sum)(const olc_pool_args *a, int
     int fast = 0;
 #if OLC_POOL_F32
     if ((how == 0 || how == 2) && a->k[0] * a->k[1] <= OLC_POOL_MAX_ROWS) {
-        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, how == 0 ? OLC_POOL_OP_ADD : OLC_POOL_OP_SQ, 0.0f);
+        /* AveragePool divides as it stores; LpPool's root follows below */
+        OLC_FN(olc_pool_rowwise_f32)(a, p0, p1, how == 0 ? OLC_POOL_OP_ADD : OLC_POOL_OP_SQ, 0.0f,
+                                     how == 0);
+        if (how == 0) return;
         fast = 1;
     }
 #endif
