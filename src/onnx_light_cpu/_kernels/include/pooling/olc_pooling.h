@@ -185,9 +185,34 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
     const float *cw = r->cw;
     const __m256 init = _mm256_set1_ps(r->init), cdh = _mm256_set1_ps(r->cdh);
     const int seed = op == OLC_POOL_OP_MAX;
-    /* whole vectors from a; the last one ends at b (it may redo a few
-     * columns: the same values) */
-    for (int64_t j = a;; j += 8) {
+    /* two vectors at a time (two independent chains), then whole vectors;
+     * the last one ends at b (it may redo a few columns: the same values) */
+    int64_t j0 = a;
+    for (; j0 + 16 <= b; j0 += 16) {
+        __m256 acc0 = init, acc1 = init;
+        for (int q = 0; q < nrows; ++q) {
+            const float *base = rows[q] + j0 * s - pw;
+            for (int64_t k = 0; k < kw; ++k, base += dw) {
+                __m256 v0 = s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base);
+                __m256 v1 = s == 1 ? _mm256_loadu_ps(base + 8) : olc_pool_ld2_avx2(base + 16);
+                if (seed && q == 0 && k == 0) {
+                    acc0 = v0;
+                    acc1 = v1;
+                } else {
+                    acc0 = olc_pool_op_avx2(acc0, v0, op);
+                    acc1 = olc_pool_op_avx2(acc1, v1, op);
+                }
+            }
+        }
+        if (cw) {
+            acc0 = _mm256_div_ps(acc0, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j0)));
+            acc1 = _mm256_div_ps(acc1, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j0 + 8)));
+        }
+        _mm256_storeu_ps(yr + j0, acc0);
+        _mm256_storeu_ps(yr + j0 + 8, acc1);
+    }
+    if (j0 >= b) return;
+    for (int64_t j = j0;; j += 8) {
         if (j + 8 > b) j = b - 8;
         __m256 acc = init;
         for (int q = 0; q < nrows; ++q) {
