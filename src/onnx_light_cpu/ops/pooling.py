@@ -13,7 +13,17 @@ built-ins are wrong, these follow ONNX Runtime and the specification:
 - MaxPool's ``Indices`` are flattened over the whole tensor (batch and
   channel included), the spatial part row-major or, with
   ``storage_order=1``, column-major; the first maximum of the window in
-  row-major order wins, and NaN never does.
+  row-major order wins.
+- NaN in MaxPool: the window's first tap seeds the max and a later tap
+  replaces it only when greater, as ONNX Runtime's loops (Indices,
+  dilations, double): a NaN first tap gives NaN, later NaN are skipped.
+  ONNX Runtime's float32 path without Indices (MLAS) returns NaN when the
+  window's last tap is NaN instead; its GlobalMaxPool too.  Ours is one
+  rule for every path and type (GlobalMaxPool: the plane's first element).
+- MaxUnpool with ``output_shape``: the indices address the shape inferred
+  from the attributes, placed at the start of the requested one (the
+  specification's reference and its backend case; ONNX Runtime scatters
+  over the requested shape).
 - LRN normalises every channel (the built-in only those below the batch
   size).
 

@@ -3,24 +3,36 @@
  *
  * Every spatial pool works on planes (one (n, c) pair each) of at most three
  * spatial dimensions, lower ranks padded in front with 1s: [D, H, W] in,
- * [OD, OH, OW] out.  An output row (od, oh) is the output row itself used as
- * the accumulator: for each valid input row (id, ih) of its window and each
- * kernel column kw, one loop over the output columns whose input column
- * ow * sw + kw * dw - pw lies inside the row: contiguous (stride 1), every
- * second element (stride 2) or strided, which the compiler vectorises with
- * the level's registers.  The operations on one output element run in the
- * window's row-major order at every level and thread count, so the results
- * are the same bits everywhere (products fused into an add aside: LpPool's
- * squares and LRN's at AVX2 and AVX-512).
+ * [OD, OH, OW] out, one output row (od, oh) at a time from the valid input
+ * rows of its window.
  *
- * Max skips NaN (a NaN never compares greater), as ONNX Runtime's loops and
- * the ONNX reference do; a window of NaN only gives the type's lowest value.
+ * float32 (olc_pool_rows_f32_<level>): the output columns whose taps all lie
+ * inside the row (the interior, computed once per call) go a vector at a
+ * time with the accumulators in registers (two vectors a step at AVX2;
+ * stride 2 loaded as two vectors shuffled to the even elements; other
+ * strides take the scalar loop), the border columns one at a time with
+ * every tap checked.  At AVX2 and AVX-512 the sums (AveragePool, LpPool
+ * with p = 2) are separable: the window's rows added column by column,
+ * then each output's column taps.  AveragePool divides as it stores, by
+ * the counts per output coordinate the adapter computes.  float64 and the
+ * integer types run plain C loops (the row as accumulator for int8/uint8).
+ *
+ * The max starts from the window's first tap and a later tap replaces it
+ * only when greater (ONNX Runtime's loops): a NaN first tap stays, later
+ * NaN never win; GlobalMaxPool likewise from the plane's first element.
  * Indices (MaxPool's second output) take a scalar loop per output element:
- * the first maximum in the window's row-major order.
+ * the first maximum in the window's row-major order, flattened over the
+ * whole input (the spatial part row- or column-major).
+ *
+ * Results are the same bits at every thread count (each output element is
+ * computed by one code path whatever the split); across levels the maxima
+ * agree exactly, sums within float32 rounding (other orders, and products
+ * gcc fuses into adds at AVX2 and AVX-512).
  *
  * float16 and bfloat16 are widened to float32 by the adapter; the cores see
  * float32, float64, int8 and uint8 (max only).  Planes [p0, p1) per call, so
- * threads split whole planes (LRN: whole (n, c) output planes).
+ * threads split whole planes (LRN: whole (n, c) output planes; MaxRoiPool:
+ * (roi, c) pairs).
  */
 #ifndef OLC_POOLING_H
 #define OLC_POOLING_H
