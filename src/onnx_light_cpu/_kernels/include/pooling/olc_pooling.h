@@ -97,6 +97,7 @@ typedef uint8_t olc_pool_t_u8;
  * every level gives the same bits (the square fused into the add aside). */
 enum { OLC_POOL_OP_MAX = 0, OLC_POOL_OP_ADD = 1, OLC_POOL_OP_SQ = 2 };
 #define OLC_POOL_MAX_ROWS 256
+#define OLC_POOL_TROW 4096  /* the widest row the separable sums take */
 
 typedef struct {
     int64_t OW, W, s, kw, dw, pw;
@@ -106,6 +107,7 @@ typedef struct {
     const float *cw;
     float cdh;
     int64_t a, b;  /* the interior, olc_pool_interior (set once per call) */
+    float *t;      /* OLC_POOL_TROW floats of scratch for the separable sums, or NULL */
 } olc_pool_rowspec;
 
 static inline float olc_pool_op1(float acc, float v, int op) {
@@ -259,7 +261,6 @@ OLC_POOL_VEC_AVX2(2, 2)
  * row-major one (within float32 rounding; the same at every thread count).
  * The max keeps the direct path: the first tap's NaN rule is not
  * separable. */
-#define OLC_POOL_TROW 4096
 static OLC_TARGET_AVX2 void olc_pool_vertical_avx2(float *t, const float *const *rows, int nrows,
                                                    int64_t W, int op) {
     int64_t w = 0;
@@ -281,8 +282,8 @@ static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const
                                                    const olc_pool_rowspec *r);
 static OLC_TARGET_AVX2 void olc_pool_rows_sep_avx2(float *yr, const float *const *rows, int nrows,
                                                    const olc_pool_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->W <= OLC_POOL_TROW && r->s <= 2) {
-        float t[OLC_POOL_TROW];
+    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->t && r->W <= OLC_POOL_TROW && r->s <= 2) {
+        float *t = r->t;
         const float *one[1] = {t};
         olc_pool_rowspec h = *r;
         olc_pool_vertical_avx2(t, rows, nrows, r->W, r->op);
@@ -379,8 +380,8 @@ static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *c
                                                        const olc_pool_rowspec *r);
 static OLC_TARGET_AVX512 void olc_pool_rows_sep_avx512(float *yr, const float *const *rows, int nrows,
                                                        const olc_pool_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->W <= OLC_POOL_TROW && r->s <= 2) {
-        float t[OLC_POOL_TROW];
+    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->t && r->W <= OLC_POOL_TROW && r->s <= 2) {
+        float *t = r->t;
         const float *one[1] = {t};
         olc_pool_rowspec h = *r;
         olc_pool_vertical_avx512(t, rows, nrows, r->W, r->op);
