@@ -270,11 +270,13 @@ static OLC_TARGET_AVX2 void olc_pool_vertical_avx2(float *t, const float *const 
         for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx2(v, _mm256_loadu_ps(rows[q] + w), op);
         _mm256_storeu_ps(t + w, v);
     }
-    for (; w < W; ++w) {
-        float v = rows[0][w];
-        if (op == OLC_POOL_OP_SQ) v = v * v;
-        for (int q = 1; q < nrows; ++q) v = olc_pool_op1(v, rows[q][w], op);
-        t[w] = v;
+    if (w < W) {  /* the tail as one masked vector (t has room for it) */
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W - w)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = _mm256_maskload_ps(rows[0] + w, m);
+        if (op == OLC_POOL_OP_SQ) v = _mm256_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx2(v, _mm256_maskload_ps(rows[q] + w, m), op);
+        _mm256_storeu_ps(t + w, v);
     }
 }
 

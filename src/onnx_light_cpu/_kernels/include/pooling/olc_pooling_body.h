@@ -28,7 +28,7 @@ OLC_LVL_ATTR static void OLC_FN(olc_pool_rowwise_f32)(const olc_pool_args *a, in
     const int64_t OD = a->out[0], OH = a->out[1], OW = a->out[2];
     olc_pool_rowspec spec = {OW, W, a->s[2], a->k[2], a->d[2], a->pb[2], op, init,
                              divide ? (const float *)a->cnt[2] : NULL, 1.0f, 0, 0, NULL};
-    float t[op == OLC_POOL_OP_MAX ? 1 : OLC_POOL_TROW];  /* once a task */
+    float t[op == OLC_POOL_OP_MAX ? 1 : OLC_POOL_TROW + 16];  /* once a task; + a vector's tail */
     spec.t = op == OLC_POOL_OP_MAX ? NULL : t;
     olc_pool_interior(&spec, &spec.a, &spec.b);
     const float *rows[OLC_POOL_MAX_ROWS];
