@@ -1227,6 +1227,7 @@ def gen_optional(d: Draw, record) -> Case:
 # (imported for the generators they register)
 from . import (  # noqa: E402
     generators_contrib,  # noqa: F401
+    generators_pooling,  # noqa: F401
     generators_quantization,  # noqa: F401
     generators_resize,  # noqa: F401
 )

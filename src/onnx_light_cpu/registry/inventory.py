@@ -43,6 +43,7 @@ from ..ops import (
     moe,
     multi_head_attention,
     normalization,
+    pooling,
     qattention,
     qembed_layer_norm,
     quantization,
@@ -93,6 +94,7 @@ FAMILIES = (
     shape,
     indexing,
     resize,
+    pooling,
 )
 
 

@@ -1,0 +1,25 @@
+/* The pooling body (olc_pooling_body.h) once per element type at one
+ * level: float32 and float64 get every function, int8 and uint8 the max
+ * pools.  Included by olc_pooling.h through common/olc_each_level.h; no
+ * include guard. */
+
+#define OLC_POOL_TN f32
+#define OLC_POOL_FLOAT 1
+#define OLC_POOL_F32 1
+#include "pooling/olc_pooling_body.h"
+#undef OLC_POOL_TN
+#undef OLC_POOL_F32
+#define OLC_POOL_F32 0
+#define OLC_POOL_TN f64
+#include "pooling/olc_pooling_body.h"
+#undef OLC_POOL_TN
+#undef OLC_POOL_FLOAT
+#define OLC_POOL_FLOAT 0
+#define OLC_POOL_TN i8
+#include "pooling/olc_pooling_body.h"
+#undef OLC_POOL_TN
+#define OLC_POOL_TN u8
+#include "pooling/olc_pooling_body.h"
+#undef OLC_POOL_TN
+#undef OLC_POOL_FLOAT
+#undef OLC_POOL_F32
