@@ -182,11 +182,11 @@ class _AxesReduce(ReduceSum):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
         shape, passes = self._cached_layout(x, axes)
-        if shape is None:  # no axes and noop_with_empty_axes: the input as it is
+        if shape is None:  # no axes and noop_with_empty_axes: each element alone
             if self._usage.enabled:
                 self._record_path(*self._path(f"{self.kind_name}_noop", x.dtype, element_type,
                                               0))
-            return (np.array(x, copy=True),)
+            return (self._noop(x),)
         if self._usage.enabled:
             self._record_path(*self._path(self.kind_name, x.dtype, element_type, level))
         out = self._new_output(shape, x.dtype)
@@ -200,6 +200,12 @@ class _AxesReduce(ReduceSum):
 
     def _empty_value(self, dtype: np.dtype):
         return 0
+
+    def _noop(self, x):
+        """The output of noop_with_empty_axes without axes: the reduction of
+        each element alone (ONNX Runtime's and the built-in's: x for most,
+        |x| for L1 and L2, x squared for SumSquare), a new array."""
+        return np.array(x, copy=True)
 
     def _reduce(self, x, axes, out, shape, passes, element_type: int, level: int) -> None:
         raise NotImplementedError
@@ -315,6 +321,9 @@ class ReduceL1(_SumReduce):
     inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
     kind_name = "reducel1"
 
+    def _noop(self, x):
+        return np.abs(x)
+
     def _terms(self, x):
         return np.abs(x)
 
@@ -323,6 +332,9 @@ class ReduceSumSquare(_SumReduce):
     inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
     kind_name = "reducesumsquare"
 
+    def _noop(self, x):
+        return x * x
+
     def _terms(self, x):
         return x * x
 
@@ -330,6 +342,9 @@ class ReduceSumSquare(_SumReduce):
 class ReduceL2(_SumReduce):
     inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
     kind_name = "reducel2"
+
+    def _noop(self, x):
+        return np.abs(x)
 
     def _terms(self, x):
         return x * x

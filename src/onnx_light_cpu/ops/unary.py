@@ -217,8 +217,9 @@ class Celu(_Activation):
 
 
 class Softplus(_Activation):
-    """log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): x for large
-    x as ONNX Runtime (the built-in overflows to inf above 88 in float32)."""
+    """log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): no overflow
+    for large x and no loss for large negative x (as the built-in's
+    np.logaddexp(0, x))."""
 
     core_op = core.SOFTPLUS
     inputs = (Input("X", types=FLOATS),)
