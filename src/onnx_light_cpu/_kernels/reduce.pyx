@@ -15,7 +15,8 @@ from olc_reduce cimport (
     OLC_COL_BLOCK, OLC_SUM_BLOCK, olc_bsum_fn, olc_bsum_select, olc_csum_fn, olc_csum_select,
     olc_isum_fn, olc_isum_select, olc_reduce_level, olc_softmax_cols_f32, olc_softmax_cols_f64,
     olc_softmax_rows, olc_store_sums,
-    OLC_REDX_KIND_MAX, OLC_REDX_KIND_MIN, OLC_REDX_KIND_PROD, olc_redx_cols_fn,
+    OLC_REDX_KIND_MAX, OLC_REDX_KIND_MIN, OLC_REDX_KIND_PROD, OLC_REDX_KIND_SUM, OLC_SUM_LANES,
+    olc_redx_cols_fn,
     olc_redx_cols_select, olc_redx_rows_fn, olc_redx_rows_select,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
@@ -102,6 +103,11 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
             return
         with nogil:
             olc_parallel_for(ntasks, _col_sum_task, &job, threads)
+        return
+    # B == 1, short rows (global pooling's 49, a last axis of 7): each row
+    # in one sequence (reduce/olc_reduce_ext.h), not 64 lanes and a fold.
+    if R < OLC_SUM_LANES:
+        reduce_ext(x, out, A, R, 1, OLC_REDX_KIND_SUM, dtype, level, threads)
         return
     # B == 1: block sums of each row, then added in block order.
     job.nblk = (R + OLC_SUM_BLOCK - 1) // OLC_SUM_BLOCK if R > 0 else 1
