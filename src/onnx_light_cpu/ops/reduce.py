@@ -220,6 +220,7 @@ class _AxesReduce(ReduceSum):
             A, R, B, _ = passes[0]
             return x, A, R, B
         reduced = self._reduced_axes(x, axes)
+        self._check_bytes("input 0 with the reduced axes moved last", x.nbytes)
         kept = [k for k in range(x.ndim) if k not in reduced]
         moved = np.ascontiguousarray(np.transpose(x, kept + sorted(reduced)))
         R = math.prod(x.shape[k] for k in reduced)
@@ -284,6 +285,8 @@ class _SumReduce(_AxesReduce):
 
     def _reduce(self, x, axes, out, shape, passes, element_type, level):
         wide = x.dtype in HALVES
+        # the terms (|x|, x squared, or float32 x for the 16-bit types)
+        self._check_bytes("the terms of input 0", x.size * (4 if wide else x.dtype.itemsize) * 2)
         terms = self._terms(x.astype(np.float32) if wide else x)
         if wide:
             acc = np.empty(shape, np.float32)
@@ -368,6 +371,7 @@ class ReduceLogSumExp(_CoreReduce):
 
     def _reduce(self, x, axes, out, shape, passes, element_type, level):
         xw, A, R, B = self._one_pass(x, axes, passes)
+        self._check_bytes("exp(x - max) of input 0", x.size * max(x.dtype.itemsize, 4) * 2)
         if xw.dtype in HALVES:
             xw = xw.astype(np.float32)
         et = ELEMENT_TYPES[xw.dtype]
