@@ -549,8 +549,10 @@ typedef void (*olc_redx_cols_fn)(const void *x, void *out, int64_t R, int64_t B,
 #define OLC_REDX_ISNAN(v) ((v) != (v))
 #define OLC_REDX_NONAN(v) 0
 /* One kind on one type: T the element, A the accumulator; rows shorter
- * than two lane widths in one sequence, longer ones in 16 lanes. */
-#define OLC_REDX_DEFS(kind, tn, T, A, LOAD, STORE, INIT, JOIN, NANCHK) \
+ * than two lane widths in one sequence, longer ones in 16 lanes.  PAD: the
+ * row's tail joins all 16 lanes, padded with INIT (faster for the sums and
+ * products, slower for Max and Min with their NaN flag). */
+#define OLC_REDX_DEFS(kind, tn, T, A, LOAD, STORE, INIT, JOIN, NANCHK, PAD) \
     OLC_LVL_ATTR static void OLC_FN(olc_redx_rows_##kind##_##tn)(const void *px, void *po, int64_t R, \
                                                                   int64_t a0, int64_t a1) { \
         const T *x = (const T *)px; \
@@ -569,7 +571,15 @@ typedef void (*olc_redx_cols_fn)(const void *x, void *out, int64_t R, int64_t B,
                     for (int j = 0; j < OLC_REDX_LANES; ++j) { \
                         A v = LOAD(row[i + j]); nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); \
                     } \
-                for (int j = 0; i + j < R; ++j) { A v = LOAD(row[i + j]); nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); } \
+                if (!(PAD)) { \
+                    for (int j = 0; i + j < R; ++j) { A v = LOAD(row[i + j]); nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); } \
+                } else if (i < R) { /* the tail padded with INIT: acc keeps constant indices */ \
+                    A tail[OLC_REDX_LANES]; \
+                    for (int j = 0; j < OLC_REDX_LANES; ++j) tail[j] = i + j < R ? LOAD(row[i + j]) : (A)(INIT); \
+                    for (int j = 0; j < OLC_REDX_LANES; ++j) { \
+                        A v = tail[j]; nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); \
+                    } \
+                } \
                 for (int w = OLC_REDX_LANES / 2; w >= 1; w /= 2) \
                     for (int j = 0; j < w; ++j) acc[j] = JOIN(acc[j], acc[j + w]); \
                 r = acc[0]; \
