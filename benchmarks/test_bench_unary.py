@@ -91,3 +91,28 @@ def test_gelu_decoder_shape(benchmark, bench_options, approximate, threads, cont
     case = named_case(make_case("Gelu", {"X": x}, attrs={"approximate": approximate}),
                       f"Gelu_{approximate}-128x3072")
     bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)
+
+
+# ---------------------------------------------------------------- activations
+# The activations CNN exports use, on 1M float32 (a feature map of a
+# mid-sized CNN): Relu, HardSwish (MobileNet-V3), Erf (Gelu bodies), Mish.
+
+ACTIVATIONS = {"Relu": (-5.0, 5.0), "HardSwish": (-5.0, 5.0), "Erf": (-3.0, 3.0),
+               "Mish": (-5.0, 5.0)}
+
+
+def _erf_reference(feeds):
+    x = feeds["X"]
+    return [np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)]
+
+
+@pytest.mark.parametrize("op_type", list(ACTIVATIONS))
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("contender", CONTENDERS)
+def test_activation_1m(benchmark, bench_options, op_type, threads, contender):
+    low, high = ACTIVATIONS[op_type]
+    x = np.random.default_rng(2).uniform(low, high, 10**6).astype(np.float32)
+    case = named_case(make_case(op_type, {"X": x}, rtol=1e-5, atol=1e-6), f"{op_type}-1M")
+    if op_type == "Erf":
+        case.reference = _erf_reference
+    bench_contender(benchmark, case, contender, threads, budget_s=bench_options.budget_s)

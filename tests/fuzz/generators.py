@@ -117,6 +117,47 @@ def gen_clip(d: Draw, record) -> Case:
     return Case("Clip", "", opset, [x, *bounds], family="unary", tolerance="exact")
 
 
+# Activations: attribute -> (low, high) of the value drawn when it is set.
+_ACT_ATTRS = {"LeakyRelu": {"alpha": (-1.0, 1.0)},
+              "HardSigmoid": {"alpha": (-1.0, 1.0), "beta": (-1.0, 1.0)},
+              "Elu": {"alpha": (0.1, 3.0)}, "Selu": {"alpha": (0.1, 3.0), "gamma": (0.1, 3.0)},
+              "Celu": {"alpha": (0.2, 3.0)}, "ThresholdedRelu": {"alpha": (-2.0, 2.0)}}
+_ACT_OPSETS = {"Celu": (12, 13, 21), "Mish": (18, 21, 22), "HardSwish": (14, 21, 22),
+               "Relu": (13, 14, 21), "LeakyRelu": (13, 16, 21)}
+
+
+@generator("ai.onnx", "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
+           "Mish", "Sign", "Erf", "Softplus", "Softsign", "ThresholdedRelu", "Sqrt")
+def gen_activation(d: Draw, record) -> Case:
+    op = record.op_type
+    opset = _opset(d, record, _ACT_OPSETS.get(op, (13, 21, 22)))
+    dtypes = _record_dtypes(record)
+    if op == "Relu" and opset < 14:  # integers from Relu-14
+        dtypes = tuple(t for t in dtypes if t in FLOATS)
+    dtype = d.choice(dtypes)
+    x = _values(d, d.rng(), random_shape(d), dtype, scale=3.0, specials=0.3)
+    if op == "Sqrt" and dtype in FLOATS and d.chance(0.8):
+        x = np.abs(x)
+    attrs = {k: float(np.float32(d.rng().uniform(lo, hi)))
+             for k, (lo, hi) in _ACT_ATTRS.get(op, {}).items() if d.chance(0.7)}
+    exact = op in ("Relu", "Sign", "ThresholdedRelu") or dtype not in FLOATS
+    # alpha x + beta cancels: an absolute error of an ulp of beta
+    tolerance = "exact" if exact else "accumulate" if op in ("HardSigmoid", "HardSwish") \
+        else "elementwise"
+    if op == "Erf":  # the built-in's Erf computes in float32, double too
+        return Case(op, "", opset, [x], attrs, family="unary", tolerance=tolerance,
+                    oracle="numpy", numpy_oracle=_erf)
+    return Case(op, "", opset, [x], attrs, family="unary", tolerance=tolerance, widen=not exact)
+
+
+def _erf(x, attrs):
+    x = np.asarray(x)
+    if x.dtype not in FLOATS:
+        raise TypeError(f"Erf of {x.dtype}")
+    y = np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)) if x.size else x
+    return [np.asarray(y).astype(x.dtype)]
+
+
 @generator("ai.onnx", "Gelu")
 def gen_gelu(d: Draw, record) -> Case:
     dtype = d.choice(_record_dtypes(record))
@@ -246,6 +287,47 @@ def gen_reduce_sum(d: Draw, record) -> Case:
             attrs["noop_with_empty_axes"] = 1
     return Case("ReduceSum", "", opset, inputs, attrs, family="reduce",
                 tolerance="accumulate" if dtype in FLOATS else "exact", widen=True,
+                structural=frozenset({1}))
+
+
+@generator("ai.onnx", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+           "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
+def gen_reduce_other(d: Draw, record) -> Case:
+    op = record.op_type
+    dtypes = _record_dtypes(record)
+    if op == "ReduceSumSquare":  # the built-in widens 32-bit integers' sums of squares
+        dtypes = tuple(t for t in dtypes if t.itemsize != 4 or t in FLOATS)
+    dtype = d.choice(dtypes)
+    rng = d.rng()
+    shape = random_shape(d, max_rank=4)
+    if dtype in FLOATS:
+        scale = 0.5 if op == "ReduceProd" else 1.0
+        x = _values(d, rng, shape, dtype, 1.0, specials=0.05) * dtype.type(scale)
+        if op == "ReduceProd":  # products near 1, not underflowing to 0
+            x = (x + dtype.type(1)).astype(dtype)
+    elif dtype == BOOL:
+        x = rng.integers(0, 2, size=shape).astype(bool)
+    else:
+        x = rng.integers(0, 4, size=shape).astype(dtype)
+    r = len(shape)
+    axes = sorted({d.int(-r, r - 1) % r for _ in range(d.int(0, r))}) if r else []
+    axes = [a - r if d.chance(0.3) else a for a in axes]
+    keepdims = d.choice([0, 1])
+    choices = (20, 21) if dtype == BOOL else (11, 13, 18, 21)
+    opset = _opset(d, record, choices)
+    attrs = {"keepdims": keepdims}
+    inputs = [x]
+    if opset < 18:
+        if axes:
+            attrs["axes"] = axes
+    else:
+        if axes or d.chance(0.3):
+            inputs.append(np.array(axes, np.int64))
+        if d.chance(0.3):
+            attrs["noop_with_empty_axes"] = 1
+    exact = dtype not in FLOATS or op in ("ReduceMax", "ReduceMin")
+    return Case(op, "", opset, inputs, attrs, family="reduce",
+                tolerance="exact" if exact else "accumulate", widen=not exact,
                 structural=frozenset({1}))
 
 
@@ -623,6 +705,30 @@ def _glue(op, opset, inputs, attrs=None, structural=frozenset(), **kwargs) -> Ca
 def gen_identity(d: Draw, record) -> Case:
     x = randn(d.rng(), random_shape(d), _glue_dtype(d, record))
     return _glue("Identity", _opset(d, record, (13, 16, 21)), [x])
+
+
+@generator("ai.onnx", "Dropout")
+def gen_dropout(d: Draw, record) -> Case:
+    """Inference (the input itself, the mask all true), or training mode
+    with a ratio of 0 (training with a ratio draws at random)."""
+    dtype = d.choice(_record_dtypes(record, FLOATS))
+    x = _values(d, d.rng(), random_shape(d), dtype, scale=3.0, specials=0.3)
+    opset = _opset(d, record, (7, 10, 12, 13, 22))
+    # the built-in's mask is bool at every opset; Dropout-7's schema says T
+    n_outputs = d.choice([1, 2]) if opset >= 10 else 1
+    if opset < 12:
+        attrs = {"ratio": float(np.float32(d.rng().uniform(0, 0.9)))} if d.chance(0.5) else {}
+        return _glue("Dropout", opset, [x], attrs, n_outputs=n_outputs)
+    inputs = [x]
+    if d.chance(0.7):
+        inputs.append(np.array(d.rng().uniform(0, 0.9), np.float32))
+        if d.chance(0.6):
+            training = d.chance(0.5)
+            if training:
+                inputs[1] = np.array(0.0, np.float32)
+            inputs.append(np.array(training))
+    attrs = {"seed": d.int(0, 100)} if d.chance(0.3) else {}
+    return _glue("Dropout", opset, inputs, attrs, n_outputs=n_outputs)
 
 
 def _shape(x, attrs):

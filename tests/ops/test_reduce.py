@@ -10,7 +10,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, code_level_name
 
-from differential import check_node, node_model, run_ours, same_bits
+from differential import check_node, node_model, run_builtin, run_ours, same_bits
 
 FLOATS = [np.float32, np.float64, np.float16, bfloat16]
 
@@ -200,3 +200,170 @@ def test_paths_and_no_aliasing():
             assert not np.shares_memory(x, y)
     (y,), _, paths = run_ours(node_model("ReduceSum", [x], noop_with_empty_axes=1), [x])
     assert not np.shares_memory(x, y) and paths == ["reducesum_noop_float32_scalar"]
+
+
+# ---------------- ReduceMean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp
+
+def _lse64(x, axis, keepdims):
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    return r if keepdims else np.squeeze(r, axis=axis if axis is not None else None)
+
+
+# op -> float64 formula of (x, axis tuple or None, keepdims)
+OTHER_REDUCTIONS = {
+    "ReduceMean": lambda x, a, k: np.mean(x, axis=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, axis=a, keepdims=k, initial=-np.inf),
+    "ReduceMin": lambda x, a, k: np.min(x, axis=a, keepdims=k, initial=np.inf),
+    "ReduceProd": lambda x, a, k: np.prod(x, axis=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: np.sum(x * x, axis=a, keepdims=k),
+    "ReduceLogSumExp": _lse64,
+}
+
+
+def _other64(op, axes, keepdims=1):
+    def oracle(x, *rest):
+        a = tuple(axes) if axes else None
+        with np.errstate(all="ignore"):
+            return [np.asarray(OTHER_REDUCTIONS[op](x.astype(np.float64), a, bool(keepdims))
+                               ).astype(x.dtype)]
+    return oracle
+
+
+def _reduce_input(rng, shape, dtype, op):
+    if op == "ReduceProd":  # products of many values stay in range near 1
+        return rng.uniform(0.99, 1.01, size=shape).astype(dtype)
+    if op in ("ReduceMax", "ReduceMin"):
+        return rng.uniform(-2, 2, size=shape).astype(dtype)
+    return rng.uniform(0.5, 1.5, size=shape).astype(dtype)  # sums without cancellation
+
+
+@pytest.mark.parametrize("op", sorted(OTHER_REDUCTIONS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")  # the oracle's
+def test_other_reductions_floats(op, dtype, keepdims):
+    """Every layout (last axes, first axes, middle, non-consecutive, size-1,
+    empty sets, all axes) at every level and 1 and 2 threads."""
+    rng = np.random.default_rng(20)
+    for shape, axes in REDUCTIONS:
+        if op != "ReduceMax" and op != "ReduceMin" and np.prod(shape) > 100000:
+            shape = (3, 7001) if len(shape) == 2 and shape[0] == 3 else (16, 512)
+        x = _reduce_input(rng, shape, dtype, op)
+        check_node(op, [x, _axes(*axes)], oracle=_other64(op, axes, keepdims),
+                   keepdims=keepdims)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64,
+                                   np.bool_], ids=lambda d: np.dtype(d).name)
+def test_max_min_integers_and_bool(op, dtype):
+    rng = np.random.default_rng(21)
+    for shape, axes in REDUCTIONS[:9] + [((3, 4, 5), [])]:
+        if dtype == np.bool_:
+            x = rng.integers(0, 2, size=shape).astype(bool)
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+        check_node(op, [x, _axes(*axes)], oracle="builtin", opset=20)
+
+
+@pytest.mark.parametrize("op", ["ReduceProd", "ReduceMean", "ReduceL1", "ReduceSumSquare",
+                                "ReduceL2"])
+@pytest.mark.parametrize("dtype", INTS, ids=lambda d: np.dtype(d).name)
+def test_integer_reductions_as_the_builtin(op, dtype):
+    rng = np.random.default_rng(22)
+    for shape, axes in [((5, 33), [1]), ((5, 33), [0]), ((3, 4, 5), [0, 2]), ((4, 5), [])]:
+        x = rng.integers(0, 5, size=shape).astype(dtype)
+        model = node_model(op, [x, _axes(*axes)])
+        # the built-in's ReduceSumSquare widens 32-bit integers to 64 bits:
+        # ONNX keeps the input's type
+        want = [y.astype(dtype) for y in run_builtin(model, [x, _axes(*axes)])]
+        check_node(op, [x, _axes(*axes)], oracle=lambda *a: want)
+
+
+def test_integer_mean_truncates_toward_zero():
+    x = np.array([[-7, 2], [7, 2], [-1, 0]], dtype=np.int32)
+    check_node("ReduceMean", [x, _axes(1)],
+               oracle=lambda a, _: [np.array([[-2], [4], [0]], np.int32)])
+
+
+@pytest.mark.parametrize("op", sorted(OTHER_REDUCTIONS))
+def test_other_reductions_nan_and_inf(op):
+    x = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 2.0], [-np.inf, -1.0, 0.0],
+                  [np.inf, np.inf, 1.0], [-np.inf, -np.inf, 3.0]] * 7, np.float32)
+    check_node(op, [x, _axes(1)], oracle=_other64(op, [1]))
+    check_node(op, [np.ascontiguousarray(x.T), _axes(0)], oracle=_other64(op, [0]))
+
+
+@pytest.mark.parametrize("op", sorted(OTHER_REDUCTIONS))
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_other_reductions_axes_attribute_and_input(op, opset):
+    """``axes`` an attribute before opset 18, an input from it; no axes:
+    every axis, or the input as it is with noop_with_empty_axes."""
+    rng = np.random.default_rng(23)
+    x = _reduce_input(rng, (3, 4, 5), np.float32, op)
+    if opset < 18:
+        check_node(op, [x], oracle=_other64(op, [0, 2]), opset=opset, axes=[0, 2])
+        check_node(op, [x], oracle=_other64(op, [-1], keepdims=0), opset=opset, axes=[-1],
+                   keepdims=0)
+        check_node(op, [x], oracle=_other64(op, None), opset=opset)
+    else:
+        check_node(op, [x, _axes(0, 2)], oracle=_other64(op, [0, 2]), opset=opset)
+        check_node(op, [x], oracle=_other64(op, None), opset=opset)
+        noop = {"ReduceL1": np.abs, "ReduceL2": np.abs, "ReduceSumSquare": lambda a: a * a}
+        check_node(op, [x, _axes()], oracle=lambda a, _: [noop.get(op, np.copy)(a)],
+                   opset=opset, noop_with_empty_axes=1)
+        check_node(op, [x, _axes()], oracle=_other64(op, None), opset=opset)
+
+
+@pytest.mark.parametrize("op", sorted(OTHER_REDUCTIONS))
+def test_other_reductions_match_onnxruntime(op):
+    """The CNN shapes: the spatial axes and the last axis of 8x1280x7x7
+    (float32, opset 18), and the channel axis."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(24)
+    x = _reduce_input(rng, (8, 64, 7, 7), np.float32, op)
+    for axes in ([2, 3], [-1], [1], [0, 2]):
+        model = node_model(op, [x, _axes(*axes)])
+        model.ir_version = 10
+        model.graph.output[0].type.tensor_type.elem_type = 1
+        sess = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        check_node(op, [x, _axes(*axes)],
+                   oracle=lambda a, ax: sess.run(None, {"x0": a, "x1": ax}),
+                   tolerance=(1e-5, 1e-6))
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceProd", "ReduceMean"])
+def test_other_reductions_same_bits_at_every_level_and_strided(op):
+    rng = np.random.default_rng(25)
+    base = _reduce_input(rng, (6, 40, 66), np.float32, op)
+    x = base[:, :, ::2]  # strided
+    x.flags.writeable = False
+    for axes in ([2], [0], [1, 2], [0, 2]):
+        model = node_model(op, [x, _axes(*axes)])
+        results = []
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                (y,), names, paths = run_ours(model, [x, _axes(*axes)])
+                assert names == [f"onnx_light_cpu::{op}"]
+                assert paths == [f"{op.lower()}_float32_{code_level_name(level)}"]
+                results.append(y)
+        assert all(same_bits(r, results[0]) for r in results)
+
+
+@pytest.mark.parametrize("op", sorted(OTHER_REDUCTIONS))
+def test_other_reductions_bad_axes(op):
+    x = np.zeros((2, 3), np.float32)
+    for axes, message in (([2], "axis 2 is out of range"), ([1, -1], "repeats axis 1")):
+        model = node_model(op, [x, _axes(*axes)])
+        sess = ReferenceEvaluator(model)
+        olc.register_kernels_for_session(sess)
+        with pytest.raises(ValueError, match=f"{op}: input 1.*{message}"):
+            sess.run(None, {"x0": x, "x1": _axes(*axes)})

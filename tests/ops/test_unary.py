@@ -17,6 +17,7 @@ from differential import (
     element_type,
     node_model,
     random_shapes,
+    run_builtin,
     run_ours,
     special_values,
     unaligned,
@@ -448,4 +449,213 @@ def test_gelu_rejects_unknown_approximation():
     sess = ReferenceEvaluator(node_model("Gelu", [x], opset=20, approximate="sigmoid"))
     olc.register_kernels_for_session(sess)
     with pytest.raises(ValueError, match="Gelu: attribute approximate must be one of none, tanh"):
+        sess.run(None, {"x0": x})
+
+
+# ---------------------------------------------------------------- activations
+# Relu, LeakyRelu, HardSigmoid, HardSwish, Elu, Selu, Celu, Mish, Sign, Erf,
+# Softplus, Softsign, ThresholdedRelu, Sqrt.
+
+
+def _softplus64(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _hard_sigmoid64(x, alpha=0.2, beta=0.5):
+    return np.maximum(0, np.minimum(1, alpha * x + beta))
+
+
+def _erf64(x):
+    from math import erf
+    return np.vectorize(erf, otypes=[np.float64])(x) if x.size else x
+
+
+# op -> (attributes, float64 formula of x and the float32-rounded attributes)
+ACTIVATIONS = {
+    "Relu": ({}, lambda x: np.maximum(x, 0)),
+    "LeakyRelu": ({"alpha": 0.1}, lambda x: np.where(x > 0, x, x * np.float64(np.float32(0.1)))),
+    "HardSigmoid": ({"alpha": 0.3, "beta": 0.4},
+                    lambda x: _hard_sigmoid64(x, np.float64(np.float32(0.3)),
+                                              np.float64(np.float32(0.4)))),
+    "HardSwish": ({}, lambda x: x * _hard_sigmoid64(x, np.float64(np.float32(1 / 6)), 0.5)),
+    "Elu": ({"alpha": 0.7},
+            lambda x: np.where(x < 0, np.expm1(x) * np.float64(np.float32(0.7)), x)),
+    "Selu": ({}, lambda x: np.where(x > 0, x, np.expm1(x) * 1.67326319217681884765625)
+             * 1.05070102214813232421875),
+    "Celu": ({"alpha": 1.5}, lambda x: np.maximum(0, x) + np.minimum(0, 1.5 * np.expm1(x / 1.5))),
+    "Mish": ({}, lambda x: x * np.tanh(_softplus64(x))),
+    "Sign": ({}, np.sign),
+    "Erf": ({}, _erf64),
+    "Softplus": ({}, _softplus64),
+    "Softsign": ({}, lambda x: x / (1 + np.abs(x))),
+    "ThresholdedRelu": ({"alpha": 0.5}, lambda x: np.where(x > 0.5, x, 0)),
+    "Sqrt": ({}, np.sqrt),
+}
+# Exact in float32: one rounding per NumPy operation, ours in the same order.
+EXACT = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sign", "Softsign", "ThresholdedRelu",
+         "Sqrt"}
+# Absolute tolerance of the transcendental ones (float32): Mish and Erf are
+# within a few ulp of the float64 result; expm1 and log1p keep tiny values.
+ACT_ATOL = 1e-7
+ACT_OPSET = {"Celu": 12, "Mish": 18}
+
+
+def _act_input(rng, shape, dtype, op):
+    low, high = (0.0, 50.0) if op == "Sqrt" else (-12.0, 12.0)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _act_oracle(op, dtype):
+    def oracle(x):
+        with np.errstate(all="ignore"):
+            return [np.asarray(ACTIVATIONS[op][1](x.astype(np.float64))).astype(dtype)]
+    return oracle
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_activation_matches_float64(op, dtype):
+    """Every shape (empty, odd, off the vector width, large, unaligned) and
+    the special values, against the float64 formula rounded once."""
+    rng = np.random.default_rng(10)
+    attrs = ACTIVATIONS[op][0]
+    rtol, atol = TOLERANCES[np.dtype(dtype)]
+    tolerance = (rtol, max(atol, ACT_ATOL if dtype == np.float32 else atol))
+    if np.dtype(dtype) in (np.dtype(np.float16), np.dtype(bfloat16)):
+        tolerance = (rtol, 1e-3 if dtype == np.float16 else 1e-2)
+    for shape in random_shapes(rng, include_large=dtype == np.float32):
+        check_node(op, [_act_input(rng, shape, dtype, op)], oracle=_act_oracle(op, dtype),
+                   tolerance=tolerance, **attrs)
+    for x in (special_values(dtype), unaligned(_act_input(rng, (1001,), dtype, op))):
+        check_node(op, [x], oracle=_act_oracle(op, dtype), tolerance=tolerance, **attrs)
+
+
+@pytest.mark.parametrize("op", sorted(EXACT))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_exact_activations_bit_exact_with_builtin(op, dtype):
+    rng = np.random.default_rng(11)
+    x = np.concatenate([_act_input(rng, (2001,), dtype, op),
+                        special_values(dtype)]).astype(dtype)
+    x = x[x != 0] if op == "Relu" else x  # the built-in's Relu(-0) is +0, ours -0 (as ORT's)
+    model = node_model(op, [x], **ACTIVATIONS[op][0])
+    with np.errstate(all="ignore"):
+        (want,) = run_builtin(model, [x])
+    _bit_exact(op, [x], want, **ACTIVATIONS[op][0])
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_activation_matches_builtin(op, dtype):
+    rng = np.random.default_rng(12)
+    high = 80.0
+    x = (rng.uniform(0, high, (7, 101)) if op == "Sqrt"
+         else rng.uniform(-high, high, (7, 101))).astype(dtype)
+    x[0, :40] = np.linspace(-3, 3, 40) if op != "Sqrt" else np.linspace(0, 3, 40)
+    # the built-in rounds float16 after each step (alpha x, + beta, ...)
+    tolerance = (2e-3, 2e-3) if dtype == np.float16 else (2e-6, ACT_ATOL)
+    with np.errstate(all="ignore"):
+        check_node(op, [x], oracle="builtin", tolerance=tolerance,
+                   opset=ACT_OPSET.get(op), **ACTIVATIONS[op][0])
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+def test_activation_matches_onnxruntime(op):
+    import onnxruntime as ort
+
+    x = np.concatenate([np.linspace(-20, 20, 4001), special_values(np.float32)]).astype(
+        np.float32)
+    if op == "Sqrt":
+        x = np.abs(x)
+    if op == "Softsign":  # inf / inf: NaN in the built-in and ours, +-1 in ORT
+        x = x[np.isfinite(x)]
+    attrs = ACTIVATIONS[op][0]
+    model = node_model(op, [x], **attrs)
+    model.ir_version = 10
+    model.graph.output[0].type.tensor_type.elem_type = element_type(np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    # ORT's Elu, Selu and Celu compute exp(x) - 1: absolute error near 0
+    atol = 1e-6 if op in ("Elu", "Selu", "Celu") else ACT_ATOL
+    tolerance = (2e-6, atol) if op not in EXACT else (1.2e-7, 0.0)
+    check_node(op, [x], oracle=lambda a: session.run(None, {"x0": a}), tolerance=tolerance,
+               **attrs)
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+def test_activation_levels_return_the_same_bits(op, dtype):
+    x = np.concatenate([np.linspace(-30, 30, 20001), special_values(np.float32),
+                        np.geomspace(1e-30, 1e3, 999), -np.geomspace(1e-30, 1e3, 999)]
+                       ).astype(dtype)
+    model = node_model(op, [x], **ACTIVATIONS[op][0])
+    results = []
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            (y,), _, paths = run_ours(model, [x])
+            assert paths == [f"{op.lower()}_{np.dtype(dtype).name}_{code_level_name(level)}"]
+            results.append(y)
+    for y in results[1:]:
+        assert y.tobytes() == results[0].tobytes(), f"{op} {np.dtype(dtype).name}"
+
+
+@pytest.mark.parametrize("dtype", SIGNED_INTS, ids=lambda d: np.dtype(d).name)
+def test_relu_integers(dtype):
+    rng = np.random.default_rng(13)
+    for shape in random_shapes(rng, include_large=dtype == np.int8):
+        check_node("Relu", [_values(rng, shape, dtype)], oracle="builtin")
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=lambda d: np.dtype(d).name)
+def test_sign_integers(dtype):
+    rng = np.random.default_rng(14)
+    for shape in random_shapes(rng, include_large=dtype == np.int8):
+        check_node("Sign", [_values(rng, shape, dtype)], oracle="builtin")
+
+
+@pytest.mark.parametrize("op, opset", [("Relu", 6), ("Relu", 13), ("LeakyRelu", 6),
+                                       ("HardSigmoid", 6), ("Elu", 6), ("Selu", 6),
+                                       ("HardSwish", 14), ("Mish", 18), ("Sign", 9),
+                                       ("Erf", 9), ("Sqrt", 6), ("ThresholdedRelu", 10),
+                                       ("Softplus", 1), ("Softsign", 1)])
+def test_activation_old_opsets(op, opset):
+    x = np.linspace(-5, 5, 101).astype(np.float32)
+    x = np.abs(x) if op == "Sqrt" else x
+    check_node(op, [x], oracle=_act_oracle(op, np.float32), opset=opset,
+               tolerance=(2e-6, ACT_ATOL), **ACTIVATIONS[op][0])
+
+
+def test_activation_default_attributes():
+    x = np.linspace(-5, 5, 101).astype(np.float32)
+    f = np.float64
+    check_node("LeakyRelu", [x], oracle=lambda a: [np.where(a > 0, a, a * np.float32(0.01))])
+    check_node("HardSigmoid", [x], oracle=lambda a: [np.maximum(0, np.minimum(
+        1, a * np.float32(0.2) + np.float32(0.5)))])
+    check_node("Elu", [x], oracle=lambda a: [np.where(a < 0, np.expm1(a.astype(f)), a)
+                                              .astype(np.float32)], tolerance=(2e-6, ACT_ATOL))
+    check_node("ThresholdedRelu", [x], oracle=lambda a: [np.where(a > 1, a, 0).astype(a.dtype)])
+    check_node("Celu", [x], opset=12, oracle=lambda a: [(np.maximum(0, a.astype(f)) + np.minimum(
+        0, np.expm1(a.astype(f)))).astype(np.float32)], tolerance=(2e-6, ACT_ATOL))
+
+
+def test_activations_strided_read_only_and_not_aliased():
+    base = np.linspace(-4, 4, 400).astype(np.float32).reshape(20, 20)
+    strided = base[:, ::3]
+    check_node("Relu", [strided], oracle="builtin")
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    check_node("HardSwish", [frozen], oracle="builtin")
+    model = node_model("Relu", [base])
+    (y,), _, _ = run_ours(model, [base])
+    assert not np.shares_memory(y, base)
+
+
+@pytest.mark.parametrize("op, x", [("Relu", np.array([1], dtype=np.uint8)),
+                                   ("Erf", np.array([1], dtype=np.int32)),
+                                   ("Sqrt", np.array([True]))])
+def test_activation_wrong_element_type(op, x):
+    model = node_model(op, [np.zeros(1, np.float32)])
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    with pytest.raises(TypeError, match=f"{op}: input 0"):
         sess.run(None, {"x0": x})

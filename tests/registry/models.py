@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import onnx
 from onnx import TensorProto as T
@@ -77,10 +79,28 @@ def local_function_model() -> onnx.ModelProto:
 
 
 def mish_model() -> onnx.ModelProto:
-    """Mish has no onnx.reference implementation: its body (Softplus, Tanh,
-    Mul) is expanded into a nested evaluator."""
+    """Mish has no onnx.reference implementation: without our kernel (see
+    ``without_mish_kernel``) its body (Softplus, Tanh, Mul) is expanded into
+    a nested evaluator."""
     graph = oh.make_graph([oh.make_node("Mish", ["x"], ["y"])], "mish", [_vi("x")], [_vi("y")])
     return oh.make_model(graph, opset_imports=[OPSET])
 
 
 X = np.array([-2.0, -0.5, 0.0, 0.5, 3.0], dtype=np.float32)
+
+
+@contextlib.contextmanager
+def without_mish_kernel():
+    """Our Mish kernel out of the inventory (it accepts no opset up to 19),
+    so that mish_model runs Mish's function body."""
+    from onnx_light_cpu.ops.unary import Mish
+    from onnx_light_cpu.registry import hook
+
+    saved = Mish.since_version
+    Mish.since_version = 20
+    hook._inventory.cache_clear()
+    try:
+        yield
+    finally:
+        Mish.since_version = saved
+        hook._inventory.cache_clear()

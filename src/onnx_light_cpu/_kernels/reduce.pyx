@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""ReduceSum and Softmax cores.
+"""ReduceSum, ReduceMax, ReduceMin, ReduceProd and Softmax cores.
 
 ReduceSum takes a contiguous tensor viewed as [A, R, B] and sums over R;
 Softmax takes [rows, n] (last axis) or [outer, N, inner] (another axis).
@@ -15,11 +15,24 @@ from olc_reduce cimport (
     OLC_COL_BLOCK, OLC_SUM_BLOCK, olc_bsum_fn, olc_bsum_select, olc_csum_fn, olc_csum_select,
     olc_isum_fn, olc_isum_select, olc_reduce_level, olc_softmax_cols_f32, olc_softmax_cols_f64,
     olc_softmax_rows, olc_store_sums,
+    OLC_REDX_KIND_MAX, OLC_REDX_KIND_MIN, OLC_REDX_KIND_PROD, OLC_REDX_KIND_SUM, OLC_SUM_LANES,
+    olc_redx_cols_fn,
+    olc_redx_cols_select, olc_redx_rows_fn, olc_redx_rows_select,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
 olc_pool_import()
+
+MAX = OLC_REDX_KIND_MAX
+MIN = OLC_REDX_KIND_MIN
+PROD = OLC_REDX_KIND_PROD
+
+# Elements of a B == 1 reduction per task (Max, Min, Prod): whole rows,
+# at least one; each row is reduced alone, so any split gives the same bits.
+cdef enum:
+    REDX_TASK_WORK = 16384
+
 
 def level_used(int dtype, int level):
     """The instruction-set level the float cores run at (integers: scalar)."""
@@ -91,6 +104,11 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
         with nogil:
             olc_parallel_for(ntasks, _col_sum_task, &job, threads)
         return
+    # B == 1, short rows (global pooling's 49, a last axis of 7): each row
+    # in one sequence (reduce/olc_reduce_ext.h), not 64 lanes and a fold.
+    if R < OLC_SUM_LANES:
+        reduce_ext(x, out, A, R, 1, OLC_REDX_KIND_SUM, dtype, level, threads)
+        return
     # B == 1: block sums of each row, then added in block order.
     job.nblk = (R + OLC_SUM_BLOCK - 1) // OLC_SUM_BLOCK if R > 0 else 1
     ntasks = A * job.nblk
@@ -109,6 +127,74 @@ def reduce_sum(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
     finally:
         free(job.partial)
         free(job.ipartial)
+
+
+cdef struct _RedxJob:
+    const char *x
+    char *out
+    int64_t A, R, B, itemsize, ncb, per
+    olc_redx_rows_fn rows
+    olc_redx_cols_fn cols
+
+
+cdef void _redx_rows_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _RedxJob *job = <_RedxJob *>arg
+    cdef int64_t a0 = t * job.per
+    cdef int64_t a1 = a0 + job.per
+    job.rows(job.x, job.out, job.R, a0, a1 if a1 < job.A else job.A)
+
+
+cdef void _redx_cols_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    # Column block t % ncb of slice a = t // ncb.
+    cdef _RedxJob *job = <_RedxJob *>arg
+    cdef int64_t a = t // job.ncb
+    cdef int64_t b0 = (t % job.ncb) * OLC_COL_BLOCK
+    cdef int64_t b1 = b0 + OLC_COL_BLOCK
+    job.cols(job.x + a * job.R * job.B * job.itemsize, job.out + a * job.B * job.itemsize,
+             job.R, job.B, b0, b1 if b1 < job.B else job.B)
+
+
+def redx_supports(int kind, int dtype):
+    """Whether Max/Min/Prod (``kind``) has a function for this element type."""
+    return olc_redx_rows_select(kind, dtype, 0) != NULL
+
+
+def reduce_ext(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, int kind,
+               int dtype, int level, int threads):
+    """out[a, b] = max, min or product (``kind``) over r of x[a, r, b], both
+    contiguous, R >= 1.  Tasks are whole rows or column blocks."""
+    level = olc_reduce_level(level)
+    cdef _RedxJob job
+    job.rows = olc_redx_rows_select(kind, dtype, level)
+    job.cols = olc_redx_cols_select(kind, dtype, level)
+    if job.rows == NULL:
+        raise TypeError(f"reduce core: no function for kind {kind} and element type {dtype}")
+    job.x = <const char *>cnp.PyArray_DATA(x)
+    job.out = <char *>cnp.PyArray_DATA(out)
+    job.A, job.R, job.B, job.itemsize = A, R, B, cnp.PyArray_ITEMSIZE(x)
+    cdef int64_t ntasks, a
+    if A == 0 or B == 0:
+        return
+    if B > 1:
+        job.ncb = (B + OLC_COL_BLOCK - 1) // OLC_COL_BLOCK
+        ntasks = A * job.ncb
+        if threads <= 1 or ntasks < 2:
+            with nogil:
+                for a in range(A):
+                    job.cols(job.x + a * R * B * job.itemsize, job.out + a * B * job.itemsize,
+                             R, B, 0, B)
+            return
+        with nogil:
+            olc_parallel_for(ntasks, _redx_cols_task, &job, threads)
+        return
+    job.per = REDX_TASK_WORK // R if R < REDX_TASK_WORK else 1
+    ntasks = (A + job.per - 1) // job.per
+    if threads <= 1 or ntasks < 2:
+        with nogil:
+            job.rows(job.x, job.out, R, 0, A)
+        return
+    with nogil:
+        olc_parallel_for(ntasks, _redx_rows_task, &job, threads)
 
 
 cdef struct _SoftmaxRowsJob:

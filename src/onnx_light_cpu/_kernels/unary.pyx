@@ -1,6 +1,8 @@
 # cython: language_level=3
 """Element-wise unary cores: Abs, Exp, Log, Sigmoid, Tanh, Not, Neg,
-Reciprocal, Gelu (erf and tanh forms) and Clip.
+Reciprocal, Gelu (erf and tanh forms), Clip, and the activations (Relu,
+LeakyRelu, HardSigmoid, HardSwish, Elu, Selu, Celu, Softplus, Mish, Sign,
+Erf, Softsign, ThresholdedRelu, Sqrt) with their alpha, beta, gamma.
 
 The adapter passes contiguous arrays, the operator, the ONNX element type,
 the SIMD level and a thread count; this module picks the level's function
@@ -14,6 +16,9 @@ from olc_unary cimport (
     OLC_OP_ABS, OLC_OP_EXP, OLC_OP_GELU, OLC_OP_GELU_TANH, OLC_OP_LOG, OLC_OP_NEG, OLC_OP_NOT,
     OLC_OP_RECIPROCAL, OLC_OP_SIGMOID, OLC_OP_TANH, olc_clip_fn, olc_clip_level, olc_clip_select,
     olc_unary_fn, olc_unary_level, olc_unary_select,
+    OLC_OP_CELU, OLC_OP_ELU, OLC_OP_ERF, OLC_OP_HARD_SIGMOID, OLC_OP_HARD_SWISH, OLC_OP_LEAKY_RELU,
+    OLC_OP_MISH, OLC_OP_RELU, OLC_OP_SELU, OLC_OP_SIGN, OLC_OP_SOFTPLUS, OLC_OP_SOFTSIGN,
+    OLC_OP_SQRT, OLC_OP_THRESHOLDED_RELU, olc_uact_fn, olc_uact_level, olc_uact_select,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
@@ -30,6 +35,20 @@ NEG = OLC_OP_NEG
 RECIPROCAL = OLC_OP_RECIPROCAL
 GELU = OLC_OP_GELU
 GELU_TANH = OLC_OP_GELU_TANH
+RELU = OLC_OP_RELU
+LEAKY_RELU = OLC_OP_LEAKY_RELU
+HARD_SIGMOID = OLC_OP_HARD_SIGMOID
+HARD_SWISH = OLC_OP_HARD_SWISH
+ELU = OLC_OP_ELU
+SELU = OLC_OP_SELU
+CELU = OLC_OP_CELU
+SOFTPLUS = OLC_OP_SOFTPLUS
+MISH = OLC_OP_MISH
+SIGN = OLC_OP_SIGN
+ERF = OLC_OP_ERF
+SOFTSIGN = OLC_OP_SOFTSIGN
+THRESHOLDED_RELU = OLC_OP_THRESHOLDED_RELU
+SQRT = OLC_OP_SQRT
 
 # Elements per parallel chunk: large enough to amortise scheduling, small
 # enough that both threads get work at the parallel threshold.
@@ -125,3 +144,51 @@ def clip(cnp.ndarray x, cnp.ndarray y, cnp.ndarray lo, cnp.ndarray hi, int dtype
     job.n, job.itemsize = n, itemsize
     with nogil:
         olc_parallel_for(nchunks, _clip_task, &job, threads)
+
+
+cdef struct _ActJob:
+    olc_uact_fn fn
+    const char *x
+    char *y
+    int64_t n, itemsize
+    double p[3]
+
+
+cdef void _act_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _ActJob *job = <_ActJob *>arg
+    cdef int64_t start = c * CHUNK
+    cdef int64_t count = job.n - start if job.n - start < CHUNK else CHUNK
+    job.fn(job.x + start * job.itemsize, job.y + start * job.itemsize, count, job.p)
+
+
+def act_supports(int op, int dtype):
+    """Whether the core has an activation function for this operator and type."""
+    return olc_uact_select(op, dtype, 0) != NULL
+
+
+def act_level_used(int op, int dtype, int level):
+    """The instruction-set level the activation (op, dtype) runs at."""
+    return olc_uact_level(op, dtype, level)
+
+
+def activate(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int threads,
+             double alpha, double beta, double gamma):
+    """y = op(x; alpha, beta, gamma) for C-contiguous arrays of the same size
+    and element type (the parameters an operator does not have are ignored)."""
+    cdef olc_uact_fn fn = olc_uact_select(op, dtype, level)
+    if fn == NULL:
+        raise TypeError(f"unary core: no activation for op {op} and element type {dtype}")
+    cdef _ActJob job
+    job.fn = fn
+    job.n = cnp.PyArray_SIZE(x)
+    job.itemsize = cnp.PyArray_ITEMSIZE(x)
+    job.x = <const char *>cnp.PyArray_DATA(x)
+    job.y = <char *>cnp.PyArray_DATA(y)
+    job.p[0], job.p[1], job.p[2] = alpha, beta, gamma
+    cdef int64_t nchunks = (job.n + CHUNK - 1) // CHUNK
+    if threads <= 1 or nchunks <= 1:
+        with nogil:
+            fn(job.x, job.y, job.n, job.p)
+        return
+    with nogil:
+        olc_parallel_for(nchunks, _act_task, &job, threads)

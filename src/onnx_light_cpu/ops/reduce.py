@@ -1,4 +1,5 @@
-"""ReduceSum and Softmax."""
+"""ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+ReduceL2, ReduceSumSquare, ReduceLogSumExp and Softmax."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 from typing import ClassVar, NamedTuple
 
 import numpy as np
+from ml_dtypes import bfloat16
 from onnx import TensorProto
 
 from .. import simd
@@ -40,6 +42,8 @@ class ReduceSum(_Reduce):
     attributes = (Attr("keepdims", "flag", 1), Attr("noop_with_empty_axes", "flag", 0),
                   Attr("axes", "ints", None))
     strided_inputs = frozenset({1})  # ``axes`` is counted before it is read
+    #: The opset from which ``axes`` is an input (13 for ReduceSum, 18 for the others).
+    axes_input_since: ClassVar[int] = 13
 
     # Elements per thread before a second thread is asked, measured with
     # the second core idle (float32, t1 vs t2 in µs): [64, 1024] over the
@@ -56,6 +60,19 @@ class ReduceSum(_Reduce):
     def _run(self, x, axes=None):
         element_type = ELEMENT_TYPES[x.dtype]
         level = simd.state.level
+        shape, passes = self._cached_layout(x, axes)
+        if shape is None:  # no axes and noop_with_empty_axes
+            if self._usage.enabled:
+                self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
+            return (np.array(x, copy=True),)
+        if self._usage.enabled:
+            self._record_path(*self._path("reducesum", x.dtype, element_type, level))
+        out = self._new_output(shape, x.dtype)
+        self._sum(x, out, passes, element_type, level)
+        return (out,)
+
+    def _cached_layout(self, x, axes) -> tuple:
+        """``_layout`` of these shape, dtype and axes, kept per instance."""
         # too many axes: no key, _layout raises before reading them
         key = (x.shape, x.dtype, None if axes is None else
                axes.tobytes() if axes.size <= max(x.ndim, 1) else False)
@@ -65,17 +82,13 @@ class ReduceSum(_Reduce):
             if len(self._layouts) >= 64:
                 self._layouts.clear()
             self._layouts[key] = layout
-        shape, passes = layout
-        if shape is None:  # no axes and noop_with_empty_axes
-            if self._usage.enabled:
-                self._record_path(*self._path("reducesum_noop", x.dtype, element_type, 0))
-            return (np.array(x, copy=True),)
-        if self._usage.enabled:
-            self._record_path(*self._path("reducesum", x.dtype, element_type, level))
-        out = self._new_output(shape, x.dtype)
+        return layout
+
+    def _sum(self, x, out, passes, element_type: int, level: int) -> None:
+        """out = the sum of x over the passes' axes (out has the reduced shape)."""
         if x.size == 0:
             out[...] = 0
-            return (out,)
+            return
         x = np.ascontiguousarray(x)
         src = x
         for A, R, B, last in passes:
@@ -85,7 +98,6 @@ class ReduceSum(_Reduce):
             src = dst
         if src is x:  # nothing to sum: every reduced dimension has size 1
             out.reshape(-1)[...] = x.reshape(-1)
-        return (out,)
 
     def _layout(self, x, axes) -> tuple:
         """(output shape, the core's passes) for these axes; (None, ()) for
@@ -100,7 +112,7 @@ class ReduceSum(_Reduce):
     def _reduced_axes(self, x, axes) -> set[int] | None:
         """The axes to sum over, checked and made non-negative; None for the
         identity (no axes and noop_with_empty_axes)."""
-        if self.opset < 13:
+        if self.opset < self.axes_input_since:
             axes_l = self.axes
         elif axes is None:
             axes_l = None
@@ -113,7 +125,7 @@ class ReduceSum(_Reduce):
             if self.noop_with_empty_axes:
                 return None
             axes_l = list(range(x.ndim))
-        rank, index = x.ndim, 1 if self.opset >= 13 else 0
+        rank, index = x.ndim, 1 if self.opset >= self.axes_input_since else 0
         reduced = set()
         for a in axes_l:
             if not -rank <= a < max(rank, 1):
@@ -150,6 +162,231 @@ class ReduceSum(_Reduce):
             if 0 < g < len(groups) and not groups[g - 1][1] and not groups[g][1]:
                 groups[g - 1][0] *= groups.pop(g)[0]
             yield A, R, B, not any(flag for _, flag in groups)
+
+
+NUMERIC = (T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS
+HALVES = (np.dtype(np.float16), np.dtype(bfloat16))
+
+
+class _AxesReduce(ReduceSum):
+    """The other reductions over ``axes`` (an attribute before opset 18, an
+    input since): ReduceSum's axes checks, layout and cache; the reduced
+    axes as one [A, R, B] view (consecutive axes, or a copy with them moved
+    last), so that each output element is reduced in one fixed order."""
+
+    axes_input_since = 18
+    #: the usage path's name, e.g. 'reducemax'
+    kind_name: ClassVar[str]
+
+    def _run(self, x, axes=None):
+        element_type = ELEMENT_TYPES[x.dtype]
+        level = simd.state.level
+        shape, passes = self._cached_layout(x, axes)
+        if shape is None:  # no axes and noop_with_empty_axes: each element alone
+            if self._usage.enabled:
+                self._record_path(*self._path(f"{self.kind_name}_noop", x.dtype, element_type,
+                                              0))
+            return (self._noop(x),)
+        if self._usage.enabled:
+            self._record_path(*self._path(self.kind_name, x.dtype, element_type, level))
+        out = self._new_output(shape, x.dtype)
+        if out.size == 0:
+            return (out,)
+        if x.size == 0:  # an empty reduction: the identity of the operator
+            out[...] = self._empty_value(x.dtype)
+            return (out,)
+        self._reduce(x, axes, out, shape, passes, element_type, level)
+        return (out,)
+
+    def _empty_value(self, dtype: np.dtype):
+        return 0
+
+    def _noop(self, x):
+        """The output of noop_with_empty_axes without axes: the reduction of
+        each element alone (ONNX Runtime's and the built-in's: x for most,
+        |x| for L1 and L2, x squared for SumSquare), a new array."""
+        return np.array(x, copy=True)
+
+    def _reduce(self, x, axes, out, shape, passes, element_type: int, level: int) -> None:
+        raise NotImplementedError
+
+    def _one_pass(self, x, axes, passes) -> tuple:
+        """(contiguous x, A, R, B): x seen as [A, R, B] with every reduced
+        axis in R, moved last (a copy) when they are not consecutive."""
+        x = np.ascontiguousarray(x)
+        if not passes:  # every reduced dimension has size 1
+            return x, x.size, 1, 1
+        if len(passes) == 1:
+            A, R, B, _ = passes[0]
+            return x, A, R, B
+        reduced = self._reduced_axes(x, axes)
+        self._check_bytes("input 0 with the reduced axes moved last", x.nbytes)
+        kept = [k for k in range(x.ndim) if k not in reduced]
+        moved = np.ascontiguousarray(np.transpose(x, kept + sorted(reduced)))
+        R = math.prod(x.shape[k] for k in reduced)
+        return moved, x.size // max(R, 1), R, 1
+
+
+class _CoreReduce(_AxesReduce):
+    """Max, Min and Prod in the reduce core (reduce/olc_reduce_ext.h)."""
+
+    core_kind: ClassVar[int]
+
+    def _reduce(self, x, axes, out, shape, passes, element_type, level):
+        x, A, R, B = self._one_pass(x, axes, passes)
+        threads = self._num_threads(A * R * B, self.min_work_per_thread)
+        core.reduce_ext(x, out, A, R, B, self.core_kind, element_type, level, threads)
+
+
+class ReduceMax(_CoreReduce):
+    """Max over ``axes``; NaN propagates (as NumPy's and the built-in's);
+    an empty reduction gives -inf (the type's minimum for integers, False
+    for bool), as ONNX and ONNX Runtime do."""
+
+    inputs = (Input("data", types=NUMERIC + (T.INT8, T.UINT8, T.BOOL)),
+              Input("axes", types=(T.INT64,), optional=True))
+    core_kind = core.MAX
+    kind_name = "reducemax"
+
+    def _empty_value(self, dtype):
+        if dtype == np.bool_:
+            return False
+        return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
+
+
+class ReduceMin(_CoreReduce):
+    inputs = (Input("data", types=NUMERIC + (T.INT8, T.UINT8, T.BOOL)),
+              Input("axes", types=(T.INT64,), optional=True))
+    core_kind = core.MIN
+    kind_name = "reducemin"
+
+    def _empty_value(self, dtype):
+        if dtype == np.bool_:
+            return True
+        return np.iinfo(dtype).max if dtype.kind in "iu" else np.inf
+
+
+class ReduceProd(_CoreReduce):
+    """Product over ``axes``, one sequence of products per output element
+    (16 lanes folded in a fixed tree for the last axes); float16 and
+    bfloat16 in float32; integers wrap."""
+
+    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    core_kind = core.PROD
+    kind_name = "reduceprod"
+
+    def _empty_value(self, dtype):
+        return 1
+
+
+class _SumReduce(_AxesReduce):
+    """A reduction built on ReduceSum's core: the sum of ``_terms(x)`` (in
+    float32 for float16/bfloat16, rounded once at the end), then ``_finish``."""
+
+    def _reduce(self, x, axes, out, shape, passes, element_type, level):
+        wide = x.dtype in HALVES
+        # the terms (|x|, x squared, or float32 x for the 16-bit types)
+        self._check_bytes("the terms of input 0", x.size * (4 if wide else x.dtype.itemsize) * 2)
+        terms = self._terms(x.astype(np.float32) if wide else x)
+        if wide:
+            acc = np.empty(shape, np.float32)
+            self._sum(terms, acc, passes, ELEMENT_TYPES[acc.dtype], level)
+            out[...] = self._finish(acc, x.size // max(acc.size, 1)).astype(x.dtype)
+        else:
+            self._sum(terms, out, passes, element_type, level)
+            out[...] = self._finish(out, x.size // max(out.size, 1))
+
+    def _terms(self, x):
+        return x
+
+    def _finish(self, s, count: int):
+        return s
+
+
+class ReduceMean(_SumReduce):
+    """The sum divided by the count (NumPy's mean: float16 and bfloat16 sum
+    in float32; integers divide truncating toward zero, as ONNX Runtime)."""
+
+    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    kind_name = "reducemean"
+
+    def _empty_value(self, dtype):
+        return np.nan if dtype.kind == "f" or dtype in HALVES else 0
+
+    def _finish(self, s, count):
+        if s.dtype.kind in "iu":
+            q = np.abs(s) // count
+            return np.where(s < 0, -q, q) if s.dtype.kind == "i" else q
+        return s / s.dtype.type(count)
+
+
+class ReduceL1(_SumReduce):
+    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    kind_name = "reducel1"
+
+    def _noop(self, x):
+        return np.abs(x)
+
+    def _terms(self, x):
+        return np.abs(x)
+
+
+class ReduceSumSquare(_SumReduce):
+    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    kind_name = "reducesumsquare"
+
+    def _noop(self, x):
+        return x * x
+
+    def _terms(self, x):
+        return x * x
+
+
+class ReduceL2(_SumReduce):
+    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    kind_name = "reducel2"
+
+    def _noop(self, x):
+        return np.abs(x)
+
+    def _terms(self, x):
+        return x * x
+
+    def _finish(self, s, count):
+        if s.dtype.kind in "iu":  # as the built-in: the root in float64, truncated
+            return np.sqrt(s.astype(np.float64)).astype(s.dtype)
+        return np.sqrt(s)
+
+
+class ReduceLogSumExp(_CoreReduce):
+    """log(sum(exp(x - m))) + m, m the maximum (ReduceMax's core; exp and
+    log in NumPy, float32 for float16/bfloat16): no overflow for large x."""
+
+    inputs = (Input("data", types=FLOATS), Input("axes", types=(T.INT64,), optional=True))
+    core_kind = core.MAX
+    kind_name = "reducelogsumexp"
+
+    def _empty_value(self, dtype):
+        return -np.inf
+
+    def _reduce(self, x, axes, out, shape, passes, element_type, level):
+        xw, A, R, B = self._one_pass(x, axes, passes)
+        self._check_bytes("exp(x - max) of input 0", x.size * max(x.dtype.itemsize, 4) * 2)
+        if xw.dtype in HALVES:
+            xw = xw.astype(np.float32)
+        et = ELEMENT_TYPES[xw.dtype]
+        m = np.empty((A, 1, B), xw.dtype)
+        threads = self._num_threads(A * R * B, self.min_work_per_thread)
+        core.reduce_ext(xw, m, A, R, B, core.MAX, et, level, threads)
+        # the maximum of a row of infinities or NaN: subtract nothing
+        shift = np.where(np.isfinite(m), m, 0).astype(xw.dtype)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            e = np.exp(xw.reshape(A, R, B) - shift)
+        s = np.empty((A, 1, B), xw.dtype)
+        core.reduce_sum(e, s, A, R, B, et, level, threads)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.log(s) + shift
+        out.reshape(-1)[...] = r.reshape(-1).astype(out.dtype)
 
 
 class _SoftmaxPlan(NamedTuple):
@@ -218,5 +455,13 @@ class Softmax(_Reduce):
 
 KERNELS = {
     "RegisterReduceSumKernel": (ReduceSum,),
+    "RegisterReduceMeanKernel": (ReduceMean,),
+    "RegisterReduceMaxKernel": (ReduceMax,),
+    "RegisterReduceMinKernel": (ReduceMin,),
+    "RegisterReduceProdKernel": (ReduceProd,),
+    "RegisterReduceL1Kernel": (ReduceL1,),
+    "RegisterReduceL2Kernel": (ReduceL2,),
+    "RegisterReduceSumSquareKernel": (ReduceSumSquare,),
+    "RegisterReduceLogSumExpKernel": (ReduceLogSumExp,),
     "RegisterSoftmaxKernel": (Softmax,),
 }

@@ -1,4 +1,4 @@
-"""The glue of exported graphs: Identity, Shape, Reshape, Squeeze,
+"""The glue of exported graphs: Identity, Dropout, Shape, Reshape, Squeeze,
 Unsqueeze, Flatten, Constant, ConstantOfShape, Range, Expand, Tile, Where
 (Transpose, which has a core, is in ``tensor.py``).
 
@@ -7,8 +7,8 @@ kernels, so what they cost is the Python around them; NumPy does the work
 and there is no core.  Every element type of the schemas is accepted
 (strings as NumPy object or unicode arrays).
 
-- **Views, never copies**: Identity, Reshape, Squeeze, Unsqueeze and
-  Flatten return their input or a view of it (Reshape and Flatten of an
+- **Views, never copies**: Identity, Dropout (in inference), Reshape,
+  Squeeze, Unsqueeze and Flatten return their input or a view of it (Reshape and Flatten of an
   input whose strides admit no view copy it, as NumPy must).  Shape returns
   a fresh int64 array.  Constant returns the one array it made from its
   attribute when the node was built, read-only so nothing downstream can
@@ -126,6 +126,66 @@ class Identity(_Glue):
         if self._usage.enabled:
             self._label("view", "identity_view")
         return args
+
+
+_DROPOUT_TYPES = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ,
+                  T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ)
+
+
+class Dropout(_Glue):
+    """Dropout from opset 7: in inference (opsets 7 and 10; from opset 12
+    without ``training_mode`` or with it false, or a ratio of 0) the output
+    is the input itself, as Identity's, and the optional mask all true
+    (bool; of the data's type before opset 10, as that schema says).
+
+    Training mode with a ratio above 0 draws a random mask: it is done as
+    the built-in does it (NumPy's ``RandomState(seed)``, so a node with a
+    ``seed`` gives the built-in's and the ONNX backend cases' bits), not
+    refused, so that a graph exported in training mode still runs; the
+    package folds no Dropout into a constant (``registry/fold.py``)."""
+
+    since_version = 7  # Dropout-6 and older: is_test, training by default
+    inputs = (Input("data", types=_DROPOUT_TYPES),
+              Input("ratio", types=_DROPOUT_TYPES, optional=True),
+              Input("training_mode", types=(T.BOOL,), optional=True))
+    attributes = (Attr("ratio", "float", 0.5), Attr("seed", "int", None))
+    strided_inputs = frozenset({0})  # returned as it is
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        self._mask = len(onnx_node.output) > 1 and onnx_node.output[1] != ""
+
+    def _run(self, x, ratio=None, training_mode=None):
+        if self.opset < 12:
+            if ratio is not None or training_mode is not None:
+                raise ValueError(self._input_error(
+                    1, f"is not an input of Dropout-{self.opset} (ratio is an attribute)"))
+            p, training = self.ratio, False
+        else:
+            p = 0.5 if ratio is None else self._scalar(1, ratio)
+            training = False if training_mode is None else bool(self._scalar(2, training_mode))
+        if not 0.0 <= p < 1.0:
+            raise ValueError(self._input_error(1, f"(ratio) is {p}, outside [0, 1)"))
+        if training and p > 0:
+            if self._usage.enabled:
+                self._label("training", "dropout_training_numpy")
+            rnd = np.random.RandomState(self.seed)
+            keep = rnd.uniform(0, 1.0, x.shape) >= p
+            y = keep * x * (1.0 / (1.0 - p))
+            return (y.astype(x.dtype, copy=False), keep) if self._mask else (y,)
+        if self._usage.enabled:
+            self._label("view", "dropout_view")
+        if not self._mask:
+            return (x,)
+        mask = self._output(x.shape, np.dtype(bool) if self.opset >= 10 else x.dtype)
+        mask[...] = 1
+        return (x, mask)
+
+    def _scalar(self, index: int, value: np.ndarray):
+        if value.size != 1:
+            raise ValueError(self._input_error(
+                index, f"must hold one value (a scalar), got shape {value.shape}"))
+        return value.reshape(-1)[0].item()
 
 
 class Shape(_Glue):
@@ -619,4 +679,5 @@ class Where(_Glue):
 KERNELS = {
     "RegisterShapeKernels": (Identity, Shape, Reshape, Squeeze, Unsqueeze, Flatten, Constant,
                              ConstantOfShape, Range, Expand, Tile, Where),
+    "RegisterDropoutKernel": (Dropout,),
 }

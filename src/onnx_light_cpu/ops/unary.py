@@ -1,4 +1,6 @@
-"""Abs, Exp, Log, Sigmoid, Tanh, Not, Neg, Reciprocal, Gelu, Clip."""
+"""Abs, Exp, Log, Sigmoid, Tanh, Not, Neg, Reciprocal, Gelu, Clip, and the
+activations CNN exports use: Relu, LeakyRelu, HardSigmoid, HardSwish, Elu,
+Selu, Celu, Mish, Sign, Erf, Softplus, Softsign, ThresholdedRelu, Sqrt."""
 
 from __future__ import annotations
 
@@ -36,12 +38,18 @@ class _Unary(KernelOp):
             x = np.ascontiguousarray(x)
         y = self._new_output(x.shape, x.dtype)
         threads = self._num_threads(x.size, self.min_work_per_thread)
-        core.apply(x, y, self.core_op, element_type, level, threads)
+        self._apply(x, y, element_type, level, threads)
         return (y,)
+
+    def _apply(self, x, y, element_type: int, level: int, threads: int) -> None:
+        core.apply(x, y, self.core_op, element_type, level, threads)
+
+    def _level_used(self, element_type: int, level: int) -> int:
+        return core.level_used(self.core_op, element_type, level)
 
     def _label(self, dtype: np.dtype, element_type: int, level: int) -> str:
         """Label of the code that runs, e.g. 'exp_float32_avx512'."""
-        used = core.level_used(self.core_op, element_type, level)
+        used = self._level_used(element_type, level)
         return f"{self._path_name()}_{dtype.name}_{simd.LEVEL_NAMES[used]}"
 
     def _path_name(self) -> str:
@@ -113,6 +121,152 @@ class Gelu(_Unary):
         return "gelu_tanh" if self.core_op == core.GELU_TANH else "gelu"
 
 
+def _f32(v: float) -> float:
+    """``v`` rounded to float32, as a float attribute (the schemas' defaults)
+    holds it: the float64 kernels see the value the built-ins see."""
+    return float(np.float32(v))
+
+
+class _Activation(_Unary):
+    """y = f(x; alpha, beta, gamma), element-wise (the activation core of
+    unary/olc_unary.h): float types computed in float32 for float16 and
+    bfloat16, float64 on libm; the parameters an operator lacks are 0."""
+
+    min_work_per_thread = 1 << 14  # transcendental; the exact ones set 1 << 15
+
+    def _params(self) -> tuple[float, float, float]:
+        return (0.0, 0.0, 0.0)
+
+    def _apply(self, x, y, element_type: int, level: int, threads: int) -> None:
+        core.activate(x, y, self.core_op, element_type, level, threads, *self._params())
+
+    def _level_used(self, element_type: int, level: int) -> int:
+        return core.act_level_used(self.core_op, element_type, level)
+
+
+class Relu(_Activation):
+    core_op = core.RELU
+    inputs = (Input("X", types=(T.INT8, T.INT16, T.INT32, T.INT64) + FLOATS),)
+    min_work_per_thread = 1 << 15
+
+
+class LeakyRelu(_Activation):
+    core_op = core.LEAKY_RELU
+    since_version = 6  # LeakyRelu-1 had consumed_inputs
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", _f32(0.01)),)
+    min_work_per_thread = 1 << 15
+
+    def _params(self):
+        return (self.alpha, 0.0, 0.0)
+
+
+class HardSigmoid(_Activation):
+    core_op = core.HARD_SIGMOID
+    since_version = 6
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", _f32(0.2)), Attr("beta", "float", 0.5))
+    min_work_per_thread = 1 << 15
+
+    def _params(self):
+        return (self.alpha, self.beta, 0.0)
+
+
+class HardSwish(_Activation):
+    """x HardSigmoid(x) with alpha 1/6 and beta 1/2, as ONNX's function body
+    defines it (a float attribute: 1/6 rounded to float32, double too)."""
+
+    core_op = core.HARD_SWISH
+    since_version = 14
+    inputs = (Input("X", types=FLOATS),)
+    min_work_per_thread = 1 << 15
+
+    def _params(self):
+        return (_f32(1.0 / 6.0), 0.5, 0.0)
+
+
+class Elu(_Activation):
+    core_op = core.ELU
+    since_version = 6
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", 1.0),)
+
+    def _params(self):
+        return (self.alpha, 0.0, 0.0)
+
+
+class Selu(_Activation):
+    core_op = core.SELU
+    since_version = 6
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", 1.67326319217681884765625),
+                  Attr("gamma", "float", 1.05070102214813232421875))
+
+    def _params(self):
+        return (self.alpha, 0.0, self.gamma)
+
+
+class Celu(_Activation):
+    core_op = core.CELU
+    since_version = 12
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", 1.0),)
+
+    def _params(self):
+        return (self.alpha, 0.0, 0.0)
+
+
+class Softplus(_Activation):
+    """log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): no overflow
+    for large x and no loss for large negative x (as the built-in's
+    np.logaddexp(0, x))."""
+
+    core_op = core.SOFTPLUS
+    inputs = (Input("X", types=FLOATS),)
+
+
+class Mish(_Activation):
+    core_op = core.MISH
+    since_version = 18
+    inputs = (Input("X", types=FLOATS),)
+
+
+class Sign(_Activation):
+    core_op = core.SIGN
+    since_version = 9
+    inputs = (Input("input", types=NUMERIC),)
+    min_work_per_thread = 1 << 15
+
+
+class Erf(_Activation):
+    core_op = core.ERF
+    since_version = 9
+    inputs = (Input("input", types=FLOATS),)
+
+
+class Softsign(_Activation):
+    core_op = core.SOFTSIGN
+    inputs = (Input("input", types=FLOATS),)
+    min_work_per_thread = 1 << 15
+
+
+class ThresholdedRelu(_Activation):
+    core_op = core.THRESHOLDED_RELU
+    since_version = 10
+    inputs = (Input("X", types=FLOATS),)
+    attributes = (Attr("alpha", "float", 1.0),)
+    min_work_per_thread = 1 << 15
+
+    def _params(self):
+        return (self.alpha, 0.0, 0.0)
+
+
+class Sqrt(_Activation):
+    core_op = core.SQRT
+    inputs = (Input("X", types=FLOATS),)
+    min_work_per_thread = 1 << 15
+
+
 # Clip's bounds before opset 11 are float attributes, defaulting to the
 # float range (opset 6).
 _FLOAT_MAX = float(np.finfo(np.float32).max)
@@ -181,4 +335,18 @@ KERNELS = {
     "RegisterReciprocalKernel": (Reciprocal,),
     "RegisterGeluKernel": (Gelu,),
     "RegisterClipKernel": (Clip,),
+    "RegisterReluKernel": (Relu,),
+    "RegisterLeakyReluKernel": (LeakyRelu,),
+    "RegisterHardSigmoidKernel": (HardSigmoid,),
+    "RegisterHardSwishKernel": (HardSwish,),
+    "RegisterEluKernel": (Elu,),
+    "RegisterSeluKernel": (Selu,),
+    "RegisterCeluKernel": (Celu,),
+    "RegisterSoftplusKernel": (Softplus,),
+    "RegisterMishKernel": (Mish,),
+    "RegisterSignKernel": (Sign,),
+    "RegisterErfKernel": (Erf,),
+    "RegisterSoftsignKernel": (Softsign,),
+    "RegisterThresholdedReluKernel": (ThresholdedRelu,),
+    "RegisterSqrtKernel": (Sqrt,),
 }

@@ -17,3 +17,8 @@ cdef extern from "reduce/olc_reduce.h" nogil:
                          int64_t r0, int64_t r1)
     void olc_softmax_cols_f32(const float *x, float *y, int64_t N, int64_t inner, int64_t c0, int64_t c1)
     void olc_softmax_cols_f64(const double *x, double *y, int64_t N, int64_t inner, int64_t c0, int64_t c1)
+    ctypedef void (*olc_redx_rows_fn)(const void *x, void *out, int64_t R, int64_t a0, int64_t a1)
+    ctypedef void (*olc_redx_cols_fn)(const void *x, void *out, int64_t R, int64_t B, int64_t b0, int64_t b1)
+    int OLC_REDX_KIND_MAX, OLC_REDX_KIND_MIN, OLC_REDX_KIND_PROD, OLC_REDX_KIND_SUM, OLC_SUM_LANES
+    olc_redx_rows_fn olc_redx_rows_select(int kind, int dtype, int level)
+    olc_redx_cols_fn olc_redx_cols_select(int kind, int dtype, int level)

@@ -29,7 +29,10 @@
 #include "engines/activation/olc_activation.h"
 
 enum { OLC_OP_ABS = 0, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT,
-       OLC_OP_NEG, OLC_OP_RECIPROCAL, OLC_OP_GELU, OLC_OP_GELU_TANH };
+       OLC_OP_NEG, OLC_OP_RECIPROCAL, OLC_OP_GELU, OLC_OP_GELU_TANH,
+       OLC_OP_RELU, OLC_OP_LEAKY_RELU, OLC_OP_HARD_SIGMOID, OLC_OP_HARD_SWISH, OLC_OP_ELU,
+       OLC_OP_SELU, OLC_OP_CELU, OLC_OP_SOFTPLUS, OLC_OP_MISH, OLC_OP_SIGN, OLC_OP_ERF,
+       OLC_OP_SOFTSIGN, OLC_OP_THRESHOLDED_RELU, OLC_OP_SQRT };
 
 typedef void (*olc_unary_fn)(const void *x, void *y, int64_t n);
 typedef void (*olc_clip_fn)(const void *x, void *y, int64_t n, const void *lo, const void *hi);
@@ -260,5 +263,199 @@ static olc_clip_fn olc_clip_select(int dtype, int level) {
     default: return NULL;
     }
 }
+
+/* ---------------------------------------------------------- Activations
+ * Relu, LeakyRelu, HardSigmoid, HardSwish, Elu, Selu, Celu, Mish, Sign,
+ * Erf, Softplus, Softsign, ThresholdedRelu, Sqrt: olc_uact_select(op, dtype,
+ * level) returns an olc_uact_fn taking the operator's parameters
+ * p[0..2] = alpha, beta, gamma (float32 loops round them to float32, as
+ * NumPy's float32 arithmetic with a Python float does).
+ *
+ * The level helpers olc_av_* of the body unary/olc_unary_act.h, one set
+ * per level, with x86's NaN rules written out in the scalar twin:
+ *   set(v)             every lane v
+ *   max(a, b), min(a, b)  a > b ? a : b, a < b ? a : b (b when unordered)
+ *   sel_gt(a, b, t, f) a > b ? t : f;  sel_lt: a < b ? t : f (f when unordered)
+ *   abs, sqrt          IEEE
+ *   keep(v)            v, opaque to the compiler (no FMA contraction)
+ */
+typedef void (*olc_uact_fn)(const void *x, void *y, int64_t n, const double *p);
+
+#if OLC_X86
+#define OLC_AV_KEEP_(v, c) __asm__("" : c(v))
+#else
+#define OLC_AV_KEEP_(v, c) ((void)0)
+#endif
+static inline float olc_av_set_scalar(float v) { return v; }
+static inline float olc_av_max_scalar(float a, float b) { return a > b ? a : b; }
+static inline float olc_av_min_scalar(float a, float b) { return a < b ? a : b; }
+static inline float olc_av_sel_gt_scalar(float a, float b, float t, float f) { return a > b ? t : f; }
+static inline float olc_av_sel_lt_scalar(float a, float b, float t, float f) { return a < b ? t : f; }
+static inline float olc_av_abs_scalar(float a) { return fabsf(a); }
+static inline float olc_av_sqrt_scalar(float a) { return __builtin_sqrtf(a); }
+static inline float olc_av_keep_scalar(float v) { OLC_AV_KEEP_(v, "+x"); return v; }
+static inline float olc_erf_ps_scalar(float x) { return olc_erff_(x); }
+#if OLC_X86
+static inline OLC_TARGET_AVX2 __m256 olc_av_set_avx2(float v) { return _mm256_set1_ps(v); }
+static inline OLC_TARGET_AVX2 __m256 olc_av_max_avx2(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+static inline OLC_TARGET_AVX2 __m256 olc_av_min_avx2(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+static inline OLC_TARGET_AVX2 __m256 olc_av_sel_gt_avx2(__m256 a, __m256 b, __m256 t, __m256 f) {
+    return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_GT_OQ));
+}
+static inline OLC_TARGET_AVX2 __m256 olc_av_sel_lt_avx2(__m256 a, __m256 b, __m256 t, __m256 f) {
+    return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
+static inline OLC_TARGET_AVX2 __m256 olc_av_abs_avx2(__m256 a) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
+static inline OLC_TARGET_AVX2 __m256 olc_av_sqrt_avx2(__m256 a) { return _mm256_sqrt_ps(a); }
+static inline OLC_TARGET_AVX2 __m256 olc_av_keep_avx2(__m256 v) { OLC_AV_KEEP_(v, "+x"); return v; }
+#endif
+#if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __m512 olc_av_set_avx512(float v) { return _mm512_set1_ps(v); }
+static inline OLC_TARGET_AVX512 __m512 olc_av_max_avx512(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+static inline OLC_TARGET_AVX512 __m512 olc_av_min_avx512(__m512 a, __m512 b) { return _mm512_min_ps(a, b); }
+static inline OLC_TARGET_AVX512 __m512 olc_av_sel_gt_avx512(__m512 a, __m512 b, __m512 t, __m512 f) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), f, t);
+}
+static inline OLC_TARGET_AVX512 __m512 olc_av_sel_lt_avx512(__m512 a, __m512 b, __m512 t, __m512 f) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t);
+}
+static inline OLC_TARGET_AVX512 __m512 olc_av_abs_avx512(__m512 a) { return _mm512_abs_ps(a); }
+static inline OLC_TARGET_AVX512 __m512 olc_av_sqrt_avx512(__m512 a) { return _mm512_sqrt_ps(a); }
+static inline OLC_TARGET_AVX512 __m512 olc_av_keep_avx512(__m512 v) { OLC_AV_KEEP_(v, "+v"); return v; }
+#endif
+
+/* The float32, float16 and bfloat16 loops of one operator (used in the body). */
+#define OLC_UACT_LOOPS(name) \
+    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_f32)(const void *x, void *y, int64_t n, \
+                                                         const double *p) { \
+        OLC_FN(olc_uact_map_f32)(OLC_FN(olc_uact_##name), (const float *)x, (float *)y, n, p); \
+    } \
+    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_f16)(const void *x, void *y, int64_t n, \
+                                                         const double *p) { \
+        OLC_FN(olc_uact_map_f16)(OLC_FN(olc_uact_##name), (const uint16_t *)x, (uint16_t *)y, n, p); \
+    } \
+    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_bf16)(const void *x, void *y, int64_t n, \
+                                                          const double *p) { \
+        OLC_FN(olc_uact_map_bf16)(OLC_FN(olc_uact_##name), (const uint16_t *)x, (uint16_t *)y, n, p); \
+    }
+#define OLC_BODY "unary/olc_unary_act.h"
+#include "common/olc_each_level.h"
+#undef OLC_UACT_LOOPS
+
+/* float64 on libm, the operators' formulas as written (the built-ins'). */
+static inline double olc_uact_softplus_d_(double x) {
+    return x != x ? x : (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
+}
+#define OLC_UACT_F64(name, expr) \
+    static void olc_uact_##name##_f64(const void *px, void *py, int64_t n, const double *p) { \
+        const double *x = (const double *)px; \
+        double *y = (double *)py; \
+        const double a = p[0], b = p[1], c = p[2]; \
+        (void)a; (void)b; (void)c; \
+        for (int64_t i = 0; i < n; ++i) { double v = x[i]; y[i] = (expr); } \
+    }
+OLC_UACT_F64(relu, (0.0 > v ? 0.0 : v))
+OLC_UACT_F64(leaky_relu, (v > 0 ? v : v * a))
+OLC_UACT_F64(hard_sigmoid, v != v ? v : fmax(0.0, fmin(1.0, v * a + b)))
+OLC_UACT_F64(hard_swish, v != v ? v : v * fmax(0.0, fmin(1.0, v * a + b)))
+OLC_UACT_F64(elu, (v < 0 ? expm1(v) * a : v))
+OLC_UACT_F64(selu, (v > 0 ? v : expm1(v) * a) * c)
+OLC_UACT_F64(celu, v != v ? v : fmax(0.0, v) + fmin(0.0, a * expm1(v / a)))
+OLC_UACT_F64(softplus, olc_uact_softplus_d_(v))
+OLC_UACT_F64(mish, v * tanh(olc_uact_softplus_d_(v)))
+OLC_UACT_F64(sign, (v > 0 ? 1.0 : v < 0 ? -1.0 : v - v))
+OLC_UACT_F64(erf, erf(v))
+OLC_UACT_F64(softsign, v / (1.0 + fabs(v)))
+OLC_UACT_F64(thresholded_relu, (v > a ? v : 0.0))
+OLC_UACT_F64(sqrt, sqrt(v))
+#undef OLC_UACT_F64
+
+/* Integers: Relu of the signed types, Sign of every integer type. */
+#define OLC_UACT_INT(name, T, expr) \
+    static void olc_uact_##name(const void *px, void *py, int64_t n, const double *p) { \
+        const T *x = (const T *)px; \
+        T *y = (T *)py; \
+        (void)p; \
+        for (int64_t i = 0; i < n; ++i) { T v = x[i]; y[i] = (T)(expr); } \
+    }
+OLC_UACT_INT(relu_i8, int8_t, v > 0 ? v : 0)
+OLC_UACT_INT(relu_i16, int16_t, v > 0 ? v : 0)
+OLC_UACT_INT(relu_i32, int32_t, v > 0 ? v : 0)
+OLC_UACT_INT(relu_i64, int64_t, v > 0 ? v : 0)
+OLC_UACT_INT(sign_i8, int8_t, (v > 0) - (v < 0))
+OLC_UACT_INT(sign_i16, int16_t, (v > 0) - (v < 0))
+OLC_UACT_INT(sign_i32, int32_t, (v > 0) - (v < 0))
+OLC_UACT_INT(sign_i64, int64_t, (v > 0) - (v < 0))
+OLC_UACT_INT(sign_u8, uint8_t, v > 0)
+OLC_UACT_INT(sign_u16, uint16_t, v > 0)
+OLC_UACT_INT(sign_u32, uint32_t, v > 0)
+OLC_UACT_INT(sign_u64, uint64_t, v > 0)
+#undef OLC_UACT_INT
+
+#define OLC_UACT_FLOATS(NAME, name) \
+    case OLC_OP_##NAME: \
+        return dtype == OLC_FLOAT ? OLC_LEVEL_FN(level, olc_uact_##name##_f32) \
+             : dtype == OLC_FLOAT16 ? OLC_LEVEL_FN(level, olc_uact_##name##_f16) \
+             : dtype == OLC_BFLOAT16 ? OLC_LEVEL_FN(level, olc_uact_##name##_bf16) \
+             : dtype == OLC_DOUBLE ? olc_uact_##name##_f64 : NULL;
+
+/* The level an activation runs at: float32/16/bfloat16 have per-level code. */
+static int olc_uact_level(int op, int dtype, int level) {
+    (void)op;
+    return dtype == OLC_FLOAT || dtype == OLC_FLOAT16 || dtype == OLC_BFLOAT16
+        ? olc_build_level(level) : OLC_SCALAR;
+}
+
+static olc_uact_fn olc_uact_int(int op, int dtype) {
+    if (op == OLC_OP_RELU) {
+        switch (dtype) {
+        case OLC_INT8: return olc_uact_relu_i8;
+        case OLC_INT16: return olc_uact_relu_i16;
+        case OLC_INT32: return olc_uact_relu_i32;
+        case OLC_INT64: return olc_uact_relu_i64;
+        default: return NULL;
+        }
+    }
+    if (op == OLC_OP_SIGN) {
+        switch (dtype) {
+        case OLC_INT8: return olc_uact_sign_i8;
+        case OLC_INT16: return olc_uact_sign_i16;
+        case OLC_INT32: return olc_uact_sign_i32;
+        case OLC_INT64: return olc_uact_sign_i64;
+        case OLC_UINT8: return olc_uact_sign_u8;
+        case OLC_UINT16: return olc_uact_sign_u16;
+        case OLC_UINT32: return olc_uact_sign_u32;
+        case OLC_UINT64: return olc_uact_sign_u64;
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+static olc_uact_fn olc_uact_select(int op, int dtype, int level) {
+    level = olc_uact_level(op, dtype, level);
+    if (dtype != OLC_FLOAT && dtype != OLC_FLOAT16 && dtype != OLC_BFLOAT16 && dtype != OLC_DOUBLE)
+        return olc_uact_int(op, dtype);
+    switch (op) {
+    OLC_UACT_FLOATS(RELU, relu)
+    OLC_UACT_FLOATS(LEAKY_RELU, leaky_relu)
+    OLC_UACT_FLOATS(HARD_SIGMOID, hard_sigmoid)
+    OLC_UACT_FLOATS(HARD_SWISH, hard_swish)
+    OLC_UACT_FLOATS(ELU, elu)
+    OLC_UACT_FLOATS(SELU, selu)
+    OLC_UACT_FLOATS(CELU, celu)
+    OLC_UACT_FLOATS(SOFTPLUS, softplus)
+    OLC_UACT_FLOATS(MISH, mish)
+    OLC_UACT_FLOATS(SIGN, sign)
+    OLC_UACT_FLOATS(ERF, erf)
+    OLC_UACT_FLOATS(SOFTSIGN, softsign)
+    OLC_UACT_FLOATS(THRESHOLDED_RELU, thresholded_relu)
+    OLC_UACT_FLOATS(SQRT, sqrt)
+    default: return NULL;
+    }
+}
+#undef OLC_UACT_FLOATS
 
 #endif
