@@ -28,6 +28,7 @@ from ..ops import (
     causal_conv_with_state,
     cdist,
     control_flow,
+    conv,
     embed_layer_norm,
     fused_matmul,
     gather_block_quantized,
@@ -89,6 +90,7 @@ FAMILIES = (
     control_flow,
     shape,
     indexing,
+    conv,
 )
 
 
