@@ -100,10 +100,10 @@ static inline void olc_conv_put(float *row, int64_t nr, int64_t kc, int64_t j, c
     while (n > 0) {
         int64_t col = j % nr, m = nr - col < n ? nr - col : n;
         float *d = row + (j / nr) * nr * kc + col;
-        if (src == NULL)
-            memset(d, 0, (size_t)m * sizeof(float));
-        else if (s == 1) {
-            memcpy(d, src, (size_t)m * sizeof(float));
+        if (src == NULL) {
+            for (int64_t t = 0; t < m; ++t) d[t] = 0.0f;
+        } else if (s == 1) {
+            for (int64_t t = 0; t < m; ++t) d[t] = src[t];
             src += m;
         } else {
             for (int64_t t = 0; t < m; ++t) d[t] = src[t * s];
