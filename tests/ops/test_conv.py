@@ -23,8 +23,14 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import (THREAD_COUNTS, assert_close, element_type, node_model, run_builtin,
-                          run_ours, same_bits)
+from differential import (
+    THREAD_COUNTS,
+    assert_close,
+    node_model,
+    run_builtin,
+    run_ours,
+    same_bits,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -406,7 +412,6 @@ def test_col2im(dtype, case):
     C = 3
     col = _rand(rng, (2, C * int(np.prod(block)), _blocks(image, block, attrs)), dtype)
     inputs = [col, np.array(image, np.int64), np.array(block, np.int64)]
-    model = node_model("Col2Im", inputs, opset=18, **attrs)
     wide = [col.astype(np.float64)] + inputs[1:]
     expected = run_builtin(node_model("Col2Im", wide, opset=18, **attrs), wide)[0].astype(dtype)
     check("Col2Im", inputs, expected, opset=18, levels=case == 0, **attrs)
