@@ -427,3 +427,42 @@ def test_col2im_bad_input(image, block, L, message):
     inputs = [col, np.array(image, np.int64), np.array(block, np.int64)]
     with pytest.raises(ValueError, match=f"Col2Im.*{message}"):
         run_ours(node_model("Col2Im", inputs, opset=18), inputs)
+
+
+# -- com.microsoft FusedConv -------------------------------------------------------
+
+FUSED = [("", None), ("Relu", None), ("Tanh", None), ("Sigmoid", None), ("LeakyRelu", [0.2]),
+         ("Clip", [-0.5, 0.8]), ("HardSigmoid", [0.3, 0.4])]
+FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # im2col
+                ((2, 8, 7, 5), (5, 8, 1, 1), {}),                            # plain GEMM
+                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]})]  # depthwise
+
+
+@pytest.mark.parametrize("with_z", [False, True])
+@pytest.mark.parametrize("shape", range(len(FUSED_SHAPES)))
+@pytest.mark.parametrize("activation,params", FUSED)
+def test_fused_conv_vs_ort(activation, params, shape, with_z):
+    xs, ws, attrs = FUSED_SHAPES[shape]
+    rng = np.random.default_rng(shape)
+    inputs = _conv_inputs(rng, xs, ws, np.float32)
+    attrs = dict(attrs)
+    if activation:
+        attrs["activation"] = activation
+    if params:
+        attrs["activation_params"] = params
+    if with_z:
+        out = ort_oracle("Conv", inputs, **{k: v for k, v in attrs.items()
+                                             if not k.startswith("activation")})[0]
+        inputs.append(_rand(rng, out.shape, np.float32))
+    expected = ort_oracle("FusedConv", inputs, opset=21, domain="com.microsoft", **attrs)[0]
+    check("FusedConv", inputs, expected, kernel="onnx_light_cpu::FusedConv", opset=21,
+          domain="com.microsoft", levels=activation in ("", "Sigmoid"), **attrs)
+
+
+@pytest.mark.parametrize("activation", ["LeakyRelu", "Clip", "HardSigmoid"])
+def test_fused_conv_needs_its_params(activation):
+    x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    model = node_model("FusedConv", [x, w], opset=21, domain="com.microsoft",
+                       activation=activation)
+    with pytest.raises(ValueError, match="FusedConv.*activation_params"):
+        run_ours(model, [x, w])

@@ -14,6 +14,7 @@ rounded once.  Constant weights (initializers) are laid out once per node.
 from __future__ import annotations
 
 import math
+import types
 from typing import ClassVar
 
 import numpy as np
@@ -240,9 +241,10 @@ class FusedConv(Conv):
         params = tuple(float(p) for p in self.activation_params)
         need = {"LeakyRelu": 1, "Clip": 2, "HardSigmoid": 2}.get(name, 0)
         if len(params) < need:
-            defaults = {"LeakyRelu": (0.01,), "Clip": (-math.inf, math.inf),
-                        "HardSigmoid": (0.2, 0.5)}[name]
-            params = params + defaults[len(params):]
+            # as ONNX Runtime, which refuses the node
+            self._reject_attribute(f"activation {name} needs {need} activation_params, "
+                                   f"got {len(params)}")
+            return
         self.activation_code = ACTIVATIONS[name]
         if need:
             self.act_a = params[0]
@@ -420,3 +422,8 @@ KERNELS = {
     "RegisterConvTransposeKernel": (ConvTranspose,),
     "RegisterCol2ImKernel": (Col2Im,),
 }
+
+#: The com.microsoft kernel (one implementation whatever the policy).
+microsoft_family = types.SimpleNamespace(KERNELS={
+    "RegisterMicrosoftKernels": (FusedConv,),
+})

@@ -122,7 +122,8 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization,
+                             conv.microsoft_family)
 
 
 def _register_microsoft(policy, install) -> None:
