@@ -27,7 +27,8 @@ from onnx_light_cpu.schemas import microsoft_misc
 MS = "com.microsoft"
 OPS = ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "EmbedLayerNormalization",
        "QEmbedLayerNormalization", "MoE", "QMoE", "BiasGelu", "CDist", "FastGelu", "Gelu",
-       "QuickGelu", "FusedConv", "FusedGemm", "FusedMatMul", "ExpandDims", "Range", "Trilu", "Unique")
+       "QuickGelu", "FusedConv", "FusedGemm", "FusedMatMul", "ExpandDims", "Range", "Trilu",
+       "Unique")
 #: Deliberate differences from ONNX Runtime's schemas: (op, output) made optional
 #: because our kernel lets the node leave it out.
 OPTIONAL_HERE = {("QEmbedLayerNormalization", "mask_index_out")}

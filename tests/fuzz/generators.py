@@ -1193,13 +1193,6 @@ def gen_optional(d: Draw, record) -> Case:
     return Case("Optional", "", _opset(d, record, (15, 18, 21, 25)), [x],
                 family="control_flow", oracle="numpy", numpy_oracle=lambda x, attrs: [x])
 
-# (imported for the generators they register)
-from . import (  # noqa: E402
-    generators_contrib,  # noqa: F401
-    generators_quantization,  # noqa: F401
-)
-
-
 # ------------------------------------------------------------------ convolution
 
 def _conv_dtype(d: Draw, record, opset: int):
@@ -1293,3 +1286,11 @@ def gen_col2im(d: Draw, record) -> Case:
     return Case("Col2Im", "", 18, inputs, {"strides": strides, "dilations": dilations,
                                             "pads": pads}, family="conv", tolerance="accumulate",
                 widen=True, structural=frozenset({1, 2}))
+
+
+# (imported for the generators they register)
+from . import (  # noqa: E402
+    generators_contrib,  # noqa: F401
+    generators_quantization,  # noqa: F401
+)
+
