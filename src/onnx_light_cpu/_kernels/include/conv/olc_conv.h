@@ -82,71 +82,91 @@ static void olc_conv_epilogue(float *y, const float *z, int64_t ld, int64_t rows
 
 /* ---- im2col into the GEMM engine's packed-B layout ---- */
 
-/* Column j of row k of a packed K x n tile (panels of nr columns, blocks of
- * OLC_GEMM_KC rows: see olc_gemm.h). */
-static inline float *olc_conv_packed_row(float *dst, int64_t K, int64_t npad, int64_t nr,
-                                         int64_t k, int64_t *kc_out) {
-    int64_t pc = k / OLC_GEMM_KC * OLC_GEMM_KC;
-    int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-    *kc_out = kc;
-    (void)nr;
-    return dst + pc * npad + (k - pc) * nr;
-}
+/* The output rows a column tile crosses: segment t covers columns j[t] ..
+ * j[t] + len[t] of the tile, one output row (od, oh) from column ow; the
+ * input offsets at tap 0 are d0, h0 (row) and w0 (first column).  Made
+ * once per tile, read for every row k. */
+typedef struct {
+    int64_t j, len, d0, h0, w0;
+} olc_conv_seg;
 
-/* n values src[0], src[s], ... (or zeros when src is NULL) into columns
- * j .. j+n of a packed row (row: its column 0; panels nr * kc apart). */
-static inline void olc_conv_put(float *row, int64_t nr, int64_t kc, int64_t j, const float *src,
-                                int64_t s, int64_t n) {
-    while (n > 0) {
-        int64_t col = j % nr, m = nr - col < n ? nr - col : n;
-        float *d = row + (j / nr) * nr * kc + col;
-        if (src == NULL) {
-            for (int64_t t = 0; t < m; ++t) d[t] = 0.0f;
-        } else if (s == 1) {
-            for (int64_t t = 0; t < m; ++t) d[t] = src[t];
-            src += m;
-        } else {
-            for (int64_t t = 0; t < m; ++t) d[t] = src[t * s];
-            src += m * s;
-        }
-        j += m;
-        n -= m;
+static int64_t olc_conv_segments(const olc_conv_geom *g, int64_t p0, int64_t pt,
+                                 olc_conv_seg *seg) {
+    int64_t n = 0, p = p0, j = 0;
+    while (j < pt) {
+        int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, od = p / (g->OW * g->OH);
+        int64_t L = g->OW - ow < pt - j ? g->OW - ow : pt - j;
+        seg[n].j = j;
+        seg[n].len = L;
+        seg[n].d0 = od * g->sd - g->pd;
+        seg[n].h0 = oh * g->sh - g->ph;
+        seg[n].w0 = ow * g->sw - g->pw;
+        ++n;
+        j += L;
+        p += L;
     }
+    return n;
 }
 
-/* Rows k0..k1 of the column tile of output positions p0 .. p0+pt (flat over
- * OD, OH, OW) of one image-group block x (C x D x H x W floats). */
-static void olc_conv_pack_cols(const olc_conv_geom *g, const float *x, int64_t p0, int64_t pt,
-                               int64_t k0, int64_t k1, int64_t nr, float *dst) {
-    int64_t kk = g->kd * g->kh * g->kw, K = g->C * kk;
+/* Columns of a tile, at most. */
+#define OLC_CONV_MAX_TILE 4096
+/* Rows of the column tile one packing task assembles, then writes a panel
+ * at a time (its rows are consecutive there). */
+#define OLC_CONV_PACK_ROWS 16
+
+/* Rows k0..k1 (at most OLC_CONV_PACK_ROWS) of the column tile (nseg
+ * segments, pt columns) of one image-group block x (C x D x H x W floats),
+ * written into the GEMM engine's packed-B layout (panels of nr columns,
+ * blocks of OLC_GEMM_KC rows; see olc_gemm.h): the rows are assembled in
+ * lines (OLC_CONV_PACK_ROWS x npad floats of scratch), then copied panel
+ * after panel, so that the writes run through memory in order. */
+static void olc_conv_pack_cols(const olc_conv_geom *g, const float *x, const olc_conv_seg *seg,
+                               int64_t nseg, int64_t pt, int64_t k0, int64_t k1, int64_t nr,
+                               float *lines, float *dst) {
+    int64_t kk = g->kd * g->kh * g->kw, K = g->C * kk, s = g->sw;
     int64_t npad = (pt + nr - 1) / nr * nr;
     for (int64_t k = k0; k < k1; ++k) {
+        float *line = lines + (k - k0) * npad;
         int64_t c = k / kk, r = k % kk;
         int64_t a = r / (g->kh * g->kw), b = (r / g->kw) % g->kh, e = r % g->kw;
-        int64_t kc;
-        float *row = olc_conv_packed_row(dst, K, npad, nr, k, &kc);
-        int64_t p = p0, j = 0;
-        while (j < pt) {
-            int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, od = p / (g->OW * g->OH);
-            int64_t L = g->OW - ow < pt - j ? g->OW - ow : pt - j;
-            int64_t id = od * g->sd - g->pd + a * g->dd, ih = oh * g->sh - g->ph + b * g->dh;
+        const float *xc = x + c * g->D * g->H * g->W;
+        for (int64_t j = pt; j < npad; ++j) line[j] = 0.0f;
+        for (int64_t t = 0; t < nseg; ++t) {
+            float *out = line + seg[t].j;
+            int64_t L = seg[t].len;
+            int64_t id = seg[t].d0 + a * g->dd, ih = seg[t].h0 + b * g->dh;
             if (id < 0 || id >= g->D || ih < 0 || ih >= g->H) {
-                olc_conv_put(row, nr, kc, j, NULL, 0, L);
-            } else {
-                const float *xr = x + ((c * g->D + id) * g->H + ih) * g->W;
-                int64_t iw0 = ow * g->sw - g->pw + e * g->dw, s = g->sw;
-                int64_t lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;
-                int64_t hi = g->W - iw0 > 0 ? (g->W - iw0 + s - 1) / s : 0;
-                if (hi > L) hi = L;
-                if (lo > hi) lo = hi;
-                if (lo > 0) olc_conv_put(row, nr, kc, j, NULL, 0, lo);
-                if (hi > lo) olc_conv_put(row, nr, kc, j + lo, xr + iw0 + lo * s, s, hi - lo);
-                if (L > hi) olc_conv_put(row, nr, kc, j + hi, NULL, 0, L - hi);
+                memset(out, 0, (size_t)L * sizeof(float));
+                continue;
             }
-            j += L;
-            p += L;
+            const float *xr = xc + (id * g->H + ih) * g->W;
+            int64_t iw0 = seg[t].w0 + e * g->dw;
+            int64_t lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;
+            int64_t hi = g->W - iw0 > 0 ? (g->W - iw0 + s - 1) / s : 0;
+            if (hi > L) hi = L;
+            if (lo > hi) lo = hi;
+            for (int64_t q = 0; q < lo; ++q) out[q] = 0.0f;
+            if (s == 1)
+                memcpy(out + lo, xr + iw0 + lo, (size_t)(hi - lo) * sizeof(float));
+            else
+                for (int64_t q = lo; q < hi; ++q) out[q] = xr[iw0 + q * s];
+            for (int64_t q = hi; q < L; ++q) out[q] = 0.0f;
         }
-        if (npad > pt) olc_conv_put(row, nr, kc, pt, NULL, 0, npad - pt);
+    }
+    /* k0..k1 never cross a block of OLC_GEMM_KC rows (both multiples of 16) */
+    int64_t pc = k0 / OLC_GEMM_KC * OLC_GEMM_KC;
+    int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
+    float *base = dst + pc * npad + (k0 - pc) * nr;
+    int64_t rows = k1 - k0;
+    for (int64_t jb = 0; jb < npad; jb += nr) {
+        float *d = base + jb * kc;
+        if (nr == 16)
+            for (int64_t q = 0; q < rows; ++q) memcpy(d + q * 16, lines + q * npad + jb, 64);
+        else if (nr == 32)
+            for (int64_t q = 0; q < rows; ++q) memcpy(d + q * 32, lines + q * npad + jb, 128);
+        else
+            for (int64_t q = 0; q < rows; ++q)
+                memcpy(d + q * nr, lines + q * npad + jb, (size_t)nr * sizeof(float));
     }
 }
 
@@ -158,21 +178,26 @@ typedef struct {
     float a, b;
     const float *x, *w, *bias, *z;
     float *y, *cols;
-    int64_t N, G, M, Mg, K, P, nr, pt;
+    olc_conv_seg *seg;
+    float **lines; /* OLC_CONV_PACK_ROWS lines a slot */
+    int64_t N, G, M, Mg, K, P, nr, pt, nseg;
     /* the current block */
     const float *xb, *wb, *bb, *zb;
     float *yb;
     int64_t p0, n1, rows_per_task;
 } olc_conv_job;
 
-#define OLC_CONV_PACK_ROWS 16
-
 static void olc_conv_pack_task(void *arg, ptrdiff_t t, int slot) {
     olc_conv_job *p = (olc_conv_job *)arg;
     int64_t k0 = (int64_t)t * OLC_CONV_PACK_ROWS;
     int64_t k1 = k0 + OLC_CONV_PACK_ROWS < p->K ? k0 + OLC_CONV_PACK_ROWS : p->K;
-    (void)slot;
-    olc_conv_pack_cols(&p->g, p->xb, p->p0, p->n1, k0, k1, p->nr, p->cols);
+    int64_t npad = (p->pt + p->nr - 1) / p->nr * p->nr;
+    float *lines = olc_slot_buffer(p->lines, slot, (size_t)(OLC_CONV_PACK_ROWS * npad));
+    if (lines == NULL) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    olc_conv_pack_cols(&p->g, p->xb, p->seg, p->nseg, p->n1, k0, k1, p->nr, lines, p->cols);
 }
 
 static void olc_conv_epilogue_task(void *arg, ptrdiff_t t, int slot) {
@@ -198,6 +223,7 @@ static int64_t olc_conv_tile_cols(int level, int64_t K, int64_t P) {
     int64_t nr = olc_sgemm_nr(level);
     int64_t pt = OLC_CONV_TILE_FLOATS / (K > 0 ? K : 1) / nr * nr;
     if (pt < nr) pt = nr;
+    if (pt > OLC_CONV_MAX_TILE) pt = OLC_CONV_MAX_TILE;
     int64_t ppad = (P + nr - 1) / nr * nr;
     return pt < ppad ? pt : ppad;
 }
@@ -241,7 +267,14 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
     p.pt = pointwise ? p.P : olc_conv_tile_cols(p.level, p.K, p.P);
     if (!pointwise) {
         p.cols = olc_gemm_alloc((size_t)olc_sgemm_packed_size(p.level, p.K, p.pt));
-        if (p.cols == NULL) return -1;
+        p.seg = (olc_conv_seg *)malloc((size_t)(p.pt + 1) * sizeof(olc_conv_seg));
+        p.lines = olc_slot_buffers(nthreads);
+        if (p.cols == NULL || p.seg == NULL || p.lines == NULL) {
+            free(p.cols);
+            free(p.seg);
+            olc_slot_buffers_free(p.lines, nthreads);
+            return -1;
+        }
     }
     int status = 0;
     for (int64_t n = 0; n < N && status == 0; ++n) {
@@ -262,8 +295,13 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
             for (int64_t p0 = 0; p0 < p.P && status == 0; p0 += p.pt) {
                 p.p0 = p0;
                 p.n1 = p.P - p0 < p.pt ? p.P - p0 : p.pt;
+                p.nseg = olc_conv_segments(&p.g, p0, p.n1, p.seg);
                 olc_parallel_for((p.K + OLC_CONV_PACK_ROWS - 1) / OLC_CONV_PACK_ROWS,
                                  olc_conv_pack_task, &p, nthreads);
+                if (p.failed) {
+                    status = -1;
+                    break;
+                }
                 status = olc_sgemm(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, p.cols, &ZERO, NULL,
                                    &ZERO, 0, 0, Mg, p.n1, p.K, p.yb + p0, p.P, 0, 1.0f, 0,
                                    nthreads);
@@ -272,6 +310,8 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
         }
     }
     free(p.cols);
+    free(p.seg);
+    olc_slot_buffers_free(p.lines, nthreads);
     return status;
 }
 
