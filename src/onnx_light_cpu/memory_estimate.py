@@ -1074,7 +1074,13 @@ def _fused_conv(c: _Node) -> _Estimate:
                                               a_direct=True))
     cols = core.scratch_floats(c.level, K, P, False)
     pt = core.tile_cols(c.level, K, P)
-    return _Estimate(native=_aligned_floats(cols) + _sgemm_native(
+    nr = _gemm_cfg(c.level)[1]
+    npad = -(-pt // nr) * nr
+    # the segment table (5 int64 a segment), the packing tasks' lines
+    # (OLC_CONV_PACK_ROWS rows a slot, made by a slot's first task)
+    tables = (pt + 1) * 40 + (threads if threads > 1 else 1) * 8 \
+        + min(threads, -(-K // 16)) * _aligned_floats(16 * npad)
+    return _Estimate(native=_aligned_floats(cols) + tables + _sgemm_native(
         c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True))
 
 

@@ -466,3 +466,18 @@ def test_fused_conv_needs_its_params(activation):
                        activation=activation)
     with pytest.raises(ValueError, match="FusedConv.*activation_params"):
         run_ours(model, [x, w])
+
+
+def test_col2im_huge_output_is_refused_before_allocating():
+    col = np.ones((1, 1, 1), np.float32)
+    inputs = [col, np.array([1 << 20, 1 << 20], np.int64), np.array([1, 1], np.int64)]
+    model = node_model("Col2Im", inputs, opset=18, strides=[1 << 21, 1 << 21])
+    with pytest.raises(MemoryError, match="Col2Im"):
+        run_ours(model, inputs)
+
+
+def test_conv_transpose_huge_output_shape_is_refused():
+    x, w = np.ones((1, 1, 2, 2), np.float32), np.ones((1, 1, 1, 1), np.float32)
+    model = node_model("ConvTranspose", [x, w], opset=22, output_shape=[1 << 20, 1 << 20])
+    with pytest.raises(MemoryError, match="ConvTranspose"):
+        run_ours(model, [x, w])

@@ -189,6 +189,9 @@ class Conv(_ConvAttributes):
         if kind == "im2col":
             self._check_bytes("the column tile",
                               4 * core.scratch_floats(level, Cg * kk, P, False))
+        if element_type in (T.FLOAT16, T.BFLOAT16):
+            self._check_bytes("the inputs widened to float32 and the float32 output",
+                              4 * (x.size + w.size + math.prod(out_shape)))
         threads = self._num_threads(N * M * P * Cg * kk, MIN_WORK_PER_THREAD)
         empty = math.prod(out_shape) == 0
         return (element_type, out_shape, geom, N, G, Mg, kind, threads, empty)
@@ -321,6 +324,12 @@ class ConvTranspose(_ConvAttributes):
         out_shape = (N, M) + tuple(out)
         geom = _geometry(C // G, spatial, kernel, strides, begins, dilations, out)
         kind = "direct" if element_type == T.DOUBLE else "gemm"
+        if element_type != T.DOUBLE:
+            self._check_bytes("the weights laid out for the GEMM and the column tile",
+                              4 * w.size + 4 * (256 * 1024 + 16 * Mg * math.prod(kernel)))
+        if element_type in (T.FLOAT16, T.BFLOAT16):
+            self._check_bytes("the inputs widened to float32 and the float32 output",
+                              4 * (x.size + math.prod(out_shape)))
         threads = self._num_threads(N * C * math.prod(spatial) * Mg * math.prod(kernel),
                                     MIN_WORK_PER_THREAD)
         return element_type, out_shape, geom, N, G, Mg, kind, threads
@@ -408,6 +417,9 @@ class Col2Im(_ConvAttributes):
             self._record(col.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=col.dtype),)
         work = FLOAT64 if col.dtype == FLOAT64 else FLOAT32
+        self._check_bytes(f"the output of shape {out_shape}",
+                          work.itemsize * (math.prod(out_shape)
+                                           + (col.size if col.dtype != work else 0)))
         cs = _widened(col, work)
         y = np.zeros(out_shape, dtype=work)
         geom = _geometry(C, grid, block, strides, pads[:n], dilations, image)
