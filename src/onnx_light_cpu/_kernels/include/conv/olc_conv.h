@@ -334,9 +334,17 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
                 int64_t od = id * g->sd - g->pd + a * g->dd, oh = ih * g->sh - g->ph + b * g->dh;  \
                 if (od >= 0 && od < g->OD && oh >= 0 && oh < g->OH) {                              \
                     T *yr = plane + (od * g->OH + oh) * g->OW;                                     \
-                    int64_t ow = iw * g->sw - g->pw + e * g->dw;                                   \
-                    for (int64_t t = 0; t < L; ++t, ow += g->sw)                                   \
-                        if (ow >= 0 && ow < g->OW) yr[ow] += cr[j + t];                            \
+                    const T *src = cr + j;                                                         \
+                    int64_t ow0 = iw * g->sw - g->pw + e * g->dw, s = g->sw;                       \
+                    int64_t lo = ow0 >= 0 ? 0 : (-ow0 + s - 1) / s;                                \
+                    int64_t hi = g->OW - ow0 > 0 ? (g->OW - ow0 + s - 1) / s : 0;                  \
+                    if (hi > L) hi = L;                                                            \
+                    if (s == 1) {                                                                  \
+                        T *yo = yr + ow0;                                                          \
+                        for (int64_t t = lo; t < hi; ++t) yo[t] += src[t];                         \
+                    } else {                                                                       \
+                        for (int64_t t = lo; t < hi; ++t) yr[ow0 + t * s] += src[t];               \
+                    }                                                                              \
                 }                                                                                  \
                 j += L;                                                                            \
                 l += L;                                                                            \
