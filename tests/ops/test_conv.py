@@ -481,3 +481,14 @@ def test_conv_transpose_huge_output_shape_is_refused():
     model = node_model("ConvTranspose", [x, w], opset=22, output_shape=[1 << 20, 1 << 20])
     with pytest.raises(MemoryError, match="ConvTranspose"):
         run_ours(model, [x, w])
+
+
+def test_conv_dilated_inf_as_ort():
+    """Finding F27: the built-in multiplies inf by the zero taps it inserts
+    to dilate the kernel (NaN); ours, as ORT, never reads a skipped tap."""
+    x = np.zeros((1, 2, 8), np.float32)
+    x[0, :, 1] = np.inf
+    w = np.ones((2, 1, 3), np.float32)
+    expected = ort_oracle("Conv", [x, w], group=2, dilations=[2])[0]
+    assert not np.isnan(expected).any()
+    check("Conv", [x, w], expected, levels=False, group=2, dilations=[2])
