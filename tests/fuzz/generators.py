@@ -1269,7 +1269,7 @@ def gen_conv_transpose(d: Draw, record) -> Case:
 
 @generator("ai.onnx", "Col2Im")
 def gen_col2im(d: Draw, record) -> Case:
-    dtype = d.choice(_record_dtypes(record, (F32, F16, F64, BF16)) or (F32,))
+    dtype = d.choice(_record_dtypes(record, (F32, F16, F64, BF16, I32, I64, U8, I8)) or (F32,))
     rng = d.rng()
     n = d.int(1, 3)
     block = [d.choice((1, 2, 3)) for _ in range(n)]

@@ -417,6 +417,22 @@ def test_col2im(dtype, case):
     check("Col2Im", inputs, expected, opset=18, levels=case == 0, **attrs)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.int8, np.bool_])
+@pytest.mark.parametrize("case", range(len(COL2IM_CASES)))
+def test_col2im_other_types_vs_builtin(dtype, case):
+    """The schema allows every type: the others scatter in NumPy."""
+    image, block, attrs = COL2IM_CASES[case]
+    rng = np.random.default_rng(300 + case)
+    col = rng.integers(0, 3, (2, 2 * int(np.prod(block)), _blocks(image, block, attrs)))
+    inputs = [col.astype(dtype), np.array(image, np.int64), np.array(block, np.int64)]
+    model = node_model("Col2Im", inputs, opset=18, **attrs)
+    expected = run_builtin(model, inputs)[0]
+    got, names, _ = run_ours(model, inputs)
+    assert "onnx_light_cpu::Col2Im" in names
+    assert got[0].dtype == expected.dtype
+    np.testing.assert_array_equal(got[0], expected)
+
+
 @pytest.mark.parametrize("image,block,L,message", [
     ((5, 5), (2, 2), 10, "blocks"),
     ((5, 5), (2,), 16, "values"),

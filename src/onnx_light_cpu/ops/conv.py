@@ -367,13 +367,40 @@ class ConvTranspose(_ConvAttributes):
         return (y,)
 
 
+# Col2Im's other element types (the schema allows every one): a NumPy
+# scatter, a strided slice of the image a tap.
+OTHER_COL2IM = (T.UINT8, T.UINT16, T.UINT32, T.UINT64, T.INT8, T.INT16, T.INT32, T.INT64,
+                T.BOOL)
+
+
+def _col2im_numpy(col, out_shape, block, strides, begins, dilations) -> np.ndarray:
+    """The image (out_shape) of columns col (N, C, kk, *grid): for every tap
+    in order, the grid positions that land inside the image are added to a
+    strided slice of it."""
+    y = np.zeros(out_shape, dtype=col.dtype)
+    grid = col.shape[3:]
+    for tap, offsets in enumerate(np.ndindex(*block)):
+        src, dst = [slice(None), slice(None), tap], [slice(None), slice(None)]
+        for i, t in enumerate(offsets):
+            s, start = strides[i], t * dilations[i] - begins[i]
+            lo = 0 if start >= 0 else -(-(-start) // s)
+            hi = min(grid[i], -(-(out_shape[2 + i] - start) // s)) if out_shape[2 + i] > start \
+                else 0
+            hi = max(hi, lo)
+            src.append(slice(lo, hi))
+            dst.append(slice(start + lo * s, start + (hi - 1) * s + 1 if hi > lo else 0, s))
+        if all(sl.stop > sl.start for sl in src[3:]):
+            y[tuple(dst)] += col[tuple(src)]
+    return y
+
+
 class Col2Im(_ConvAttributes):
     """Rearranges column blocks (N, C * prod(block_shape), L) into images
     (N, C, *image_shape), summing overlaps."""
 
     since_version = 18
-    inputs = (Input("input", types=FLOATS, ranks=(3,)), Input("image_shape", types=(T.INT64,),
-                                                               ranks=(1,)),
+    inputs = (Input("input", types=FLOATS + OTHER_COL2IM, ranks=(3,)),
+              Input("image_shape", types=(T.INT64,), ranks=(1,)),
               Input("block_shape", types=(T.INT64,), ranks=(1,)))
     attributes = (Attr("dilations", "ints", ()), Attr("pads", "ints", ()),
                   Attr("strides", "ints", ()))
@@ -416,6 +443,13 @@ class Col2Im(_ConvAttributes):
         if math.prod(out_shape) == 0:
             self._record(col.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=col.dtype),)
+        if ELEMENT_TYPES.get(col.dtype) not in FLOATS:
+            self._check_bytes(f"the output of shape {out_shape}",
+                              col.dtype.itemsize * math.prod(out_shape))
+            y = _col2im_numpy(col.reshape((N, C, kk) + tuple(grid)), out_shape, block, strides,
+                              pads[:n], dilations)
+            self._record(col.dtype, "numpy", level)
+            return (y,)
         work = FLOAT64 if col.dtype == FLOAT64 else FLOAT32
         self._check_bytes(f"the output of shape {out_shape}",
                           work.itemsize * (math.prod(out_shape)
