@@ -383,7 +383,7 @@ def _col2im_numpy(col, out_shape, block, strides, begins, dilations) -> np.ndarr
         src, dst = [slice(None), slice(None), tap], [slice(None), slice(None)]
         for i, t in enumerate(offsets):
             s, start = strides[i], t * dilations[i] - begins[i]
-            lo = 0 if start >= 0 else -(-(-start) // s)
+            lo = 0 if start >= 0 else (s - 1 - start) // s  # ceil(-start / s)
             hi = min(grid[i], -(-(out_shape[2 + i] - start) // s)) if out_shape[2 + i] > start \
                 else 0
             hi = max(hi, lo)
