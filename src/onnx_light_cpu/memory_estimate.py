@@ -1061,8 +1061,20 @@ def _fused_conv(c: _Node) -> _Estimate:
             begins.append(lo)
         out.append(o)
     P, kk, Mg = math.prod(out), math.prod(kernel), M // G
-    if x[0] * M * P == 0 or (G > 1 and Cg == 1 and Mg == 1):
+    if x[0] * M * P == 0:
         return _Estimate()
+    if G > 1 and Cg == 1 and Mg == 1:
+        # the direct loop; 3-wide unit-stride rows (2-D, 1-D) read a
+        # zero-padded copy of their rows, one buffer a slot (conv.pyx)
+        if n > 2 or kernel[-1] != 3 or strides[-1] != 1:
+            return _Estimate()
+        OW, R = out[-1], (out[0] if n == 2 else 1)
+        kh, sh, dh = (kernel[0], strides[0], dilations[0]) if n == 2 else (1, 1, 1)
+        rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
+        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1) * (OW + 2 * dilations[-1])
+        threads = c.threads_for(x[0] * M * P * 3 * kh, 1 << 20)
+        slots = threads if threads > 1 else 1
+        return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
     threads = c.threads_for(x[0] * M * P * K, 1 << 20)
     pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \

@@ -123,6 +123,9 @@ CONV_CASES = [
     ((1, 3, 5, 6, 7), (2, 3, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 1]}),
     ((1, 4, 4, 5, 6), (4, 1, 3, 3, 3), {"group": 4, "pads": [1, 1, 1, 1, 1, 1]}),
     ((1, 70, 20, 21), (40, 70, 3, 3), {"pads": [1, 1, 1, 1]}),            # several K blocks
+    # depthwise 3-wide rows from padded copies: row blocks, height stride, 1-D
+    ((1, 3, 40, 200), (3, 1, 3, 3), {"group": 3, "pads": [1, 2, 0, 1], "strides": [2, 1]}),
+    ((2, 5, 31), (5, 1, 3), {"group": 5, "pads": [1, 1], "dilations": [2]}),
 ]
 
 
@@ -451,7 +454,8 @@ FUSED = [("", None), ("Relu", None), ("Tanh", None), ("Sigmoid", None), ("LeakyR
          ("Clip", [-0.5, 0.8]), ("HardSigmoid", [0.3, 0.4])]
 FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # im2col
                 ((2, 8, 7, 5), (5, 8, 1, 1), {}),                            # plain GEMM
-                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]})]  # depthwise
+                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}),  # depthwise
+                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]})]
 
 
 @pytest.mark.parametrize("with_z", [False, True])

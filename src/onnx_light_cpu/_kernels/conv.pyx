@@ -14,6 +14,8 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_pad_rows,
+                       olc_conv_pick_dw3_f32)
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
                        olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
@@ -87,6 +89,9 @@ cdef struct _DirectJob:
     olc_conv_geom g
     olc_conv_direct_f32_fn f32
     olc_conv_direct_f64_fn f64
+    olc_conv_dw3_f32_fn dw3
+    float *pad
+    int64_t pad_floats, Wp
     const void *x
     const void *w
     const void *bias
@@ -106,10 +111,18 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t r1 = r0 + j.rb if r0 + j.rb < j.R else j.R
     cdef int64_t xoff = (n * j.G + gi) * j.xplane, woff = m * j.g.C * j.kk
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
-    if j.f32 != NULL:
+    cdef float *xp
+    if j.dw3 != NULL:
+        xp = j.pad + slot * j.pad_floats
+        olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp)
+        j.dw3(&j.g, xp, j.Wp, <const float *>j.w + woff,
+              (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
+              <float *>j.y + plane * j.P, r0, r1)
+    elif j.f32 != NULL:
         j.f32(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
               <float *>j.y + plane * j.P, r0, r1)
+    if j.f32 != NULL:
         if j.z != NULL or j.act != 0:
             olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
                               j.g.OW, r1 - r0, j.g.OW, NULL, j.act, j.a, j.b)
@@ -147,8 +160,21 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.R == 0 or N * G * Mg == 0:
         return
     j.nrb = (j.R + j.rb - 1) // j.rb
+    j.dw3 = NULL
+    j.pad = NULL
+    cdef int slots = threads if threads > 1 else 1
+    if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
+        # a zero-padded copy of the rows a task reads, one buffer a slot
+        j.Wp = j.g.OW + 2 * j.g.dw
+        j.pad_floats = ((min(j.rb, j.R) - 1) * j.g.sh + (j.g.kh - 1) * j.g.dh + 1) * j.Wp
+        if j.pad_floats * slots <= (1 << 22):
+            j.pad = <float *>malloc(j.pad_floats * slots * sizeof(float))
+            if j.pad == NULL:
+                raise MemoryError("conv core: no memory for the padded rows")
+            j.dw3 = olc_conv_pick_dw3_f32(level)
     with nogil:
         olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
+    free(j.pad)
 
 
 cdef struct _TransJob:

@@ -375,7 +375,42 @@ typedef void (*olc_conv_direct_f64_fn)(const olc_conv_geom *, const double *, co
 typedef void (*olc_conv_tdirect_f64_fn)(const olc_conv_geom *, const double *, const double *,
                                         int64_t, int64_t, double, double *);
 
+typedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *, const float *, int64_t, const float *,
+                                    float, float *, int64_t, int64_t);
+
 static int olc_conv_level(int level) { return olc_build_level(level); }
+
+static olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level) {
+    level = olc_build_level(level);
+    return OLC_LEVEL_FN(level, olc_conv_dw3_f32);
+}
+
+/* Whether a depthwise plane runs olc_conv_dw3: 2-D or 1-D, 3 taps wide,
+ * unit width stride. */
+static int olc_conv_dw3_fits(const olc_conv_geom *g) {
+    return g->C == 1 && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kw == 3 && g->sw == 1;
+}
+
+/* Rows r0..r1's padded input rows of one plane x (H x W) into xp (rows
+ * Wp = OW + 2 dw wide): xp row i is padded row r0 * sh + i. */
+static void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
+                              float *xp) {
+    int64_t Wp = g->OW + 2 * g->dw;
+    int64_t rows = (r1 - 1 - r0) * g->sh + (g->kh - 1) * g->dh + 1;
+    for (int64_t i = 0; i < rows; ++i) {
+        float *d = xp + i * Wp;
+        int64_t ih = r0 * g->sh + i - g->ph;
+        if (ih < 0 || ih >= g->H) {
+            memset(d, 0, (size_t)Wp * sizeof(float));
+            continue;
+        }
+        const float *xr = x + ih * g->W;
+        for (int64_t j = 0; j < Wp; ++j) {
+            int64_t iw = j - g->pw;
+            d[j] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
+        }
+    }
+}
 
 static olc_conv_direct_f32_fn olc_conv_pick_direct_f32(int level) {
     level = olc_build_level(level);

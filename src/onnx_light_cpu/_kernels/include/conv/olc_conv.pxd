@@ -30,3 +30,10 @@ cdef extern from "conv/olc_conv.h" nogil:
     olc_conv_direct_f64_fn olc_conv_pick_direct_f64(int level)
     olc_conv_tdirect_f64_fn olc_conv_pick_tdirect_f64(int level)
     int olc_conv_level(int level)
+    ctypedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *g, const float *xp, int64_t Wp,
+                                         const float *w, float bias, float *y, int64_t r0,
+                                         int64_t r1)
+    olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level)
+    int olc_conv_dw3_fits(const olc_conv_geom *g)
+    void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
+                           float *xp)

@@ -75,3 +75,24 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_tdirect, OLC_CN))(
         }
     }
 }
+
+/* Depthwise rows of three taps at unit width stride (2-D or 1-D, one input
+ * channel): output rows r0..r1 of one plane from xp, a zero-padded copy of
+ * the input rows they read (row i of xp: padded row r0 * sh + i, Wp =
+ * OW + 2 dw columns, column j: input column j - pw).  No bounds inside:
+ * three taps a pass over the row. */
+OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dw3, OLC_CN))(
+        const olc_conv_geom *g, const OLC_CT *xp, int64_t Wp, const OLC_CT *w, OLC_CT bias,
+        OLC_CT *restrict y, int64_t r0, int64_t r1) {
+    const int64_t OW = g->OW, dw = g->dw;
+    for (int64_t r = r0; r < r1; ++r) {
+        OLC_CT *restrict yr = y + r * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
+        for (int64_t b = 0; b < g->kh; ++b) {
+            const OLC_CT *restrict xs = xp + ((r - r0) * g->sh + b * g->dh) * Wp;
+            const OLC_CT w0 = w[3 * b], w1 = w[3 * b + 1], w2 = w[3 * b + 2];
+            for (int64_t ow = 0; ow < OW; ++ow)
+                yr[ow] += w0 * xs[ow] + w1 * xs[ow + dw] + w2 * xs[ow + 2 * dw];
+        }
+    }
+}
