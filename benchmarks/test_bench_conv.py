@@ -1,7 +1,7 @@
 """Conv (ResNet-50 and MobileNet-V2 layers) and ConvTranspose: ours vs ONNX
-Runtime vs the built-in, 1 and 2 threads, batch 1 (batch 8 with
-``--conv-batch=8`` is not wired: set CONV_BENCH_BATCH=8).  Weights and bias
-are initializers, as in an exported model (ours lays them out once).
+Runtime vs the built-in, 1 and 2 threads, batch 1 (``CONV_BENCH_BATCH=8``
+for batch 8).  Weights and bias are initializers, as in an exported model
+(ours lays them out once).
 
     pytest benchmarks/test_bench_conv.py --benchmark-only --benchmark-group-by=group
 """
