@@ -329,6 +329,15 @@ def build_cases():
                                                            R(rng, 128, 256, dtype=dt),
                                                            R(rng, 256, dtype=dt)], const,
                                              activation="Relu")))
+    # FusedConv: im2col tiles (constant and fed weights), the 1x1 plain GEMM, depthwise
+    for name, xs, ws, const, attrs in [
+            ("im2col-c1", (1, 32, 28, 30), (48, 32, 3, 3), (1, 2), {"pads": [1, 1, 1, 1]}),
+            ("im2col-c0", (1, 64, 40, 40), (16, 64, 3, 3), (), {"strides": [2, 2]}),
+            ("pointwise", (1, 64, 28, 28), (32, 64, 1, 1), (1,), {}),
+            ("depthwise", (1, 32, 28, 28), (32, 1, 3, 3), (1,), {"group": 32})]:
+        cases.append((f"FusedConv-{name}", c("FusedConv", [R(rng, *xs), R(rng, *ws),
+                                                           R(rng, ws[0])], const,
+                                             activation="Relu", **attrs)))
     # the rest, once each
     B, S, H = 4, 64, 256
     s8 = [np.array(0.01, F32), np.array(3, np.uint8)]
@@ -561,6 +570,7 @@ METER_RUN = textwrap.dedent("""
 #: operators whose C scratch depends on the instruction set or the threads:
 #: metered again at the scalar level and with two threads
 VARIANT_PREFIXES = ("MatMulNBits", "MoE", "QMoE", "Attention", "FusedMatMul", "FusedGemm",
+                    "FusedConv",
                     "MultiHeadAttention-B2-S64", "GroupQueryAttention-B1-S1",
                     "DynamicQuantizeMatMul", "QGemm")
 VARIANTS = {"default": ({}, 1), "scalar": ({"ONNX_LIGHT_CPU_MAX_SIMD": "scalar"}, 1),

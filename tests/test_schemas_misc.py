@@ -1,6 +1,6 @@
 """Schemas of the remaining com.microsoft operators (schemas/microsoft_misc.py):
 the Skip norms, (Q)EmbedLayerNormalization, MoE, QMoE, the Gelu family,
-CDist, FusedGemm, FusedMatMul, ExpandDims, Range, Trilu, Unique.
+CDist, FusedConv, FusedGemm, FusedMatMul, ExpandDims, Range, Trilu, Unique.
 
 Oracles: ONNX Runtime's own schemas (names, optionality, attributes, types);
 a real run of our kernels in ReferenceEvaluator (every inferred static shape
@@ -27,7 +27,8 @@ from onnx_light_cpu.schemas import microsoft_misc
 MS = "com.microsoft"
 OPS = ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "EmbedLayerNormalization",
        "QEmbedLayerNormalization", "MoE", "QMoE", "BiasGelu", "CDist", "FastGelu", "Gelu",
-       "QuickGelu", "FusedGemm", "FusedMatMul", "ExpandDims", "Range", "Trilu", "Unique")
+       "QuickGelu", "FusedConv", "FusedGemm", "FusedMatMul", "ExpandDims", "Range", "Trilu",
+       "Unique")
 #: Deliberate differences from ONNX Runtime's schemas: (op, output) made optional
 #: because our kernel lets the node leave it out.
 OPTIONAL_HERE = {("QEmbedLayerNormalization", "mask_index_out")}
@@ -249,6 +250,15 @@ def matmul_cases():
                            rand(4, 5).astype(bfloat16)],
              attrs={"activation": "Selu", "activation_alpha": 1.6, "activation_gamma": 1.05},
              sym={**gs, 2: ["M", "N"]}, want=(["M", "N"],), id="fusedgemm-bf16-c-full"),
+    ]
+    out += [
+        Case("FusedConv", [rand(2, 4, 9, 8), rand(6, 2, 3, 3), rand(6)],
+             attrs={"group": 2, "pads": [1, 0, 1, 0], "strides": [2, 1], "activation": "Relu"},
+             sym={0: ["N", 4, 9, 8]}, want=(["N", 6, 5, 6],), id="fusedconv-2d"),
+        Case("FusedConv", [rand(1, 3, 10), rand(5, 3, 4), rand(5), rand(1, 5, 5)],
+             attrs={"auto_pad": "SAME_UPPER", "strides": [2], "activation": "LeakyRelu",
+                    "activation_params": [0.1]},
+             sym={0: ["N", 3, 10]}, want=(["N", 5, 5],), id="fusedconv-1d-same-z"),
     ]
     fm = [
         ((2, 4, 3), (3, 5), {}, {0: ["B", "M", "K"], 1: ["K", "N"]}, ["B", "M", "N"], "plain"),

@@ -1031,6 +1031,71 @@ def _causal_conv(c: _Node) -> _Estimate:
     return _Estimate(numpy=size + bias)
 
 
+def _fused_conv(c: _Node) -> _Estimate:
+    """ops/conv.py (float32 only: inputs used as they are): the column tile
+    of olc_conv_f32 (im2col into the packed-B layout) and olc_sgemm's
+    scratch (A read in place; B packed per tile for the 1x1 plain GEMM);
+    depthwise convolutions run a direct loop with no scratch."""
+    from ._kernels import conv as core
+    x, w = c.shape(0), c.shape(1)
+    n = len(x) - 2
+    G = int(c.attr("group", 1))
+    M, Cg, kernel = w[0], w[1], w[2:]
+    if len(w) != len(x) or G < 1 or M % G or n < 1:
+        return _Estimate()
+    strides = list(c.attr("strides", None) or [1] * n)
+    dilations = list(c.attr("dilations", None) or [1] * n)
+    pads = list(c.attr("pads", None) or [0] * 2 * n)
+    auto_pad = c.attr("auto_pad", "NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    out, begins = [], []
+    for i in range(n):
+        ek = (kernel[i] - 1) * dilations[i] + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-x[2 + i] // strides[i])
+            total = max(0, (o - 1) * strides[i] + ek - x[2 + i])
+            begins.append(total)
+        else:
+            lo, hi = (0, 0) if auto_pad == "VALID" else (pads[i], pads[i + n])
+            o = (x[2 + i] + lo + hi - ek) // strides[i] + 1
+            begins.append(lo)
+        out.append(o)
+    P, kk, Mg = math.prod(out), math.prod(kernel), M // G
+    if x[0] * M * P == 0:
+        return _Estimate()
+    if G > 1 and Cg == 1 and Mg == 1:
+        # the direct loop; 3-wide unit-stride rows (2-D, 1-D) read a
+        # zero-padded copy of their rows, one buffer a slot (conv.pyx)
+        if n > 2 or kernel[-1] != 3 or strides[-1] != 1:
+            return _Estimate()
+        OW, R = out[-1], (out[0] if n == 2 else 1)
+        kh, sh, dh = (kernel[0], strides[0], dilations[0]) if n == 2 else (1, 1, 1)
+        rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
+        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1) * (OW + 2 * dilations[-1])
+        threads = c.threads_for(x[0] * M * P * 3 * kh, 1 << 20)
+        slots = threads if threads > 1 else 1
+        return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
+    K = Cg * kk
+    threads = c.threads_for(x[0] * M * P * K, 1 << 20)
+    pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
+        tuple(out) == tuple(x[2:])
+    if K == 0:
+        return _Estimate()
+    if pointwise:
+        return _Estimate(native=_sgemm_native(c.level, 1, Mg, P, K, threads, b_packed=False,
+                                              a_direct=True))
+    cols = core.scratch_floats(c.level, K, P, False)
+    pt = core.tile_cols(c.level, K, P)
+    nr = _gemm_cfg(c.level)[1]
+    npad = -(-pt // nr) * nr
+    # the segment table (5 int64 a segment), the packing tasks' lines
+    # (OLC_CONV_PACK_ROWS rows a slot, made by a slot's first task)
+    tables = (pt + 1) * 40 + (threads if threads > 1 else 1) * 8 \
+        + min(threads, -(-K // 16)) * _aligned_floats(16 * npad)
+    return _Estimate(native=_aligned_floats(cols) + tables + _sgemm_native(
+        c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True))
+
+
 def _linear_attention(c: _Node) -> _Estimate:
     """The core's scratch (state blocks and staged tokens, per thread),
     kept with the node between runs."""
@@ -1077,6 +1142,7 @@ _FUNCTIONS: dict[tuple[str, str], Callable[[_Node], _Estimate]] = {
     (MS, "QLinearSoftmax"): _qlinear_softmax,
     (MS, "CausalConvWithState"): _causal_conv,
     (MS, "LinearAttention"): _linear_attention,
+    (MS, "FusedConv"): _fused_conv,
 }
 for _op in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "GatherBlockQuantized",
             "BiasGelu", "Gelu", "FastGelu", "QuickGelu", "Range", "ExpandDims", "QuantizeLinear",

@@ -912,3 +912,34 @@ def _tree_oracle(case: Case, x, attrs):
         e = 1.0 / (1.0 + np.exp(-np.abs(w)))
         w = np.where(w < 0, 1.0 - e, e)
     return w.astype(v.dtype)
+
+
+# ------------------------------------------------------------------ convolution
+
+@generator("com.microsoft", "FusedConv")
+def gen_fused_conv(d: Draw, record) -> Case:
+    rng = d.rng()
+    n = d.int(1, 3)
+    group = d.choice((1, 1, 2))
+    cg, mg = d.choice((1, 2, 3)), d.choice((1, 2, 4))
+    kernel = tuple(d.choice((1, 2, 3)) for _ in range(n))
+    strides = [d.choice((1, 2)) for _ in range(n)]
+    pads = [d.choice((0, 1)) for _ in range(2 * n)]
+    spatial = tuple(max(d.choice((1, 3, 5, 8)), kernel[i] - pads[i] - pads[i + n])
+                    for i in range(n))
+    activation = d.choice(("", "Relu", "Tanh", "Sigmoid", "LeakyRelu", "Clip", "HardSigmoid"))
+    params = {"LeakyRelu": [0.1], "Clip": [-0.5, 0.7], "HardSigmoid": [0.2, 0.5]}
+    attrs = {"group": group, "strides": strides, "pads": pads}
+    if activation:
+        attrs["activation"] = activation
+    if activation in params:
+        attrs["activation_params"] = params[activation]
+    x = _values(d, rng, (d.choice((1, 2)), group * cg) + spatial, F32, 1.0, 0.0)
+    w = randn(rng, (group * mg, cg) + kernel, F32)
+    out = tuple((spatial[i] + pads[i] + pads[i + n] - kernel[i]) // strides[i] + 1
+                for i in range(n))
+    inputs = [x, w, randn(rng, (group * mg,), F32)]
+    if d.chance(0.4):
+        inputs.append(randn(rng, (x.shape[0], group * mg) + out, F32))
+    return Case("FusedConv", MS, 1, inputs, attrs, family="conv", oracle="ort",
+                tolerance="accumulate", output_types=(elem_type(F32),))

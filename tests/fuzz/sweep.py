@@ -223,6 +223,7 @@ KNOWN_FINDINGS = (
     ("F24", r"::Softmax$", r"accepts_invalid", r"wrong_rank", r"0-d"),
     ("F25", r"::PRelu$", r"mismatch", r"wrong_rank|mismatched_shape", r"shape"),
     ("F26", r"::Clip$", r"mismatch", r".*", r"shape \(\) != oracle \(1,\)"),
+    ("F27", r"::Conv$", r"mismatch", r".*", r"NaN positions"),
 )
 
 

@@ -28,6 +28,7 @@ from ..ops import (
     causal_conv_with_state,
     cdist,
     control_flow,
+    conv,
     embed_layer_norm,
     fused_matmul,
     gather_block_quantized,
@@ -95,6 +96,7 @@ FAMILIES = (
     indexing,
     resize,
     pooling,
+    conv,
 )
 
 
@@ -126,7 +128,8 @@ MICROSOFT_FAMILIES = (
 
 #: com.microsoft families of one kernel each (no NAIVE twin): the Microsoft
 #: registration installs them whatever the policy.
-MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization)
+MICROSOFT_SINGLE_FAMILIES = (microsoft_tensor, microsoft_activation, fused_matmul, quantization,
+                             conv.microsoft_family)
 
 
 def _register_microsoft(policy, install) -> None:

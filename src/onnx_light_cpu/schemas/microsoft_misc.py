@@ -2,7 +2,7 @@
 
 The Skip norms, EmbedLayerNormalization and its quantized twin, MoE and
 QMoE, the Gelu family (BiasGelu, FastGelu, Gelu, QuickGelu), CDist,
-FusedGemm, FusedMatMul and the contrib tensor operators (ExpandDims, Range,
+FusedConv, FusedGemm, FusedMatMul and the contrib tensor operators (ExpandDims, Range,
 Trilu, Unique).  Names, order and optionality of the inputs and outputs,
 attribute names, types and defaults follow ONNX Runtime's own schemas; the
 type constraints hold ONNX Runtime's types plus those this package's kernels
@@ -661,6 +661,33 @@ def _fused_matmul_infer(ctx) -> None:
     set_output(ctx, 0, elem_type(ctx, 0), out)
 
 
+def _fused_conv_infer(ctx) -> None:
+    op = "FusedConv"
+    x, w = shape(ctx, 0), shape(ctx, 1)
+    check_rank(op, "X", x, (3, 4, 5))
+    check_rank(op, "W", w, (3, 4, 5))
+    if x is None or w is None or len(x) != len(w):
+        set_output(ctx, 0, elem_type(ctx, 0), None if x is None else [None] * len(x))
+        return
+    n = len(x) - 2
+    strides = list(attr(ctx, "strides", None) or [1] * n)
+    dilations = list(attr(ctx, "dilations", None) or [1] * n)
+    pads = list(attr(ctx, "pads", None) or [0] * 2 * n)
+    auto_pad = attr(ctx, "auto_pad", "NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    out = [x[0], w[0]]
+    for i in range(n):
+        size, k = x[2 + i], w[2 + i]
+        if not isinstance(size, int) or not isinstance(k, int):
+            out.append(None)
+        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-size // strides[i]))
+        else:
+            lo, hi = (0, 0) if auto_pad == "VALID" else (pads[i], pads[i + n])
+            out.append((size + lo + hi - (k - 1) * dilations[i] - 1) // strides[i] + 1)
+    set_output(ctx, 0, elem_type(ctx, 0), out)
+
+
 def _matmul_schemas() -> tuple:
     return (
         LightOpSchema(
@@ -701,6 +728,33 @@ def _matmul_schemas() -> tuple:
             type_constraints=(TC("T", (_F16, _F, _F64, "tensor(uint32)", "tensor(uint64)",
                                        _I32, _I64, _BF16), "Tensor types."),),
             infer=_fused_gemm_infer,
+        ),
+        LightOpSchema(
+            MS_DOMAIN, "FusedConv", 1,
+            "Y = activation(Conv(X, W) + B + Z): an ai.onnx Conv (1-D to 3-D, group, "
+            "strides, pads, dilations, auto_pad) with an optional Z of the output's shape "
+            "added before the activation, one of Relu, Tanh, Sigmoid, LeakyRelu "
+            "(activation_params: alpha), Clip (min, max) or HardSigmoid (alpha, beta); "
+            "no activation leaves the sum as it is.  float32 runs (as on ONNX Runtime's CPU); "
+            "float16 and double of ONNX Runtime's schema have no kernel here.",
+            inputs=(P("X", "T", "(N, C, D1, ...)."),
+                    P("W", "T", "(M, C / group, k1, ...)."),
+                    P("B", "T", "(M,).", optional=True),
+                    P("Z", "T", "The output's shape, added before the activation.",
+                      optional=True)),
+            outputs=(P("Y", "T", "(N, M, O1, ...)."),),
+            attributes=(
+                A("activation", "STRING", "The activation's name (none: identity)."),
+                A("activation_params", "FLOATS", "The activation's parameters."),
+                A("auto_pad", "STRING", "NOTSET, SAME_UPPER, SAME_LOWER or VALID.", "NOTSET"),
+                A("dilations", "INTS", "Per spatial axis."),
+                A("group", "INT", "Groups of channels.", 1),
+                A("kernel_shape", "INTS", "W's spatial shape."),
+                A("pads", "INTS", "Starts then ends."),
+                A("strides", "INTS", "Per spatial axis."),
+            ),
+            type_constraints=(TC("T", (_F16, _F, _F64), "Float types."),),
+            infer=_fused_conv_infer,
         ),
         LightOpSchema(
             MS_DOMAIN, "FusedMatMul", 1,

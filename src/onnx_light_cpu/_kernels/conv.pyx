@@ -1,0 +1,319 @@
+# cython: language_level=3
+"""Convolution cores (see conv/olc_conv.h for the scheme).
+
+Shapes are 3-D (the adapter gives 1-D and 2-D leading unit axes) and the
+geometry comes as an int64 array of 19 values (olc_conv_geom: C, D, H, W,
+kd, kh, kw, strides, start pads, dilations, OD, OH, OW).  Arrays are
+C-contiguous float32 or float64 (the adapter widens half types); every
+function releases the GIL and splits its work into tasks with fixed
+boundaries, so results do not depend on the thread count.
+"""
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_pad_rows,
+                       olc_conv_pick_dw3_f32)
+from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
+                       olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
+                       olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
+                       olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
+                       olc_conv_tile_cols)
+from olc_gemm cimport olc_sgemm
+from olc_pool cimport olc_parallel_for, olc_pool_import
+
+cnp.import_array()
+olc_pool_import()
+
+# Output rows' multiply-adds a direct task holds, about.
+DEF DIRECT_TASK_WORK = 32768
+
+
+cdef int _geom(cnp.ndarray geom, olc_conv_geom *g) except -1:
+    if cnp.PyArray_SIZE(geom) != 19 or geom.dtype.num != cnp.NPY_INT64:
+        raise ValueError("conv core: the geometry is 19 int64")
+    cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(geom)
+    g.C, g.D, g.H, g.W = v[0], v[1], v[2], v[3]
+    g.kd, g.kh, g.kw = v[4], v[5], v[6]
+    g.sd, g.sh, g.sw = v[7], v[8], v[9]
+    g.pd, g.ph, g.pw = v[10], v[11], v[12]
+    g.dd, g.dh, g.dw = v[13], v[14], v[15]
+    g.OD, g.OH, g.OW = v[16], v[17], v[18]
+    return 0
+
+
+cdef inline const void *_data(object a):
+    if a is None:
+        return NULL
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+def level_used(int level):
+    """The instruction-set level the direct loops and the GEMM run at."""
+    return olc_conv_level(level)
+
+
+def tile_cols(int level, int64_t K, int64_t P):
+    """Output columns of one im2col tile for K rows."""
+    return olc_conv_tile_cols(level, K, P)
+
+
+def scratch_floats(int level, int64_t K, int64_t P, bint pointwise):
+    """float32 elements of the column tile conv_gemm allocates."""
+    return olc_conv_scratch(level, K, P, pointwise)
+
+
+def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
+              cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, bint pointwise, int act,
+              float alpha, float beta, int level, int threads):
+    """float32 y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the GEMM engine;
+    w is (G*Mg, C*kd*kh*kw)."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
+    cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
+    cdef const float *pb = <const float *>_data(bias)
+    cdef const float *pz = <const float *>_data(z)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    cdef int status
+    with nogil:
+        status = olc_conv_f32(level, &g, px, pw, pb, pz, py, N, G, Mg, pointwise, act, alpha,
+                              beta, threads)
+    if status != 0:
+        raise MemoryError("conv core: no memory for the column tile")
+
+
+cdef struct _DirectJob:
+    olc_conv_geom g
+    olc_conv_direct_f32_fn f32
+    olc_conv_direct_f64_fn f64
+    olc_conv_dw3_f32_fn dw3
+    float *pad
+    int64_t pad_floats, Wp
+    const void *x
+    const void *w
+    const void *bias
+    const float *z
+    void *y
+    int64_t G, Mg, R, rb, nrb, P, xplane, kk
+    int act
+    float a, b
+
+
+cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _DirectJob *j = <_DirectJob *>arg
+    cdef int64_t plane = t // j.nrb, blk = t % j.nrb
+    cdef int64_t M = j.G * j.Mg
+    cdef int64_t n = plane // M, m = plane % M, gi = m // j.Mg
+    cdef int64_t r0 = blk * j.rb
+    cdef int64_t r1 = r0 + j.rb if r0 + j.rb < j.R else j.R
+    cdef int64_t xoff = (n * j.G + gi) * j.xplane, woff = m * j.g.C * j.kk
+    cdef int64_t yoff = plane * j.P + r0 * j.g.OW
+    cdef float *xp
+    if j.dw3 != NULL:
+        xp = j.pad + slot * j.pad_floats
+        olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp)
+        j.dw3(&j.g, xp, j.Wp, <const float *>j.w + woff,
+              (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
+              <float *>j.y + plane * j.P, r0, r1)
+    elif j.f32 != NULL:
+        j.f32(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
+              (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
+              <float *>j.y + plane * j.P, r0, r1)
+    if j.f32 != NULL:
+        if j.z != NULL or j.act != 0:
+            olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
+                              j.g.OW, r1 - r0, j.g.OW, NULL, j.act, j.a, j.b)
+    else:
+        j.f64(&j.g, <const double *>j.x + xoff, <const double *>j.w + woff,
+              (<const double *>j.bias)[m] if j.bias != NULL else 0.0,
+              <double *>j.y + plane * j.P, r0, r1)
+
+
+def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
+                cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int act, float alpha,
+                float beta, int level, int threads):
+    """y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the direct loop, float32
+    or float64 (act and z: float32 only); tasks are (plane, block of rows)."""
+    cdef _DirectJob j
+    _geom(geom, &j.g)
+    j.f32 = NULL
+    j.f64 = NULL
+    if x.dtype.num == cnp.NPY_FLOAT32:
+        j.f32 = olc_conv_pick_direct_f32(level)
+    else:
+        j.f64 = olc_conv_pick_direct_f64(level)
+    j.x, j.w, j.bias, j.y = _data(x), _data(w), _data(bias), cnp.PyArray_DATA(y)
+    j.z = <const float *>_data(z)
+    j.G, j.Mg = G, Mg
+    j.kk = j.g.kd * j.g.kh * j.g.kw
+    j.R = j.g.OD * j.g.OH
+    j.P = j.R * j.g.OW
+    j.xplane = j.g.C * j.g.D * j.g.H * j.g.W
+    j.act, j.a, j.b = act, alpha, beta
+    cdef int64_t row_work = j.g.OW * j.g.C * j.kk
+    j.rb = DIRECT_TASK_WORK // row_work if row_work > 0 else j.R
+    if j.rb < 1:
+        j.rb = 1
+    if j.R == 0 or N * G * Mg == 0:
+        return
+    j.nrb = (j.R + j.rb - 1) // j.rb
+    j.dw3 = NULL
+    j.pad = NULL
+    cdef int slots = threads if threads > 1 else 1
+    if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
+        # a zero-padded copy of the rows a task reads, one buffer a slot
+        j.Wp = j.g.OW + 2 * j.g.dw
+        j.pad_floats = ((min(j.rb, j.R) - 1) * j.g.sh + (j.g.kh - 1) * j.g.dh + 1) * j.Wp
+        if j.pad_floats * slots <= (1 << 22):
+            j.pad = <float *>malloc(j.pad_floats * slots * sizeof(float))
+            if j.pad == NULL:
+                raise MemoryError("conv core: no memory for the padded rows")
+            j.dw3 = olc_conv_pick_dw3_f32(level)
+    with nogil:
+        olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
+    free(j.pad)
+
+
+cdef struct _TransJob:
+    olc_conv_geom g
+    int level, failed
+    const float *x
+    const float *wt
+    float *y
+    float *col
+    int64_t G, Mg, K, L, lt, n, gi, l0, n1
+    int64_t ncols
+
+
+cdef void _col2im_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _TransJob *j = <_TransJob *>arg
+    cdef int64_t kk = j.g.kd * j.g.kh * j.g.kw
+    cdef int64_t plane = j.g.OD * j.g.OH * j.g.OW
+    cdef int64_t m = j.gi * j.Mg + t
+    olc_conv_col2im_f32(&j.g, j.col + t * kk * j.n1, j.n1, j.l0, j.n1,
+                        j.y + (j.n * j.G * j.Mg + m) * plane)
+
+
+def conv_transpose_gemm(cnp.ndarray x, cnp.ndarray wt, cnp.ndarray y, cnp.ndarray geom,
+                        int64_t N, int64_t G, int64_t Mg, int level, int threads):
+    """float32 y (N, G*Mg, OD*OH*OW) += the transposed convolution of x
+    (N, G*C, L) with wt (G, Mg*kk, C): per image, group and tile of input
+    positions, columns = wt[g] x[n, g][:, tile] by the GEMM engine, then a
+    scatter-add per output channel (the adapter fills y with the bias)."""
+    cdef _TransJob j
+    _geom(geom, &j.g)
+    j.level = level
+    j.x = <const float *>cnp.PyArray_DATA(x)
+    j.wt = <const float *>cnp.PyArray_DATA(wt)
+    j.y = <float *>cnp.PyArray_DATA(y)
+    j.G, j.Mg = G, Mg
+    cdef int64_t kk = j.g.kd * j.g.kh * j.g.kw, rows = Mg * kk
+    j.K = j.g.C
+    j.L = j.g.D * j.g.H * j.g.W
+    if j.L == 0 or rows == 0 or N == 0:
+        return
+    # columns of a tile: at most 256K floats of columns, whole multiples of 16
+    j.lt = (256 * 1024) // rows // 16 * 16
+    if j.lt < 16:
+        j.lt = 16
+    if j.lt > j.L:
+        j.lt = j.L
+    cdef int64_t zero = 0, boff, n, gi
+    cdef int status = 0
+    j.col = <float *>malloc(rows * j.lt * sizeof(float))
+    if j.col == NULL:
+        raise MemoryError("conv core: no memory for the column tile")
+    with nogil:
+        for n in range(N):
+            j.n = n
+            for gi in range(G):
+                j.gi = gi
+                j.l0 = 0
+                while j.l0 < j.L and status == 0:
+                    j.n1 = j.L - j.l0 if j.L - j.l0 < j.lt else j.lt
+                    if j.K == 0:
+                        memset(j.col, 0, rows * j.n1 * sizeof(float))
+                    else:
+                        boff = (n * G + gi) * j.K * j.L + j.l0
+                        status = olc_sgemm(level, 1, 1, j.wt + gi * rows * j.K, &zero, j.K, 1,
+                                           NULL, &zero, j.x, &boff, j.L, 1, rows, j.n1, j.K,
+                                           j.col, j.n1, 0, 1.0, 0, threads)
+                    if status == 0:
+                        olc_parallel_for(Mg, _col2im_task, &j, threads)
+                    j.l0 += j.n1
+    free(j.col)
+    if status != 0:
+        raise MemoryError("conv core: no memory for packing buffers")
+
+
+cdef struct _TDirectJob:
+    olc_conv_geom g
+    olc_conv_tdirect_f64_fn fn
+    const double *x
+    const double *w
+    const double *bias
+    double *y
+    int64_t G, Mg, xplane, plane
+
+
+cdef void _tdirect_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _TDirectJob *j = <_TDirectJob *>arg
+    cdef int64_t M = j.G * j.Mg
+    cdef int64_t n = t // M, m = t % M, gi = m // j.Mg
+    j.fn(&j.g, j.x + (n * j.G + gi) * j.xplane, j.w + gi * j.g.C * j.Mg * j.g.kd * j.g.kh * j.g.kw,
+         j.Mg, m % j.Mg, j.bias[m] if j.bias != NULL else 0.0, j.y + t * j.plane)
+
+
+def conv_transpose_direct(cnp.ndarray x, cnp.ndarray w, object bias, cnp.ndarray y,
+                          cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int level,
+                          int threads):
+    """float64 y (N, G*Mg, plane) = the transposed convolution of x with w
+    (G*C, Mg, kk), one task an output plane."""
+    cdef _TDirectJob j
+    _geom(geom, &j.g)
+    j.fn = olc_conv_pick_tdirect_f64(level)
+    j.x = <const double *>cnp.PyArray_DATA(x)
+    j.w = <const double *>cnp.PyArray_DATA(w)
+    j.bias = <const double *>_data(bias)
+    j.y = <double *>cnp.PyArray_DATA(y)
+    j.G, j.Mg = G, Mg
+    j.xplane = j.g.C * j.g.D * j.g.H * j.g.W
+    j.plane = j.g.OD * j.g.OH * j.g.OW
+    with nogil:
+        olc_parallel_for(N * G * Mg, _tdirect_task, &j, threads)
+
+
+cdef struct _Col2ImJob:
+    olc_conv_geom g
+    const void *col
+    void *y
+    int64_t L, kk, plane
+    bint f64
+
+
+cdef void _col2im_plane_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
+    cdef _Col2ImJob *j = <_Col2ImJob *>arg
+    if j.f64:
+        olc_conv_col2im_f64(&j.g, <const double *>j.col + t * j.kk * j.L, j.L, 0, j.L,
+                            <double *>j.y + t * j.plane)
+    else:
+        olc_conv_col2im_f32(&j.g, <const float *>j.col + t * j.kk * j.L, j.L, 0, j.L,
+                            <float *>j.y + t * j.plane)
+
+
+def col2im(cnp.ndarray col, cnp.ndarray y, cnp.ndarray geom, int64_t planes, int threads):
+    """y (planes, image) += the columns col (planes, kk, L), float32 or
+    float64 (the adapter zeroes y); one task a plane."""
+    cdef _Col2ImJob j
+    _geom(geom, &j.g)
+    j.col = cnp.PyArray_DATA(col)
+    j.y = cnp.PyArray_DATA(y)
+    j.kk = j.g.kd * j.g.kh * j.g.kw
+    j.L = j.g.D * j.g.H * j.g.W
+    j.plane = j.g.OD * j.g.OH * j.g.OW
+    j.f64 = col.dtype.num == cnp.NPY_FLOAT64
+    with nogil:
+        olc_parallel_for(planes, _col2im_plane_task, &j, threads)

@@ -1,0 +1,475 @@
+"""Conv, ConvTranspose, Col2Im and com.microsoft FusedConv (``_kernels/conv``).
+
+Every shape is run as 3-D (1-D and 2-D get leading unit axes).  float32
+Conv writes im2col tiles straight into the GEMM engine's packed layout and
+multiplies them by the weights read in place (a 1x1, stride-1, unpadded
+Conv is a plain GEMM on X); depthwise Conv (group == C == M) and double run
+a direct loop vectorised over the output width.  ConvTranspose in float32 is
+W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
+output channel; in double a direct scatter.  Col2Im is the scatter-add.
+float16 and bfloat16 are widened to float32, computed as float32 and
+rounded once.  Constant weights (initializers) are laid out once per node.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import ClassVar
+
+import numpy as np
+from onnx import TensorProto
+
+from .. import simd
+from .._kernels import conv as core
+from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
+
+T = TensorProto
+FLOATS = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
+FLOAT32 = np.dtype(np.float32)
+FLOAT64 = np.dtype(np.float64)
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+# multiply-adds one thread must have before a second one helps (as MatMul)
+MIN_WORK_PER_THREAD = 1 << 20
+
+ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
+               "HardSigmoid": 6}
+
+
+def _geometry(C, spatial_in, kernel, strides, begins, dilations, spatial_out) -> np.ndarray:
+    """The core's 19 int64: C, input D H W, kernel, strides, start pads,
+    dilations, output D H W, each padded to 3 axes at the front."""
+    def three(values, fill):
+        values = tuple(int(v) for v in values)
+        return (fill,) * (3 - len(values)) + values
+    return np.array((C,) + three(spatial_in, 1) + three(kernel, 1) + three(strides, 1)
+                    + three(begins, 0) + three(dilations, 1) + three(spatial_out, 1),
+                    dtype=np.int64)
+
+
+class _ConvAttributes(KernelOp):
+    """The attributes every convolution shares and their checks."""
+
+    def _opset_type(self, x: np.ndarray) -> int:
+        element_type = ELEMENT_TYPES[x.dtype]
+        allowed = (T.FLOAT, T.FLOAT16, T.DOUBLE) + ((T.BFLOAT16,) if self.opset >= 22 else ())
+        if element_type not in allowed:
+            names = ", ".join(type_string(t) for t in allowed)
+            raise TypeError(self._input_error(
+                0, f"has element type {x.dtype}, expected one of {names} (opset {self.opset})"))
+        return element_type
+
+    def _spatial(self, name: str, default: int, n: int, factor: int = 1) -> tuple[int, ...]:
+        values = tuple(int(v) for v in getattr(self, name))
+        if not values:
+            return (default,) * (n * factor)
+        if len(values) != n * factor:
+            raise ValueError(f"{self.onnx_node.op_type}: attribute {name} has {len(values)} "
+                             f"values, expected {n * factor} for {n} spatial axes")
+        return values
+
+    def _common(self, n: int, kernel: tuple[int, ...]):
+        """(kernel, strides, dilations, pads) checked for n spatial axes."""
+        op = self.onnx_node.op_type
+        given = tuple(int(v) for v in self.kernel_shape)
+        if given and given != tuple(kernel):
+            raise ValueError(self._input_error(
+                1, f"has kernel shape {tuple(kernel)}, but attribute kernel_shape is {given}"))
+        strides = self._spatial("strides", 1, n)
+        dilations = self._spatial("dilations", 1, n)
+        pads = self._spatial("pads", 0, n, 2)
+        if any(s < 1 for s in strides):
+            raise ValueError(f"{op}: attribute strides {strides} must be positive")
+        if any(d < 1 for d in dilations):
+            raise ValueError(f"{op}: attribute dilations {dilations} must be positive")
+        if any(p < 0 for p in pads):
+            raise ValueError(f"{op}: attribute pads {pads} must not be negative")
+        if n > 3:
+            raise NotImplementedError(f"{op}: {n} spatial axes (at most 3 are supported)")
+        return strides, dilations, pads
+
+    def _record(self, dtype: np.dtype, kind: str, level: int) -> None:
+        if not self._usage.enabled:
+            return
+        op = type(self).__name__.lower()
+        self._record_path((dtype, kind, level), lambda: (
+            f"{op}_{dtype.name}_{kind}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
+
+
+def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+class Conv(_ConvAttributes):
+    """Y = conv(X, W) + B, 1-D to 3-D, groups, strides, pads, dilations, auto_pad."""
+
+    inputs = (Input("X", types=FLOATS, ranks=(3, 4, 5)), Input("W", like=0, ranks=(3, 4, 5)),
+              Input("B", like=0, ranks=(1,), optional=True))
+    attributes = (Attr("auto_pad", "string", "NOTSET", allowed=AUTO_PADS),
+                  Attr("dilations", "ints", ()), Attr("group", "int", 1),
+                  Attr("kernel_shape", "ints", ()), Attr("pads", "ints", ()),
+                  Attr("strides", "ints", ()))
+    #: the activation applied to the output (FusedConv), its two parameters
+    activation_code: ClassVar[int] = 0
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        self._prepared: dict = {}
+        self.act_a = self.act_b = 0.0
+
+    def prepared_bytes(self) -> int:
+        """Bytes of the weights laid out once for this node."""
+        return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
+
+    def _plan(self, x, w, b=None, z=None):
+        element_type = self._opset_type(x)
+        op = self.onnx_node.op_type
+        if x.ndim != w.ndim:
+            raise ValueError(self._input_error(
+                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
+        n = x.ndim - 2
+        N, C = x.shape[:2]
+        M, Cg = w.shape[:2]
+        G = self.group
+        if G < 1:
+            raise ValueError(f"{op}: attribute group {G} must be positive")
+        if C % G:
+            raise ValueError(self._input_error(
+                0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
+        if C // G != Cg:
+            raise ValueError(self._input_error(
+                1, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
+                f"{C // G} (X has shape {x.shape}, group {G})"))
+        if M % G:
+            raise ValueError(self._input_error(
+                1, f"has {M} output channels (shape {w.shape}), not divisible by group {G}"))
+        if b is not None and b.shape != (M,):
+            raise ValueError(self._input_error(2, f"has shape {b.shape}, expected ({M},)"))
+        if z is not None and z.dtype != x.dtype:
+            raise TypeError(self._input_error(3, f"has element type {z.dtype}, expected "
+                                              f"{x.dtype} like input 0"))
+        kernel = w.shape[2:]
+        strides, dilations, pads = self._common(n, kernel)
+        spatial = x.shape[2:]
+        begins, out = [], []
+        for i in range(n):
+            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+            ek = (k - 1) * d + 1
+            if self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                o = -(-size // s)
+                total = max(0, (o - 1) * s + ek - size)
+                lo = total // 2 if self.auto_pad == "SAME_UPPER" else total - total // 2
+                begins.append(lo)
+            else:
+                lo, hi = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
+                if size + lo + hi < ek:
+                    raise ValueError(self._input_error(
+                        0, f"has spatial shape {tuple(spatial)}: axis {i} padded to "
+                        f"{size + lo + hi} is smaller than the dilated kernel {ek}"))
+                o = (size + lo + hi - ek) // s + 1
+                begins.append(lo)
+            out.append(o)
+        out_shape = (N, M) + tuple(out)
+        if z is not None and z.shape != out_shape:
+            raise ValueError(self._input_error(
+                3, f"has shape {z.shape}, expected the output's {out_shape}"))
+        P = math.prod(out)
+        kk = math.prod(kernel)
+        Mg = M // G
+        geom = _geometry(Cg, spatial, kernel, strides, begins, dilations, out)
+        pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
+            tuple(out) == tuple(spatial)
+        if element_type == T.DOUBLE:
+            kind = "direct"
+        elif G > 1 and Cg == 1 and Mg == 1:
+            kind = "depthwise"
+        else:
+            kind = "gemm" if pointwise else "im2col"
+        level = simd.state.level
+        if kind == "im2col":
+            self._check_bytes("the column tile",
+                              4 * core.scratch_floats(level, Cg * kk, P, False))
+        if element_type in (T.FLOAT16, T.BFLOAT16):
+            self._check_bytes("the inputs widened to float32 and the float32 output",
+                              4 * (x.size + w.size + math.prod(out_shape)))
+        threads = self._num_threads(N * M * P * Cg * kk, MIN_WORK_PER_THREAD)
+        empty = math.prod(out_shape) == 0
+        return (element_type, out_shape, geom, N, G, Mg, kind, threads, empty)
+
+    def _execute(self, plan, x, w, b=None, z=None):
+        element_type, out_shape, geom, N, G, Mg, kind, threads, empty = plan
+        level = simd.state.level
+        work = FLOAT64 if element_type == T.DOUBLE else FLOAT32
+        if empty:
+            self._record(x.dtype, "empty", level)
+            return (np.zeros(out_shape, dtype=x.dtype),)
+        xs = _widened(x, work)
+        M = G * Mg
+        ws = self._prepared_input(("w", work), 1, w,
+                                  lambda: _widened(w, work).reshape(M, -1))
+        bs = None if b is None else self._prepared_input(("b", work), 2, b,
+                                                         lambda: _widened(b, work))
+        zs = None if z is None else _widened(z, FLOAT32)
+        y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
+            np.empty(out_shape, dtype=work)
+        act, a, bb = self.activation_code, self.act_a, self.act_b
+        if kind in ("direct", "depthwise"):
+            core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads)
+        else:
+            core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
+                           level, threads)
+        self._record(x.dtype, kind, level)
+        if y.dtype != x.dtype:
+            y = y.astype(x.dtype)
+        return (y,)
+
+
+class FusedConv(Conv):
+    """com.microsoft FusedConv: act(Conv(X, W) + B + Z), float32."""
+
+    op_domain = "com.microsoft"
+    inputs = (Input("X", types=(T.FLOAT,), ranks=(3, 4, 5)),
+              Input("W", like=0, ranks=(3, 4, 5)),
+              Input("B", like=0, ranks=(1,), optional=True),
+              Input("Z", like=0, optional=True))
+    attributes = Conv.attributes + (
+        Attr("activation", "string", "", allowed=tuple(ACTIVATIONS)),
+        Attr("activation_params", "floats", ()))
+
+    def __init__(self, onnx_node, run_params, **kwargs):
+        super().__init__(onnx_node, run_params, **kwargs)
+        if self._attribute_error is not None:
+            return
+        name = self.activation
+        params = tuple(float(p) for p in self.activation_params)
+        need = {"LeakyRelu": 1, "Clip": 2, "HardSigmoid": 2}.get(name, 0)
+        if len(params) < need:
+            # as ONNX Runtime, which refuses the node
+            self._reject_attribute(f"activation {name} needs {need} activation_params, "
+                                   f"got {len(params)}")
+            return
+        self.activation_code = ACTIVATIONS[name]
+        if need:
+            self.act_a = params[0]
+            self.act_b = params[1] if need > 1 else 0.0
+
+    def _opset_type(self, x):
+        return T.FLOAT
+
+
+class ConvTranspose(_ConvAttributes):
+    """Y = conv_transpose(X, W) + B: groups, strides, pads, dilations,
+    output_padding, output_shape, auto_pad."""
+
+    inputs = (Input("X", types=FLOATS, ranks=(3, 4, 5)), Input("W", like=0, ranks=(3, 4, 5)),
+              Input("B", like=0, ranks=(1,), optional=True))
+    attributes = (Attr("auto_pad", "string", "NOTSET", allowed=AUTO_PADS),
+                  Attr("dilations", "ints", ()), Attr("group", "int", 1),
+                  Attr("kernel_shape", "ints", ()), Attr("output_padding", "ints", ()),
+                  Attr("output_shape", "ints", ()), Attr("pads", "ints", ()),
+                  Attr("strides", "ints", ()))
+
+    def prepared_bytes(self) -> int:
+        """Bytes of the weights laid out once for this node."""
+        return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
+
+    def _plan(self, x, w, b=None):
+        element_type = self._opset_type(x)
+        op = self.onnx_node.op_type
+        if x.ndim != w.ndim:
+            raise ValueError(self._input_error(
+                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
+        n = x.ndim - 2
+        N, C = x.shape[:2]
+        G = self.group
+        if G < 1:
+            raise ValueError(f"{op}: attribute group {G} must be positive")
+        if C % G:
+            raise ValueError(self._input_error(
+                0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
+        if w.shape[0] != C:
+            raise ValueError(self._input_error(
+                1, f"has shape {w.shape}: {w.shape[0]} input channels, expected X's {C}"))
+        Mg = w.shape[1]
+        M = Mg * G
+        if b is not None and b.shape != (M,):
+            raise ValueError(self._input_error(2, f"has shape {b.shape}, expected ({M},)"))
+        kernel = w.shape[2:]
+        strides, dilations, pads = self._common(n, kernel)
+        output_padding = self._spatial("output_padding", 0, n)
+        given_out = tuple(int(v) for v in self.output_shape)
+        if given_out and len(given_out) not in (n, n + 2):
+            raise ValueError(f"{op}: attribute output_shape {given_out} has {len(given_out)} "
+                             f"values, expected {n}")
+        given_out = given_out[-n:] if given_out else ()
+        spatial = x.shape[2:]
+        begins, out = [], []
+        for i in range(n):
+            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+            ek = (k - 1) * d + 1
+            natural = s * (size - 1) + output_padding[i] + ek
+            if given_out or self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                o = given_out[i] if given_out else size * s
+                total = max(0, natural - o)
+                lo = total // 2 if self.auto_pad == "SAME_UPPER" else total - total // 2
+            else:
+                lo, hi = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
+                o = natural - lo - hi
+            if o < 0:
+                raise ValueError(self._input_error(
+                    0, f"has spatial shape {tuple(spatial)}: output axis {i} would have "
+                    f"{o} elements"))
+            begins.append(lo)
+            out.append(o)
+        out_shape = (N, M) + tuple(out)
+        geom = _geometry(C // G, spatial, kernel, strides, begins, dilations, out)
+        kind = "direct" if element_type == T.DOUBLE else "gemm"
+        if element_type != T.DOUBLE:
+            self._check_bytes("the weights laid out for the GEMM and the column tile",
+                              4 * w.size + 4 * (256 * 1024 + 16 * Mg * math.prod(kernel)))
+        if element_type in (T.FLOAT16, T.BFLOAT16):
+            self._check_bytes("the inputs widened to float32 and the float32 output",
+                              4 * (x.size + math.prod(out_shape)))
+        threads = self._num_threads(N * C * math.prod(spatial) * Mg * math.prod(kernel),
+                                    MIN_WORK_PER_THREAD)
+        return element_type, out_shape, geom, N, G, Mg, kind, threads
+
+    def _execute(self, plan, x, w, b=None):
+        element_type, out_shape, geom, N, G, Mg, kind, threads = plan
+        level = simd.state.level
+        if math.prod(out_shape) == 0:
+            self._record(x.dtype, "empty", level)
+            return (np.zeros(out_shape, dtype=x.dtype),)
+        M = G * Mg
+        if kind == "direct":
+            xs = np.ascontiguousarray(x)
+            ws = np.ascontiguousarray(w)
+            bs = None if b is None else np.ascontiguousarray(b)
+            y = self._new_output(out_shape, x.dtype)
+            core.conv_transpose_direct(xs, ws, bs, y, geom, N, G, Mg, level, threads)
+        else:
+            C = x.shape[1]
+            xs = _widened(x, FLOAT32)
+            kk = int(np.prod(w.shape[2:]))
+            wt = self._prepared_input(("wt",), 1, w, lambda: np.ascontiguousarray(
+                _widened(w, FLOAT32).reshape(G, C // G, Mg * kk).transpose(0, 2, 1)))
+            y = self._new_output(out_shape, x.dtype) if x.dtype == FLOAT32 else \
+                np.empty(out_shape, dtype=FLOAT32)
+            planes = y.reshape(N, M, -1)
+            if b is None:
+                planes.fill(0)
+            else:
+                planes[...] = b.astype(FLOAT32)[None, :, None]
+            core.conv_transpose_gemm(xs, wt, y, geom, N, G, Mg, level, threads)
+            if y.dtype != x.dtype:
+                y = y.astype(x.dtype)
+        self._record(x.dtype, kind, level)
+        return (y,)
+
+
+# Col2Im's other element types (the schema allows every one): a NumPy
+# scatter, a strided slice of the image a tap.
+OTHER_COL2IM = (T.UINT8, T.UINT16, T.UINT32, T.UINT64, T.INT8, T.INT16, T.INT32, T.INT64,
+                T.BOOL)
+
+
+def _col2im_numpy(col, out_shape, block, strides, begins, dilations) -> np.ndarray:
+    """The image (out_shape) of columns col (N, C, kk, *grid): for every tap
+    in order, the grid positions that land inside the image are added to a
+    strided slice of it."""
+    y = np.zeros(out_shape, dtype=col.dtype)
+    grid = col.shape[3:]
+    for tap, offsets in enumerate(np.ndindex(*block)):
+        src, dst = [slice(None), slice(None), tap], [slice(None), slice(None)]
+        for i, t in enumerate(offsets):
+            s, start = strides[i], t * dilations[i] - begins[i]
+            lo = 0 if start >= 0 else (s - 1 - start) // s  # ceil(-start / s)
+            hi = min(grid[i], -(-(out_shape[2 + i] - start) // s)) if out_shape[2 + i] > start \
+                else 0
+            hi = max(hi, lo)
+            src.append(slice(lo, hi))
+            dst.append(slice(start + lo * s, start + (hi - 1) * s + 1 if hi > lo else 0, s))
+        if all(sl.stop > sl.start for sl in src[3:]):
+            y[tuple(dst)] += col[tuple(src)]
+    return y
+
+
+class Col2Im(_ConvAttributes):
+    """Rearranges column blocks (N, C * prod(block_shape), L) into images
+    (N, C, *image_shape), summing overlaps."""
+
+    since_version = 18
+    inputs = (Input("input", types=FLOATS + OTHER_COL2IM, ranks=(3,)),
+              Input("image_shape", types=(T.INT64,), ranks=(1,)),
+              Input("block_shape", types=(T.INT64,), ranks=(1,)))
+    attributes = (Attr("dilations", "ints", ()), Attr("pads", "ints", ()),
+                  Attr("strides", "ints", ()))
+    kernel_shape = ()
+
+    def _run(self, col, image_shape, block_shape):
+        image = tuple(int(v) for v in image_shape)
+        block = tuple(int(v) for v in block_shape)
+        n = len(image)
+        if len(block) != n:
+            raise ValueError(self._input_error(
+                2, f"has {len(block)} values, expected {n} like image_shape"))
+        if n == 0:
+            raise ValueError(self._input_error(1, "is empty"))
+        if any(v < 0 for v in image) or any(v < 1 for v in block):
+            raise ValueError(self._input_error(
+                1, f"{image} and block_shape {block} must be non-negative and positive"))
+        strides, dilations, pads = self._common(n, block)
+        N, CK, L = col.shape
+        kk = math.prod(block)
+        if CK % kk:
+            raise ValueError(self._input_error(
+                0, f"has shape {col.shape}: {CK} rows, not divisible by the block size {kk}"))
+        C = CK // kk
+        grid = []
+        for i in range(n):
+            ek = (block[i] - 1) * dilations[i] + 1
+            padded = image[i] + pads[i] + pads[i + n]
+            if padded < ek:
+                raise ValueError(self._input_error(
+                    1, f"{image}: axis {i} padded to {padded} is smaller than the dilated "
+                    f"block {ek}"))
+            grid.append((padded - ek) // strides[i] + 1)
+        if math.prod(grid) != L:
+            raise ValueError(self._input_error(
+                0, f"has shape {col.shape}: {L} blocks, expected {math.prod(grid)} for image "
+                f"{image}, block {block}, strides {strides}, pads {pads}, dilations {dilations}"))
+        out_shape = (N, C) + image
+        level = simd.state.level
+        if math.prod(out_shape) == 0:
+            self._record(col.dtype, "empty", level)
+            return (np.zeros(out_shape, dtype=col.dtype),)
+        if ELEMENT_TYPES.get(col.dtype) not in FLOATS:
+            self._check_bytes(f"the output of shape {out_shape}",
+                              col.dtype.itemsize * math.prod(out_shape))
+            y = _col2im_numpy(col.reshape((N, C, kk) + tuple(grid)), out_shape, block, strides,
+                              pads[:n], dilations)
+            self._record(col.dtype, "numpy", level)
+            return (y,)
+        work = FLOAT64 if col.dtype == FLOAT64 else FLOAT32
+        self._check_bytes(f"the output of shape {out_shape}",
+                          work.itemsize * (math.prod(out_shape)
+                                           + (col.size if col.dtype != work else 0)))
+        cs = _widened(col, work)
+        y = np.zeros(out_shape, dtype=work)
+        geom = _geometry(C, grid, block, strides, pads[:n], dilations, image)
+        threads = self._num_threads(col.size, MIN_WORK_PER_THREAD // 4)
+        core.col2im(cs, y, geom, N * C, threads)
+        self._record(col.dtype, "scatter", level)
+        return (y if y.dtype == col.dtype else y.astype(col.dtype),)
+
+
+KERNELS = {
+    "RegisterConvKernel": (Conv,),
+    "RegisterConvTransposeKernel": (ConvTranspose,),
+    "RegisterCol2ImKernel": (Col2Im,),
+}
+
+#: The com.microsoft kernel (one implementation whatever the policy).
+microsoft_family = types.SimpleNamespace(KERNELS={
+    "RegisterMicrosoftKernels": (FusedConv,),
+})
