@@ -446,6 +446,31 @@ class Interleaver:
         self.rounds += 1
 
 
+def interleave_with_ort(benchmark, run_ours, run_ort, per_call: float, budget_s: float,
+                        block_seconds: float = 0.05, min_blocks: int = 5,
+                        max_blocks: int = 200) -> None:
+    """A whole model, ours against ONNX Runtime in alternating blocks of
+    about ``block_seconds``; the medians and their ratio go into
+    ``benchmark.extra_info``. ``per_call``: seconds one call of ours takes."""
+    import statistics
+
+    calls = max(1, round(block_seconds / per_call))
+    warmup = 1 if per_call < block_seconds else 0
+    blocks = int(min(max_blocks, max(min_blocks, budget_s / (calls * per_call))))
+    interleave = Interleaver({"ort": run_ort}, run_ours, calls, warmup)
+    if benchmark.disabled:  # CI: one pass through the machinery, no numbers
+        benchmark.pedantic(run_ours, setup=interleave)
+        return
+    with gc_off():
+        benchmark.pedantic(run_ours, setup=interleave, rounds=blocks * calls)
+    ours_s = benchmark.stats.stats.median
+    ort_s = statistics.median(interleave.times["ort"])
+    benchmark.extra_info.update(
+        blocks=blocks, calls_per_block=calls, warmup_calls=warmup,
+        ours_median_s=ours_s, ort_median_s=ort_s, ratio=round(ours_s / ort_s, 3),
+        loadavg_1m=round(os.getloadavg()[0], 2))
+
+
 def alone_times(engines: dict[str, Callable], blocks: int, calls: int, warmup: int) -> dict:
     """Per-call seconds of each engine run in blocks, with nothing else running."""
     result = {}

@@ -3,7 +3,8 @@
 ``--bench-large`` (or ``OLC_BENCH_LARGE=1``) adds the 1e7-element cases;
 ``--bench-time`` (or ``OLC_BENCH_TIME``) is the timed seconds per benchmark;
 ``--decoders`` (or ``OLC_BENCH_DECODERS=1``) adds the real-size decoders of
-test_bench_decoder.py (minutes); ``--load busy|bursty`` (or
+test_bench_decoder.py (minutes); ``--vision`` (or ``OLC_BENCH_VISION=1``)
+the real-size CNNs and LSTMs of test_bench_vision.py (minutes); ``--load busy|bursty`` (or
 ``OLC_BENCH_LOAD``) runs the whole session next to a process competing for
 one core (``_harness.competing_load``).
 The default run stays short enough for CI's ``--benchmark-disable`` pass.
@@ -35,6 +36,8 @@ def pytest_addoption(parser):
                     help="timed seconds per benchmark (default 0.5)")
     group.addoption("--decoders", action="store_true", default=False,
                     help="also run the real-size decoders (slow)")
+    group.addoption("--vision", action="store_true", default=False,
+                    help="also run the real-size CNNs and LSTMs (slow)")
     group.addoption("--load", choices=_harness.LOADS, default=None,
                     help="a process competing for one core during the session (default idle)")
 
@@ -42,6 +45,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "decoders: real-size decoders, skipped unless --decoders is given")
+    config.addinivalue_line(
+        "markers", "vision: real-size CNNs and LSTMs, skipped unless --vision is given")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class BenchOptions:
     large: bool
     budget_s: float
     decoders: bool = False
+    vision: bool = False
 
     def skip_if_too_large(self, size: int) -> None:
         if size >= LARGE_SIZE and not self.large:
@@ -63,7 +69,9 @@ def bench_options(request) -> BenchOptions:
     if budget is None:
         budget = float(os.environ.get("OLC_BENCH_TIME", "0.5"))
     decoders = request.config.getoption("--decoders") or _env_flag("OLC_BENCH_DECODERS")
-    return BenchOptions(large=bool(large), budget_s=budget, decoders=bool(decoders))
+    vision = request.config.getoption("--vision") or _env_flag("OLC_BENCH_VISION")
+    return BenchOptions(large=bool(large), budget_s=budget, decoders=bool(decoders),
+                        vision=bool(vision))
 
 
 def _env_flag(name: str) -> bool:

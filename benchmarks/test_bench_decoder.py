@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
-import statistics
 import time
 
 import numpy as np
@@ -39,7 +37,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from ._harness import Interleaver, gc_off, ort_session_options
+from ._harness import interleave_with_ort, ort_session_options
 from .decoders import (
     DTYPES,
     LLAMA_3_2_1B,
@@ -54,9 +52,6 @@ from .decoders import (
 STEPS = {"prefill128": (128, 0), "decode128": (1, 128), "decode1024": (1, 1024)}
 REAL = (QWEN2_0_5B, LLAMA_3_2_1B.with_layers(4))
 THREADS = (1, 2)
-# A block of back-to-back calls of one engine lasts about this long.
-BLOCK_SECONDS = 0.05
-MIN_BLOCKS, MAX_BLOCKS = 5, 200
 # Largest |ours - ORT| on the logits, relative to their largest magnitude:
 # at accuracy level 4 both quantize the int4 cases' activations to int8 per
 # block, each its own way (seen: 5e-3 on a tiny 128-token prefill).
@@ -149,26 +144,11 @@ def test_decoder(benchmark, bench_options, competing_load, config, dtype, thread
     def run_ort():
         return theirs.run(None, feeds)
 
-    per_call = info["second_call_s"]
-    calls = max(1, round(BLOCK_SECONDS / per_call))
-    warmup = 1 if per_call < BLOCK_SECONDS else 0
-    blocks = int(min(MAX_BLOCKS, max(MIN_BLOCKS, bench_options.budget_s / (calls * per_call))))
-    interleave = Interleaver({"ort": run_ort}, run_ours, calls, warmup)
-
     benchmark.group = f"decoder-{config.name}-{dtype}-{step}-t{threads}"
     benchmark.extra_info.update(
         contender="ours-vs-ort", model=config.name, layers=config.layers, dtype=dtype,
         step=step, new_tokens=seq, past=past, threads=threads, simd=olc.simd_level(),
         nodes=len(_model(config, dtype).graph.node), ort_optimization="all",
         **competing_load.describe(), **info)
-    if benchmark.disabled:  # CI: one pass through the machinery, no numbers
-        benchmark.pedantic(run_ours, setup=interleave)
-        return
-    with gc_off():
-        benchmark.pedantic(run_ours, setup=interleave, rounds=blocks * calls)
-    ours_s = benchmark.stats.stats.median
-    ort_s = statistics.median(interleave.times["ort"])
-    benchmark.extra_info.update(
-        blocks=blocks, calls_per_block=calls, warmup_calls=warmup,
-        ours_median_s=ours_s, ort_median_s=ort_s, ratio=round(ours_s / ort_s, 3),
-        loadavg_1m=round(os.getloadavg()[0], 2))
+    interleave_with_ort(benchmark, run_ours, run_ort, info["second_call_s"],
+                        bench_options.budget_s)

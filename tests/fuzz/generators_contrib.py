@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto
 from onnx import helper as oh
 
-from .cases import ML, MS, Case, Draw, elem_type, randn, random_shape
+from .cases import ML, MS, Case, Draw, elem_type, quantized_weights, randn, random_shape
 from .generators import BF16, F16, F32, F64, I8, U8, _record_dtypes, _values, generator
 
 MS_FLOATS = (F32, F16, BF16)
@@ -356,7 +356,7 @@ def gen_qattention(d: Draw, record) -> Case:
         info = np.iinfo(dtype)
         return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
 
-    x, w = q(itype, (b, s, hin)), q(wtype, (hin, total))
+    x, w = q(itype, (b, s, hin)), quantized_weights(rng, (hin, total), wtype, itype)
     scale = 1.0 / (100 * np.sqrt(hin))
     ws = (rng.uniform(0.5, 1.5, total) * scale).astype(F32) if d.chance(0.5) \
         else np.array(scale, F32)

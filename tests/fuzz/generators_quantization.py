@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cases import MS, Case, Draw, elem_type, random_shape
+from .cases import MS, Case, Draw, elem_type, quantized_weights, random_shape
 from .generators import generator
 
 U8, I8 = np.dtype(np.uint8), np.dtype(np.int8)
@@ -72,7 +72,7 @@ def gen_dynamic_quantize_matmul(d: Draw, record) -> Case:
     a = (rng.standard_normal(batch + (M, K)) * d.choice([0.1, 1.0, 30.0])).astype(F32)
     per_column = d.chance(0.5)
     shape = (N,) if per_column else d.choice([(), (1,)])
-    inputs = [a, _ints(rng, (K, N), tb), _scale(d, rng, shape)]
+    inputs = [a, quantized_weights(rng, (K, N), tb, U8), _scale(d, rng, shape)]
     if d.chance(0.7):
         inputs.append(_ints(rng, shape, tb))
     if d.chance(0.5):
@@ -88,7 +88,8 @@ def gen_matmul_integer_to_float(d: Draw, record) -> Case:
     M, K, N = d.choice(SIZES), d.choice(SIZES), d.choice(SIZES)
     a_shape = d.choice([(), (1,), (M, 1)])
     b_shape = d.choice([(), (1,), (N,)])
-    inputs = [_ints(rng, (M, K), ta), _ints(rng, (K, N), tb), _scale(d, rng, a_shape, dtype=ft),
+    inputs = [_ints(rng, (M, K), ta), quantized_weights(rng, (K, N), tb, ta),
+              _scale(d, rng, a_shape, dtype=ft),
               _scale(d, rng, b_shape, dtype=ft)]
     if d.chance(0.7):
         inputs += [_ints(rng, d.choice([(), (1,)]), ta), _ints(rng, b_shape, tb)]
@@ -277,7 +278,8 @@ def gen_qgemm(d: Draw, record) -> Case:
     b_shape = (N, K) if attrs.get("transB") else (K, N)
     pshape = (N,) if d.chance(0.5) else d.choice([(), (1,)])
     inputs = [_ints(rng, a_shape, ta), _scale(d, rng), _ints(rng, (), ta),
-              _ints(rng, b_shape, tb), _scale(d, rng, pshape), _ints(rng, pshape, tb)]
+              quantized_weights(rng, b_shape, tb, ta), _scale(d, rng, pshape),
+              _ints(rng, pshape, tb)]
     if d.chance(0.5):
         inputs.append(rng.integers(-5000, 5000, d.choice([(N,), (M, N), (M, 1), ()]))
                       .astype(np.int32))

@@ -13,34 +13,34 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t
 
 from olc_pooling cimport (
-    OLC_POOL_AVG,
-    OLC_POOL_LP,
-    OLC_POOL_MAX,
-    olc_pool_args,
-    olc_pool_fn,
-    olc_pool_level,
-    olc_pool_select,
+    OLC_POOLING_AVG,
+    OLC_POOLING_LP,
+    OLC_POOLING_MAX,
+    olc_pooling_args,
+    olc_pooling_fn,
+    olc_pooling_level,
+    olc_pooling_select,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
 olc_pool_import()
 
-MAX = OLC_POOL_MAX
-AVG = OLC_POOL_AVG
-LP = OLC_POOL_LP
-# olc_pool_select's first argument
+MAX = OLC_POOLING_MAX
+AVG = OLC_POOLING_AVG
+LP = OLC_POOLING_LP
+# olc_pooling_select's first argument
 SPATIAL_MAX, SPATIAL_MAX_INDICES, SPATIAL_SUM, GLOBAL, LRN, ROI = 0, 1, 2, 3, 4, 5
 
 
 def level_used(int level):
     """The instruction-set level the pooling loops run at."""
-    return olc_pool_level(level)
+    return olc_pooling_level(level)
 
 
 cdef struct _PoolJob:
-    olc_pool_fn fn
-    olc_pool_args *p
+    olc_pooling_fn fn
+    olc_pooling_args *p
     int64_t planes, nblocks
 
 
@@ -49,9 +49,9 @@ cdef void _pool_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     job.fn(job.p, job.planes * t // job.nblocks, job.planes * (t + 1) // job.nblocks)
 
 
-cdef int _run(int what, olc_pool_args *p, int64_t planes, int dtype, int level,
+cdef int _run(int what, olc_pooling_args *p, int64_t planes, int dtype, int level,
               int threads) except -1:
-    cdef olc_pool_fn fn = olc_pool_select(what, dtype, level)
+    cdef olc_pooling_fn fn = olc_pooling_select(what, dtype, level)
     if fn == NULL:
         raise TypeError(f"pooling core: no function {what} for element type {dtype}")
     cdef _PoolJob job
@@ -75,7 +75,7 @@ def spatial(cnp.ndarray x, cnp.ndarray y, indices, int mode, tuple in_dims, tupl
     """MaxPool (with indices when ``indices`` is an int64 array), AveragePool
     (``counts``: three int64 arrays, window positions counted per output
     coordinate) or LpPool over ``planes`` planes of 3-D (padded) shape."""
-    cdef olc_pool_args a
+    cdef olc_pooling_args a
     cdef int i
     cdef cnp.ndarray c0, c1, c2
     a.x = cnp.PyArray_DATA(x)
@@ -93,12 +93,12 @@ def spatial(cnp.ndarray x, cnp.ndarray y, indices, int mode, tuple in_dims, tupl
     a.storage_order = storage_order
     a.p = p
     cdef int what = SPATIAL_SUM
-    if mode == OLC_POOL_MAX:
+    if mode == OLC_POOLING_MAX:
         what = SPATIAL_MAX
         if indices is not None:
             what = SPATIAL_MAX_INDICES
             a.idx = <int64_t *>cnp.PyArray_DATA(indices)
-    elif mode == OLC_POOL_AVG:
+    elif mode == OLC_POOLING_AVG:
         c0, c1, c2 = counts
         a.cnt[0] = cnp.PyArray_DATA(c0)
         a.cnt[1] = cnp.PyArray_DATA(c1)
@@ -110,7 +110,7 @@ def global_pool(cnp.ndarray x, cnp.ndarray y, int mode, double p, int64_t planes
                 int dtype, int level, int threads):
     """GlobalMaxPool, GlobalAveragePool, GlobalLpPool over ``planes`` planes of
     ``n`` elements."""
-    cdef olc_pool_args a
+    cdef olc_pooling_args a
     a.x = cnp.PyArray_DATA(x)
     a.y = cnp.PyArray_DATA(y)
     a.mode = mode
@@ -122,7 +122,7 @@ def global_pool(cnp.ndarray x, cnp.ndarray y, int mode, double p, int64_t planes
 def lrn(cnp.ndarray x, cnp.ndarray y, int64_t N, int64_t C, int64_t HW, int64_t lo, int64_t hi,
         double alpha_over_size, double beta, double bias, int dtype, int level, int threads):
     """LRN of x [N, C, HW]: channel window c - lo .. c + hi."""
-    cdef olc_pool_args a
+    cdef olc_pooling_args a
     a.x = cnp.PyArray_DATA(x)
     a.y = cnp.PyArray_DATA(y)
     a.C, a.HW, a.lo, a.hi = C, HW, lo, hi
@@ -133,7 +133,7 @@ def lrn(cnp.ndarray x, cnp.ndarray y, int64_t N, int64_t C, int64_t HW, int64_t 
 def roi(cnp.ndarray x, cnp.ndarray rois, cnp.ndarray y, int64_t C, int64_t H, int64_t W,
         int64_t ph, int64_t pw, float spatial_scale, int dtype, int level, int threads):
     """MaxRoiPool: y [R, C, ph, pw] from x [N, C, H, W] and rois [R, 5]."""
-    cdef olc_pool_args a
+    cdef olc_pooling_args a
     a.x = cnp.PyArray_DATA(x)
     a.y = cnp.PyArray_DATA(y)
     a.rois = cnp.PyArray_DATA(rois)

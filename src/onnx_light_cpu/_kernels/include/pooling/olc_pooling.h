@@ -6,7 +6,7 @@
  * [OD, OH, OW] out, one output row (od, oh) at a time from the valid input
  * rows of its window.
  *
- * float32 (olc_pool_rows_f32_<level>): the output columns whose taps all lie
+ * float32 (olc_pooling_rows_f32_<level>): the output columns whose taps all lie
  * inside the row (the interior, computed once per call) go a vector at a
  * time with the accumulators in registers (two vectors a step at AVX2;
  * stride 2 loaded as two vectors shuffled to the even elements; other
@@ -45,7 +45,7 @@
 #include "common/olc_math.h"
 #include "common/olc_types.h"
 
-enum { OLC_POOL_MAX = 0, OLC_POOL_AVG = 1, OLC_POOL_LP = 2 };
+enum { OLC_POOLING_MAX = 0, OLC_POOLING_AVG = 1, OLC_POOLING_LP = 2 };
 
 typedef struct {
     const void *x;
@@ -64,25 +64,25 @@ typedef struct {
     const void *rois;
     int64_t ph, pw;
     float spatial_scale;
-} olc_pool_args;
+} olc_pooling_args;
 
-typedef void (*olc_pool_fn)(const olc_pool_args *p, int64_t p0, int64_t p1);
+typedef void (*olc_pooling_fn)(const olc_pooling_args *p, int64_t p0, int64_t p1);
 
 /* Element types by name, as the body file uses them. */
-typedef float olc_pool_t_f32;
-typedef double olc_pool_t_f64;
-typedef int8_t olc_pool_t_i8;
-typedef uint8_t olc_pool_t_u8;
-#define OLC_POOL_LOWEST_f32 (-FLT_MAX)
-#define OLC_POOL_LOWEST_f64 (-DBL_MAX)
-#define OLC_POOL_LOWEST_i8 INT8_MIN
-#define OLC_POOL_LOWEST_u8 0
-#define OLC_POOL_SQRT_f32 sqrtf
-#define OLC_POOL_SQRT_f64 sqrt
-#define OLC_POOL_POW_f32 powf
-#define OLC_POOL_POW_f64 pow
-#define OLC_POOL_ABS_f32 fabsf
-#define OLC_POOL_ABS_f64 fabs
+typedef float olc_pooling_t_f32;
+typedef double olc_pooling_t_f64;
+typedef int8_t olc_pooling_t_i8;
+typedef uint8_t olc_pooling_t_u8;
+#define OLC_POOLING_LOWEST_f32 (-FLT_MAX)
+#define OLC_POOLING_LOWEST_f64 (-DBL_MAX)
+#define OLC_POOLING_LOWEST_i8 INT8_MIN
+#define OLC_POOLING_LOWEST_u8 0
+#define OLC_POOLING_SQRT_f32 sqrtf
+#define OLC_POOLING_SQRT_f64 sqrt
+#define OLC_POOLING_POW_f32 powf
+#define OLC_POOLING_POW_f64 pow
+#define OLC_POOLING_ABS_f32 fabsf
+#define OLC_POOLING_ABS_f64 fabs
 
 /* float32 output rows of the spatial pools, accumulators in registers.
  *
@@ -95,9 +95,9 @@ typedef uint8_t olc_pool_t_u8;
  * as whole loads, stride 2 shuffled to the even elements), the others one
  * element at a time; both apply the same operations in the same order, so
  * every level gives the same bits (the square fused into the add aside). */
-enum { OLC_POOL_OP_MAX = 0, OLC_POOL_OP_ADD = 1, OLC_POOL_OP_SQ = 2 };
-#define OLC_POOL_MAX_ROWS 256
-#define OLC_POOL_TROW 4096  /* the widest row the separable sums take */
+enum { OLC_POOLING_OP_MAX = 0, OLC_POOLING_OP_ADD = 1, OLC_POOLING_OP_SQ = 2 };
+#define OLC_POOLING_MAX_ROWS 256
+#define OLC_POOLING_TROW 4096  /* the widest row the separable sums take */
 
 typedef struct {
     int64_t OW, W, s, kw, dw, pw;
@@ -106,19 +106,19 @@ typedef struct {
     /* AveragePool: each column's result divided by cdh * cw[ow] (NULL: not) */
     const float *cw;
     float cdh;
-    int64_t a, b;  /* the interior, olc_pool_interior (set once per call) */
-    float *t;      /* OLC_POOL_TROW floats of scratch for the separable sums, or NULL */
-} olc_pool_rowspec;
+    int64_t a, b;  /* the interior, olc_pooling_interior (set once per call) */
+    float *t;      /* OLC_POOLING_TROW floats of scratch for the separable sums, or NULL */
+} olc_pooling_rowspec;
 
-static inline float olc_pool_op1(float acc, float v, int op) {
-    if (op == OLC_POOL_OP_MAX) return v > acc ? v : acc;
-    if (op == OLC_POOL_OP_ADD) return acc + v;
+static inline float olc_pooling_op1(float acc, float v, int op) {
+    if (op == OLC_POOLING_OP_MAX) return v > acc ? v : acc;
+    if (op == OLC_POOLING_OP_ADD) return acc + v;
     float q = v * v;
     return acc + q;
 }
 
 /* The interior [*a, *b) of a row. */
-static inline void olc_pool_interior(const olc_pool_rowspec *r, int64_t *a, int64_t *b) {
+static inline void olc_pooling_interior(const olc_pooling_rowspec *r, int64_t *a, int64_t *b) {
     int64_t lo = r->pw > 0 ? (r->pw + r->s - 1) / r->s : 0;
     int64_t last = (r->kw - 1) * r->dw - r->pw;
     int64_t hi = r->W - 1 - last < 0 ? 0 : (r->W - 1 - last) / r->s + 1;
@@ -131,17 +131,17 @@ static inline void olc_pool_interior(const olc_pool_rowspec *r, int64_t *a, int6
 /* Output columns [j0, j1) one at a time, every tap checked.  The max
  * starts from the window's first tap (then a NaN there stays, as in ONNX
  * Runtime's loops); a window without taps gives init. */
-static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nrows,
-                                     const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
+static inline void olc_pooling_cols_f32(float *yr, const float *const *rows, int nrows,
+                                     const olc_pooling_rowspec *r, int64_t j0, int64_t j1) {
     for (int64_t ow = j0; ow < j1; ++ow) {
         float acc = r->init;
-        int seeded = r->op != OLC_POOL_OP_MAX;
+        int seeded = r->op != OLC_POOLING_OP_MAX;
         for (int q = 0; q < nrows; ++q)
             for (int64_t k = 0; k < r->kw; ++k) {
                 int64_t iw = ow * r->s + k * r->dw - r->pw;
                 if (iw < 0 || iw >= r->W) continue;
                 if (seeded) {
-                    acc = olc_pool_op1(acc, rows[q][iw], r->op);
+                    acc = olc_pooling_op1(acc, rows[q][iw], r->op);
                 } else {
                     acc = rows[q][iw];
                     seeded = 1;
@@ -152,53 +152,53 @@ static inline void olc_pool_cols_f32(float *yr, const float *const *rows, int nr
 }
 
 /* Interior columns [j0, j1) one at a time, no checks. */
-static inline void olc_pool_inner_f32(float *yr, const float *const *rows, int nrows,
-                                      const olc_pool_rowspec *r, int64_t j0, int64_t j1) {
-    const int seed = r->op == OLC_POOL_OP_MAX && nrows > 0;
+static inline void olc_pooling_inner_f32(float *yr, const float *const *rows, int nrows,
+                                      const olc_pooling_rowspec *r, int64_t j0, int64_t j1) {
+    const int seed = r->op == OLC_POOLING_OP_MAX && nrows > 0;
     for (int64_t ow = j0; ow < j1; ++ow) {
         float acc = seed ? rows[0][ow * r->s - r->pw] : r->init;
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + ow * r->s - r->pw;
-            for (int64_t k = q == 0 && seed; k < r->kw; ++k) acc = olc_pool_op1(acc, base[k * r->dw], r->op);
+            for (int64_t k = q == 0 && seed; k < r->kw; ++k) acc = olc_pooling_op1(acc, base[k * r->dw], r->op);
         }
         yr[ow] = r->cw ? acc / (r->cdh * r->cw[ow]) : acc;
     }
 }
 
-static void olc_pool_rows_f32_scalar(float *yr, const float *const *rows, int nrows,
-                                     const olc_pool_rowspec *r) {
+static void olc_pooling_rows_f32_scalar(float *yr, const float *const *rows, int nrows,
+                                     const olc_pooling_rowspec *r) {
     const int64_t a = r->a, b = r->b;
-    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pool_inner_f32(yr, rows, nrows, r, a, b);
-    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+    olc_pooling_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pooling_inner_f32(yr, rows, nrows, r, a, b);
+    olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
 }
-static void olc_pool_rows_sep_scalar(float *yr, const float *const *rows, int nrows,
-                                     const olc_pool_rowspec *r) {
-    olc_pool_rows_f32_scalar(yr, rows, nrows, r);
+static void olc_pooling_rows_sep_scalar(float *yr, const float *const *rows, int nrows,
+                                     const olc_pooling_rowspec *r) {
+    olc_pooling_rows_f32_scalar(yr, rows, nrows, r);
 }
 
 #if OLC_X86
-static inline OLC_TARGET_AVX2 __m256 olc_pool_op_avx2(__m256 acc, __m256 v, int op) {
-    if (op == OLC_POOL_OP_MAX) return _mm256_max_ps(v, acc);
-    if (op == OLC_POOL_OP_ADD) return _mm256_add_ps(acc, v);
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_op_avx2(__m256 acc, __m256 v, int op) {
+    if (op == OLC_POOLING_OP_MAX) return _mm256_max_ps(v, acc);
+    if (op == OLC_POOLING_OP_ADD) return _mm256_add_ps(acc, v);
     return _mm256_add_ps(acc, _mm256_mul_ps(v, v));
 }
 /* b[0], b[2], ..., b[14]: reads b[0 .. 14] only (a load at b + 7 gives
  * the odd-placed half). */
-static inline OLC_TARGET_AVX2 __m256 olc_pool_ld2_avx2(const float *b) {
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ld2_avx2(const float *b) {
     __m256 lo = _mm256_loadu_ps(b), hi = _mm256_loadu_ps(b + 7);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(
         _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xD8)), 0xD8));
 }
 /* The vector columns of a row for one op and stride (constants once
  * inlined into the wrappers below), the row's fields in locals. */
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
-    float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a, int64_t b,
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pooling_vec_avx2(
+    float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a, int64_t b,
     const int op, const int64_t s) {
     const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
     const float *cw = r->cw;
     const __m256 init = _mm256_set1_ps(r->init), cdh = _mm256_set1_ps(r->cdh);
-    const int seed = op == OLC_POOL_OP_MAX;
+    const int seed = op == OLC_POOLING_OP_MAX;
     /* two vectors at a time (two independent chains), then whole vectors;
      * the last one ends at b (it may redo a few columns: the same values) */
     int64_t j0 = a;
@@ -207,14 +207,14 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + j0 * s - pw;
             for (int64_t k = 0; k < kw; ++k, base += dw) {
-                __m256 v0 = s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base);
-                __m256 v1 = s == 1 ? _mm256_loadu_ps(base + 8) : olc_pool_ld2_avx2(base + 16);
+                __m256 v0 = s == 1 ? _mm256_loadu_ps(base) : olc_pooling_ld2_avx2(base);
+                __m256 v1 = s == 1 ? _mm256_loadu_ps(base + 8) : olc_pooling_ld2_avx2(base + 16);
                 if (seed && q == 0 && k == 0) {
                     acc0 = v0;
                     acc1 = v1;
                 } else {
-                    acc0 = olc_pool_op_avx2(acc0, v0, op);
-                    acc1 = olc_pool_op_avx2(acc1, v1, op);
+                    acc0 = olc_pooling_op_avx2(acc0, v0, op);
+                    acc1 = olc_pooling_op_avx2(acc1, v1, op);
                 }
             }
         }
@@ -232,8 +232,8 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + j * s - pw;
             for (int64_t k = 0; k < kw; ++k, base += dw) {
-                __m256 v = s == 1 ? _mm256_loadu_ps(base) : olc_pool_ld2_avx2(base);
-                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx2(acc, v, op);
+                __m256 v = s == 1 ? _mm256_loadu_ps(base) : olc_pooling_ld2_avx2(base);
+                acc = seed && q == 0 && k == 0 ? v : olc_pooling_op_avx2(acc, v, op);
             }
         }
         if (cw) acc = _mm256_div_ps(acc, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j)));
@@ -241,18 +241,18 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pool_vec_avx2(
         if (j + 8 >= b) break;
     }
 }
-#define OLC_POOL_VEC_AVX2(op, s)                                                                  \
-    static OLC_TARGET_AVX2 void olc_pool_vec_##op##_##s##_avx2(                                   \
-        float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a,    \
+#define OLC_POOLING_VEC_AVX2(op, s)                                                                  \
+    static OLC_TARGET_AVX2 void olc_pooling_vec_##op##_##s##_avx2(                                   \
+        float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a,    \
         int64_t b) {                                                                             \
-        olc_pool_vec_avx2(yr, rows, nrows, r, a, b, op, s);                                      \
+        olc_pooling_vec_avx2(yr, rows, nrows, r, a, b, op, s);                                      \
     }
-OLC_POOL_VEC_AVX2(0, 1)
-OLC_POOL_VEC_AVX2(0, 2)
-OLC_POOL_VEC_AVX2(1, 1)
-OLC_POOL_VEC_AVX2(1, 2)
-OLC_POOL_VEC_AVX2(2, 1)
-OLC_POOL_VEC_AVX2(2, 2)
+OLC_POOLING_VEC_AVX2(0, 1)
+OLC_POOLING_VEC_AVX2(0, 2)
+OLC_POOLING_VEC_AVX2(1, 1)
+OLC_POOLING_VEC_AVX2(1, 2)
+OLC_POOLING_VEC_AVX2(2, 1)
+OLC_POOLING_VEC_AVX2(2, 2)
 
 /* Separable sums (AveragePool, LpPool with p = 2): the window's input
  * rows added column by column into t (squares for LpPool), then each
@@ -261,81 +261,81 @@ OLC_POOL_VEC_AVX2(2, 2)
  * row-major one (within float32 rounding; the same at every thread count).
  * The max keeps the direct path: the first tap's NaN rule is not
  * separable. */
-static OLC_TARGET_AVX2 void olc_pool_vertical_avx2(float *t, const float *const *rows, int nrows,
+static OLC_TARGET_AVX2 void olc_pooling_vertical_avx2(float *t, const float *const *rows, int nrows,
                                                    int64_t W, int op) {
     int64_t w = 0;
     for (; w + 8 <= W; w += 8) {
         __m256 v = _mm256_loadu_ps(rows[0] + w);  /* op is ADD or SQ */
-        if (op == OLC_POOL_OP_SQ) v = _mm256_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx2(v, _mm256_loadu_ps(rows[q] + w), op);
+        if (op == OLC_POOLING_OP_SQ) v = _mm256_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx2(v, _mm256_loadu_ps(rows[q] + w), op);
         _mm256_storeu_ps(t + w, v);
     }
     if (w < W) {  /* the tail as one masked vector (t has room for it) */
         const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W - w)),
                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         __m256 v = _mm256_maskload_ps(rows[0] + w, m);
-        if (op == OLC_POOL_OP_SQ) v = _mm256_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx2(v, _mm256_maskload_ps(rows[q] + w, m), op);
+        if (op == OLC_POOLING_OP_SQ) v = _mm256_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx2(v, _mm256_maskload_ps(rows[q] + w, m), op);
         _mm256_storeu_ps(t + w, v);
     }
 }
 
-static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pool_rowspec *r);
-static OLC_TARGET_AVX2 void olc_pool_rows_sep_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pool_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->t && r->W <= OLC_POOL_TROW && r->s <= 2) {
+static OLC_TARGET_AVX2 void olc_pooling_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pooling_rowspec *r);
+static OLC_TARGET_AVX2 void olc_pooling_rows_sep_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pooling_rowspec *r) {
+    if (nrows > 1 && r->op != OLC_POOLING_OP_MAX && r->t && r->W <= OLC_POOLING_TROW && r->s <= 2) {
         float *t = r->t;
         const float *one[1] = {t};
-        olc_pool_rowspec h = *r;
-        olc_pool_vertical_avx2(t, rows, nrows, r->W, r->op);
-        if (h.op == OLC_POOL_OP_SQ) h.op = OLC_POOL_OP_ADD;
-        olc_pool_rows_f32_avx2(yr, one, 1, &h);
+        olc_pooling_rowspec h = *r;
+        olc_pooling_vertical_avx2(t, rows, nrows, r->W, r->op);
+        if (h.op == OLC_POOLING_OP_SQ) h.op = OLC_POOLING_OP_ADD;
+        olc_pooling_rows_f32_avx2(yr, one, 1, &h);
         return;
     }
-    olc_pool_rows_f32_avx2(yr, rows, nrows, r);
+    olc_pooling_rows_f32_avx2(yr, rows, nrows, r);
 }
 
-static OLC_TARGET_AVX2 void olc_pool_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pool_rowspec *r) {
+static OLC_TARGET_AVX2 void olc_pooling_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
+                                                   const olc_pooling_rowspec *r) {
     const int64_t a = r->a, b = r->b;
     const int64_t s = r->s;
-    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
-    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
-    if (b - a < 8) { olc_pool_inner_f32(yr, rows, nrows, r, a, b); return; }
+    if (s > 2) { olc_pooling_rows_f32_scalar(yr, rows, nrows, r); return; }
+    olc_pooling_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
+    if (b - a < 8) { olc_pooling_inner_f32(yr, rows, nrows, r, a, b); return; }
     switch (r->op * 2 + (int)(s - 1)) {
-    case 0: olc_pool_vec_0_1_avx2(yr, rows, nrows, r, a, b); break;
-    case 1: olc_pool_vec_0_2_avx2(yr, rows, nrows, r, a, b); break;
-    case 2: olc_pool_vec_1_1_avx2(yr, rows, nrows, r, a, b); break;
-    case 3: olc_pool_vec_1_2_avx2(yr, rows, nrows, r, a, b); break;
-    case 4: olc_pool_vec_2_1_avx2(yr, rows, nrows, r, a, b); break;
-    default: olc_pool_vec_2_2_avx2(yr, rows, nrows, r, a, b); break;
+    case 0: olc_pooling_vec_0_1_avx2(yr, rows, nrows, r, a, b); break;
+    case 1: olc_pooling_vec_0_2_avx2(yr, rows, nrows, r, a, b); break;
+    case 2: olc_pooling_vec_1_1_avx2(yr, rows, nrows, r, a, b); break;
+    case 3: olc_pooling_vec_1_2_avx2(yr, rows, nrows, r, a, b); break;
+    case 4: olc_pooling_vec_2_1_avx2(yr, rows, nrows, r, a, b); break;
+    default: olc_pooling_vec_2_2_avx2(yr, rows, nrows, r, a, b); break;
     }
 }
 #endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
-static inline OLC_TARGET_AVX512 __m512 olc_pool_op_avx512(__m512 acc, __m512 v, int op) {
-    if (op == OLC_POOL_OP_MAX) return _mm512_max_ps(v, acc);
-    if (op == OLC_POOL_OP_ADD) return _mm512_add_ps(acc, v);
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_op_avx512(__m512 acc, __m512 v, int op) {
+    if (op == OLC_POOLING_OP_MAX) return _mm512_max_ps(v, acc);
+    if (op == OLC_POOLING_OP_ADD) return _mm512_add_ps(acc, v);
     return _mm512_add_ps(acc, _mm512_mul_ps(v, v));
 }
-static inline OLC_TARGET_AVX512 __mmask16 olc_pool_mask16(int64_t left) {
+static inline OLC_TARGET_AVX512 __mmask16 olc_pooling_mask16(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
 }
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_pool_vec_avx512(
-    float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a, int64_t b,
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_pooling_vec_avx512(
+    float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a, int64_t b,
     const int op, const int64_t s) {
     const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
     const float *cw = r->cw;
     const __m512 init = _mm512_set1_ps(r->init), cdh = _mm512_set1_ps(r->cdh);
-    const int seed = op == OLC_POOL_OP_MAX;
+    const int seed = op == OLC_POOLING_OP_MAX;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t j = a; j < b; j += 16) {
         const int64_t n = b - j < 16 ? b - j : 16;
-        const __mmask16 m = olc_pool_mask16(n), m0 = olc_pool_mask16(2 * n - 1),
-                        m1 = olc_pool_mask16(2 * n - 17);
+        const __mmask16 m = olc_pooling_mask16(n), m0 = olc_pooling_mask16(2 * n - 1),
+                        m1 = olc_pooling_mask16(2 * n - 17);
         __m512 acc = init;
         for (int q = 0; q < nrows; ++q) {
             const float *base = rows[q] + j * s - pw;
@@ -347,77 +347,77 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_pool_vec_avx512(
                     __m512 lo = _mm512_maskz_loadu_ps(m0, base), hi = _mm512_maskz_loadu_ps(m1, base + 16);
                     v = _mm512_permutex2var_ps(lo, even, hi);
                 }
-                acc = seed && q == 0 && k == 0 ? v : olc_pool_op_avx512(acc, v, op);
+                acc = seed && q == 0 && k == 0 ? v : olc_pooling_op_avx512(acc, v, op);
             }
         }
         if (cw) acc = _mm512_div_ps(acc, _mm512_mul_ps(cdh, _mm512_maskz_loadu_ps(m, cw + j)));
         _mm512_mask_storeu_ps(yr + j, m, acc);
     }
 }
-#define OLC_POOL_VEC_AVX512(op, s)                                                                \
-    static OLC_TARGET_AVX512 void olc_pool_vec_##op##_##s##_avx512(                               \
-        float *yr, const float *const *rows, int nrows, const olc_pool_rowspec *r, int64_t a,    \
+#define OLC_POOLING_VEC_AVX512(op, s)                                                                \
+    static OLC_TARGET_AVX512 void olc_pooling_vec_##op##_##s##_avx512(                               \
+        float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a,    \
         int64_t b) {                                                                             \
-        olc_pool_vec_avx512(yr, rows, nrows, r, a, b, op, s);                                    \
+        olc_pooling_vec_avx512(yr, rows, nrows, r, a, b, op, s);                                    \
     }
-OLC_POOL_VEC_AVX512(0, 1)
-OLC_POOL_VEC_AVX512(0, 2)
-OLC_POOL_VEC_AVX512(1, 1)
-OLC_POOL_VEC_AVX512(1, 2)
-OLC_POOL_VEC_AVX512(2, 1)
-OLC_POOL_VEC_AVX512(2, 2)
+OLC_POOLING_VEC_AVX512(0, 1)
+OLC_POOLING_VEC_AVX512(0, 2)
+OLC_POOLING_VEC_AVX512(1, 1)
+OLC_POOLING_VEC_AVX512(1, 2)
+OLC_POOLING_VEC_AVX512(2, 1)
+OLC_POOLING_VEC_AVX512(2, 2)
 
-static OLC_TARGET_AVX512 void olc_pool_vertical_avx512(float *t, const float *const *rows, int nrows,
+static OLC_TARGET_AVX512 void olc_pooling_vertical_avx512(float *t, const float *const *rows, int nrows,
                                                        int64_t W, int op) {
     for (int64_t w = 0; w < W; w += 16) {
-        const __mmask16 m = olc_pool_mask16(W - w);
+        const __mmask16 m = olc_pooling_mask16(W - w);
         __m512 v = _mm512_maskz_loadu_ps(m, rows[0] + w);
-        if (op == OLC_POOL_OP_SQ) v = _mm512_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pool_op_avx512(v, _mm512_maskz_loadu_ps(m, rows[q] + w), op);
+        if (op == OLC_POOLING_OP_SQ) v = _mm512_mul_ps(v, v);
+        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx512(v, _mm512_maskz_loadu_ps(m, rows[q] + w), op);
         _mm512_mask_storeu_ps(t + w, m, v);
     }
 }
 
-static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pool_rowspec *r);
-static OLC_TARGET_AVX512 void olc_pool_rows_sep_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pool_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOL_OP_MAX && r->t && r->W <= OLC_POOL_TROW && r->s <= 2) {
+static OLC_TARGET_AVX512 void olc_pooling_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pooling_rowspec *r);
+static OLC_TARGET_AVX512 void olc_pooling_rows_sep_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pooling_rowspec *r) {
+    if (nrows > 1 && r->op != OLC_POOLING_OP_MAX && r->t && r->W <= OLC_POOLING_TROW && r->s <= 2) {
         float *t = r->t;
         const float *one[1] = {t};
-        olc_pool_rowspec h = *r;
-        olc_pool_vertical_avx512(t, rows, nrows, r->W, r->op);
-        if (h.op == OLC_POOL_OP_SQ) h.op = OLC_POOL_OP_ADD;
-        olc_pool_rows_f32_avx512(yr, one, 1, &h);
+        olc_pooling_rowspec h = *r;
+        olc_pooling_vertical_avx512(t, rows, nrows, r->W, r->op);
+        if (h.op == OLC_POOLING_OP_SQ) h.op = OLC_POOLING_OP_ADD;
+        olc_pooling_rows_f32_avx512(yr, one, 1, &h);
         return;
     }
-    olc_pool_rows_f32_avx512(yr, rows, nrows, r);
+    olc_pooling_rows_f32_avx512(yr, rows, nrows, r);
 }
 
-static OLC_TARGET_AVX512 void olc_pool_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pool_rowspec *r) {
+static OLC_TARGET_AVX512 void olc_pooling_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
+                                                       const olc_pooling_rowspec *r) {
     const int64_t a = r->a, b = r->b;
     const int64_t s = r->s;
-    if (s > 2) { olc_pool_rows_f32_scalar(yr, rows, nrows, r); return; }
-    olc_pool_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pool_cols_f32(yr, rows, nrows, r, b, r->OW);
+    if (s > 2) { olc_pooling_rows_f32_scalar(yr, rows, nrows, r); return; }
+    olc_pooling_cols_f32(yr, rows, nrows, r, 0, a);
+    olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
     if (a >= b) return;
     switch (r->op * 2 + (int)(s - 1)) {
-    case 0: olc_pool_vec_0_1_avx512(yr, rows, nrows, r, a, b); break;
-    case 1: olc_pool_vec_0_2_avx512(yr, rows, nrows, r, a, b); break;
-    case 2: olc_pool_vec_1_1_avx512(yr, rows, nrows, r, a, b); break;
-    case 3: olc_pool_vec_1_2_avx512(yr, rows, nrows, r, a, b); break;
-    case 4: olc_pool_vec_2_1_avx512(yr, rows, nrows, r, a, b); break;
-    default: olc_pool_vec_2_2_avx512(yr, rows, nrows, r, a, b); break;
+    case 0: olc_pooling_vec_0_1_avx512(yr, rows, nrows, r, a, b); break;
+    case 1: olc_pooling_vec_0_2_avx512(yr, rows, nrows, r, a, b); break;
+    case 2: olc_pooling_vec_1_1_avx512(yr, rows, nrows, r, a, b); break;
+    case 3: olc_pooling_vec_1_2_avx512(yr, rows, nrows, r, a, b); break;
+    case 4: olc_pooling_vec_2_1_avx512(yr, rows, nrows, r, a, b); break;
+    default: olc_pooling_vec_2_2_avx512(yr, rows, nrows, r, a, b); break;
     }
 }
 #endif
 
-/* The scalar level keeps its sixteen partials (OLC_POOL_GPLANE_<level>). */
-#define OLC_POOL_GPLANE_scalar 0
-#define OLC_POOL_GPLANE_avx2 1
-#define OLC_POOL_GPLANE_avx512 1
-static inline float olc_pool_gplane_f32_scalar(const float *x, int64_t n, int how) {
+/* The scalar level keeps its sixteen partials (OLC_POOLING_GPLANE_<level>). */
+#define OLC_POOLING_GPLANE_scalar 0
+#define OLC_POOLING_GPLANE_avx2 1
+#define OLC_POOLING_GPLANE_avx512 1
+static inline float olc_pooling_gplane_f32_scalar(const float *x, int64_t n, int how) {
     (void)x; (void)n; (void)how;
     return 0.0f;
 }
@@ -426,30 +426,30 @@ static inline float olc_pool_gplane_f32_scalar(const float *x, int64_t n, int ho
  * 0), sum of |x| (1), of squares (2) or its max (4, every lane starting
  * from x[0]).  Two vector accumulators, a masked tail, then the lanes in a
  * fixed order: the same bits at every thread count (the levels add in
- * different orders).  The scalar twin is olc_pool_global_f32_scalar's
+ * different orders).  The scalar twin is olc_pooling_global_f32_scalar's
  * sixteen partials. */
 #if OLC_X86
-static inline OLC_TARGET_AVX2 __m256 olc_pool_gop_avx2(__m256 acc, __m256 v, int how) {
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_gop_avx2(__m256 acc, __m256 v, int how) {
     if (how == 4) return _mm256_max_ps(v, acc);
     if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
     else if (how == 2) v = _mm256_mul_ps(v, v);
     return _mm256_add_ps(acc, v);
 }
-static OLC_TARGET_AVX2 float olc_pool_gplane_f32_avx2(const float *x, int64_t n, int how) {
+static OLC_TARGET_AVX2 float olc_pooling_gplane_f32_avx2(const float *x, int64_t n, int how) {
     const float init = how == 4 ? x[0] : 0.0f;
     __m256 a0 = _mm256_set1_ps(init), a1 = a0;
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        a0 = olc_pool_gop_avx2(a0, _mm256_loadu_ps(x + j), how);
-        a1 = olc_pool_gop_avx2(a1, _mm256_loadu_ps(x + j + 8), how);
+        a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how);
+        a1 = olc_pooling_gop_avx2(a1, _mm256_loadu_ps(x + j + 8), how);
     }
-    if (j + 8 <= n) { a0 = olc_pool_gop_avx2(a0, _mm256_loadu_ps(x + j), how); j += 8; }
+    if (j + 8 <= n) { a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how); j += 8; }
     if (j < n) {
         const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         __m256 v = _mm256_maskload_ps(x + j, m);
         if (how == 4) v = _mm256_blendv_ps(_mm256_set1_ps(init), v, _mm256_castsi256_ps(m));
-        a1 = olc_pool_gop_avx2(a1, v, how);
+        a1 = olc_pooling_gop_avx2(a1, v, how);
     }
     __m256 a = how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1);
     __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
@@ -462,25 +462,25 @@ static OLC_TARGET_AVX2 float olc_pool_gplane_f32_avx2(const float *x, int64_t n,
 }
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-static inline OLC_TARGET_AVX512 __m512 olc_pool_gop_avx512(__m512 acc, __m512 v, int how) {
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_gop_avx512(__m512 acc, __m512 v, int how) {
     if (how == 4) return _mm512_max_ps(v, acc);
     if (how == 1) v = _mm512_abs_ps(v);
     else if (how == 2) v = _mm512_mul_ps(v, v);
     return _mm512_add_ps(acc, v);
 }
-static OLC_TARGET_AVX512 float olc_pool_gplane_f32_avx512(const float *x, int64_t n, int how) {
+static OLC_TARGET_AVX512 float olc_pooling_gplane_f32_avx512(const float *x, int64_t n, int how) {
     const float init = how == 4 ? x[0] : 0.0f;
     const __m512 vi = _mm512_set1_ps(init);
     __m512 a0 = vi, a1 = vi;
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
-        a0 = olc_pool_gop_avx512(a0, _mm512_loadu_ps(x + j), how);
-        a1 = olc_pool_gop_avx512(a1, _mm512_loadu_ps(x + j + 16), how);
+        a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how);
+        a1 = olc_pooling_gop_avx512(a1, _mm512_loadu_ps(x + j + 16), how);
     }
-    if (j + 16 <= n) { a0 = olc_pool_gop_avx512(a0, _mm512_loadu_ps(x + j), how); j += 16; }
+    if (j + 16 <= n) { a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how); j += 16; }
     if (j < n) {
         __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
-        a1 = olc_pool_gop_avx512(a1, _mm512_mask_loadu_ps(vi, m, x + j), how);
+        a1 = olc_pooling_gop_avx512(a1, _mm512_mask_loadu_ps(vi, m, x + j), how);
     }
     __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
     __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
@@ -498,10 +498,10 @@ static OLC_TARGET_AVX512 float olc_pool_gplane_f32_avx512(const float *x, int64_
 #define OLC_BODY "pooling/olc_pooling_types.h"
 #include "common/olc_each_level.h"
 
-static int olc_pool_level(int level) { return olc_build_level(level); }
+static int olc_pooling_level(int level) { return olc_build_level(level); }
 
 /* Column of the type tables: float, double, int8, uint8; -1 for another. */
-static int olc_pool_type_index(int dtype) {
+static int olc_pooling_type_index(int dtype) {
     switch (dtype) {
     case OLC_FLOAT: return 0;
     case OLC_DOUBLE: return 1;
@@ -511,32 +511,32 @@ static int olc_pool_type_index(int dtype) {
     }
 }
 
-#define OLC_POOL_TABLE4(lvl, name) \
+#define OLC_POOLING_TABLE4(lvl, name) \
     {name##_f32_##lvl, name##_f64_##lvl, name##_i8_##lvl, name##_u8_##lvl}
-#define OLC_POOL_TABLE2(lvl, name) {name##_f32_##lvl, name##_f64_##lvl, NULL, NULL}
+#define OLC_POOLING_TABLE2(lvl, name) {name##_f32_##lvl, name##_f64_##lvl, NULL, NULL}
 
 /* what: 0 spatial max, 1 spatial max with indices, 2 spatial average/Lp,
  * 3 global pools, 4 LRN, 5 MaxRoiPool.  NULL when the type has none. */
-static olc_pool_fn olc_pool_select(int what, int dtype, int level) {
-    static const olc_pool_fn fns_scalar[6][4] = {
-        OLC_POOL_TABLE4(scalar, olc_pool_max), OLC_POOL_TABLE4(scalar, olc_pool_maxidx),
-        OLC_POOL_TABLE2(scalar, olc_pool_sum), OLC_POOL_TABLE2(scalar, olc_pool_global),
-        OLC_POOL_TABLE2(scalar, olc_pool_lrn), OLC_POOL_TABLE2(scalar, olc_pool_roi)};
+static olc_pooling_fn olc_pooling_select(int what, int dtype, int level) {
+    static const olc_pooling_fn fns_scalar[6][4] = {
+        OLC_POOLING_TABLE4(scalar, olc_pooling_max), OLC_POOLING_TABLE4(scalar, olc_pooling_maxidx),
+        OLC_POOLING_TABLE2(scalar, olc_pooling_sum), OLC_POOLING_TABLE2(scalar, olc_pooling_global),
+        OLC_POOLING_TABLE2(scalar, olc_pooling_lrn), OLC_POOLING_TABLE2(scalar, olc_pooling_roi)};
 #if OLC_X86
-    static const olc_pool_fn fns_avx2[6][4] = {
-        OLC_POOL_TABLE4(avx2, olc_pool_max), OLC_POOL_TABLE4(avx2, olc_pool_maxidx),
-        OLC_POOL_TABLE2(avx2, olc_pool_sum), OLC_POOL_TABLE2(avx2, olc_pool_global),
-        OLC_POOL_TABLE2(avx2, olc_pool_lrn), OLC_POOL_TABLE2(avx2, olc_pool_roi)};
+    static const olc_pooling_fn fns_avx2[6][4] = {
+        OLC_POOLING_TABLE4(avx2, olc_pooling_max), OLC_POOLING_TABLE4(avx2, olc_pooling_maxidx),
+        OLC_POOLING_TABLE2(avx2, olc_pooling_sum), OLC_POOLING_TABLE2(avx2, olc_pooling_global),
+        OLC_POOLING_TABLE2(avx2, olc_pooling_lrn), OLC_POOLING_TABLE2(avx2, olc_pooling_roi)};
 #endif
 #if OLC_X86 && OLC_HAVE_AVX512
-    static const olc_pool_fn fns_avx512[6][4] = {
-        OLC_POOL_TABLE4(avx512, olc_pool_max), OLC_POOL_TABLE4(avx512, olc_pool_maxidx),
-        OLC_POOL_TABLE2(avx512, olc_pool_sum), OLC_POOL_TABLE2(avx512, olc_pool_global),
-        OLC_POOL_TABLE2(avx512, olc_pool_lrn), OLC_POOL_TABLE2(avx512, olc_pool_roi)};
+    static const olc_pooling_fn fns_avx512[6][4] = {
+        OLC_POOLING_TABLE4(avx512, olc_pooling_max), OLC_POOLING_TABLE4(avx512, olc_pooling_maxidx),
+        OLC_POOLING_TABLE2(avx512, olc_pooling_sum), OLC_POOLING_TABLE2(avx512, olc_pooling_global),
+        OLC_POOLING_TABLE2(avx512, olc_pooling_lrn), OLC_POOLING_TABLE2(avx512, olc_pooling_roi)};
 #endif
-    int t = olc_pool_type_index(dtype);
+    int t = olc_pooling_type_index(dtype);
     if (t < 0 || what < 0 || what > 5) return NULL;
-    level = olc_pool_level(level);
+    level = olc_pooling_level(level);
     return OLC_LEVEL_FN(level, fns)[what][t];
 }
 

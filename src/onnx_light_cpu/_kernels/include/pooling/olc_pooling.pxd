@@ -4,10 +4,10 @@ from libc.stdint cimport int64_t
 
 cdef extern from "pooling/olc_pooling.h" nogil:
     enum:
-        OLC_POOL_MAX
-        OLC_POOL_AVG
-        OLC_POOL_LP
-    ctypedef struct olc_pool_args:
+        OLC_POOLING_MAX
+        OLC_POOLING_AVG
+        OLC_POOLING_LP
+    ctypedef struct olc_pooling_args:
         const void *x
         void *y
         int64_t *idx
@@ -26,6 +26,6 @@ cdef extern from "pooling/olc_pooling.h" nogil:
         const void *rois
         int64_t ph, pw
         float spatial_scale
-    ctypedef void (*olc_pool_fn)(const olc_pool_args *p, int64_t p0, int64_t p1)
-    olc_pool_fn olc_pool_select(int what, int dtype, int level)
-    int olc_pool_level(int level)
+    ctypedef void (*olc_pooling_fn)(const olc_pooling_args *p, int64_t p0, int64_t p1)
+    olc_pooling_fn olc_pooling_select(int what, int dtype, int level)
+    int olc_pooling_level(int level)

@@ -3,23 +3,23 @@
  * pools.  Included by olc_pooling.h through common/olc_each_level.h; no
  * include guard. */
 
-#define OLC_POOL_TN f32
-#define OLC_POOL_FLOAT 1
-#define OLC_POOL_F32 1
+#define OLC_POOLING_TN f32
+#define OLC_POOLING_FLOAT 1
+#define OLC_POOLING_F32 1
 #include "pooling/olc_pooling_body.h"
-#undef OLC_POOL_TN
-#undef OLC_POOL_F32
-#define OLC_POOL_F32 0
-#define OLC_POOL_TN f64
+#undef OLC_POOLING_TN
+#undef OLC_POOLING_F32
+#define OLC_POOLING_F32 0
+#define OLC_POOLING_TN f64
 #include "pooling/olc_pooling_body.h"
-#undef OLC_POOL_TN
-#undef OLC_POOL_FLOAT
-#define OLC_POOL_FLOAT 0
-#define OLC_POOL_TN i8
+#undef OLC_POOLING_TN
+#undef OLC_POOLING_FLOAT
+#define OLC_POOLING_FLOAT 0
+#define OLC_POOLING_TN i8
 #include "pooling/olc_pooling_body.h"
-#undef OLC_POOL_TN
-#define OLC_POOL_TN u8
+#undef OLC_POOLING_TN
+#define OLC_POOLING_TN u8
 #include "pooling/olc_pooling_body.h"
-#undef OLC_POOL_TN
-#undef OLC_POOL_FLOAT
-#undef OLC_POOL_F32
+#undef OLC_POOLING_TN
+#undef OLC_POOLING_FLOAT
+#undef OLC_POOLING_F32

@@ -1,0 +1,68 @@
+"""Tiny CNNs and an LSTM encoder with the structure torch.onnx.export writes
+(benchmarks/vision.py) run end to end with our kernels and match ONNX
+Runtime, at 1 and 2 threads, bit-identical between the two."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+
+ort = pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.vision import (  # noqa: E402
+    TINY_CNNS,
+    TINY_LSTM,
+    build_cnn,
+    build_lstm,
+    cnn_feeds,
+    lstm_feeds,
+)
+
+# The operators whose kernel must be ours, per model kind.
+EXPECTED = {
+    "resnet": {"Conv", "Relu", "MaxPool", "Add", "GlobalAveragePool", "Flatten", "Gemm"},
+    "mobilenet_v2": {"Conv", "Clip", "Add", "GlobalAveragePool", "Flatten", "Gemm"},
+    "densenet": {"Conv", "Relu", "MaxPool", "Concat", "BatchNormalization", "AveragePool",
+                 "GlobalAveragePool", "Flatten", "Gemm"},
+    "lstm": {"LSTM", "Slice", "Transpose", "Reshape"},
+}
+# Sums of up to a few thousand products in another order than ORT's.
+RTOL, ATOL = 1e-4, 1e-4
+
+CASES = [(c.name, c.kind, build_cnn, cnn_feeds, c) for c in TINY_CNNS]
+CASES.append((TINY_LSTM.name, "lstm", build_lstm, lstm_feeds, TINY_LSTM))
+
+
+def _ours(model, threads):
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    return sess
+
+
+@pytest.mark.parametrize("name, kind, build, feeds, config", CASES, ids=[c[0] for c in CASES])
+def test_model_matches_onnxruntime(name, kind, build, feeds, config):
+    model, inputs = build(config), feeds(config)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    results = {}
+    for threads in (1, 2):
+        sess = _ours(model, threads)
+        results[threads] = sess.run(None, inputs)[0]
+        used = {n.split("::", 1)[1] for n in olc.used_kernel_names(sess)}
+        missing = sorted(EXPECTED[kind] - used)
+        assert not missing, f"{name}: these operators did not run our kernel: {missing}"
+    np.testing.assert_allclose(results[1], want, rtol=RTOL, atol=ATOL, err_msg=name)
+    np.testing.assert_array_equal(results[1], results[2], err_msg=f"{name}: 1 vs 2 threads")
