@@ -63,11 +63,15 @@ def _models():
 
 
 def _params():
+    """Each CNN twice for ours: as exported, and after olc.fuse (Conv + Add +
+    activation into FusedConv, what ONNX Runtime's optimizer does to its
+    own copy of the graph)."""
     for config, kind, build, feeds, real in _models():
-        for threads in THREADS:
-            marks = [pytest.mark.vision] if real else []
-            yield pytest.param(config, kind, build, feeds, threads, real, marks=marks,
-                               id=f"{config.name}-t{threads}")
+        for fused in (False, True) if kind != "lstm" else (False,):
+            for threads in THREADS:
+                marks = [pytest.mark.vision] if real else []
+                yield pytest.param(config, kind, build, feeds, threads, real, fused,
+                                   marks=marks, id=f"{config.name}{'-fused' * fused}-t{threads}")
 
 
 @functools.lru_cache(maxsize=1)  # the thread counts of a model follow each other
@@ -75,11 +79,16 @@ def _model(config, build):
     return build(config)
 
 
-def _sessions(config, build, threads: int):
+@functools.lru_cache(maxsize=1)
+def _fused(config, build):
+    return olc.fuse(_model(config, build), ["fused_conv"]).model
+
+
+def _sessions(config, build, threads: int, fused: bool):
     import onnxruntime as ort
 
     model = _model(config, build)
-    ours = ReferenceEvaluator(model)
+    ours = ReferenceEvaluator(_fused(config, build) if fused else model)
     olc.register_kernels_for_session(ours)
     olc.set_num_threads_for_session(ours, threads)
     so = ort_session_options(threads)
@@ -95,6 +104,8 @@ def _check(config, kind, ours, theirs, feeds) -> dict:
     olc.set_kernel_usage_recording(ours, True)
     got = ours.run(None, feeds)[0]
     used = {name.split("::", 1)[1] for name in olc.used_kernel_names(ours)}
+    if "FusedConv" in used:
+        used.add("Conv")
     olc.set_kernel_usage_recording(ours, False)
     want = theirs.run(None, feeds)[0]
     start = time.perf_counter()
@@ -109,15 +120,15 @@ def _check(config, kind, ours, theirs, feeds) -> dict:
     return {"second_call_s": ours_s, "error": error, "builtin_ops": sorted(graph_ops - used)}
 
 
-@pytest.mark.parametrize("config,kind,build,feeds,threads,real", list(_params()))
+@pytest.mark.parametrize("config,kind,build,feeds,threads,real,fused", list(_params()))
 def test_vision(benchmark, bench_options, competing_load, config, kind, build, feeds, threads,
-                real):
+                real, fused):
     if real and not bench_options.vision:
         pytest.skip("real-size model: give --vision or OLC_BENCH_VISION=1")
     pytest.importorskip("onnxruntime")
     inputs = feeds(config)
     gc.collect()
-    ours, theirs = _sessions(config, build, threads)
+    ours, theirs = _sessions(config, build, threads, fused)
     info = _check(config, kind, ours, theirs, inputs)
 
     def run_ours():
@@ -126,9 +137,9 @@ def test_vision(benchmark, bench_options, competing_load, config, kind, build, f
     def run_ort():
         return theirs.run(None, inputs)
 
-    benchmark.group = f"vision-{config.name}-t{threads}"
+    benchmark.group = f"vision-{config.name}{'-fused' * fused}-t{threads}"
     benchmark.extra_info.update(
-        contender="ours-vs-ort", model=config.name, kind=kind, threads=threads,
+        contender="ours-vs-ort", model=config.name, kind=kind, threads=threads, fused=fused,
         simd=olc.simd_level(), nodes=len(_model(config, build).graph.node),
         ort_optimization="all", **competing_load.describe(), **info)
     interleave_with_ort(benchmark, run_ours, run_ort, info["second_call_s"],

@@ -79,6 +79,7 @@ def test_fusion_patterns_and_gradients():
             assert known[name].produces == (r.domain, r.op_type)
     patterns = {r.op_type: r.fusion_patterns for r in operator_support() if r.fusion_patterns}
     assert patterns == {"BiasGelu": ("bias_gelu",), "CDist": ("cdist",),
+                        "FusedConv": ("fused_conv",),
                         "GroupQueryAttention": ("group_query_attention",),
                         "LinearAttention": ("linear_attention",),
                         "MatMulNBits": ("matmul_nbits_bias",), "QuickGelu": ("quick_gelu",)}

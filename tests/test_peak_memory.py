@@ -329,12 +329,17 @@ def build_cases():
                                                            R(rng, 128, 256, dtype=dt),
                                                            R(rng, 256, dtype=dt)], const,
                                              activation="Relu")))
-    # FusedConv: im2col tiles (constant and fed weights), the 1x1 plain GEMM, depthwise
+    # FusedConv: Winograd (an image as one block, block by block), im2col tiles, the 1x1
+    # plain GEMM, depthwise
     for name, xs, ws, const, attrs in [
-            ("im2col-c1", (1, 32, 28, 30), (48, 32, 3, 3), (1, 2), {"pads": [1, 1, 1, 1]}),
+            ("winograd-c1", (1, 32, 28, 30), (48, 32, 3, 3), (1, 2), {"pads": [1, 1, 1, 1]}),
             ("im2col-c0", (1, 64, 40, 40), (16, 64, 3, 3), (), {"strides": [2, 2]}),
             ("pointwise", (1, 64, 28, 28), (32, 64, 1, 1), (1,), {}),
-            ("depthwise", (1, 32, 28, 28), (32, 1, 3, 3), (1,), {"group": 32})]:
+            ("depthwise", (1, 32, 28, 28), (32, 1, 3, 3), (1,), {"group": 32}),
+            ("depthwise-s2", (1, 32, 28, 28), (32, 1, 3, 3), (1,),
+             {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+            ("winograd-blocked", (1, 16, 70, 71), (17, 16, 3, 3), (1, 2),
+             {"pads": [1, 0, 2, 1]})]:
         cases.append((f"FusedConv-{name}", c("FusedConv", [R(rng, *xs), R(rng, *ws),
                                                            R(rng, ws[0])], const,
                                              activation="Relu", **attrs)))

@@ -1,6 +1,7 @@
 """Tiny CNNs and an LSTM encoder with the structure torch.onnx.export writes
-(benchmarks/vision.py) run end to end with our kernels and match ONNX
-Runtime, at 1 and 2 threads, bit-identical between the two."""
+(benchmarks/vision.py) run end to end with our kernels, as exported and
+after olc.fuse (FusedConv), and match ONNX Runtime, at 1 and 2 threads,
+bit-identical between the two."""
 
 from __future__ import annotations
 
@@ -38,8 +39,17 @@ EXPECTED = {
 # Sums of up to a few thousand products in another order than ORT's.
 RTOL, ATOL = 1e-4, 1e-4
 
-CASES = [(c.name, c.kind, build_cnn, cnn_feeds, c) for c in TINY_CNNS]
-CASES.append((TINY_LSTM.name, "lstm", build_lstm, lstm_feeds, TINY_LSTM))
+# After olc.fuse: Conv + Add + activation run as FusedConv.
+FUSED_EXPECTED = {
+    "resnet": {"FusedConv", "Conv", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm"},
+    "mobilenet_v2": {"FusedConv", "Conv", "GlobalAveragePool", "Flatten", "Gemm"},
+    "densenet": {"FusedConv", "Conv", "Relu", "MaxPool", "Concat", "BatchNormalization",
+                 "AveragePool", "GlobalAveragePool", "Flatten", "Gemm"},
+}
+
+CASES = [(c.name, c.kind, build_cnn, cnn_feeds, c, fused) for c in TINY_CNNS
+         for fused in (False, True)]
+CASES.append((TINY_LSTM.name, "lstm", build_lstm, lstm_feeds, TINY_LSTM, False))
 
 
 def _ours(model, threads):
@@ -50,19 +60,22 @@ def _ours(model, threads):
     return sess
 
 
-@pytest.mark.parametrize("name, kind, build, feeds, config", CASES, ids=[c[0] for c in CASES])
-def test_model_matches_onnxruntime(name, kind, build, feeds, config):
-    model, inputs = build(config), feeds(config)
+@pytest.mark.parametrize("name, kind, build, feeds, config, fused", CASES,
+                         ids=[c[0] + "-fused" * c[5] for c in CASES])
+def test_model_matches_onnxruntime(name, kind, build, feeds, config, fused):
+    exported, inputs = build(config), feeds(config)
+    model = olc.fuse(exported, ["fused_conv"]).model if fused else exported
+    expected = FUSED_EXPECTED[kind] if fused else EXPECTED[kind]
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
-    want = ort.InferenceSession(model.SerializeToString(), so,
+    want = ort.InferenceSession(exported.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     results = {}
     for threads in (1, 2):
         sess = _ours(model, threads)
         results[threads] = sess.run(None, inputs)[0]
         used = {n.split("::", 1)[1] for n in olc.used_kernel_names(sess)}
-        missing = sorted(EXPECTED[kind] - used)
+        missing = sorted(expected - used)
         assert not missing, f"{name}: these operators did not run our kernel: {missing}"
     np.testing.assert_allclose(results[1], want, rtol=RTOL, atol=ATOL, err_msg=name)
     np.testing.assert_array_equal(results[1], results[2], err_msg=f"{name}: 1 vs 2 threads")

@@ -281,6 +281,8 @@ def _sgemm_native(level, batch, M, N, K, threads, *, b_packed: bool, a_direct: b
     if threads > 1:
         while batch * mt * nt < 8 * threads and nt < nu:
             nt += 1
+        if batch * mt * nt < 8 * threads and mt == 1 and mu > 1:
+            mt = 2
     total = 0 if direct else _aligned_floats(batch * K * mu * mr)
     if not b_packed:
         ncmax = -(-nu // nt) * nr
@@ -1064,18 +1066,23 @@ def _fused_conv(c: _Node) -> _Estimate:
     if x[0] * M * P == 0:
         return _Estimate()
     if G > 1 and Cg == 1 and Mg == 1:
-        # the direct loop; 3-wide unit-stride rows (2-D, 1-D) read a
-        # zero-padded copy of their rows, one buffer a slot (conv.pyx)
-        if n > 2 or kernel[-1] != 3 or strides[-1] != 1:
+        # the direct loop; 3-wide rows at width stride 1 or 2 (2-D, 1-D)
+        # read a zero-padded copy of their rows and write their output rows
+        # at that width, one buffer a slot (conv.pyx)
+        if n > 2 or kernel[-1] != 3 or strides[-1] not in (1, 2):
             return _Estimate()
         OW, R = out[-1], (out[0] if n == 2 else 1)
         kh, sh, dh = (kernel[0], strides[0], dilations[0]) if n == 2 else (1, 1, 1)
         rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
-        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1) * (OW + 2 * dilations[-1])
-        threads = c.threads_for(x[0] * M * P * 3 * kh, 1 << 20)
+        width = (OW - 1) * strides[-1] + 2 * dilations[-1] + 1
+        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
+        threads = c.threads_for(x[0] * M * P * 3 * kh, (1 << 20) // 8)
         slots = threads if threads > 1 else 1
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
+    if (n == 2 and G == 1 and list(kernel) == [3, 3] and strides == [1, 1]
+            and dilations == [1, 1] and Cg >= 16 and M >= 16):
+        return _winograd(c, x, M, Cg, out, begins)
     threads = c.threads_for(x[0] * M * P * K, 1 << 20)
     pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
         tuple(out) == tuple(x[2:])
@@ -1094,6 +1101,26 @@ def _fused_conv(c: _Node) -> _Estimate:
         + min(threads, -(-K // 16)) * _aligned_floats(16 * npad)
     return _Estimate(native=_aligned_floats(cols) + tables + _sgemm_native(
         c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True))
+
+
+def _winograd(c: _Node, x, M, C, out, begins) -> _Estimate:
+    """Winograd F(2x2, 3x3) (olc_conv_wino_f32): the filters' 16 matrices
+    packed once (prepared; their unpacked copy while preparing), the tiles'
+    scratch from the evaluator's pool, and olc_sgemm's (none where it reads
+    A in place)."""
+    from ._kernels import conv as core
+    threads = c.threads_for(x[0] * M * math.prod(out) * C * 9, 1 << 20)
+    geom = np.array([C, 1, x[2], x[3], 1, 3, 3, 1, 1, 1, 0, begins[0], begins[1], 1, 1, 1, 1,
+                     out[0], out[1]], dtype=np.int64)
+    scratch = core.winograd_scratch(geom, M, threads) * 4
+    T = -(-out[0] // 2) * -(-out[1] // 2)
+    tb = max(8, (512 * 1024) // (64 * (C + M)))
+    blocked = T >= 4 * tb
+    rows = tb if blocked else T
+    native = _sgemm_native(c.level, 16, rows, M, C, 1 if blocked else threads, b_packed=True,
+                           a_direct=True) * (threads if blocked and threads > 1 else 1)
+    prepared = 16 * _sgemm_packed_floats(c.level, C, M) * 4
+    return _Estimate(numpy=scratch, native=native, prepared=prepared, pooled=scratch)
 
 
 def _linear_attention(c: _Node) -> _Estimate:

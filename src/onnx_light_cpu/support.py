@@ -41,6 +41,7 @@ EXPERIMENTAL_DOMAIN = ""
 FUSION_PATTERNS: dict[tuple[str, str], tuple[str, ...]] = {
     (MS_DOMAIN, "BiasGelu"): ("bias_gelu",),
     (MS_DOMAIN, "CDist"): ("cdist",),
+    (MS_DOMAIN, "FusedConv"): ("fused_conv",),
     (MS_DOMAIN, "GroupQueryAttention"): ("group_query_attention",),
     (MS_DOMAIN, "LinearAttention"): ("linear_attention",),
     (MS_DOMAIN, "MatMulNBits"): ("matmul_nbits_bias",),

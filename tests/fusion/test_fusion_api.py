@@ -57,7 +57,7 @@ def test_result_is_model_and_counts():
     fused, counts = result
     assert isinstance(fused, onnx.ModelProto) and fused is not model
     assert list(counts) == [p.name for p in PATTERNS]  # every pattern asked, in order
-    assert counts == {"bias_gelu": 1, "cdist": 1, "group_query_attention": 0,
+    assert counts == {"bias_gelu": 1, "cdist": 1, "fused_conv": 0, "group_query_attention": 0,
                       "linear_attention": 0, "matmul_nbits_bias": 0, "quick_gelu": 0}
     assert result.total == 2
     assert op_types(fused.graph) == ["BiasGelu", "CDist"]

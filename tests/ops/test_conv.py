@@ -128,6 +128,12 @@ CONV_CASES = [
     # depthwise 3-wide rows from padded copies: row blocks, height stride, 1-D
     ((1, 3, 40, 200), (3, 1, 3, 3), {"group": 3, "pads": [1, 2, 0, 1], "strides": [2, 1]}),
     ((2, 5, 31), (5, 1, 3), {"group": 5, "pads": [1, 1], "dilations": [2]}),
+    # unit strides, rows laid end to end (row blocks, height dilation);
+    # width stride 2, even and odd columns apart (and dilated: neither)
+    ((1, 3, 60, 300), (3, 1, 3, 3), {"group": 3, "pads": [2, 1, 2, 1], "dilations": [2, 1]}),
+    ((1, 6, 13, 14), (6, 1, 3, 3), {"group": 6, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 4, 11, 15), (4, 1, 3, 3), {"group": 4, "strides": [1, 2], "dilations": [1, 2],
+                                    "pads": [1, 2, 1, 2]}),
 ]
 
 
@@ -455,6 +461,7 @@ def test_col2im_bad_input(image, block, L, message):
 FUSED = [("", None), ("Relu", None), ("Tanh", None), ("Sigmoid", None), ("LeakyRelu", [0.2]),
          ("Clip", [-0.5, 0.8]), ("HardSigmoid", [0.3, 0.4])]
 FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # im2col
+                ((2, 16, 11, 9), (20, 16, 3, 3), {"pads": [1, 1, 1, 1]}),    # Winograd
                 ((2, 8, 7, 5), (5, 8, 1, 1), {}),                            # plain GEMM
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}),  # depthwise
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]})]
@@ -479,6 +486,26 @@ def test_fused_conv_vs_ort(activation, params, shape, with_z):
     expected = ort_oracle("FusedConv", inputs, opset=21, domain="com.microsoft", **attrs)[0]
     check("FusedConv", inputs, expected, kernel="onnx_light_cpu::FusedConv", opset=21,
           domain="com.microsoft", levels=activation in ("", "Sigmoid"), **attrs)
+
+
+# 3x3 kernels at unit strides from 16 channels in and out: Winograd F(2x2,
+# 3x3), an image as one block (all threads on each step) or block by block
+# (a block a thread); odd output sizes leave half tiles.
+WINOGRAD_CASES = [
+    ((2, 16, 11, 9), (20, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 70, 20, 21), (40, 70, 3, 3), {"pads": [0, 2, 1, 0]}),
+    ((2, 16, 70, 71), (17, 16, 3, 3), {"pads": [1, 0, 2, 1]}),
+    ((1, 33, 3, 2), (16, 33, 3, 3), {"auto_pad": "SAME_UPPER"}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(WINOGRAD_CASES)))
+def test_conv_winograd_vs_ort(case):
+    xs, ws, attrs = WINOGRAD_CASES[case]
+    inputs = _conv_inputs(np.random.default_rng(case), xs, ws, np.float32)
+    expected = ort_oracle("Conv", inputs, **attrs)[0]
+    paths = check("Conv", inputs, expected, **attrs)
+    assert any("_winograd_" in p for p in paths), paths
 
 
 @pytest.mark.parametrize("activation", ["LeakyRelu", "Clip", "HardSigmoid"])

@@ -9,19 +9,22 @@ function releases the GIL and splits its work into tasks with fixed
 boundaries, so results do not depend on the thread count.
 """
 
+import numpy as np
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_pad_rows,
-                       olc_conv_pick_dw3_f32)
+from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
+                       olc_conv_pad_rows, olc_conv_pick_dw3_f32)
+from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
                        olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
                        olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
                        olc_conv_tile_cols)
-from olc_gemm cimport olc_sgemm
+from olc_gemm cimport olc_gemm_level, olc_sgemm, olc_sgemm_pack_b, olc_sgemm_packed_size
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -85,13 +88,62 @@ def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y
         raise MemoryError("conv core: no memory for the column tile")
 
 
+def winograd_scratch(cnp.ndarray geom, int64_t M, int threads):
+    """float32 elements of the scratch conv_winograd takes at ``threads``."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return olc_conv_wino_scratch(&g, M, threads)
+
+
+def winograd_weights(cnp.ndarray w, int level, int threads):
+    """The 16 Winograd F(2x2, 3x3) matrices of float32 weights w (M, C, 3,
+    3), packed as the GEMM engine's B at ``level`` (a float32 array)."""
+    cdef int64_t M = w.shape[0], C = w.shape[1], q
+    cdef cnp.ndarray u = np.empty((16, C, M), dtype=np.float32)
+    cdef cnp.ndarray offsets = np.arange(16, dtype=np.int64) * C * M
+    cdef int lvl = olc_gemm_level(level)
+    cdef cnp.ndarray packed = np.empty(16 * olc_sgemm_packed_size(lvl, C, M), dtype=np.float32)
+    with nogil:
+        olc_conv_wino_filter(<const float *>cnp.PyArray_DATA(w), M, C,
+                             <float *>cnp.PyArray_DATA(u))
+        olc_sgemm_pack_b(lvl, 1, 16, cnp.PyArray_DATA(u),
+                         <const int64_t *>cnp.PyArray_DATA(offsets), M, 1, C, M,
+                         <float *>cnp.PyArray_DATA(packed), threads)
+    return packed
+
+
+def conv_winograd(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.ndarray y,
+                  cnp.ndarray scratch, cnp.ndarray geom, int64_t N, int64_t M, int act,
+                  float alpha, float beta, int level, int threads):
+    """float32 y (N, M, OH, OW) = act(conv(x, w) + bias + z) for 3x3 kernels
+    at unit strides and dilations, by Winograd F(2x2, 3x3); ``packed`` is
+    winograd_weights(w) at this level, ``scratch`` a float32 array of
+    winograd_scratch(geom, M, threads) elements."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    if (scratch.dtype.num != cnp.NPY_FLOAT32
+            or cnp.PyArray_SIZE(scratch) < olc_conv_wino_scratch(&g, M, threads)):
+        raise ValueError("conv core: the Winograd scratch is too small")
+    cdef const float *pb = <const float *>_data(bias)
+    cdef const float *pz = <const float *>_data(z)
+    cdef int status
+    with nogil:
+        status = olc_conv_wino_f32(level, &g, <const float *>cnp.PyArray_DATA(x),
+                                   <const float *>cnp.PyArray_DATA(packed), pb, pz,
+                                   <float *>cnp.PyArray_DATA(y),
+                                   <float *>cnp.PyArray_DATA(scratch), N, M, act, alpha, beta,
+                                   threads)
+    if status != 0:
+        raise MemoryError("conv core: no memory for packing buffers")
+
+
 cdef struct _DirectJob:
     olc_conv_geom g
     olc_conv_direct_f32_fn f32
     olc_conv_direct_f64_fn f64
     olc_conv_dw3_f32_fn dw3
     float *pad
-    int64_t pad_floats, Wp
+    int64_t pad_floats, in_floats, Wp
     const void *x
     const void *w
     const void *bias
@@ -117,7 +169,7 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
         olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp)
         j.dw3(&j.g, xp, j.Wp, <const float *>j.w + woff,
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
-              <float *>j.y + plane * j.P, r0, r1)
+              xp + j.in_floats, <float *>j.y + plane * j.P, r0, r1)
     elif j.f32 != NULL:
         j.f32(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
@@ -164,9 +216,11 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
     if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
-        # a zero-padded copy of the rows a task reads, one buffer a slot
-        j.Wp = j.g.OW + 2 * j.g.dw
-        j.pad_floats = ((min(j.rb, j.R) - 1) * j.g.sh + (j.g.kh - 1) * j.g.dh + 1) * j.Wp
+        # a zero-padded copy of the rows a task reads and room for its
+        # output rows at that width, one buffer a slot
+        j.Wp = olc_conv_dw3_width(&j.g)
+        j.in_floats = ((min(j.rb, j.R) - 1) * j.g.sh + (j.g.kh - 1) * j.g.dh + 1) * j.Wp
+        j.pad_floats = j.in_floats + min(j.rb, j.R) * j.Wp
         if j.pad_floats * slots <= (1 << 22):
             j.pad = <float *>malloc(j.pad_floats * slots * sizeof(float))
             if j.pad == NULL:

@@ -30,6 +30,7 @@ import onnx
 from ._engine import FusionPattern, FusionResult, apply
 from .bias_gelu import BIAS_GELU
 from .cdist import CDIST
+from .fused_conv import FUSED_CONV
 from .group_query_attention import GROUP_QUERY_ATTENTION
 from .linear_attention import LINEAR_ATTENTION
 from .matmul_nbits_bias import MATMUL_NBITS_BIAS, fuse_matmul_nbits_bias
@@ -37,7 +38,8 @@ from .quick_gelu import QUICK_GELU
 
 #: Every pattern, in the order :func:`fuse` applies them.
 PATTERNS: tuple[FusionPattern, ...] = (
-    BIAS_GELU, CDIST, GROUP_QUERY_ATTENTION, LINEAR_ATTENTION, MATMUL_NBITS_BIAS, QUICK_GELU)
+    BIAS_GELU, CDIST, FUSED_CONV, GROUP_QUERY_ATTENTION, LINEAR_ATTENTION, MATMUL_NBITS_BIAS,
+    QUICK_GELU)
 
 
 def fuse(model: onnx.ModelProto,
@@ -71,6 +73,7 @@ def _select(patterns) -> list[FusionPattern]:
 __all__ = [
     "BIAS_GELU",
     "CDIST",
+    "FUSED_CONV",
     "GROUP_QUERY_ATTENTION",
     "LINEAR_ATTENTION",
     "MATMUL_NBITS_BIAS",

@@ -31,6 +31,9 @@ FLOAT64 = np.dtype(np.float64)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 # multiply-adds one thread must have before a second one helps (as MatMul)
 MIN_WORK_PER_THREAD = 1 << 20
+# 3x3 Conv at unit strides runs Winograd F(2x2, 3x3) from this many input
+# and output channels (fewer: the transforms cost more than they save)
+WINOGRAD_MIN_CHANNELS = 16
 
 ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
                "HardSigmoid": 6}
@@ -183,6 +186,10 @@ class Conv(_ConvAttributes):
             kind = "direct"
         elif G > 1 and Cg == 1 and Mg == 1:
             kind = "depthwise"
+        elif (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
+              and all(d == 1 for d in dilations) and Cg >= WINOGRAD_MIN_CHANNELS
+              and M >= WINOGRAD_MIN_CHANNELS):
+            kind = "winograd"
         else:
             kind = "gemm" if pointwise else "im2col"
         level = simd.state.level
@@ -192,7 +199,10 @@ class Conv(_ConvAttributes):
         if element_type in (T.FLOAT16, T.BFLOAT16):
             self._check_bytes("the inputs widened to float32 and the float32 output",
                               4 * (x.size + w.size + math.prod(out_shape)))
-        threads = self._num_threads(N * M * P * Cg * kk, MIN_WORK_PER_THREAD)
+        # a depthwise multiply-add reads its own input: memory-bound, it
+        # gains from a second thread at a fraction of a GEMM's work
+        min_work = MIN_WORK_PER_THREAD // 8 if kind == "depthwise" else MIN_WORK_PER_THREAD
+        threads = self._num_threads(N * M * P * Cg * kk, min_work)
         empty = math.prod(out_shape) == 0
         return (element_type, out_shape, geom, N, G, Mg, kind, threads, empty)
 
@@ -205,19 +215,32 @@ class Conv(_ConvAttributes):
             return (np.zeros(out_shape, dtype=x.dtype),)
         xs = _widened(x, work)
         M = G * Mg
-        ws = self._prepared_input(("w", work), 1, w,
-                                  lambda: _widened(w, work).reshape(M, -1))
         bs = None if b is None else self._prepared_input(("b", work), 2, b,
                                                          lambda: _widened(b, work))
         zs = None if z is None else _widened(z, FLOAT32)
         y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
             np.empty(out_shape, dtype=work)
         act, a, bb = self.activation_code, self.act_a, self.act_b
-        if kind in ("direct", "depthwise"):
-            core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads)
+        if kind == "winograd":
+            # the filters' 16 transformed matrices, packed for this level
+            packed = self._prepared_input(
+                ("winograd", level), 1, w,
+                lambda: core.winograd_weights(_widened(w, FLOAT32), level, threads))
+            # the tiles, from the evaluator's pool (checked there before it
+            # allocates): the same pages on every run
+            scratch = self._new_output((core.winograd_scratch(geom, M, threads),), FLOAT32,
+                                       slot=1)
+            core.conv_winograd(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
+                               threads)
+            del scratch  # back to the pool
         else:
-            core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
-                           level, threads)
+            ws = self._prepared_input(("w", work), 1, w,
+                                      lambda: _widened(w, work).reshape(M, -1))
+            if kind in ("direct", "depthwise"):
+                core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads)
+            else:
+                core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
+                               level, threads)
         self._record(x.dtype, kind, level)
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)

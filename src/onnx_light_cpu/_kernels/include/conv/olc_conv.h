@@ -72,8 +72,13 @@ static void olc_conv_epilogue(float *y, const float *z, int64_t ld, int64_t rows
             for (int64_t j = 0; j < cols; ++j) yr[j] += bv;
         if (zr != NULL)
             for (int64_t j = 0; j < cols; ++j) yr[j] += zr[j];
+        /* the piecewise-linear ones as loops of their own, which vectorise */
         if (act == OLC_CONV_RELU) {
             for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
+        } else if (act == OLC_CONV_CLIP) {
+            for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] < a ? a : (yr[j] > b ? b : yr[j]);
+        } else if (act == OLC_CONV_LEAKY) {
+            for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] >= 0.0f ? yr[j] : a * yr[j];
         } else if (act != OLC_CONV_NONE) {
             for (int64_t j = 0; j < cols; ++j) yr[j] = olc_conv_act(yr[j], act, a, b);
         }
@@ -184,7 +189,7 @@ typedef struct {
     /* the current block */
     const float *xb, *wb, *bb, *zb;
     float *yb;
-    int64_t p0, n1, rows_per_task;
+    int64_t p0, n1;
 } olc_conv_job;
 
 static void olc_conv_pack_task(void *arg, ptrdiff_t t, int slot) {
@@ -200,22 +205,15 @@ static void olc_conv_pack_task(void *arg, ptrdiff_t t, int slot) {
     olc_conv_pack_cols(&p->g, p->xb, p->seg, p->nseg, p->n1, k0, k1, p->nr, lines, p->cols);
 }
 
-static void olc_conv_epilogue_task(void *arg, ptrdiff_t t, int slot) {
-    olc_conv_job *p = (olc_conv_job *)arg;
-    int64_t r0 = (int64_t)t * p->rows_per_task;
-    int64_t r1 = r0 + p->rows_per_task < p->Mg ? r0 + p->rows_per_task : p->Mg;
-    (void)slot;
-    olc_conv_epilogue(p->yb + r0 * p->P + p->p0, p->zb != NULL ? p->zb + r0 * p->P + p->p0 : NULL,
-                      p->P, r1 - r0, p->n1, p->bb != NULL ? p->bb + r0 : NULL, p->act, p->a,
-                      p->b);
-}
-
-static void olc_conv_run_epilogue(olc_conv_job *p, int nthreads) {
-    if (p->bb == NULL && p->zb == NULL && p->act == OLC_CONV_NONE) return;
-    int64_t rows = 8192 / (p->n1 > 0 ? p->n1 : 1);
-    p->rows_per_task = rows < 1 ? 1 : rows;
-    olc_parallel_for((p->Mg + p->rows_per_task - 1) / p->rows_per_task, olc_conv_epilogue_task, p,
-                     nthreads);
+/* Bias, residual and activation of the GEMM's output tile (rows m0..m1,
+ * columns n0..n1 of the current block), on the thread that computed it. */
+static void olc_conv_tile_epilogue(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0,
+                                   int64_t n1) {
+    const olc_conv_job *p = (const olc_conv_job *)arg;
+    int64_t off = m0 * p->P + p->p0 + n0;
+    (void)q;
+    olc_conv_epilogue(p->yb + off, p->zb != NULL ? p->zb + off : NULL, p->P, m1 - m0, n1 - n0,
+                      p->bb != NULL ? p->bb + m0 : NULL, p->act, p->a, p->b);
 }
 
 /* Columns a tile holds for K rows at a level: a multiple of nr. */
@@ -276,6 +274,9 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
             return -1;
         }
     }
+    olc_sgemm_epilogue tile_epilogue = {olc_conv_tile_epilogue, &p};
+    const olc_sgemm_epilogue *epilogue =
+        bias != NULL || z != NULL || act != OLC_CONV_NONE ? &tile_epilogue : NULL;
     int status = 0;
     for (int64_t n = 0; n < N && status == 0; ++n) {
         for (int64_t gi = 0; gi < G && status == 0; ++gi) {
@@ -287,9 +288,9 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
             if (pointwise) {
                 p.p0 = 0;
                 p.n1 = p.P;
-                status = olc_sgemm(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, NULL, &ZERO, p.xb,
-                                   &ZERO, p.P, 1, Mg, p.P, p.K, p.yb, p.P, 0, 1.0f, 0, nthreads);
-                if (status == 0) olc_conv_run_epilogue(&p, nthreads);
+                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, NULL, &ZERO,
+                                        p.xb, &ZERO, p.P, 1, Mg, p.P, p.K, p.yb, p.P, 0, 1.0f, 0,
+                                        epilogue, nthreads);
                 continue;
             }
             for (int64_t p0 = 0; p0 < p.P && status == 0; p0 += p.pt) {
@@ -302,10 +303,9 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
                     status = -1;
                     break;
                 }
-                status = olc_sgemm(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, p.cols, &ZERO, NULL,
-                                   &ZERO, 0, 0, Mg, p.n1, p.K, p.yb + p0, p.P, 0, 1.0f, 0,
-                                   nthreads);
-                if (status == 0) olc_conv_run_epilogue(&p, nthreads);
+                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, p.cols, &ZERO,
+                                        NULL, &ZERO, 0, 0, Mg, p.n1, p.K, p.yb + p0, p.P, 0, 1.0f,
+                                        0, epilogue, nthreads);
             }
         }
     }
@@ -376,7 +376,7 @@ typedef void (*olc_conv_tdirect_f64_fn)(const olc_conv_geom *, const double *, c
                                         int64_t, int64_t, double, double *);
 
 typedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *, const float *, int64_t, const float *,
-                                    float, float *, int64_t, int64_t);
+                                    float, float *, float *, int64_t, int64_t);
 
 static int olc_conv_level(int level) { return olc_build_level(level); }
 
@@ -386,16 +386,23 @@ static olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level) {
 }
 
 /* Whether a depthwise plane runs olc_conv_dw3: 2-D or 1-D, 3 taps wide,
- * unit width stride. */
+ * width stride 1 or 2. */
 static int olc_conv_dw3_fits(const olc_conv_geom *g) {
-    return g->C == 1 && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kw == 3 && g->sw == 1;
+    return g->C == 1 && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kw == 3
+        && (g->sw == 1 || g->sw == 2);
+}
+
+/* Columns of the zero-padded rows olc_conv_dw3 reads: those one output row
+ * touches. */
+static int64_t olc_conv_dw3_width(const olc_conv_geom *g) {
+    return (g->OW - 1) * g->sw + 2 * g->dw + 1;
 }
 
 /* Rows r0..r1's padded input rows of one plane x (H x W) into xp (rows
- * Wp = OW + 2 dw wide): xp row i is padded row r0 * sh + i. */
+ * olc_conv_dw3_width wide): xp row i is padded row r0 * sh + i. */
 static void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
                               float *xp) {
-    int64_t Wp = g->OW + 2 * g->dw;
+    int64_t Wp = olc_conv_dw3_width(g);
     int64_t rows = (r1 - 1 - r0) * g->sh + (g->kh - 1) * g->dh + 1;
     for (int64_t i = 0; i < rows; ++i) {
         float *d = xp + i * Wp;
@@ -404,11 +411,13 @@ static void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0
             memset(d, 0, (size_t)Wp * sizeof(float));
             continue;
         }
-        const float *xr = x + ih * g->W;
-        for (int64_t j = 0; j < Wp; ++j) {
-            int64_t iw = j - g->pw;
-            d[j] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
-        }
+        /* columns j < pw and j >= pw + W are padding */
+        int64_t lo = g->pw < Wp ? g->pw : Wp;
+        int64_t hi = g->pw + g->W < Wp ? g->pw + g->W : Wp;
+        if (hi < lo) hi = lo;
+        memset(d, 0, (size_t)lo * sizeof(float));
+        memcpy(d + lo, x + ih * g->W + (lo - g->pw), (size_t)(hi - lo) * sizeof(float));
+        memset(d + hi, 0, (size_t)(Wp - hi) * sizeof(float));
     }
 }
 
@@ -425,6 +434,239 @@ static olc_conv_direct_f64_fn olc_conv_pick_direct_f64(int level) {
 static olc_conv_tdirect_f64_fn olc_conv_pick_tdirect_f64(int level) {
     level = olc_build_level(level);
     return OLC_LEVEL_FN(level, olc_conv_tdirect_f64);
+}
+
+/* ---- Winograd F(2x2, 3x3): 2-D 3x3 kernels at unit strides and dilations ----
+ *
+ * Each 2x2 output tile comes from a 4x4 input tile d: Y = A^T [(G g G^T) .
+ * (B^T d B)] A, so the 9 multiply-adds an output takes per channel pair
+ * become 4: the 16 elementwise products of all tiles and channels are 16
+ * GEMMs, V[xi] (tiles x C) times U[xi] (C x M), by the GEMM engine with
+ * U packed once per node.  The transforms' coefficients are 0, +-1 and
+ * 1/2, so they add a few roundings, no more, to a sum over C * 9 terms.
+ * Tasks have fixed boundaries: results do not depend on the thread count. */
+
+/* U[xi] (C x M, row-major, xi = 4 i + j) = (G g G^T)[i][j] of each 3x3
+ * filter g = w[m][c], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
+static void olc_conv_wino_filter(const float *w, int64_t M, int64_t C, float *u) {
+    for (int64_t m = 0; m < M; ++m) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float *g = w + (m * C + c) * 9;
+            float t[4][3];
+            for (int j = 0; j < 3; ++j) {
+                t[0][j] = g[j];
+                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                t[3][j] = g[6 + j];
+            }
+            for (int i = 0; i < 4; ++i) {
+                float r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),
+                              0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+                for (int j = 0; j < 4; ++j) u[((int64_t)(4 * i + j) * C + c) * M + m] = r[j];
+            }
+        }
+    }
+}
+
+typedef struct {
+    const float *x, *up, *bias, *z;
+    float *y, *scratch;
+    int64_t C, H, W, ph, pw, M, OH, OW, tw, T, tb, slot_floats;
+    int level, act, failed;
+    float a, b;
+} olc_conv_wino_job;
+
+/* Tiles a block holds: V and the products of a block in about 256 KB, so
+ * that they stay in the core's cache from one step to the next (whole
+ * images at 56x56 went to memory and ran slower than im2col). */
+static int64_t olc_conv_wino_block_tiles(const olc_conv_geom *g, int64_t M) {
+    int64_t tb = (512 * 1024) / (16 * (int64_t)sizeof(float) * (g->C + M));
+    return tb < 8 ? 8 : tb;
+}
+
+/* Floats from one of the 16 matrices of V (or of the products) to the
+ * next, for n tiles of width values: a cache line more than they hold, so
+ * that the 16 streams a transform reads or writes do not fall into the
+ * same cache sets (n * width is often a multiple of 4 KB). */
+static int64_t olc_conv_wino_stride(int64_t n, int64_t width) { return n * width + 16; }
+
+/* V[xi][t - t0][c] = (B^T d B)[xi] of the input tiles t0 .. t1, V's
+ * matrices nt tiles (rows) each, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
+ * 0 1 0 -1]. */
+static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1, float *v,
+                             int64_t nt) {
+    const int64_t H = p->H, W = p->W, C = p->C, nC = olc_conv_wino_stride(nt, C);
+    for (int64_t t = t0; t < t1; ++t) {
+        const int64_t h0 = 2 * (t / p->tw) - p->ph, w0 = 2 * (t % p->tw) - p->pw;
+        const int inside = h0 >= 0 && h0 + 4 <= H && w0 >= 0 && w0 + 4 <= W;
+        float *vt = v + (t - t0) * C;
+        for (int64_t c = 0; c < C; ++c) {
+            const float *xc = p->x + c * H * W;
+            float d[4][4], r[4][4];
+            for (int i = 0; i < 4; ++i) {
+                for (int k = 0; k < 4; ++k) {
+                    int64_t h = h0 + i, w = w0 + k;
+                    d[i][k] = inside || (h >= 0 && h < H && w >= 0 && w < W)
+                              ? xc[h * W + w] : 0.0f;
+                }
+            }
+            for (int k = 0; k < 4; ++k) {
+                r[0][k] = d[0][k] - d[2][k];
+                r[1][k] = d[1][k] + d[2][k];
+                r[2][k] = d[2][k] - d[1][k];
+                r[3][k] = d[1][k] - d[3][k];
+            }
+            for (int i = 0; i < 4; ++i) {
+                vt[(4 * i + 0) * nC + c] = r[i][0] - r[i][2];
+                vt[(4 * i + 1) * nC + c] = r[i][1] + r[i][2];
+                vt[(4 * i + 2) * nC + c] = r[i][2] - r[i][1];
+                vt[(4 * i + 3) * nC + c] = r[i][1] - r[i][3];
+            }
+        }
+    }
+}
+
+/* The 16 products of tiles t0 .. t1: mb[xi] (n x M) = V[xi] (n x C) U[xi]. */
+static int olc_conv_wino_gemm(const olc_conv_wino_job *p, int64_t n, const float *v, float *mb,
+                              int nthreads) {
+    int64_t a_offsets[16], b_index[16];
+    for (int xi = 0; xi < 16; ++xi) {
+        a_offsets[xi] = xi * olc_conv_wino_stride(n, p->C);
+        b_index[xi] = xi;
+    }
+    return olc_sgemm(p->level, OLC_FLOAT, 16, v, a_offsets, p->C, 1, p->up, b_index, NULL,
+                     b_index, 0, 0, n, p->M, p->C, mb, p->M, olc_conv_wino_stride(n, p->M), 1.0f,
+                     0, nthreads);
+}
+
+/* Output tiles t0 .. t1 from their products mb[xi][t - t0][m] (matrices
+ * of nt rows): y = A^T m A + bias (+ z), the activation; A^T = [1 1 1 0;
+ * 0 1 -1 -1]. */
+static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
+                              const float *mb, int64_t nt) {
+    const int64_t M = p->M, nM = olc_conv_wino_stride(nt, M), plane = p->OH * p->OW;
+    for (int64_t t = t0; t < t1; ++t) {
+        const int64_t oh = 2 * (t / p->tw), ow = 2 * (t % p->tw);
+        const float *mt = mb + (t - t0) * M;
+        for (int64_t m = 0; m < M; ++m) {
+            float s[16], a0[4], a1[4], out[2][2];
+            for (int xi = 0; xi < 16; ++xi) s[xi] = mt[xi * nM + m];
+            for (int k = 0; k < 4; ++k) {
+                a0[k] = s[k] + s[4 + k] + s[8 + k];
+                a1[k] = s[4 + k] - s[8 + k] - s[12 + k];
+            }
+            out[0][0] = a0[0] + a0[1] + a0[2];
+            out[0][1] = a0[1] - a0[2] - a0[3];
+            out[1][0] = a1[0] + a1[1] + a1[2];
+            out[1][1] = a1[1] - a1[2] - a1[3];
+            const float bv = p->bias != NULL ? p->bias[m] : 0.0f;
+            for (int i = 0; i < 2 && oh + i < p->OH; ++i) {
+                for (int k = 0; k < 2 && ow + k < p->OW; ++k) {
+                    int64_t at = m * plane + (oh + i) * p->OW + ow + k;
+                    float v = out[i][k] + bv;
+                    if (p->z != NULL) v += p->z[at];
+                    p->y[at] = p->act == OLC_CONV_NONE ? v : olc_conv_act(v, p->act, p->a, p->b);
+                }
+            }
+        }
+    }
+}
+
+/* Block b of an image on one thread: its tiles' transforms, products and
+ * outputs in the slot's scratch. */
+static void olc_conv_wino_block_task(void *arg, ptrdiff_t b, int slot) {
+    olc_conv_wino_job *p = (olc_conv_wino_job *)arg;
+    int64_t t0 = (int64_t)b * p->tb, t1 = t0 + p->tb < p->T ? t0 + p->tb : p->T;
+    float *v = p->scratch + slot * p->slot_floats;
+    float *mb = v + 16 * olc_conv_wino_stride(p->tb, p->C);
+    olc_conv_wino_in(p, t0, t1, v, t1 - t0);
+    if (olc_conv_wino_gemm(p, t1 - t0, v, mb, 1) != 0) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    olc_conv_wino_out(p, t0, t1, mb, t1 - t0);
+}
+
+/* The one-block image: transforms of 8 tiles a task, into / out of the
+ * image's V and products (scratch). */
+static void olc_conv_wino_in_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_conv_wino_job *p = (const olc_conv_wino_job *)arg;
+    int64_t t0 = (int64_t)task * 8, t1 = t0 + 8 < p->T ? t0 + 8 : p->T;
+    (void)slot;
+    olc_conv_wino_in(p, t0, t1, p->scratch + t0 * p->C, p->T);
+}
+
+static void olc_conv_wino_out_task(void *arg, ptrdiff_t task, int slot) {
+    const olc_conv_wino_job *p = (const olc_conv_wino_job *)arg;
+    int64_t t0 = (int64_t)task * 8, t1 = t0 + 8 < p->T ? t0 + 8 : p->T;
+    (void)slot;
+    olc_conv_wino_out(p, t0, t1, p->scratch + 16 * olc_conv_wino_stride(p->T, p->C) + t0 * p->M,
+                      p->T);
+}
+
+/* Whether an image runs block by block (each block on one thread), else
+ * as one block whose steps all threads share (too few blocks to share:
+ * the small late layers).  The same choice at every thread count. */
+static int olc_conv_wino_blocked(const olc_conv_geom *g, int64_t M) {
+    int64_t T = ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
+    return T >= 4 * olc_conv_wino_block_tiles(g, M);
+}
+
+/* Floats of the scratch olc_conv_wino_f32 needs at nthreads. */
+static int64_t olc_conv_wino_scratch(const olc_conv_geom *g, int64_t M, int nthreads) {
+    int64_t T = ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
+    int64_t n = olc_conv_wino_blocked(g, M) ? olc_conv_wino_block_tiles(g, M) : T;
+    int64_t one = 16 * (olc_conv_wino_stride(n, g->C) + olc_conv_wino_stride(n, M));
+    return olc_conv_wino_blocked(g, M) ? (nthreads > 1 ? nthreads : 1) * one : one;
+}
+/* y (N x M x OH x OW) = act(conv(x, w) + bias + z) for 3x3 kernels at unit
+ * strides and dilations; up: U packed by olc_sgemm_pack_b (16 matrices C x
+ * M at this level); scratch: olc_conv_wino_scratch(g, M, nthreads) floats
+ * (the caller's, kept between calls: fresh pages of megabytes cost more
+ * than the transforms).  Returns -1 without memory. */
+static int olc_conv_wino_f32(int level, const olc_conv_geom *g, const float *x, const float *up,
+                             const float *bias, const float *z, float *y, float *scratch,
+                             int64_t N, int64_t M, int act, float a, float b, int nthreads) {
+    olc_conv_wino_job p;
+    memset(&p, 0, sizeof p);
+    p.level = olc_gemm_level(level);
+    p.C = g->C;
+    p.H = g->H;
+    p.W = g->W;
+    p.ph = g->ph;
+    p.pw = g->pw;
+    p.M = M;
+    p.OH = g->OH;
+    p.OW = g->OW;
+    p.tw = (g->OW + 1) / 2;
+    p.T = ((g->OH + 1) / 2) * p.tw;
+    p.tb = olc_conv_wino_block_tiles(g, M);
+    p.slot_floats = 16 * (olc_conv_wino_stride(p.tb, p.C) + olc_conv_wino_stride(p.tb, M));
+    p.up = up;
+    p.bias = bias;
+    p.scratch = scratch;
+    p.act = act;
+    p.a = a;
+    p.b = b;
+    if (N == 0 || M == 0 || p.T == 0) return 0;
+    const int blocked = olc_conv_wino_blocked(g, M);
+    const int64_t plane_in = p.C * p.H * p.W, plane_out = M * p.OH * p.OW;
+    int status = 0;
+    for (int64_t n = 0; n < N && status == 0; ++n) {
+        p.x = x + n * plane_in;
+        p.y = y + n * plane_out;
+        p.z = z != NULL ? z + n * plane_out : NULL;
+        if (blocked) {
+            olc_parallel_for((p.T + p.tb - 1) / p.tb, olc_conv_wino_block_task, &p, nthreads);
+            status = p.failed ? -1 : 0;
+            continue;
+        }
+        olc_parallel_for((p.T + 7) / 8, olc_conv_wino_in_task, &p, nthreads);
+        status = olc_conv_wino_gemm(&p, p.T, scratch,
+                                    scratch + 16 * olc_conv_wino_stride(p.T, p.C), nthreads);
+        if (status == 0) olc_parallel_for((p.T + 7) / 8, olc_conv_wino_out_task, &p, nthreads);
+    }
+    return status;
 }
 
 #endif

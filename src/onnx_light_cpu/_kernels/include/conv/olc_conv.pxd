@@ -31,9 +31,15 @@ cdef extern from "conv/olc_conv.h" nogil:
     olc_conv_tdirect_f64_fn olc_conv_pick_tdirect_f64(int level)
     int olc_conv_level(int level)
     ctypedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *g, const float *xp, int64_t Wp,
-                                         const float *w, float bias, float *y, int64_t r0,
-                                         int64_t r1)
+                                         const float *w, float bias, float *t, float *y,
+                                         int64_t r0, int64_t r1)
     olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level)
     int olc_conv_dw3_fits(const olc_conv_geom *g)
+    int64_t olc_conv_dw3_width(const olc_conv_geom *g)
     void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
                            float *xp)
+    void olc_conv_wino_filter(const float *w, int64_t M, int64_t C, float *u)
+    int64_t olc_conv_wino_scratch(const olc_conv_geom *g, int64_t M, int nthreads)
+    int olc_conv_wino_f32(int level, const olc_conv_geom *g, const float *x, const float *up,
+                          const float *bias, const float *z, float *y, float *scratch,
+                          int64_t N, int64_t M, int act, float a, float b, int nthreads)

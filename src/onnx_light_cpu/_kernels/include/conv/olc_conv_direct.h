@@ -76,23 +76,54 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_tdirect, OLC_CN))(
     }
 }
 
-/* Depthwise rows of three taps at unit width stride (2-D or 1-D, one input
- * channel): output rows r0..r1 of one plane from xp, a zero-padded copy of
- * the input rows they read (row i of xp: padded row r0 * sh + i, Wp =
- * OW + 2 dw columns, column j: input column j - pw).  No bounds inside:
- * three taps a pass over the row. */
+/* Depthwise rows of three taps (2-D or 1-D, one input channel, width
+ * stride 1 or 2): output rows r0..r1 of one plane from xp, a zero-padded
+ * copy of the input rows they read (row i of xp: padded row r0 * sh + i,
+ * Wp = olc_conv_dw3_width columns, column j: input column j - pw).  No
+ * bounds inside: three taps a pass over the row.  Every element is summed
+ * in the same order (bias, then the taps row by row) on every path. */
 OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dw3, OLC_CN))(
         const olc_conv_geom *g, const OLC_CT *xp, int64_t Wp, const OLC_CT *w, OLC_CT bias,
-        OLC_CT *restrict y, int64_t r0, int64_t r1) {
-    const int64_t OW = g->OW, dw = g->dw;
+        OLC_CT *restrict t, OLC_CT *restrict y, int64_t r0, int64_t r1) {
+    const int64_t OW = g->OW, dw = g->dw, kh = g->kh;
+    if (g->sw == 1 && g->sh == 1) {
+        /* Unit strides: the rows laid end to end are one 1-D convolution
+         * (each row Wp - OW scratch columns longer), long enough to
+         * vectorise however narrow the plane; t (rows x Wp) holds it. */
+        const int64_t rows = r1 - r0, n = (rows - 1) * Wp + OW;
+        for (int64_t i = 0; i < n; ++i) t[i] = bias;
+        for (int64_t b = 0; b < kh; ++b) {
+            const OLC_CT *restrict xs = xp + b * g->dh * Wp;
+            const OLC_CT w0 = w[3 * b], w1 = w[3 * b + 1], w2 = w[3 * b + 2];
+            for (int64_t i = 0; i < n; ++i)
+                t[i] += w0 * xs[i] + w1 * xs[i + dw] + w2 * xs[i + 2 * dw];
+        }
+        for (int64_t r = 0; r < rows; ++r)
+            memcpy(y + (r0 + r) * OW, t + r * Wp, (size_t)OW * sizeof(OLC_CT));
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         OLC_CT *restrict yr = y + r * OW;
         for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
-        for (int64_t b = 0; b < g->kh; ++b) {
+        for (int64_t b = 0; b < kh; ++b) {
             const OLC_CT *restrict xs = xp + ((r - r0) * g->sh + b * g->dh) * Wp;
             const OLC_CT w0 = w[3 * b], w1 = w[3 * b + 1], w2 = w[3 * b + 2];
-            for (int64_t ow = 0; ow < OW; ++ow)
-                yr[ow] += w0 * xs[ow] + w1 * xs[ow + dw] + w2 * xs[ow + 2 * dw];
+            if (g->sw == 1) {
+                for (int64_t ow = 0; ow < OW; ++ow)
+                    yr[ow] += w0 * xs[ow] + w1 * xs[ow + dw] + w2 * xs[ow + 2 * dw];
+            } else if (dw == 1) { /* width stride 2: even and odd columns apart in t */
+                OLC_CT *restrict ev = t, *restrict od = t + OW + 1;
+                for (int64_t j = 0; j < OW; ++j) {
+                    ev[j] = xs[2 * j];
+                    od[j] = xs[2 * j + 1];
+                }
+                ev[OW] = xs[2 * OW];
+                for (int64_t ow = 0; ow < OW; ++ow)
+                    yr[ow] += w0 * ev[ow] + w1 * od[ow] + w2 * ev[ow + 1];
+            } else {
+                for (int64_t ow = 0; ow < OW; ++ow)
+                    yr[ow] += w0 * xs[2 * ow] + w1 * xs[2 * ow + dw] + w2 * xs[2 * ow + 2 * dw];
+            }
         }
     }
 }

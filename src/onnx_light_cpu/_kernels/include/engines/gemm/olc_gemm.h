@@ -778,9 +778,22 @@ static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M,
     int64_t mc = (OLC_GEMM_MC + cfg->mr - 1) / cfg->mr, nc = OLC_GEMM_NC / cfg->nr;
     *mt = (mu + mc - 1) / mc;
     *nt = (nu + nc - 1) / nc;
-    if (nthreads > 1)
+    /* enough tiles to share: columns first; where they run out (a late
+     * conv layer's 49 pixels by 512 channels made 4 tiles, the last one
+     * column wide), rows in two, not more: each row tile packs its B again */
+    if (nthreads > 1) {
         while (batch * *mt * *nt < 8 * nthreads && *nt < nu) ++*nt;
+        if (batch * *mt * *nt < 8 * nthreads && *mt == 1 && mu > 1) *mt = 2;
+    }
 }
+
+/* What a caller does to each output tile of matrix q, rows m0..m1 and
+ * columns n0..n1 of C[q], right after the thread that computed the tile
+ * (so while it is in that core's cache): a bias, an activation. */
+typedef struct {
+    void (*fn)(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+    void *arg;
+} olc_sgemm_epilogue;
 
 typedef struct {
     olc_sgemm_cfg cfg;
@@ -792,6 +805,7 @@ typedef struct {
     int64_t mt, nt, mu, mpad, nkb, apanels, bsize, ncmax;
     float *apack, *c, alpha;
     float **bbuf; /* B blocks, one buffer a slot */
+    const olc_sgemm_epilogue *epilogue;
     int failed;
 } olc_sgemm_job;
 
@@ -832,6 +846,7 @@ static void olc_sgemm_tile_task(void *arg, ptrdiff_t t, int slot) {
     olc_sgemm_tile(&p->cfg, p->dtype, p->direct ? NULL : p->apack + q * p->K * p->mpad, p->mpad,
                    aq, p->rsa, bq, rq, p->rsb, p->csb, p->K, p->M, p->N, m0, m1, n0, n1,
                    p->c + q * p->c_stride, p->ldc, p->alpha, p->accumulate, bbuf);
+    if (p->epilogue != NULL) p->epilogue->fn(p->epilogue->arg, q, m0, m1, n0, n1);
 }
 
 /* C[q] = alpha * A[q] B[q] (+ C[q] when accumulate) for q < batch.  A[q]
@@ -840,12 +855,14 @@ static void olc_sgemm_tile_task(void *arg, ptrdiff_t t, int slot) {
  * (B[q] starts at element b_offsets[q] of b, strides rsb, csb), packed
  * tile by tile.  A is packed once, first, by all threads; then they share
  * the tiles.  Returns -1 when scratch memory is missing. */
-static int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
-                     const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
-                     const int64_t *b_index, const void *b, const int64_t *b_offsets,
-                     int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
-                     int64_t ldc, int64_t c_stride, float alpha, int accumulate, int nthreads) {
+static int olc_sgemm_then(int level, int dtype, int64_t batch, const void *a,
+                          const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
+                          const int64_t *b_index, const void *b, const int64_t *b_offsets,
+                          int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
+                          int64_t ldc, int64_t c_stride, float alpha, int accumulate,
+                          const olc_sgemm_epilogue *epilogue, int nthreads) {
     olc_sgemm_job p;
+    p.epilogue = epilogue;
     olc_sgemm_config(level, &p.cfg);
     if (M == 0 || N == 0 || batch == 0) return 0;
     olc_sgemm_tiling(&p.cfg, batch, M, N, nthreads, &p.mt, &p.nt);
@@ -891,6 +908,16 @@ static int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
     olc_slot_buffers_free(p.bbuf, nthreads);
     free(p.apack);
     return p.failed ? -1 : 0;
+}
+
+/* olc_sgemm_then without an epilogue. */
+static int olc_sgemm(int level, int dtype, int64_t batch, const void *a,
+                     const int64_t *a_offsets, int64_t rsa, int64_t csa, const float *bp,
+                     const int64_t *b_index, const void *b, const int64_t *b_offsets,
+                     int64_t rsb, int64_t csb, int64_t M, int64_t N, int64_t K, float *c,
+                     int64_t ldc, int64_t c_stride, float alpha, int accumulate, int nthreads) {
+    return olc_sgemm_then(level, dtype, batch, a, a_offsets, rsa, csa, bp, b_index, b, b_offsets,
+                          rsb, csb, M, N, K, c, ldc, c_stride, alpha, accumulate, NULL, nthreads);
 }
 
 /* ---- M = 1, B row-major float32: stream B once ---- */
