@@ -446,13 +446,20 @@ class Interleaver:
         self.rounds += 1
 
 
-def interleave_with_ort(benchmark, run_ours, run_ort, per_call: float, budget_s: float,
+def interleave_with_ort(benchmark, ours, theirs, feeds: dict, per_call: float, budget_s: float,
                         block_seconds: float = 0.05, min_blocks: int = 5,
                         max_blocks: int = 200) -> None:
-    """A whole model, ours against ONNX Runtime in alternating blocks of
-    about ``block_seconds``; the medians and their ratio go into
-    ``benchmark.extra_info``. ``per_call``: seconds one call of ours takes."""
+    """A whole model, our session against ONNX Runtime's on ``feeds`` in
+    alternating blocks of about ``block_seconds``; the medians and their
+    ratio go into ``benchmark.extra_info``. ``per_call``: seconds one call
+    of ours takes."""
     import statistics
+
+    def run_ours():
+        return ours.run(None, feeds)
+
+    def run_ort():
+        return theirs.run(None, feeds)
 
     calls = max(1, round(block_seconds / per_call))
     warmup = 1 if per_call < block_seconds else 0

@@ -138,17 +138,11 @@ def test_decoder(benchmark, bench_options, competing_load, config, dtype, thread
     ours, theirs = _sessions(config, dtype, threads)
     info = _check(config, dtype, ours, theirs, feeds)
 
-    def run_ours():
-        return ours.run(None, feeds)
-
-    def run_ort():
-        return theirs.run(None, feeds)
-
     benchmark.group = f"decoder-{config.name}-{dtype}-{step}-t{threads}"
     benchmark.extra_info.update(
         contender="ours-vs-ort", model=config.name, layers=config.layers, dtype=dtype,
         step=step, new_tokens=seq, past=past, threads=threads, simd=olc.simd_level(),
         nodes=len(_model(config, dtype).graph.node), ort_optimization="all",
         **competing_load.describe(), **info)
-    interleave_with_ort(benchmark, run_ours, run_ort, info["second_call_s"],
+    interleave_with_ort(benchmark, ours, theirs, feeds, info["second_call_s"],
                         bench_options.budget_s)

@@ -131,16 +131,10 @@ def test_vision(benchmark, bench_options, competing_load, config, kind, build, f
     ours, theirs = _sessions(config, build, threads, fused)
     info = _check(config, kind, ours, theirs, inputs)
 
-    def run_ours():
-        return ours.run(None, inputs)
-
-    def run_ort():
-        return theirs.run(None, inputs)
-
     benchmark.group = f"vision-{config.name}{'-fused' * fused}-t{threads}"
     benchmark.extra_info.update(
         contender="ours-vs-ort", model=config.name, kind=kind, threads=threads, fused=fused,
         simd=olc.simd_level(), nodes=len(_model(config, build).graph.node),
         ort_optimization="all", **competing_load.describe(), **info)
-    interleave_with_ort(benchmark, run_ours, run_ort, info["second_call_s"],
+    interleave_with_ort(benchmark, ours, theirs, inputs, info["second_call_s"],
                         bench_options.budget_s)

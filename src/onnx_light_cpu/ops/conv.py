@@ -3,8 +3,12 @@
 Every shape is run as 3-D (1-D and 2-D get leading unit axes).  float32
 Conv writes im2col tiles straight into the GEMM engine's packed layout and
 multiplies them by the weights read in place (a 1x1, stride-1, unpadded
-Conv is a plain GEMM on X); depthwise Conv (group == C == M) and double run
-a direct loop vectorised over the output width.  ConvTranspose in float32 is
+Conv is a plain GEMM on X; a 2-D 3x3 Conv at unit strides and dilations
+from 16 channels in and out is Winograd F(2x2, 3x3): 16 GEMMs of the
+transformed tiles by the transformed weights, packed once); depthwise Conv
+(group == C == M) and double run a direct loop vectorised over the output
+width.  Bias, FusedConv's Z and activation go on each output tile right
+after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
 output channel; in double a direct scatter.  Col2Im is the scatter-add.
 float16 and bfloat16 are widened to float32, computed as float32 and
@@ -61,6 +65,26 @@ class _ConvAttributes(KernelOp):
             raise TypeError(self._input_error(
                 0, f"has element type {x.dtype}, expected one of {names} (opset {self.opset})"))
         return element_type
+
+    def prepared_bytes(self) -> int:
+        """Bytes of the weights laid out once for this node."""
+        return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
+
+    def _ranks_and_groups(self, x, w) -> tuple[int, int, int, int]:
+        """(spatial axes, N, C, group) once X and W have the same rank and
+        the group divides X's channels."""
+        op = self.onnx_node.op_type
+        if x.ndim != w.ndim:
+            raise ValueError(self._input_error(
+                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
+        N, C = x.shape[:2]
+        G = self.group
+        if G < 1:
+            raise ValueError(f"{op}: attribute group {G} must be positive")
+        if C % G:
+            raise ValueError(self._input_error(
+                0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
+        return x.ndim - 2, N, C, G
 
     def _spatial(self, name: str, default: int, n: int, factor: int = 1) -> tuple[int, ...]:
         values = tuple(int(v) for v in getattr(self, name))
@@ -120,25 +144,10 @@ class Conv(_ConvAttributes):
         self._prepared: dict = {}
         self.act_a = self.act_b = 0.0
 
-    def prepared_bytes(self) -> int:
-        """Bytes of the weights laid out once for this node."""
-        return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
-
     def _plan(self, x, w, b=None, z=None):
         element_type = self._opset_type(x)
-        op = self.onnx_node.op_type
-        if x.ndim != w.ndim:
-            raise ValueError(self._input_error(
-                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
-        n = x.ndim - 2
-        N, C = x.shape[:2]
+        n, N, C, G = self._ranks_and_groups(x, w)
         M, Cg = w.shape[:2]
-        G = self.group
-        if G < 1:
-            raise ValueError(f"{op}: attribute group {G} must be positive")
-        if C % G:
-            raise ValueError(self._input_error(
-                0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
         if C // G != Cg:
             raise ValueError(self._input_error(
                 1, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
@@ -292,24 +301,10 @@ class ConvTranspose(_ConvAttributes):
                   Attr("output_shape", "ints", ()), Attr("pads", "ints", ()),
                   Attr("strides", "ints", ()))
 
-    def prepared_bytes(self) -> int:
-        """Bytes of the weights laid out once for this node."""
-        return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
-
     def _plan(self, x, w, b=None):
         element_type = self._opset_type(x)
         op = self.onnx_node.op_type
-        if x.ndim != w.ndim:
-            raise ValueError(self._input_error(
-                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
-        n = x.ndim - 2
-        N, C = x.shape[:2]
-        G = self.group
-        if G < 1:
-            raise ValueError(f"{op}: attribute group {G} must be positive")
-        if C % G:
-            raise ValueError(self._input_error(
-                0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
+        n, N, C, G = self._ranks_and_groups(x, w)
         if w.shape[0] != C:
             raise ValueError(self._input_error(
                 1, f"has shape {w.shape}: {w.shape[0]} input channels, expected X's {C}"))
