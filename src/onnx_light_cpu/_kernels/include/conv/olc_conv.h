@@ -476,7 +476,7 @@ typedef struct {
     float a, b;
 } olc_conv_wino_job;
 
-/* Tiles a block holds: V and the products of a block in about 256 KB, so
+/* Tiles a block holds: V and the products of a block in about 512 KB, so
  * that they stay in the core's cache from one step to the next (whole
  * images at 56x56 went to memory and ran slower than im2col). */
 static int64_t olc_conv_wino_block_tiles(const olc_conv_geom *g, int64_t M) {
