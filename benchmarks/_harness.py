@@ -446,6 +446,21 @@ class Interleaver:
         self.rounds += 1
 
 
+def model_sessions(ours_model: onnx.ModelProto, ort_model: onnx.ModelProto, threads: int):
+    """A whole model's two sessions: ours with every kernel registered, and
+    ONNX Runtime with all its graph optimizations, as a user runs it."""
+    import onnxruntime as ort
+
+    ours = ReferenceEvaluator(ours_model)
+    olc.register_kernels_for_session(ours)
+    olc.set_num_threads_for_session(ours, threads)
+    so = ort_session_options(threads)
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    theirs = ort.InferenceSession(ort_model.SerializeToString(), so,
+                                  providers=["CPUExecutionProvider"])
+    return ours, theirs
+
+
 def interleave_with_ort(benchmark, ours, theirs, feeds: dict, per_call: float, budget_s: float,
                         block_seconds: float = 0.05, min_blocks: int = 5,
                         max_blocks: int = 200) -> None:

@@ -33,11 +33,10 @@ import time
 import numpy as np
 import onnx
 import pytest
-from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from ._harness import interleave_with_ort, ort_session_options
+from ._harness import interleave_with_ort, model_sessions
 from .decoders import (
     DTYPES,
     LLAMA_3_2_1B,
@@ -83,21 +82,13 @@ _held: dict = {}  # the sessions of the current case: a real model holds gigabyt
 
 def _sessions(config: DecoderConfig, dtype: str, threads: int):
     """(our evaluator, the ORT session), kept while the next test needs them."""
-    import onnxruntime as ort
-
     key = (config, dtype, threads)
     if key in _held:
         return _held[key]
     _held.clear()
     gc.collect()
     model = _model(config, dtype)
-    ours = ReferenceEvaluator(model)
-    olc.register_kernels_for_session(ours)
-    olc.set_num_threads_for_session(ours, threads)
-    so = ort_session_options(threads)
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    theirs = ort.InferenceSession(model.SerializeToString(), so,
-                                  providers=["CPUExecutionProvider"])
+    ours, theirs = model_sessions(model, model, threads)
     _held[key] = ours, theirs
     return ours, theirs
 

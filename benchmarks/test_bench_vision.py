@@ -25,11 +25,10 @@ import time
 
 import numpy as np
 import pytest
-from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from ._harness import interleave_with_ort, ort_session_options
+from ._harness import interleave_with_ort, model_sessions
 from .vision import (
     DENSENET121,
     LSTMS,
@@ -85,17 +84,8 @@ def _fused(config, build):
 
 
 def _sessions(config, build, threads: int, fused: bool):
-    import onnxruntime as ort
-
     model = _model(config, build)
-    ours = ReferenceEvaluator(_fused(config, build) if fused else model)
-    olc.register_kernels_for_session(ours)
-    olc.set_num_threads_for_session(ours, threads)
-    so = ort_session_options(threads)
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    theirs = ort.InferenceSession(model.SerializeToString(), so,
-                                  providers=["CPUExecutionProvider"])
-    return ours, theirs
+    return model_sessions(_fused(config, build) if fused else model, model, threads)
 
 
 def _check(config, kind, ours, theirs, feeds) -> dict:

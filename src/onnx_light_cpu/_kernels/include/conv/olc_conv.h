@@ -317,42 +317,17 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
 
 /* ---- col2im: scatter-add of columns into an image ---- */
 
-/* Channel c of the image y (OD x OH x OW, one plane) += the columns of its
- * taps: rows c * kk + tap of col (ld apart), columns l0 .. l0+lt of the
- * D x H x W grid.  Order: tap, then column: fixed. */
-#define OLC_CONV_COL2IM(NAME, T)                                                                 \
-    static void NAME(const olc_conv_geom *g, const T *col, int64_t ld, int64_t l0, int64_t lt,     \
-                     T *plane) {                                                                   \
-        int64_t kk = g->kd * g->kh * g->kw;                                                        \
-        for (int64_t tap = 0; tap < kk; ++tap) {                                                   \
-            int64_t a = tap / (g->kh * g->kw), b = (tap / g->kw) % g->kh, e = tap % g->kw;         \
-            const T *cr = col + tap * ld;                                                          \
-            int64_t l = l0, j = 0;                                                                 \
-            while (j < lt) {                                                               \
-                int64_t iw = l % g->W, ih = (l / g->W) % g->H, id = l / (g->W * g->H);             \
-                int64_t L = g->W - iw < lt - j ? g->W - iw : lt - j;                               \
-                int64_t od = id * g->sd - g->pd + a * g->dd, oh = ih * g->sh - g->ph + b * g->dh;  \
-                if (od >= 0 && od < g->OD && oh >= 0 && oh < g->OH) {                              \
-                    T *yr = plane + (od * g->OH + oh) * g->OW;                                     \
-                    const T *src = cr + j;                                                         \
-                    int64_t ow0 = iw * g->sw - g->pw + e * g->dw, s = g->sw;                       \
-                    int64_t lo = ow0 >= 0 ? 0 : (-ow0 + s - 1) / s;                                \
-                    int64_t hi = g->OW - ow0 > 0 ? (g->OW - ow0 + s - 1) / s : 0;                  \
-                    if (hi > L) hi = L;                                                            \
-                    if (s == 1) {                                                                  \
-                        T *yo = yr + ow0;                                                          \
-                        for (int64_t t = lo; t < hi; ++t) yo[t] += src[t];                         \
-                    } else {                                                                       \
-                        for (int64_t t = lo; t < hi; ++t) yr[ow0 + t * s] += src[t];               \
-                    }                                                                              \
-                }                                                                                  \
-                j += L;                                                                            \
-                l += L;                                                                            \
-            }                                                                                      \
-        }                                                                                          \
-    }
-OLC_CONV_COL2IM(olc_conv_col2im_f32, float)
-OLC_CONV_COL2IM(olc_conv_col2im_f64, double)
+/* col2im, float32 and double */
+#define OLC_CT float
+#define OLC_CN f32
+#include "conv/olc_conv_col2im.h"
+#undef OLC_CT
+#undef OLC_CN
+#define OLC_CT double
+#define OLC_CN f64
+#include "conv/olc_conv_col2im.h"
+#undef OLC_CT
+#undef OLC_CN
 
 /* ---- the direct loops, per level and type ---- */
 #define OLC_CT float
@@ -614,10 +589,13 @@ static int olc_conv_wino_blocked(const olc_conv_geom *g, int64_t M) {
 
 /* Floats of the scratch olc_conv_wino_f32 needs at nthreads. */
 static int64_t olc_conv_wino_scratch(const olc_conv_geom *g, int64_t M, int nthreads) {
+    if (olc_conv_wino_blocked(g, M)) { /* a block a slot */
+        int64_t tb = olc_conv_wino_block_tiles(g, M);
+        return (nthreads > 1 ? nthreads : 1) * 16
+               * (olc_conv_wino_stride(tb, g->C) + olc_conv_wino_stride(tb, M));
+    }
     int64_t T = ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
-    int64_t n = olc_conv_wino_blocked(g, M) ? olc_conv_wino_block_tiles(g, M) : T;
-    int64_t one = 16 * (olc_conv_wino_stride(n, g->C) + olc_conv_wino_stride(n, M));
-    return olc_conv_wino_blocked(g, M) ? (nthreads > 1 ? nthreads : 1) * one : one;
+    return 16 * (olc_conv_wino_stride(T, g->C) + olc_conv_wino_stride(T, M));
 }
 /* y (N x M x OH x OW) = act(conv(x, w) + bias + z) for 3x3 kernels at unit
  * strides and dilations; up: U packed by olc_sgemm_pack_b (16 matrices C x
