@@ -12,7 +12,7 @@ boundaries, so results do not depend on the thread count.
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -26,6 +26,7 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_tile_cols)
 from olc_gemm cimport olc_gemm_level, olc_sgemm, olc_sgemm_pack_b, olc_sgemm_packed_size
 from olc_pool cimport olc_parallel_for, olc_pool_import
+from olc_qconv cimport olc_qconv_depthwise, olc_qconv_im2col, olc_qconv_requantize
 
 cnp.import_array()
 olc_pool_import()
@@ -371,3 +372,56 @@ def col2im(cnp.ndarray col, cnp.ndarray y, cnp.ndarray geom, int64_t planes, int
     j.f64 = col.dtype.num == cnp.NPY_FLOAT64
     with nogil:
         olc_parallel_for(planes, _col2im_plane_task, &j, threads)
+
+
+# ---- 8-bit convolutions (ConvInteger, QLinearConv; see conv/olc_qconv.h) ----
+
+
+def qconv_im2col(cnp.ndarray x, int64_t img_stride, int64_t nimg, int64_t G, int pad,
+                 cnp.ndarray col, cnp.ndarray geom, int threads):
+    """Columns (nimg * G matrices of C*kd*kh*kw x P bytes) of the images of
+    ``x`` (uint8/int8 bytes, image i at i * img_stride), padding = ``pad``."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    cdef int64_t need = nimg * G * g.C * g.kd * g.kh * g.kw * g.OD * g.OH * g.OW
+    if cnp.PyArray_NBYTES(col) < need:
+        raise ValueError("conv core: the column buffer is too small")
+    cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
+    cdef uint8_t *pc = <uint8_t *>cnp.PyArray_DATA(col)
+    with nogil:
+        olc_qconv_im2col(&g, px, img_stride, nimg, G, <uint8_t>pad, pc, threads)
+
+
+def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.ndarray y,
+                    cnp.ndarray geom, int64_t planes, int64_t channels, int threads):
+    """int32 y (planes, P) of a depthwise convolution: x (planes images of
+    one channel, uint8/int8 bytes), w (channels, kk) int32 minus its zero
+    point, xzp x's zero point."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    if (cnp.PyArray_SIZE(y) < planes * g.OD * g.OH * g.OW
+            or cnp.PyArray_SIZE(w) < channels * g.kd * g.kh * g.kw):
+        raise ValueError("conv core: depthwise buffers too small")
+    cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
+    cdef const int32_t *pw = <const int32_t *>cnp.PyArray_DATA(w)
+    cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y)
+    with nogil:
+        olc_qconv_depthwise(&g, px, x_signed, xzp, pw, planes, channels, py, threads)
+
+
+def qconv_requantize(cnp.ndarray acc, object bias, cnp.ndarray scale, cnp.ndarray y,
+                     int64_t rows, int64_t M, int64_t P, int zp, bint out_signed, int level,
+                     int threads):
+    """y (rows x P, uint8/int8) = saturate(rint(float32(acc + bias[m]) *
+    scale[m]) + zp) for row r of channel m = r % M; bias int32 or None,
+    scale M float32."""
+    if (cnp.PyArray_SIZE(acc) < rows * P or cnp.PyArray_NBYTES(y) < rows * P
+            or cnp.PyArray_SIZE(scale) < M
+            or (bias is not None and cnp.PyArray_SIZE(<cnp.ndarray>bias) < M)):
+        raise ValueError("conv core: requantization buffers too small")
+    cdef const int32_t *pa = <const int32_t *>cnp.PyArray_DATA(acc)
+    cdef const int32_t *pb = <const int32_t *>_data(bias)
+    cdef const float *ps = <const float *>cnp.PyArray_DATA(scale)
+    cdef void *py = cnp.PyArray_DATA(y)
+    with nogil:
+        olc_qconv_requantize(pa, pb, ps, rows, M, P, zp, out_signed, py, level, threads)

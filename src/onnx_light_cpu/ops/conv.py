@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 import types
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from onnx import TensorProto
 
 from .. import simd
 from .._kernels import conv as core
+from .._kernels.engines import gemm_int8 as i8core
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
 
 T = TensorProto
@@ -70,13 +71,13 @@ class _ConvAttributes(KernelOp):
         """Bytes of the weights laid out once for this node."""
         return sum(v.nbytes for v in self.__dict__.get("_prepared_inputs", {}).values())
 
-    def _ranks_and_groups(self, x, w) -> tuple[int, int, int, int]:
-        """(spatial axes, N, C, group) once X and W have the same rank and
-        the group divides X's channels."""
+    def _ranks_and_groups(self, x, w, w_index: int = 1) -> tuple[int, int, int, int]:
+        """(spatial axes, N, C, group) once X and W (input ``w_index``) have
+        the same rank and the group divides X's channels."""
         op = self.onnx_node.op_type
         if x.ndim != w.ndim:
             raise ValueError(self._input_error(
-                1, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
+                w_index, f"has rank {w.ndim}, expected the rank of X ({x.ndim}, shape {x.shape})"))
         N, C = x.shape[:2]
         G = self.group
         if G < 1:
@@ -95,13 +96,13 @@ class _ConvAttributes(KernelOp):
                              f"values, expected {n * factor} for {n} spatial axes")
         return values
 
-    def _common(self, n: int, kernel: tuple[int, ...]):
+    def _common(self, n: int, kernel: tuple[int, ...], w_index: int = 1):
         """(kernel, strides, dilations, pads) checked for n spatial axes."""
         op = self.onnx_node.op_type
         given = tuple(int(v) for v in self.kernel_shape)
         if given and given != tuple(kernel):
             raise ValueError(self._input_error(
-                1, f"has kernel shape {tuple(kernel)}, but attribute kernel_shape is {given}"))
+                w_index, f"has kernel shape {tuple(kernel)}, but attribute kernel_shape is {given}"))
         strides = self._spatial("strides", 1, n)
         dilations = self._spatial("dilations", 1, n)
         pads = self._spatial("pads", 0, n, 2)
@@ -114,6 +115,29 @@ class _ConvAttributes(KernelOp):
         if n > 3:
             raise NotImplementedError(f"{op}: {n} spatial axes (at most 3 are supported)")
         return strides, dilations, pads
+
+    def _output_axes(self, spatial, kernel, strides, dilations, pads):
+        """(start pads, output sizes) of a convolution along each spatial
+        axis, auto_pad applied."""
+        n = len(spatial)
+        begins, out = [], []
+        for i in range(n):
+            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+            ek = (k - 1) * d + 1
+            if self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                o = -(-size // s)
+                total = max(0, (o - 1) * s + ek - size)
+                lo = total // 2 if self.auto_pad == "SAME_UPPER" else total - total // 2
+            else:
+                lo, hi = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
+                if size + lo + hi < ek:
+                    raise ValueError(self._input_error(
+                        0, f"has spatial shape {tuple(spatial)}: axis {i} padded to "
+                        f"{size + lo + hi} is smaller than the dilated kernel {ek}"))
+                o = (size + lo + hi - ek) // s + 1
+            begins.append(lo)
+            out.append(o)
+        return begins, out
 
     def _record(self, dtype: np.dtype, kind: str, level: int) -> None:
         if not self._usage.enabled:
@@ -163,24 +187,7 @@ class Conv(_ConvAttributes):
         kernel = w.shape[2:]
         strides, dilations, pads = self._common(n, kernel)
         spatial = x.shape[2:]
-        begins, out = [], []
-        for i in range(n):
-            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
-            ek = (k - 1) * d + 1
-            if self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-                o = -(-size // s)
-                total = max(0, (o - 1) * s + ek - size)
-                lo = total // 2 if self.auto_pad == "SAME_UPPER" else total - total // 2
-                begins.append(lo)
-            else:
-                lo, hi = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
-                if size + lo + hi < ek:
-                    raise ValueError(self._input_error(
-                        0, f"has spatial shape {tuple(spatial)}: axis {i} padded to "
-                        f"{size + lo + hi} is smaller than the dilated kernel {ek}"))
-                o = (size + lo + hi - ek) // s + 1
-                begins.append(lo)
-            out.append(o)
+        begins, out = self._output_axes(spatial, kernel, strides, dilations, pads)
         out_shape = (N, M) + tuple(out)
         if z is not None and z.shape != out_shape:
             raise ValueError(self._input_error(
@@ -481,10 +488,247 @@ class Col2Im(_ConvAttributes):
         return (y if y.dtype == col.dtype else y.astype(col.dtype),)
 
 
+# ---- ConvInteger and QLinearConv ----
+
+INT8_TYPES = (T.UINT8, T.INT8)
+INT32 = np.dtype(np.int32)
+UINT8 = np.dtype(np.uint8)
+# Multiply-adds one thread must have before a second one helps, for the
+# 8-bit GEMM (the value MatMulInteger measured for the same engine) and for
+# the depthwise loop.
+QCONV_MIN_WORK_PER_THREAD = 1 << 17
+# Bytes of columns and packed columns one pass holds, about: the images of
+# a batch go through in passes of at most this (at least one image each).
+QCONV_PASS_BYTES = 32 << 20
+
+
+class _QPlan(NamedTuple):
+    """The shape-only part of an 8-bit convolution."""
+
+    out_shape: tuple
+    geom: np.ndarray
+    N: int
+    G: int
+    Mg: int
+    K: int      # rows of one group's columns: C/group * kernel size
+    P: int      # output positions
+    kind: str   # "gemm" (1x1), "im2col", "depthwise", "empty"
+    per_pass: int  # images per pass (gemm, im2col)
+    used: int   # the level the engine or loop runs at
+    threads: int
+
+
+class _QuantizedConv(_ConvAttributes):
+    """Shared by ConvInteger and QLinearConv: the int32 accumulation
+    (X - x_zero_point) * (W - w_zero_point) over every tap."""
+
+    attributes = Conv.attributes
+    X_INDEX: ClassVar[int]
+    W_INDEX: ClassVar[int]
+    XZP_INDEX: ClassVar[int]
+    WZP_INDEX: ClassVar[int]
+
+    def _scalar(self, index: int, value, what: str) -> None:
+        if value is not None and (value.size != 1 or value.ndim > 1):
+            raise ValueError(self._input_error(
+                index, f"has shape {value.shape}: {what} must be a scalar (per tensor)"))
+
+    def _per_channel(self, index: int, value, M: int, what: str) -> None:
+        if value is not None and not ((value.size == 1 and value.ndim <= 1)
+                                      or value.shape == (M,)):
+            raise ValueError(self._input_error(
+                index, f"has shape {value.shape}: {what} must be a scalar or have shape "
+                f"({M},) (per output channel)"))
+
+    def _qplan(self, x, w, x_zero_point, w_zero_point) -> _QPlan:
+        n, N, C, G = self._ranks_and_groups(x, w, self.W_INDEX)
+        M, Cg = w.shape[:2]
+        if C // G != Cg:
+            raise ValueError(self._input_error(
+                self.W_INDEX, f"has shape {w.shape}: {Cg} input channels, expected C / group "
+                f"= {C // G} (x has shape {x.shape}, group {G})"))
+        if M % G:
+            raise ValueError(self._input_error(
+                self.W_INDEX, f"has {M} output channels (shape {w.shape}), not divisible by "
+                f"group {G}"))
+        self._scalar(self.XZP_INDEX, x_zero_point, "the input's zero point")
+        self._per_channel(self.WZP_INDEX, w_zero_point, M, "the weights' zero point")
+        kernel = w.shape[2:]
+        strides, dilations, pads = self._common(n, kernel, self.W_INDEX)
+        spatial = x.shape[2:]
+        begins, out = self._output_axes(spatial, kernel, strides, dilations, pads)
+        out_shape = (N, M) + tuple(out)
+        P, kk, Mg = math.prod(out), math.prod(kernel), M // G
+        K = Cg * kk
+        geom = _geometry(Cg, spatial, kernel, strides, begins, dilations, out)
+        level = simd.state.level
+        if math.prod(out_shape) == 0:
+            return _QPlan(out_shape, geom, N, G, Mg, K, P, "empty", 0, 0, 1)
+        pointwise = kk == 1 and all(v == 1 for v in strides) and not any(begins) and \
+            tuple(out) == tuple(spatial)
+        if G > 1 and Cg == 1 and Mg == 1:
+            kind, per_pass, used = "depthwise", 0, 0
+        else:
+            kind = "gemm" if pointwise else "im2col"
+            used = i8core.level_used(level)
+            packed = i8core.packed_size(K, P) + 4 * i8core.colsum_size(P)
+            per_image = G * (packed + (0 if pointwise else K * P))
+            per_pass = max(1, min(N, QCONV_PASS_BYTES // max(1, per_image)))
+            self._check_bytes("the columns and their packed copy", per_pass * per_image)
+        threads = self._num_threads(N * M * P * K, QCONV_MIN_WORK_PER_THREAD)
+        return _QPlan(out_shape, geom, N, G, Mg, K, P, kind, per_pass, used, threads)
+
+    def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc) -> None:
+        """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp)."""
+        N, G, Mg, K, P = plan.N, plan.G, plan.Mg, plan.K, plan.P
+        M = G * Mg
+        x_signed, w_signed = x.dtype == np.int8, w.dtype == np.int8
+        xzp = 0 if x_zero_point is None else int(x_zero_point.reshape(-1)[0])
+        xs = np.ascontiguousarray(x).view(UINT8)
+        if K == 0:
+            acc.fill(0)
+            return
+        wzp_constant = w_zero_point is None or \
+            self._constant_input(self.WZP_INDEX) is w_zero_point
+        if plan.kind == "depthwise":
+            def centred():
+                wi = w.reshape(M, -1).astype(np.int32)
+                if w_zero_point is not None:
+                    wi -= w_zero_point.astype(np.int32).reshape(-1, 1)
+                return np.ascontiguousarray(wi)
+            wc = self._prepared_input(("dw",), self.W_INDEX, w, centred) if wzp_constant \
+                else centred()
+            core.qconv_depthwise(xs, x_signed, xzp, wc, acc, plan.geom, N * M, M,
+                                 plan.threads)
+            return
+        # the engine: A = W_g (Mg x K), B = the columns of group g (K x P)
+        wa = self._prepared_input(("w",), self.W_INDEX, w,
+                                  lambda: np.ascontiguousarray(w).reshape(M, K).view(UINT8))
+        shift_w = 128 if w_signed else 0       # see olc_gemm_int8.h
+        if w_zero_point is None or w_zero_point.size == 1:
+            za_m = np.full(1, shift_w + (0 if w_zero_point is None
+                                         else int(w_zero_point.reshape(-1)[0])), np.int32)
+        else:
+            za_m = w_zero_point.astype(np.int32) + shift_w
+        zb = np.full(1, xzp + (0 if x_signed else -128), dtype=np.int32)
+        used, threads, per_pass = plan.used, plan.threads, plan.per_pass
+        pointwise = plan.kind == "gemm"
+        for n0 in range(0, N, per_pass):
+            nimg = min(per_pass, N - n0)
+            nmat = nimg * G
+            q = np.arange(nmat, dtype=np.int64)
+            if pointwise:
+                b = xs[n0:n0 + nimg].reshape(-1)
+                b_off = q * (K * P)   # image stride C*P = G*K*P
+            else:
+                b = self._new_output((nmat * K * P,), UINT8, slot=2)
+                core.qconv_im2col(xs[n0:n0 + nimg], math.prod(x.shape[1:]), nimg, G,
+                                  xzp & 0xFF, b, plan.geom, threads)
+                b_off = q * (K * P)
+            packed = self._new_output((nmat * i8core.packed_size(K, P),), np.int8, slot=3)
+            sums = self._new_output((nmat * i8core.colsum_size(P),), INT32, slot=4)
+            i8core.pack_b(b, b_off, packed, sums, K, P, x_signed, used, threads)
+            if za_m.size == 1:
+                za, za_bs, za_rs = za_m, 0, 0
+            else:
+                za, za_bs, za_rs = np.tile(za_m, nimg), Mg, 1
+            y = acc[n0:n0 + nimg].reshape(-1)
+            i8core.gemm(wa, (q % G) * (Mg * K), packed, sums, q, za, zb, y, za_bs, za_rs, 0,
+                        0, Mg, P, K, w_signed, used, threads)
+            del b, packed, sums
+
+    def _qrecord(self, x, w, kind: str, used: int) -> None:
+        if not self._usage.enabled:
+            return
+        op = type(self).__name__.lower()
+        self._record_path((x.dtype, w.dtype, kind, used), lambda: (
+            f"{op}_{x.dtype.name}_{w.dtype.name}_{kind}"
+            + ("" if kind == "empty" else "_" + simd.LEVEL_NAMES[used])))
+
+
+class ConvInteger(_QuantizedConv):
+    """Y (int32) = conv(x - x_zero_point, w - w_zero_point), exact."""
+
+    since_version = 10
+    element_types = ("tensor(int8)", "tensor(uint8)", "tensor(int32)")
+    inputs = (Input("x", types=INT8_TYPES, ranks=(3, 4, 5)),
+              Input("w", types=INT8_TYPES, ranks=(3, 4, 5)),
+              Input("x_zero_point", like=0, optional=True),
+              Input("w_zero_point", like=1, optional=True))
+    X_INDEX, W_INDEX, XZP_INDEX, WZP_INDEX = 0, 1, 2, 3
+
+    def _plan(self, x, w, x_zero_point=None, w_zero_point=None):
+        return self._qplan(x, w, x_zero_point, w_zero_point)
+
+    def _execute(self, plan, x, w, x_zero_point=None, w_zero_point=None):
+        if plan.kind == "empty":
+            self._qrecord(x, w, "empty", 0)
+            return (np.zeros(plan.out_shape, dtype=INT32),)
+        y = self._new_output(plan.out_shape, INT32)
+        self._accumulate(plan, x, w, x_zero_point, w_zero_point,
+                         y.reshape(plan.N, -1, plan.P))
+        self._qrecord(x, w, plan.kind, plan.used)
+        return (y,)
+
+
+class QLinearConv(_QuantizedConv):
+    """y = saturate(round((conv(x - x_zp, w - w_zp) + B) * x_scale w_scale / y_scale)
+    + y_zp), rounded as ONNX Runtime's CPU kernel rounds."""
+
+    since_version = 10
+    element_types = ("tensor(int8)", "tensor(uint8)", "tensor(float)", "tensor(int32)")
+    inputs = (Input("x", types=INT8_TYPES, ranks=(3, 4, 5)),
+              Input("x_scale", types=(T.FLOAT,)),
+              Input("x_zero_point", like=0),
+              Input("w", types=INT8_TYPES, ranks=(3, 4, 5)),
+              Input("w_scale", types=(T.FLOAT,)),
+              Input("w_zero_point", like=3),
+              Input("y_scale", types=(T.FLOAT,)),
+              Input("y_zero_point", types=INT8_TYPES),
+              Input("B", types=(T.INT32,), ranks=(1,), optional=True))
+    X_INDEX, W_INDEX, XZP_INDEX, WZP_INDEX = 0, 3, 2, 5
+
+    def _plan(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
+              b=None):
+        plan = self._qplan(x, w, x_zero_point, w_zero_point)
+        M = plan.G * plan.Mg
+        self._scalar(1, x_scale, "the input's scale")
+        self._per_channel(4, w_scale, M, "the weights' scale")
+        self._scalar(6, y_scale, "the output's scale")
+        self._scalar(7, y_zero_point, "the output's zero point")
+        if b is not None and b.shape != (M,):
+            raise ValueError(self._input_error(8, f"has shape {b.shape}, expected ({M},)"))
+        return plan
+
+    def _execute(self, plan, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+                 y_zero_point, b=None):
+        out_dtype = y_zero_point.dtype
+        if plan.kind == "empty":
+            self._qrecord(x, w, "empty", 0)
+            return (np.zeros(plan.out_shape, dtype=out_dtype),)
+        M = plan.G * plan.Mg
+        # the float32 scale per output channel, as ONNX Runtime forms it
+        scale = np.ascontiguousarray(np.broadcast_to(
+            (x_scale.reshape(-1)[0] * w_scale.reshape(-1)) / y_scale.reshape(-1)[0], (M,)),
+            dtype=np.float32)
+        acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)
+        self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)
+        y = self._new_output(plan.out_shape, out_dtype)
+        bias = None if b is None else np.ascontiguousarray(b)
+        core.qconv_requantize(acc, bias, scale, y, plan.N * M, M, plan.P,
+                              int(y_zero_point.reshape(-1)[0]), out_dtype == np.int8,
+                              simd.state.level, plan.threads)
+        del acc
+        self._qrecord(x, w, plan.kind, plan.used)
+        return (y,)
+
+
 KERNELS = {
     "RegisterConvKernel": (Conv,),
     "RegisterConvTransposeKernel": (ConvTranspose,),
     "RegisterCol2ImKernel": (Col2Im,),
+    "RegisterConvIntegerKernel": (ConvInteger,),
+    "RegisterQLinearConvKernel": (QLinearConv,),
 }
 
 #: The com.microsoft kernel (one implementation whatever the policy).

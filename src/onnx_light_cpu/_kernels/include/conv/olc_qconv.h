@@ -1,0 +1,271 @@
+/* The 8-bit convolutions ConvInteger and QLinearConv: the parts around the
+ * 8-bit GEMM engine (engines/gemm_int8), which the adapter calls itself.
+ *
+ * - olc_qconv_im2col: the columns of one group of one image as a K x P
+ *   byte matrix (K = C * kd * kh * kw rows, P output positions), taps that
+ *   fall in the padding holding the input's zero point, so that
+ *   (column - zero point) is 0 there and the engine's zero-point algebra
+ *   (row and column sums) stays exact.  The bytes are copied as they are
+ *   (uint8 or int8 alike).
+ * - olc_qconv_depthwise: group == C == M, a direct int32 loop per plane:
+ *   sum over the taps inside the image of (x - x_zp) (w - w_zp), the weights
+ *   given already minus their zero point.
+ * - olc_qconv_requantize: QLinearConv's output, as ONNX Runtime's CPU
+ *   kernel computes it: float32(acc + bias) times a float32 scale per
+ *   output channel, clamped to [qmin - zp, qmax - zp], rounded half to even,
+ *   plus zp.  An SSE2 loop (the x86-64 baseline) and its plain C twin give
+ *   the same bits (cvtps2dq rounds half to even as rintf does).
+ *
+ * Tasks are planes or rows with fixed boundaries: results do not depend on
+ * the thread count.  Shapes are 3-D (olc_conv_geom, C the channels of one
+ * group). */
+#ifndef OLC_QCONV_H
+#define OLC_QCONV_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/olc_cpu.h"
+#include "common/olc_pool.h"
+#include "conv/olc_conv.h"
+
+/* ---- im2col ---- */
+
+typedef struct {
+    const olc_conv_geom *g;
+    const uint8_t *x;
+    int64_t img_stride, G;
+    uint8_t pad;
+    uint8_t *col;
+} olc_qconv_im2col_job;
+
+/* Output positions [lo, hi) along one axis whose tap t lands inside the
+ * input of size n: i = o * s - p + t * d in [0, n). */
+static inline void olc_qconv_valid(int64_t n, int64_t on, int64_t s, int64_t p, int64_t t,
+                                   int64_t d, int64_t *lo, int64_t *hi) {
+    const int64_t off = t * d - p; /* i = o * s + off */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t b = n - off <= 0 ? 0 : (n - off + s - 1) / s;
+    if (b > on) b = on;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
+/* Task t: channel c of group g of image i (t = (i * G + g) * C + c): its
+ * kd * kh * kw rows. */
+static void olc_qconv_im2col_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_im2col_job *job = (const olc_qconv_im2col_job *)arg;
+    const olc_conv_geom *g = job->g;
+    (void)slot;
+    const int64_t C = g->C, kk = g->kd * g->kh * g->kw;
+    const int64_t P = g->OD * g->OH * g->OW, plane = g->D * g->H * g->W;
+    const int64_t q = t / C, c = t % C, i = q / job->G, gi = q % job->G;
+    const uint8_t *src = job->x + i * job->img_stride + (gi * C + c) * plane;
+    uint8_t *dst = job->col + (q * C + c) * kk * P;
+    const uint8_t pad = job->pad;
+    for (int64_t a = 0; a < g->kd; a++)
+        for (int64_t b = 0; b < g->kh; b++)
+            for (int64_t e = 0; e < g->kw; e++, dst += P) {
+                int64_t wlo, whi;
+                olc_qconv_valid(g->W, g->OW, g->sw, g->pw, e, g->dw, &wlo, &whi);
+                const int64_t woff = e * g->dw - g->pw;
+                uint8_t *row = dst;
+                for (int64_t od = 0; od < g->OD; od++) {
+                    const int64_t id = od * g->sd - g->pd + a * g->dd;
+                    for (int64_t oh = 0; oh < g->OH; oh++, row += g->OW) {
+                        const int64_t ih = oh * g->sh - g->ph + b * g->dh;
+                        if (id < 0 || id >= g->D || ih < 0 || ih >= g->H || whi <= wlo) {
+                            memset(row, pad, (size_t)g->OW);
+                            continue;
+                        }
+                        const uint8_t *in = src + (id * g->H + ih) * g->W + woff;
+                        memset(row, pad, (size_t)wlo);
+                        if (g->sw == 1)
+                            memcpy(row + wlo, in + wlo, (size_t)(whi - wlo));
+                        else
+                            for (int64_t ow = wlo; ow < whi; ow++) row[ow] = in[ow * g->sw];
+                        memset(row + whi, pad, (size_t)(g->OW - whi));
+                    }
+                }
+            }
+}
+
+/* Columns of nimg images x G groups: matrix q = i * G + g at q * K * P. */
+static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
+                             int64_t nimg, int64_t G, uint8_t pad, uint8_t *col, int nthreads) {
+    olc_qconv_im2col_job job = {g, x, img_stride, G, pad, col};
+    olc_parallel_for(nimg * G * g->C, olc_qconv_im2col_task, &job, nthreads);
+}
+
+/* ---- depthwise ---- */
+
+typedef struct {
+    const olc_conv_geom *g;
+    const uint8_t *x;
+    uint8_t flip;  /* 0x80 for int8 x: (u ^ 0x80) - 128 is the signed value */
+    int32_t xzp;   /* the zero point in the flipped domain */
+    const int32_t *w;
+    int64_t channels;
+    int32_t *y;
+} olc_qconv_dw_job;
+
+/* Task t: plane t (image t / channels, channel t % channels). */
+static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
+    const olc_conv_geom *g = job->g;
+    (void)slot;
+    const int64_t kk = g->kd * g->kh * g->kw, OW = g->OW;
+    const int64_t plane = g->D * g->H * g->W, P = g->OD * g->OH * OW;
+    const uint8_t *src = job->x + t * plane;
+    const int32_t *w = job->w + (t % job->channels) * kk;
+    int32_t *y = job->y + t * P;
+    const uint8_t flip = job->flip;
+    const int32_t zp = job->xzp;
+    memset(y, 0, (size_t)P * sizeof(int32_t));
+    for (int64_t e = 0; e < g->kw; e++) {
+        int64_t wlo, whi;
+        olc_qconv_valid(g->W, OW, g->sw, g->pw, e, g->dw, &wlo, &whi);
+        if (whi <= wlo) continue;
+        const int64_t woff = e * g->dw - g->pw;
+        for (int64_t od = 0; od < g->OD; od++)
+            for (int64_t a = 0; a < g->kd; a++) {
+                const int64_t id = od * g->sd - g->pd + a * g->dd;
+                if (id < 0 || id >= g->D) continue;
+                for (int64_t oh = 0; oh < g->OH; oh++) {
+                    int32_t *row = y + (od * g->OH + oh) * OW;
+                    for (int64_t b = 0; b < g->kh; b++) {
+                        const int64_t ih = oh * g->sh - g->ph + b * g->dh;
+                        if (ih < 0 || ih >= g->H) continue;
+                        const int32_t wv = w[(a * g->kh + b) * g->kw + e];
+                        const uint8_t *in = src + (id * g->H + ih) * g->W + woff;
+                        const int64_t s = g->sw;
+                        /* uint32 arithmetic: int32 results wrap as ONNX's do */
+                        if (s == 1)
+                            for (int64_t ow = wlo; ow < whi; ow++)
+                                row[ow] = (int32_t)((uint32_t)row[ow] +
+                                                    (uint32_t)(((int32_t)(in[ow] ^ flip) - zp) * wv));
+                        else
+                            for (int64_t ow = wlo; ow < whi; ow++)
+                                row[ow] = (int32_t)((uint32_t)row[ow] +
+                                                    (uint32_t)(((int32_t)(in[ow * s] ^ flip) - zp) *
+                                                               wv));
+                    }
+                }
+            }
+    }
+}
+
+/* y (planes x P int32) for planes = images * channels; w is channels x
+ * kd*kh*kw int32 (minus its zero point); xzp the zero point of x, and for
+ * int8 x (x_signed) the bytes are read shifted by 128. */
+static void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
+                                int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
+                                int32_t *y, int nthreads) {
+    olc_qconv_dw_job job = {g, x, (uint8_t)(x_signed ? 0x80 : 0), xzp + (x_signed ? 128 : 0), w,
+                            channels, y};
+    olc_parallel_for(planes, olc_qconv_dw_task, &job, nthreads);
+}
+
+/* ---- requantization ---- */
+
+typedef struct {
+    const int32_t *acc, *bias;
+    const float *scale;
+    int64_t M, P;
+    int32_t zp;
+    int out_signed, vector; /* vector 0: the plain C loop only */
+    void *y;
+} olc_qconv_rq_job;
+
+#define OLC_QCONV_RQ_COLS 4096 /* output elements of one task, at most */
+
+/* One stretch [p0, p1) of row r. */
+static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, int64_t p0, int64_t p1) {
+    const int64_t m = r % job->M;
+    const int32_t *acc = job->acc + r * job->P;
+    const int32_t bias = job->bias ? job->bias[m] : 0;
+    const float scale = job->scale[m];
+    const int32_t qmin = job->out_signed ? -128 : 0, qmax = job->out_signed ? 127 : 255;
+    const float lo = (float)(qmin - job->zp), hi = (float)(qmax - job->zp);
+    const int32_t zp = job->zp;
+    int64_t p = p0;
+    if (job->out_signed) {
+        int8_t *y = (int8_t *)job->y + r * job->P;
+#if OLC_X86
+        if (job->vector) {
+            const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+            const __m128i vb = _mm_set1_epi32(bias), vz = _mm_set1_epi32(zp);
+            for (; p + 16 <= p1; p += 16) {
+                __m128i q[4];
+                for (int j = 0; j < 4; j++) {
+                    const __m128i a = _mm_add_epi32(
+                        _mm_loadu_si128((const __m128i *)(acc + p + 4 * j)), vb);
+                    __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(a), vs);
+                    f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
+                    q[j] = _mm_add_epi32(_mm_cvtps_epi32(f), vz);
+                }
+                const __m128i w = _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]),
+                                                  _mm_packs_epi32(q[2], q[3]));
+                _mm_storeu_si128((__m128i *)(y + p), w);
+            }
+        }
+#endif
+        for (; p < p1; p++) {
+            float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
+            f = f < lo ? lo : (f > hi ? hi : f);
+            y[p] = (int8_t)((int32_t)rintf(f) + zp);
+        }
+    } else {
+        uint8_t *y = (uint8_t *)job->y + r * job->P;
+#if OLC_X86
+        if (job->vector) {
+            const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+            const __m128i vb = _mm_set1_epi32(bias), vz = _mm_set1_epi32(zp);
+            for (; p + 16 <= p1; p += 16) {
+                __m128i q[4];
+                for (int j = 0; j < 4; j++) {
+                    const __m128i a = _mm_add_epi32(
+                        _mm_loadu_si128((const __m128i *)(acc + p + 4 * j)), vb);
+                    __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(a), vs);
+                    f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
+                    q[j] = _mm_add_epi32(_mm_cvtps_epi32(f), vz);
+                }
+                /* values are in [0, 255]: signed packs keep them */
+                const __m128i w = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]),
+                                                   _mm_packs_epi32(q[2], q[3]));
+                _mm_storeu_si128((__m128i *)(y + p), w);
+            }
+        }
+#endif
+        for (; p < p1; p++) {
+            float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
+            f = f < lo ? lo : (f > hi ? hi : f);
+            y[p] = (uint8_t)((int32_t)rintf(f) + zp);
+        }
+    }
+}
+
+static void olc_qconv_rq_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_rq_job *job = (const olc_qconv_rq_job *)arg;
+    (void)slot;
+    const int64_t per_row = (job->P + OLC_QCONV_RQ_COLS - 1) / OLC_QCONV_RQ_COLS;
+    const int64_t r = t / per_row, p0 = t % per_row * OLC_QCONV_RQ_COLS;
+    const int64_t p1 = p0 + OLC_QCONV_RQ_COLS < job->P ? p0 + OLC_QCONV_RQ_COLS : job->P;
+    olc_qconv_rq_span(job, r, p0, p1);
+}
+
+/* y (rows x P, rows = images * M) = requantized acc; bias (M int32) may be
+ * NULL; scale holds M float32.  At the scalar level only the plain C loop
+ * runs. */
+static void olc_qconv_requantize(const int32_t *acc, const int32_t *bias, const float *scale,
+                                 int64_t rows, int64_t M, int64_t P, int32_t zp, int out_signed,
+                                 void *y, int level, int nthreads) {
+    olc_qconv_rq_job job = {acc, bias, scale, M, P, zp, out_signed, level > OLC_SCALAR, y};
+    if (P == 0) return;
+    olc_parallel_for(rows * ((P + OLC_QCONV_RQ_COLS - 1) / OLC_QCONV_RQ_COLS), olc_qconv_rq_task,
+                     &job, nthreads);
+}
+
+#endif
