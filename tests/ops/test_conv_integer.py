@@ -25,11 +25,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
-from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
@@ -232,9 +230,8 @@ def test_qlinear_conv_per_channel_zero_points_and_no_bias_against_ort():
     for xs, ws, attrs in (CASES[2], CASES[6], CASES[4]):
         inputs = _qinputs(rng, U8, U8, xs, ws, per_channel=True, bias=False)
         inputs[5] = _rand(rng, (ws[0],), U8, (90, 160))   # distinct zero points
-        check_node("QLinearConv", inputs, oracle=lambda *a, e=_ort("QLinearConv", inputs, U8,
-                                                                   **attrs): e,
-                   opset=13, **attrs)
+        expected = _ort("QLinearConv", inputs, U8, **attrs)
+        check_node("QLinearConv", inputs, oracle=lambda *a, e=expected: e, opset=13, **attrs)
 
 
 def test_qlinear_conv_float32_requantisation_follows_ort():

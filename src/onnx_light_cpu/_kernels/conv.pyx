@@ -393,7 +393,7 @@ def qconv_im2col(cnp.ndarray x, int64_t img_stride, int64_t nimg, int64_t G, int
 
 
 def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.ndarray y,
-                    cnp.ndarray geom, int64_t planes, int64_t channels, int threads):
+                    cnp.ndarray geom, int64_t planes, int64_t channels, int level, int threads):
     """int32 y (planes, P) of a depthwise convolution: x (planes images of
     one channel, uint8/int8 bytes), w (channels, kk) int32 minus its zero
     point, xzp x's zero point."""
@@ -406,7 +406,7 @@ def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.nd
     cdef const int32_t *pw = <const int32_t *>cnp.PyArray_DATA(w)
     cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y)
     with nogil:
-        olc_qconv_depthwise(&g, px, x_signed, xzp, pw, planes, channels, py, threads)
+        olc_qconv_depthwise(&g, px, x_signed, xzp, pw, planes, channels, py, level, threads)
 
 
 def qconv_requantize(cnp.ndarray acc, object bias, cnp.ndarray scale, cnp.ndarray y,

@@ -102,7 +102,8 @@ class _ConvAttributes(KernelOp):
         given = tuple(int(v) for v in self.kernel_shape)
         if given and given != tuple(kernel):
             raise ValueError(self._input_error(
-                w_index, f"has kernel shape {tuple(kernel)}, but attribute kernel_shape is {given}"))
+                w_index,
+                f"has kernel shape {tuple(kernel)}, but attribute kernel_shape is {given}"))
         strides = self._spatial("strides", 1, n)
         dilations = self._spatial("dilations", 1, n)
         pads = self._spatial("pads", 0, n, 2)
@@ -567,7 +568,7 @@ class _QuantizedConv(_ConvAttributes):
         pointwise = kk == 1 and all(v == 1 for v in strides) and not any(begins) and \
             tuple(out) == tuple(spatial)
         if G > 1 and Cg == 1 and Mg == 1:
-            kind, per_pass, used = "depthwise", 0, 0
+            kind, per_pass, used = "depthwise", 0, core.level_used(level)
         else:
             kind = "gemm" if pointwise else "im2col"
             used = i8core.level_used(level)
@@ -599,7 +600,7 @@ class _QuantizedConv(_ConvAttributes):
             wc = self._prepared_input(("dw",), self.W_INDEX, w, centred) if wzp_constant \
                 else centred()
             core.qconv_depthwise(xs, x_signed, xzp, wc, acc, plan.geom, N * M, M,
-                                 plan.threads)
+                                 simd.state.level, plan.threads)
             return
         # the engine: A = W_g (Mg x K), B = the columns of group g (K x P)
         wa = self._prepared_input(("w",), self.W_INDEX, w,

@@ -7,9 +7,10 @@
  *   (column - zero point) is 0 there and the engine's zero-point algebra
  *   (row and column sums) stays exact.  The bytes are copied as they are
  *   (uint8 or int8 alike).
- * - olc_qconv_depthwise: group == C == M, a direct int32 loop per plane:
- *   sum over the taps inside the image of (x - x_zp) (w - w_zp), the weights
- *   given already minus their zero point.
+ * - olc_qconv_depthwise: group == C == M, a direct int32 loop per plane
+ *   (olc_qconv_dw.h, compiled per level): sum over the taps inside the
+ *   image of (x - x_zp) (w - w_zp), the weights given already minus their
+ *   zero point.
  * - olc_qconv_requantize: QLinearConv's output, as ONNX Runtime's CPU
  *   kernel computes it: float32(acc + bias) times a float32 scale per
  *   output channel, clamped to [qmin - zp, qmax - zp], rounded half to even,
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "common/olc_cpu.h"
+#include "common/olc_level.h"
 #include "common/olc_pool.h"
 #include "conv/olc_conv.h"
 
@@ -101,6 +103,12 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
 
 /* ---- depthwise ---- */
 
+#define OLC_BODY "conv/olc_qconv_dw.h"
+#include "common/olc_each_level.h"
+
+typedef void (*olc_qconv_dw_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
+                                const int32_t *, int32_t *);
+
 typedef struct {
     const olc_conv_geom *g;
     const uint8_t *x;
@@ -109,6 +117,7 @@ typedef struct {
     const int32_t *w;
     int64_t channels;
     int32_t *y;
+    olc_qconv_dw_fn plane;
 } olc_qconv_dw_job;
 
 /* Task t: plane t (image t / channels, channel t % channels). */
@@ -116,55 +125,21 @@ static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
     const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
     const olc_conv_geom *g = job->g;
     (void)slot;
-    const int64_t kk = g->kd * g->kh * g->kw, OW = g->OW;
-    const int64_t plane = g->D * g->H * g->W, P = g->OD * g->OH * OW;
-    const uint8_t *src = job->x + t * plane;
-    const int32_t *w = job->w + (t % job->channels) * kk;
-    int32_t *y = job->y + t * P;
-    const uint8_t flip = job->flip;
-    const int32_t zp = job->xzp;
-    memset(y, 0, (size_t)P * sizeof(int32_t));
-    for (int64_t e = 0; e < g->kw; e++) {
-        int64_t wlo, whi;
-        olc_qconv_valid(g->W, OW, g->sw, g->pw, e, g->dw, &wlo, &whi);
-        if (whi <= wlo) continue;
-        const int64_t woff = e * g->dw - g->pw;
-        for (int64_t od = 0; od < g->OD; od++)
-            for (int64_t a = 0; a < g->kd; a++) {
-                const int64_t id = od * g->sd - g->pd + a * g->dd;
-                if (id < 0 || id >= g->D) continue;
-                for (int64_t oh = 0; oh < g->OH; oh++) {
-                    int32_t *row = y + (od * g->OH + oh) * OW;
-                    for (int64_t b = 0; b < g->kh; b++) {
-                        const int64_t ih = oh * g->sh - g->ph + b * g->dh;
-                        if (ih < 0 || ih >= g->H) continue;
-                        const int32_t wv = w[(a * g->kh + b) * g->kw + e];
-                        const uint8_t *in = src + (id * g->H + ih) * g->W + woff;
-                        const int64_t s = g->sw;
-                        /* uint32 arithmetic: int32 results wrap as ONNX's do */
-                        if (s == 1)
-                            for (int64_t ow = wlo; ow < whi; ow++)
-                                row[ow] = (int32_t)((uint32_t)row[ow] +
-                                                    (uint32_t)(((int32_t)(in[ow] ^ flip) - zp) * wv));
-                        else
-                            for (int64_t ow = wlo; ow < whi; ow++)
-                                row[ow] = (int32_t)((uint32_t)row[ow] +
-                                                    (uint32_t)(((int32_t)(in[ow * s] ^ flip) - zp) *
-                                                               wv));
-                    }
-                }
-            }
-    }
+    const int64_t kk = g->kd * g->kh * g->kw;
+    job->plane(g, job->x + t * g->D * g->H * g->W, job->flip, job->xzp,
+               job->w + (t % job->channels) * kk, job->y + t * g->OD * g->OH * g->OW);
 }
 
 /* y (planes x P int32) for planes = images * channels; w is channels x
  * kd*kh*kw int32 (minus its zero point); xzp the zero point of x, and for
- * int8 x (x_signed) the bytes are read shifted by 128. */
+ * int8 x (x_signed) the bytes are read shifted by 128.  The plane loop of
+ * the level (olc_conv_level's capping). */
 static void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
                                 int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
-                                int32_t *y, int nthreads) {
+                                int32_t *y, int level, int nthreads) {
+    level = olc_build_level(level);
     olc_qconv_dw_job job = {g, x, (uint8_t)(x_signed ? 0x80 : 0), xzp + (x_signed ? 128 : 0), w,
-                            channels, y};
+                            channels, y, OLC_LEVEL_FN(level, olc_qconv_dw_plane)};
     olc_parallel_for(planes, olc_qconv_dw_task, &job, nthreads);
 }
 

@@ -8,7 +8,7 @@ cdef extern from "conv/olc_qconv.h" nogil:
                           int64_t nimg, int64_t G, uint8_t pad, uint8_t *col, int nthreads)
     void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
                              int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
-                             int32_t *y, int nthreads)
+                             int32_t *y, int level, int nthreads)
     void olc_qconv_requantize(const int32_t *acc, const int32_t *bias, const float *scale,
                               int64_t rows, int64_t M, int64_t P, int32_t zp, int out_signed,
                               void *y, int level, int nthreads)
