@@ -25,6 +25,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/olc_cpu.h"
@@ -108,6 +109,8 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
 
 typedef void (*olc_qconv_dw_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
                                 const int32_t *, int32_t *);
+typedef void (*olc_qconv_dw_long_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
+                                     const int32_t *, int32_t *, int16_t *, uint32_t *);
 
 typedef struct {
     const olc_conv_geom *g;
@@ -118,6 +121,7 @@ typedef struct {
     int64_t channels;
     int32_t *y;
     olc_qconv_dw_fn plane;
+    olc_qconv_dw_long_fn plane_long; /* NULL: the short-row loop only */
 } olc_qconv_dw_job;
 
 /* Task t: plane t (image t / channels, channel t % channels). */
@@ -126,8 +130,22 @@ static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
     const olc_conv_geom *g = job->g;
     (void)slot;
     const int64_t kk = g->kd * g->kh * g->kw;
-    job->plane(g, job->x + t * g->D * g->H * g->W, job->flip, job->xzp,
-               job->w + (t % job->channels) * kk, job->y + t * g->OD * g->OH * g->OW);
+    const uint8_t *x = job->x + t * g->D * g->H * g->W;
+    const int32_t *w = job->w + (t % job->channels) * kk;
+    int32_t *y = job->y + t * g->OD * g->OH * g->OW;
+    if (job->plane_long) {
+        const int64_t Hp = g->OH + (g->kh - 1) * g->dh, Wp = g->OW + (g->kw - 1) * g->dw;
+        void *scratch = malloc((size_t)(Hp * Wp * sizeof(int16_t) + g->OH * Wp * sizeof(uint32_t)
+                                        + 64));
+        if (scratch) {
+            uint32_t *acc = (uint32_t *)scratch;
+            int16_t *xp = (int16_t *)(acc + g->OH * Wp);
+            job->plane_long(g, x, job->flip, job->xzp, w, y, xp, acc);
+            free(scratch);
+            return;
+        }
+    }
+    job->plane(g, x, job->flip, job->xzp, w, y);
 }
 
 /* y (planes x P int32) for planes = images * channels; w is channels x
@@ -138,8 +156,12 @@ static void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_
                                 int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
                                 int32_t *y, int level, int nthreads) {
     level = olc_build_level(level);
+    /* the long rows where both strides in the plane are 1 */
+    olc_qconv_dw_long_fn plane_long = g->sh == 1 && g->sw == 1 && g->OH > 0 && g->OW > 0
+                                          ? OLC_LEVEL_FN(level, olc_qconv_dw_long)
+                                          : NULL;
     olc_qconv_dw_job job = {g, x, (uint8_t)(x_signed ? 0x80 : 0), xzp + (x_signed ? 128 : 0), w,
-                            channels, y, OLC_LEVEL_FN(level, olc_qconv_dw_plane)};
+                            channels, y, OLC_LEVEL_FN(level, olc_qconv_dw_plane), plane_long};
     olc_parallel_for(planes, olc_qconv_dw_task, &job, nthreads);
 }
 
