@@ -13,9 +13,10 @@ product within a float32 rounding of a half lands on the other side
 (test_qlinear_conv_float32_requantisation_follows_ort).  ORT 1.32 refuses
 QLinearConv with int8 x and uint8 w and ConvInteger with per-channel
 w_zero_point: those follow the specification, checked against the built-in
-(for QLinearConv through its exact ConvInteger and the float32
-requantisation in NumPy, since the built-in's per-channel scales only
-broadcast in 2-D).  Without VNNI, ORT saturates pairs of u8 x s8 products
+(in 1-D and 3-D, and for QLinearConv, through the built-in float64 Conv of
+the centred values, exact, then ORT's float32 requantisation in NumPy: the
+built-in ConvInteger and QLinearConv broadcast per-channel parameters in
+2-D only).  Without VNNI, ORT saturates pairs of u8 x s8 products
 in 16 bits: its comparisons draw the signed operand from
 ort_int8_weight_range().
 """

@@ -13,6 +13,24 @@ W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
 output channel; in double a direct scatter.  Col2Im is the scatter-add.
 float16 and bfloat16 are widened to float32, computed as float32 and
 rounded once.  Constant weights (initializers) are laid out once per node.
+
+ConvInteger and QLinearConv (opset 10) sum (x - x_zero_point)(w -
+w_zero_point) exactly in int32 on the 8-bit GEMM engine
+(``_kernels/engines/gemm_int8``), per image and group: W_g (Mg x K) times
+the columns (K x P), packed for the engine on every run; a 1x1, stride-1,
+unpadded convolution packs X itself, any other im2col's the columns first,
+with the taps in the padding holding the input's zero point so that the
+engine's zero-point algebra stays exact.  Depthwise (group == C == M) runs
+a direct int32 loop.  w_zero_point and w_scale are per tensor or per
+output channel ([M]); uint8 and int8 in any pair.  QLinearConv requantises
+as ONNX Runtime 1.32's CPU kernel does, measured bit for bit: a float32
+scale per channel, (x_scale * w_scale[m]) / y_scale, times float32(acc +
+B), clamped to [qmin - y_zp, qmax - y_zp], rounded half to even, plus
+y_zp.  The onnx.reference built-in multiplies in float64 instead, so where
+a product lies within a float32 rounding of a half the two differ by one
+(rarely: a few outputs in ten thousand); we follow ONNX Runtime.  ONNX
+Runtime has no QLinearConv for int8 x with uint8 w and refuses a
+per-channel w_zero_point in ConvInteger: there the specification holds.
 """
 
 from __future__ import annotations
