@@ -167,10 +167,34 @@ static void olc_i8_pack_b_task(void *arg, ptrdiff_t t, int slot) {
                 for (int c = 0; c < OLC_I8_NR; c++)
                     s[c] += panel[j * OLC_I8_NR + 4 * c] + panel[j * OLC_I8_NR + 4 * c + 1] +
                             panel[j * OLC_I8_NR + 4 * c + 2] + panel[j * OLC_I8_NR + 4 * c + 3];
-        else
-            for (int64_t j = 0; j < Kp; j += 2)
+        else {
+            int64_t j = 0;
+#if OLC_X86
+            /* SSE2: a pair row is 32 bytes, (k, k+1) of columns 0..15;
+             * sign-extended halves added as int16, then widened. */
+            __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+            for (; j < Kp; j += 2) {
+                const __m128i v0 = _mm_loadu_si128((const __m128i *)(panel + j * OLC_I8_NR));
+                const __m128i v1 =
+                    _mm_loadu_si128((const __m128i *)(panel + j * OLC_I8_NR + 16));
+                const __m128i p0 = _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(v0, 8), 8),
+                                                 _mm_srai_epi16(v0, 8));
+                const __m128i p1 = _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(v1, 8), 8),
+                                                 _mm_srai_epi16(v1, 8));
+                a0 = _mm_add_epi32(a0, _mm_srai_epi32(_mm_unpacklo_epi16(p0, p0), 16));
+                a1 = _mm_add_epi32(a1, _mm_srai_epi32(_mm_unpackhi_epi16(p0, p0), 16));
+                a2 = _mm_add_epi32(a2, _mm_srai_epi32(_mm_unpacklo_epi16(p1, p1), 16));
+                a3 = _mm_add_epi32(a3, _mm_srai_epi32(_mm_unpackhi_epi16(p1, p1), 16));
+            }
+            _mm_storeu_si128((__m128i *)s, a0);
+            _mm_storeu_si128((__m128i *)(s + 4), a1);
+            _mm_storeu_si128((__m128i *)(s + 8), a2);
+            _mm_storeu_si128((__m128i *)(s + 12), a3);
+#endif
+            for (; j < Kp; j += 2)
                 for (int c = 0; c < OLC_I8_NR; c++)
                     s[c] += panel[j * OLC_I8_NR + 2 * c] + panel[j * OLC_I8_NR + 2 * c + 1];
+        }
         memcpy(colsum + q * np_ * OLC_I8_NR + n0, s, sizeof(s));
     }
 }
