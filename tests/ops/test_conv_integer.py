@@ -297,6 +297,22 @@ def test_strided_and_read_only_inputs():
         check_node(op, inputs, oracle=lambda *a, e=expected: e, opset=13, pads=[1, 1, 1, 1])
 
 
+def test_batch_in_passes(monkeypatch):
+    """Columns of one image at a time (the pass budget forced to a byte):
+    the same result as one pass, per-channel zero points included."""
+    from onnx_light_cpu.ops import conv as conv_ops
+
+    rng = np.random.default_rng(12)
+    for xs, ws, attrs in (CASES[3], CASES[4]):
+        xs = (3,) + xs[1:]
+        inputs = _qinputs(rng, U8, U8, xs, ws, True, True)
+        inputs[5] = _rand(rng, (ws[0],), U8, (90, 160))
+        expected = run_ours(node_model("QLinearConv", inputs, opset=13, **attrs), inputs)[0]
+        monkeypatch.setattr(conv_ops, "QCONV_PASS_BYTES", 1)
+        check_node("QLinearConv", inputs, oracle=lambda *a, e=expected: e, opset=13, **attrs)
+        monkeypatch.undo()
+
+
 def _initializer_model(op, inputs, constant, **attrs):
     """A one-node model with the inputs at ``constant`` as initializers."""
     model = node_model(op, inputs, opset=13, **attrs)

@@ -24,8 +24,8 @@
  * for the portable C loop; at the VNNI level, where the CPU has AMX-INT8
  * and Linux grants the tile state, 32 x 32 blocks of tdpbusd on the same
  * panels (A then padded to 64 in K), from 16 rows of A.  Packing B
- * interleaves rows with SSE2, the x86-64 baseline, and has a plain C twin
- * elsewhere.
+ * interleaves rows and sums a pair-layout panel's columns with SSE2, the
+ * x86-64 baseline, and has a plain C twin elsewhere.
  *
  * Threads take (batch, column panel, row block) tiles (AMX: (batch, 128
  * rows, two panels)), each writing its own output elements: results do
