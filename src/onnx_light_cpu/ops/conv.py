@@ -535,6 +535,8 @@ class _QPlan(NamedTuple):
     per_pass: int  # images per pass (gemm, im2col)
     used: int   # the level the engine or loop runs at
     threads: int
+    mats: np.ndarray | None = None   # 0 .. per_pass * G - 1: the matrices of a pass
+    a_off: np.ndarray | None = None  # W_g's offset per matrix
 
 
 class _QuantizedConv(_ConvAttributes):
@@ -595,7 +597,9 @@ class _QuantizedConv(_ConvAttributes):
             per_pass = max(1, min(N, QCONV_PASS_BYTES // max(1, per_image)))
             self._check_bytes("the columns and their packed copy", per_pass * per_image)
         threads = self._num_threads(N * M * P * K, QCONV_MIN_WORK_PER_THREAD)
-        return _QPlan(out_shape, geom, N, G, Mg, K, P, kind, per_pass, used, threads)
+        mats = np.arange(per_pass * G, dtype=np.int64)
+        return _QPlan(out_shape, geom, N, G, Mg, K, P, kind, per_pass, used, threads, mats,
+                      np.ascontiguousarray((mats % G) * (Mg * K)))
 
     def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc) -> None:
         """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp)."""
@@ -624,36 +628,39 @@ class _QuantizedConv(_ConvAttributes):
         wa = self._prepared_input(("w",), self.W_INDEX, w,
                                   lambda: np.ascontiguousarray(w).reshape(M, K).view(UINT8))
         shift_w = 128 if w_signed else 0       # see olc_gemm_int8.h
-        if w_zero_point is None or w_zero_point.size == 1:
-            za_m = np.full(1, shift_w + (0 if w_zero_point is None
-                                         else int(w_zero_point.reshape(-1)[0])), np.int32)
-        else:
-            za_m = w_zero_point.astype(np.int32) + shift_w
+        per_channel = w_zero_point is not None and w_zero_point.size > 1
+
+        def shifted_w_zero_points():
+            """w's zero points shifted as the engine reads them, per channel
+            repeated for the images of a pass."""
+            if w_zero_point is None:
+                return np.full(1, shift_w, np.int32)
+            if not per_channel:
+                return np.full(1, int(w_zero_point.reshape(-1)[0]) + shift_w, np.int32)
+            return np.tile(w_zero_point.astype(np.int32) + shift_w, plan.per_pass)
+        za = self._prepared_input(("za", plan.per_pass), self.WZP_INDEX, w_zero_point,
+                                  shifted_w_zero_points) if w_zero_point is not None \
+            else shifted_w_zero_points()
+        za_bs, za_rs = (Mg, 1) if per_channel else (0, 0)
         zb = np.full(1, xzp + (0 if x_signed else -128), dtype=np.int32)
         used, threads, per_pass = plan.used, plan.threads, plan.per_pass
         pointwise = plan.kind == "gemm"
         for n0 in range(0, N, per_pass):
             nimg = min(per_pass, N - n0)
             nmat = nimg * G
-            q = np.arange(nmat, dtype=np.int64)
+            q, a_off = plan.mats[:nmat], plan.a_off[:nmat]
             if pointwise:
-                b = xs[n0:n0 + nimg].reshape(-1)
-                b_off = q * (K * P)   # image stride C*P = G*K*P
+                b = xs[n0:n0 + nimg].reshape(-1)   # image stride C*P = G*K*P
             else:
                 b = self._new_output((nmat * K * P,), UINT8, slot=2)
                 core.qconv_im2col(xs[n0:n0 + nimg], math.prod(x.shape[1:]), nimg, G,
                                   xzp & 0xFF, b, plan.geom, threads)
-                b_off = q * (K * P)
             packed = self._new_output((nmat * i8core.packed_size(K, P),), np.int8, slot=3)
             sums = self._new_output((nmat * i8core.colsum_size(P),), INT32, slot=4)
-            i8core.pack_b(b, b_off, packed, sums, K, P, x_signed, used, threads)
-            if za_m.size == 1:
-                za, za_bs, za_rs = za_m, 0, 0
-            else:
-                za, za_bs, za_rs = np.tile(za_m, nimg), Mg, 1
+            i8core.pack_b(b, q * (K * P), packed, sums, K, P, x_signed, used, threads)
             y = acc[n0:n0 + nimg].reshape(-1)
-            i8core.gemm(wa, (q % G) * (Mg * K), packed, sums, q, za, zb, y, za_bs, za_rs, 0,
-                        0, Mg, P, K, w_signed, used, threads)
+            i8core.gemm(wa, a_off, packed, sums, q, za, zb, y, za_bs, za_rs, 0, 0, Mg, P, K,
+                        w_signed, used, threads)
             del b, packed, sums
 
     def _qrecord(self, x, w, kind: str, used: int) -> None:
@@ -727,9 +734,12 @@ class QLinearConv(_QuantizedConv):
             return (np.zeros(plan.out_shape, dtype=out_dtype),)
         M = plan.G * plan.Mg
         # the float32 scale per output channel, as ONNX Runtime forms it
-        scale = np.ascontiguousarray(np.broadcast_to(
-            (x_scale.reshape(-1)[0] * w_scale.reshape(-1)) / y_scale.reshape(-1)[0], (M,)),
-            dtype=np.float32)
+        def channel_scales():
+            one = (x_scale.reshape(-1)[0] * w_scale.reshape(-1)) / y_scale.reshape(-1)[0]
+            return np.ascontiguousarray(np.broadcast_to(one, (M,)), dtype=np.float32)
+        constant = self._constant_input(1) is x_scale and self._constant_input(6) is y_scale
+        scale = self._prepared_input(("scale",), 4, w_scale, channel_scales) if constant \
+            else channel_scales()
         acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)
         self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)
         y = self._new_output(plan.out_shape, out_dtype)
