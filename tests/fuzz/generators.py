@@ -1425,6 +1425,109 @@ def gen_col2im(d: Draw, record) -> Case:
                 widen=True, structural=frozenset({1, 2}))
 
 
+def _qconv_geometry(d: Draw):
+    """(x shape, w shape, attributes) of an 8-bit convolution."""
+    n = d.int(1, 3)
+    group = d.choice((1, 1, 2, 3))
+    depthwise = group > 1 and d.chance(0.4)
+    cg = 1 if depthwise else d.choice((1, 2, 3))
+    mg = 1 if depthwise else d.choice((1, 2, 4))
+    kernel, strides, dilations = _conv_spatial(d, n)
+    auto_pad = d.choice(("NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
+    attrs = {"group": group, "strides": strides, "auto_pad": auto_pad}
+    if auto_pad == "NOTSET":
+        attrs["pads"] = [d.choice((0, 0, 1, 2)) for _ in range(2 * n)]
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER") or d.chance(0.5):
+        attrs["dilations"] = dilations
+    else:
+        dilations = [1] * n
+    pads = attrs.get("pads", [0] * 2 * n)
+    spatial = tuple(max(d.choice((1, 2, 3, 5, 8, 13)), (kernel[i] - 1) * dilations[i] + 1
+                        - pads[i] - pads[i + n]) for i in range(n))
+    return ((d.choice((0, 1, 2)), group * cg) + spatial, (group * mg, cg) + kernel, attrs)
+
+
+def _qconv_ints(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
+
+
+def _conv_integer(x, w, xz=None, wz=None, attrs=None):
+    """Exact: the built-in float64 Conv of the centred values (its
+    ConvInteger broadcasts zero points of shape [1] or [M] in 2-D only)."""
+    xc = np.asarray(x, np.float64) - (0 if xz is None else float(np.asarray(xz).reshape(-1)[0]))
+    wc = np.asarray(w, np.float64)
+    if wz is not None:
+        wc = wc - np.asarray(wz, np.float64).reshape((-1,) + (1,) * (wc.ndim - 1))
+    batch = xc.shape[0]
+    if batch == 0:
+        xc = np.zeros((1,) + xc.shape[1:])
+    node = onnx.helper.make_node("Conv", ["x", "w"], ["y"], **(attrs or {}))
+    graph = onnx.helper.make_graph(
+        [node], "oracle", [onnx.helper.make_tensor_value_info(k, TensorProto.DOUBLE, None)
+                           for k in ("x", "w")],
+        [onnx.helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)])
+    y = ReferenceEvaluator(model).run(None, {"x": xc, "w": wc})[0][:batch]
+    return [y.astype(np.int64).astype(np.int32)]
+
+
+def _qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, b=None, attrs=None):
+    """ONNX Runtime's arithmetic (see ops/conv.py): float32 scale per
+    channel, float32(acc + B) times it, clamped, rounded half to even."""
+    acc = _conv_integer(x, w, xz, wz, attrs)[0].astype(np.int64)
+    shape = (1, -1) + (1,) * (acc.ndim - 2)
+    if b is not None:
+        acc = acc + np.asarray(b, np.int64).reshape(shape)
+    acc = acc.astype(np.int32)
+    scale = (np.asarray(xs).reshape(-1)[0] * np.asarray(ws).reshape(-1)) / np.asarray(
+        ys).reshape(-1)[0]
+    scale = np.broadcast_to(scale.astype(np.float32), acc.shape[1:2]).reshape(shape)
+    info = np.iinfo(yz.dtype)
+    zp = int(np.asarray(yz).reshape(-1)[0])
+    v = np.clip(acc.astype(np.float32) * scale, np.float32(info.min - zp),
+                np.float32(info.max - zp))
+    return [(np.rint(v).astype(np.int32) + zp).astype(yz.dtype)]
+
+
+@generator("ai.onnx", "ConvInteger")
+def gen_conv_integer(d: Draw, record) -> Case:
+    rng = d.rng()
+    tx, tw = d.choice([U8, I8]), d.choice([U8, I8])
+    xshape, wshape, attrs = _qconv_geometry(d)
+    inputs = [_qconv_ints(rng, xshape, tx), _qconv_ints(rng, wshape, tw)]
+    if d.chance(0.7):
+        inputs.append(_qconv_ints(rng, d.choice([(), (1,)]), tx))
+        if d.chance(0.7):
+            inputs.append(_qconv_ints(rng, d.choice([(), (1,), (wshape[0],)]), tw))
+    if d.chance(0.3):
+        attrs["kernel_shape"] = list(wshape[2:])
+    return Case("ConvInteger", "", _opset(d, record, (10, 13, 21)), inputs, attrs, family="conv",
+                tolerance="exact", oracle="numpy", numpy_oracle=_conv_integer,
+                constant=frozenset({1, 3}) if d.chance(0.4) else frozenset())
+
+
+@generator("ai.onnx", "QLinearConv")
+def gen_qlinear_conv(d: Draw, record) -> Case:
+    rng = d.rng()
+    tx, tw = d.choice([U8, I8]), d.choice([U8, I8])
+    xshape, wshape, attrs = _qconv_geometry(d)
+    M = wshape[0]
+    per = d.choice([(), (1,), (M,)])
+    k = math.prod(wshape[1:])
+    inputs = [_qconv_ints(rng, xshape, tx), np.array(rng.uniform(0.01, 0.05), F32),
+              _qconv_ints(rng, (), tx), _qconv_ints(rng, wshape, tw),
+              rng.uniform(0.002, 0.02, per).astype(F32), _qconv_ints(rng, per, tw),
+              np.array(rng.uniform(0.05, 0.5) * math.sqrt(k), F32),
+              _qconv_ints(rng, (), d.choice([U8, I8]))]
+    if d.chance(0.6):
+        inputs.append(rng.integers(-5000, 5000, M).astype(I32))
+    return Case("QLinearConv", "", _opset(d, record, (10, 13, 21)), inputs, attrs,
+                family="conv", tolerance="exact", oracle="numpy", numpy_oracle=_qlinear_conv,
+                structural=frozenset({1, 2, 4, 5, 6, 7}),
+                constant=frozenset({3, 4, 5, 8}) if d.chance(0.4) else frozenset())
+
+
 # (imported for the generators they register)
 from . import (  # noqa: E402
     generators_contrib,  # noqa: F401
