@@ -513,8 +513,12 @@ INT8_TYPES = (T.UINT8, T.INT8)
 INT32 = np.dtype(np.int32)
 UINT8 = np.dtype(np.uint8)
 # Multiply-adds one thread must have before a second one helps, for the
-# 8-bit GEMM (the value MatMulInteger measured for the same engine) and for
-# the depthwise loop.
+# 8-bit GEMM and the depthwise loop: the value MatMulInteger measured for
+# the same engine (64^3 1.21x at 2 threads).  Here, on a 2-core machine
+# shared with other jobs, the 3x3 64 -> 64 at 56x56 GEMM took 1.71 ms at
+# 1 thread and 0.91 at 2 (best of 100; the medians showed no gain while
+# the other core was busy), and the whole node from 2^17 multiply-adds
+# on could not be measured apart from that noise.
 QCONV_MIN_WORK_PER_THREAD = 1 << 17
 # Bytes of columns and packed columns one pass holds, about: the images of
 # a batch go through in passes of at most this (at least one image each).
