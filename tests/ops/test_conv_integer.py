@@ -62,6 +62,8 @@ CASES = [
                                    "pads": [0, 1, 2, 1]}),                  # depthwise, dilated
     ((2, 4, 13), (4, 1, 5), {"group": 4, "pads": [3, 1]}),                  # 1-D depthwise
     ((1, 16, 19, 21), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                # two threads
+    ((1, 32, 31, 33), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),    # two threads
+    ((1, 64, 20, 21), (32, 64, 1, 1), {}),                                     # two threads
 ]
 
 
