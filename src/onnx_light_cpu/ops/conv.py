@@ -12,6 +12,8 @@ width.  Bias, FusedConv's Z and activation go on each output tile right
 after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
 output channel; in double a direct scatter.  Col2Im is the scatter-add.
+DeformConv (2-D) samples its moved taps bilinearly into the same packed
+columns (float32) or plain ones (double, then a direct loop).
 float16 and bfloat16 are widened to float32, computed as float32 and
 rounded once.  Constant weights (initializers) are laid out once per node.
 """
