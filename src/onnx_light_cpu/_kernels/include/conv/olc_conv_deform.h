@@ -48,18 +48,42 @@ typedef struct {
 
 #define OLC_CT float
 #define OLC_CN f32
-#include "conv/olc_conv_deform_body.h"
+#define OLC_BODY "conv/olc_conv_deform_body.h"
+#include "common/olc_each_level.h"
 #undef OLC_CT
 #undef OLC_CN
 #define OLC_CT double
 #define OLC_CN f64
-#include "conv/olc_conv_deform_body.h"
+#define OLC_BODY "conv/olc_conv_deform_body.h"
+#include "common/olc_each_level.h"
 #undef OLC_CT
 #undef OLC_CN
+
+typedef void (*olc_conv_deform_taps_f32_fn)(const olc_conv_deform_geom *, const float *,
+                                            const float *, const float *, int64_t, int64_t,
+                                            int64_t, int64_t, int64_t,
+                                            olc_conv_deform_samples_f32 *);
+typedef void (*olc_conv_deform_taps_f64_fn)(const olc_conv_deform_geom *, const double *,
+                                            const double *, const double *, int64_t, int64_t,
+                                            int64_t, int64_t, int64_t,
+                                            olc_conv_deform_samples_f64 *);
+typedef void (*olc_conv_deform_rows_f32_fn)(const olc_conv_deform_samples_f32 *, const float *,
+                                            int64_t, int64_t, int64_t, int64_t,
+                                            const int64_t *, const int64_t *, int64_t, int64_t,
+                                            int64_t, float *);
+typedef void (*olc_conv_deform_rows_f64_fn)(const olc_conv_deform_samples_f64 *,
+                                            const double *, int64_t, int64_t, int64_t, int64_t,
+                                            const int64_t *, const int64_t *, int64_t, int64_t,
+                                            int64_t, double *);
 
 typedef struct {
     olc_conv_deform_geom d;
     int level, f64;
+    /* the sampling of the level, chosen once */
+    olc_conv_deform_taps_f32_fn taps_f32;
+    olc_conv_deform_taps_f64_fn taps_f64;
+    olc_conv_deform_rows_f32_fn rows_f32;
+    olc_conv_deform_rows_f64_fn rows_f64;
     const void *x, *w, *off, *mask, *bias;
     void *y;
     void *cols;
@@ -91,12 +115,12 @@ static void olc_conv_deform_task(void *arg, ptrdiff_t t, int slot) {
     (void)slot;
     if (p->f64) {
         const double *off = (const double *)p->off + ob;
-        olc_conv_deform_taps_f64(d, off, off + p->P,
+        p->taps_f64(d, off, off + p->P,
                                  p->mask != NULL ? (const double *)p->mask + mb : NULL, tap, p->p0,
                                  p->n1, j0, j1, &s.f64);
     } else {
         const float *off = (const float *)p->off + ob;
-        olc_conv_deform_taps_f32(d, off, off + p->P,
+        p->taps_f32(d, off, off + p->P,
                                  p->mask != NULL ? (const float *)p->mask + mb : NULL, tap, p->p0,
                                  p->n1, j0, j1, &s.f32);
     }
@@ -117,11 +141,11 @@ static void olc_conv_deform_task(void *arg, ptrdiff_t t, int slot) {
             row[c - cb] = pc * p->npad + (k - pc) * p->nr + (j0 / p->nr) * p->nr * kc;
         }
         if (p->f64)
-            olc_conv_deform_rows_f64(&s.f64, (const double *)p->x + p->n * d->C * plane, plane,
+            p->rows_f64(&s.f64, (const double *)p->x + p->n * d->C * plane, plane,
                                      d->W, cb, ce, row, pst, j0, j1, OLC_CONV_DEFORM_CHUNK,
                                      (double *)p->cols);
         else
-            olc_conv_deform_rows_f32(&s.f32, (const float *)p->x + p->n * d->C * plane, plane,
+            p->rows_f32(&s.f32, (const float *)p->x + p->n * d->C * plane, plane,
                                      d->W, cb, ce, row, pst, j0, j1, p->nr, (float *)p->cols);
     }
 }
@@ -190,6 +214,10 @@ static int olc_conv_deform(int level, const olc_conv_deform_geom *d, int f64, co
     p.d = *d;
     p.level = olc_gemm_level(level);
     p.f64 = f64;
+    p.taps_f32 = OLC_LEVEL_FN(p.level, olc_conv_deform_taps_f32);
+    p.taps_f64 = OLC_LEVEL_FN(p.level, olc_conv_deform_taps_f64);
+    p.rows_f32 = OLC_LEVEL_FN(p.level, olc_conv_deform_rows_f32);
+    p.rows_f64 = OLC_LEVEL_FN(p.level, olc_conv_deform_rows_f64);
     p.x = x;
     p.w = w;
     p.off = off;

@@ -1,9 +1,11 @@
 /* Body (no include guard): DeformConv's sampling of one element type
- * OLC_CT (named OLC_CN); conv/olc_conv_deform.h includes it once per type.
- * Plain C, no vectors: per sample, four loads and four multiply-adds from
- * corners and weights held in registers (AVX2 gathers over eight columns
- * measured slower on Zen 3: 7.2 against 6.3 ms for 64 -> 64 channels at
- * 56x56). */
+ * OLC_CT (named OLC_CN) at one level; conv/olc_conv_deform.h includes it
+ * once per level (common/olc_each_level.h) and type.  Plain C, no vector
+ * intrinsics (the scalar level is the twin of the others, which differ by
+ * the multiply-adds the target fuses): per sample, four loads and four
+ * multiply-adds from corners and weights held in registers (AVX2 gathers
+ * over eight columns measured slower on Zen 3: 7.2 against 6.3 ms for 64
+ * -> 64 channels at 56x56). */
 
 /* The bilinear taps of one kernel tap, offset group and image at columns
  * j0 .. j1 of a tile starting at output position p0 (only columns below n1
@@ -14,7 +16,7 @@
  * and columns come from floor(offset) added as integers and the fractions
  * from offset - floor(offset), both exact, so a sample on the grid reads
  * one pixel with weight 1 whatever the position. */
-static void OLC_CAT(olc_conv_deform_taps, OLC_CN)(
+OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_deform_taps, OLC_CN))(
         const olc_conv_deform_geom *d, const OLC_CT *off_h, const OLC_CT *off_w,
         const OLC_CT *mask, int64_t tap, int64_t p0, int64_t n1, int64_t j0, int64_t j1,
         OLC_CAT(olc_conv_deform_samples, OLC_CN) *s) {
@@ -66,13 +68,17 @@ static void OLC_CAT(olc_conv_deform_taps, OLC_CN)(
  * each column (its corners and weights stay in registers): column j of
  * channel c goes to out[row[c - c0] + (q / nr) * pst[c - c0] + q % nr],
  * q = j - j0 (panels of nr columns pst apart; plain rows: pst 0, nr past
- * j1).  A corner outside the image adds nothing, not 0 times a pixel. */
-static void OLC_CAT(olc_conv_deform_rows, OLC_CN)(
+ * j1); at most OLC_CONV_DEFORM_ROWS channels.  A corner outside the image adds nothing, not 0 times a pixel. */
+OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_deform_rows, OLC_CN))(
         const OLC_CAT(olc_conv_deform_samples, OLC_CN) *s, const OLC_CT *x, int64_t plane,
         int64_t W, int64_t c0, int64_t c1, const int64_t *row, const int64_t *pst, int64_t j0,
         int64_t j1, int64_t nr, OLC_CT *out) {
+    OLC_CT *dst[OLC_CONV_DEFORM_ROWS];
     for (int64_t j = j0; j < j1; ++j) {
-        const int64_t q = j - j0, qa = q / nr, qb = q % nr;
+        const int64_t q = j - j0, qb = q % nr;
+        if (q == 0 || qb == 0) /* a new panel: the rows' starts in it */
+            for (int64_t c = c0; c < c1; ++c)
+                dst[c - c0] = out + row[c - c0] + (q / nr) * pst[c - c0];
         const int32_t i0 = s->idx[0][q], i1 = s->idx[1][q], i2 = s->idx[2][q],
                       i3 = s->idx[3][q];
         const OLC_CT w0 = s->wt[0][q], w1 = s->wt[1][q], w2 = s->wt[2][q], w3 = s->wt[3][q];
@@ -80,8 +86,7 @@ static void OLC_CAT(olc_conv_deform_rows, OLC_CN)(
         if (i0 >= 0 && i3 >= 0) { /* all four inside: i1 = i0 + 1, i2 = i0 + W */
             for (int64_t c = c0; c < c1; ++c, xc += plane) {
                 const OLC_CT *t = xc + i0;
-                out[row[c - c0] + qa * pst[c - c0] + qb] =
-                    w0 * t[0] + w1 * t[1] + w2 * t[W] + w3 * t[W + 1];
+                dst[c - c0][qb] = w0 * t[0] + w1 * t[1] + w2 * t[W] + w3 * t[W + 1];
             }
             continue;
         }
@@ -89,7 +94,7 @@ static void OLC_CAT(olc_conv_deform_rows, OLC_CN)(
             OLC_CT v = w0 * (i0 >= 0 ? xc[i0] : (OLC_CT)0);
             v = v + w1 * (i1 >= 0 ? xc[i1] : (OLC_CT)0);
             v = v + w2 * (i2 >= 0 ? xc[i2] : (OLC_CT)0);
-            out[row[c - c0] + qa * pst[c - c0] + qb] = v + w3 * (i3 >= 0 ? xc[i3] : (OLC_CT)0);
+            dst[c - c0][qb] = v + w3 * (i3 >= 0 ? xc[i3] : (OLC_CT)0);
         }
     }
 }
