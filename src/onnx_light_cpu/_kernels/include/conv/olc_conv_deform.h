@@ -12,6 +12,8 @@
  * Y[rows of the group, tile] = W_g (read in place) x columns, the bias
  * applied to each output tile by the thread that computed it; double
  * writes plain rows and multiplies them by a loop the compiler vectorises.
+ * The sampling (conv/olc_conv_deform_body.h) is compiled once per level
+ * and type, picked once per call.
  * Each column value and each output element is computed in one fixed
  * order: the results do not depend on the thread count.
  */
