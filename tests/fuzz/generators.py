@@ -1528,6 +1528,92 @@ def gen_qlinear_conv(d: Draw, record) -> Case:
                 constant=frozenset({3, 4, 5, 8}) if d.chance(0.4) else frozenset())
 
 
+def _deform_conv_numpy(x, w, offset, b=None, mask=None, attrs=None):
+    """DeformConv in float64: each tap moved by its offset, sampled
+    bilinearly (zero outside the image), times the mask, then the grouped
+    products."""
+    x, w, offset = (np.asarray(a, np.float64) for a in (x, w, offset))
+    N, C, H, W = x.shape
+    M, Cg, kh, kw = w.shape
+    G, OG = attrs.get("group", 1), attrs.get("offset_group", 1)
+    s, p, dl = attrs.get("strides", [1, 1]), attrs.get("pads", [0] * 4), \
+        attrs.get("dilations", [1, 1])
+    kk, (OH, OW) = kh * kw, offset.shape[2:]
+    if C != Cg * G or M % G or C % OG or offset.shape[:2] != (N, OG * 2 * kk):
+        raise ValueError("DeformConv oracle: inconsistent shapes")
+    offset = offset.reshape(N, OG, kk, 2, OH, OW)
+    mask = np.ones((N, OG, kk, OH, OW)) if mask is None else \
+        np.asarray(mask, np.float64).reshape(N, OG, kk, OH, OW)
+    Co, nn = C // OG, np.arange(N)[:, None, None]
+    cols = np.zeros((N, C, kk, OH, OW))
+    for og in range(OG):
+        for tap in range(kk):
+            h = (np.arange(OH)[:, None] * s[0] - p[0] + (tap // kw) * dl[0]
+                 + offset[:, og, tap, 0])
+            v = (np.arange(OW)[None, :] * s[1] - p[1] + (tap % kw) * dl[1]
+                 + offset[:, og, tap, 1])
+            y0, x0 = np.floor(h), np.floor(v)
+            acc = 0.0
+            for yy, wy in ((y0, 1 - (h - y0)), (y0 + 1, h - y0)):
+                for xx, wx in ((x0, 1 - (v - x0)), (x0 + 1, v - x0)):
+                    ok = (yy >= 0) & (yy < H) & (xx >= 0) & (xx < W)
+                    yc = np.where(ok, yy, 0).astype(np.int64)
+                    xc = np.where(ok, xx, 0).astype(np.int64)
+                    px = np.where(ok[..., None], x[:, og * Co:(og + 1) * Co][nn, :, yc, xc],
+                                  0.0)
+                    acc = acc + np.where(ok, wy * wx, 0.0)[..., None] * px
+            cols[:, og * Co:(og + 1) * Co, tap] = np.moveaxis(acc, -1, 1) \
+                * mask[:, og, tap][:, None]
+    Mg = M // G
+    y = np.zeros((N, M, OH * OW))
+    for g in range(G):
+        y[:, g * Mg:(g + 1) * Mg] = np.einsum(
+            "mk,nkp->nmp", w[g * Mg:(g + 1) * Mg].reshape(Mg, -1),
+            cols[:, g * Cg:(g + 1) * Cg].reshape(N, Cg * kk, OH * OW))
+    if b is not None:
+        y += np.asarray(b, np.float64)[None, :, None]
+    return [y.reshape(N, M, OH, OW)]
+
+
+@generator("ai.onnx", "DeformConv")
+def gen_deform_conv(d: Draw, record) -> Case:
+    """2-D; offsets up to 2.5 pixels, a third of them whole (samples on
+    grid points)."""
+    opset = _opset(d, record, (19, 22))
+    dtype = _conv_dtype(d, record, opset)
+    rng = d.rng()
+    group, og = d.choice((1, 1, 2)), d.choice((1, 1, 2))
+    cg, mg = d.choice((1, 2)), d.choice((1, 2))
+    C = group * cg * (og if cg % og else 1)
+    cg = C // group
+    kernel, strides, dilations = _conv_spatial(d, 2)
+    pads = [d.choice((0, 0, 1)) for _ in range(4)]
+    spatial = tuple(max(d.choice((1, 2, 3, 5)), (kernel[i] - 1) * dilations[i] + 1 - pads[i]
+                        - pads[i + 2]) for i in range(2))
+    out = [(spatial[i] + pads[i] + pads[i + 2] - (kernel[i] - 1) * dilations[i] - 1)
+           // strides[i] + 1 for i in range(2)]
+    N, kk = d.choice((0, 1, 2)), kernel[0] * kernel[1]
+    x = _values(d, rng, (N, C) + spatial, dtype, 1.0, 0.05)
+    w = randn(rng, (group * mg, cg) + kernel, dtype)
+    offset = rng.uniform(-2.5, 2.5, (N, og * 2 * kk) + tuple(out))
+    offset.reshape(-1)[::3] = np.round(offset.reshape(-1)[::3])
+    inputs = [x, w, offset.astype(dtype)]
+    with_mask = d.chance(0.5)
+    if d.chance(0.5) or with_mask:
+        inputs.append(randn(rng, (group * mg,), dtype) if d.chance(0.7) else None)
+    if with_mask:
+        inputs.append(rng.uniform(0, 1.5, (N, og * kk) + tuple(out)).astype(dtype))
+    attrs = {"group": group, "offset_group": og, "strides": strides, "pads": pads,
+             "dilations": dilations}
+    if d.chance(0.3):
+        attrs["kernel_shape"] = list(kernel)
+    # a float64 NumPy definition: the built-in rounds the sampling
+    # coordinates to float32, which double would not match
+    return Case("DeformConv", "", opset, inputs, attrs, family="conv", tolerance="accumulate",
+                widen=True, structural=frozenset({2, 4}), oracle="numpy",
+                numpy_oracle=_deform_conv_numpy,
+                constant=frozenset({1, 3}) if d.chance(0.4) else frozenset())
+
 # (imported for the generators they register)
 from . import (  # noqa: E402
     generators_contrib,  # noqa: F401

@@ -425,3 +425,45 @@ def qconv_requantize(cnp.ndarray acc, object bias, cnp.ndarray scale, cnp.ndarra
     cdef void *py = cnp.PyArray_DATA(y)
     with nogil:
         olc_qconv_requantize(pa, pb, ps, rows, M, P, zp, out_signed, py, level, threads)
+# -- DeformConv --------------------------------------------------------------
+
+from olc_conv_deform cimport (olc_conv_deform, olc_conv_deform_geom, olc_conv_deform_level,
+                              olc_conv_deform_scratch)
+
+
+def deform_level_used(int level):
+    """The instruction-set level DeformConv's sampling and GEMM run at."""
+    return olc_conv_deform_level(level)
+
+
+def deform_scratch(int level, int64_t K, int64_t P, bint f64):
+    """Elements of the column tile deform_conv allocates (float32 or double)."""
+    return olc_conv_deform_scratch(level, K, P, f64)
+
+
+def deform_conv(cnp.ndarray x, cnp.ndarray w, cnp.ndarray offset, object mask, object bias,
+                cnp.ndarray y, cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int level,
+                int threads):
+    """y (N, G*Mg, OH, OW) = deform_conv(x, w, offset, mask) + bias, 2-D,
+    float32 or float64, every array C-contiguous of x's type; w is (G*Mg,
+    C/G*kh*kw); geom the 14 int64 of olc_conv_deform_geom (C, OG, H, W,
+    kh, kw, strides, start pads, dilations, OH, OW)."""
+    if cnp.PyArray_SIZE(geom) != 14 or geom.dtype.num != cnp.NPY_INT64:
+        raise ValueError("conv core: the DeformConv geometry is 14 int64")
+    cdef const int64_t *v = <const int64_t *>cnp.PyArray_DATA(geom)
+    cdef olc_conv_deform_geom d
+    d.C, d.OG, d.H, d.W, d.kh, d.kw = v[0], v[1], v[2], v[3], v[4], v[5]
+    d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.OH, d.OW = v[6], v[7], v[8], v[9], v[10], v[11], \
+        v[12], v[13]
+    cdef int f64 = x.dtype.num == cnp.NPY_FLOAT64
+    cdef const void *px = cnp.PyArray_DATA(x)
+    cdef const void *pw = cnp.PyArray_DATA(w)
+    cdef const void *po = cnp.PyArray_DATA(offset)
+    cdef const void *pm = _data(mask)
+    cdef const void *pb = _data(bias)
+    cdef void *py = cnp.PyArray_DATA(y)
+    cdef int status
+    with nogil:
+        status = olc_conv_deform(level, &d, f64, px, pw, po, pm, pb, py, N, G, Mg, threads)
+    if status != 0:
+        raise MemoryError("conv core: no memory for the column tile")

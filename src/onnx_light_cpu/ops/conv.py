@@ -1,4 +1,5 @@
-"""Conv, ConvTranspose, Col2Im and com.microsoft FusedConv (``_kernels/conv``).
+"""Conv, ConvTranspose, Col2Im, DeformConv and com.microsoft FusedConv
+(``_kernels/conv``).
 
 Every shape is run as 3-D (1-D and 2-D get leading unit axes).  float32
 Conv writes im2col tiles straight into the GEMM engine's packed layout and
@@ -11,6 +12,8 @@ width.  Bias, FusedConv's Z and activation go on each output tile right
 after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
 output channel; in double a direct scatter.  Col2Im is the scatter-add.
+DeformConv (2-D) samples its moved taps bilinearly into the same packed
+columns (float32) or plain ones (double, then a direct loop).
 float16 and bfloat16 are widened to float32, computed as float32 and
 rounded once.  Constant weights (initializers) are laid out once per node.
 
@@ -754,6 +757,118 @@ class QLinearConv(_QuantizedConv):
         del acc
         self._qrecord(x, w, plan.kind, plan.used)
         return (y,)
+class DeformConv(_ConvAttributes):
+    """Y = deformable conv(X, W, offset, mask) + B, 2-D: every tap of every
+    output position is moved by its offset and sampled bilinearly (zero
+    outside the image), then scaled by the mask; groups, offset groups,
+    strides, pads, dilations.  float32 (float16 and bfloat16 widened to it)
+    runs the deformable im2col into the GEMM engine, double the same
+    columns times a direct loop."""
+
+    since_version = 19
+    inputs = (Input("X", types=FLOATS), Input("W", like=0), Input("offset", like=0),
+              Input("B", like=0, ranks=(1,), optional=True),
+              Input("mask", like=0, optional=True))
+    attributes = (Attr("dilations", "ints", ()), Attr("group", "int", 1),
+                  Attr("kernel_shape", "ints", ()), Attr("offset_group", "int", 1),
+                  Attr("pads", "ints", ()), Attr("strides", "ints", ()))
+
+    def _plan(self, x, w, offset, b=None, mask=None):
+        element_type = self._opset_type(x)
+        op = self.onnx_node.op_type
+        if x.ndim != 4:
+            # as the onnx.reference built-in: the 2-D operator only
+            raise NotImplementedError(self._input_error(
+                0, f"has shape {x.shape}: only 2-D DeformConv (X of rank 4) is supported"))
+        n, N, C, G = self._ranks_and_groups(x, w)
+        M, Cg = w.shape[:2]
+        if C // G != Cg:
+            raise ValueError(self._input_error(
+                1, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
+                f"{C // G} (X has shape {x.shape}, group {G})"))
+        if M % G:
+            raise ValueError(self._input_error(
+                1, f"has {M} output channels (shape {w.shape}), not divisible by group {G}"))
+        if b is not None and b.shape != (M,):
+            raise ValueError(self._input_error(3, f"has shape {b.shape}, expected ({M},)"))
+        OG = self.offset_group
+        if OG < 1:
+            raise ValueError(f"{op}: attribute offset_group {OG} must be positive")
+        if C % OG:
+            raise ValueError(self._input_error(
+                0, f"has {C} channels (shape {x.shape}), not divisible by offset_group {OG}"))
+        kernel = w.shape[2:]
+        strides, dilations, pads = self._common(n, kernel)
+        spatial = x.shape[2:]
+        out = []
+        for i in range(n):
+            ek = (kernel[i] - 1) * dilations[i] + 1
+            padded = spatial[i] + pads[i] + pads[i + n]
+            if padded < ek:
+                raise ValueError(self._input_error(
+                    0, f"has spatial shape {tuple(spatial)}: axis {i} padded to {padded} is "
+                    f"smaller than the dilated kernel {ek}"))
+            out.append((padded - ek) // strides[i] + 1)
+        kk = math.prod(kernel)
+        want = (N, OG * 2 * kk) + tuple(out)
+        if offset.shape != want:
+            raise ValueError(self._input_error(
+                2, f"has shape {offset.shape}, expected {want} (offset_group {OG} x 2 x "
+                f"kernel {tuple(kernel)}, output {tuple(out)})"))
+        if mask is not None and mask.shape != (N, OG * kk) + tuple(out):
+            raise ValueError(self._input_error(
+                4, f"has shape {mask.shape}, expected {(N, OG * kk) + tuple(out)} "
+                f"(offset_group {OG} x kernel {tuple(kernel)}, output {tuple(out)})"))
+        if spatial[0] * spatial[1] >= 2 ** 31:
+            raise NotImplementedError(self._input_error(
+                0, f"has shape {x.shape}: planes of 2**31 elements and more"))
+        out_shape = (N, M) + tuple(out)
+        P = math.prod(out)
+        f64 = element_type == T.DOUBLE
+        geom = np.array((C, OG) + tuple(spatial) + tuple(kernel) + tuple(strides)
+                        + tuple(pads[:n]) + tuple(dilations) + tuple(out), dtype=np.int64)
+        level = simd.state.level
+        self._check_bytes("the column tile",
+                          (8 if f64 else 4) * core.deform_scratch(level, Cg * kk, P, f64))
+        if element_type in (T.FLOAT16, T.BFLOAT16):
+            self._check_bytes("the inputs widened to float32 and the float32 output",
+                              4 * (x.size + w.size + offset.size
+                                   + (0 if mask is None else mask.size)
+                                   + math.prod(out_shape)))
+        # the sampling adds about 8 operations a column element to the GEMM
+        threads = self._num_threads(N * M * P * Cg * kk + 8 * N * C * kk * P,
+                                    MIN_WORK_PER_THREAD)
+        empty = math.prod(out_shape) == 0
+        return element_type, out_shape, geom, N, G, M // G, f64, threads, empty
+
+    def _execute(self, plan, x, w, offset, b=None, mask=None):
+        element_type, out_shape, geom, N, G, Mg, f64, threads, empty = plan
+        level = simd.state.level
+        kind = "columns" if f64 else "gemm"
+        if empty:
+            self._record_deform(x.dtype, "empty", level)
+            return (np.zeros(out_shape, dtype=x.dtype),)
+        work = FLOAT64 if f64 else FLOAT32
+        M = G * Mg
+        xs = _widened(x, work)
+        ws = self._prepared_input(("w", work), 1, w, lambda: _widened(w, work).reshape(M, -1))
+        bs = None if b is None else self._prepared_input(("b", work), 3, b,
+                                                         lambda: _widened(b, work))
+        os_ = _widened(offset, work)
+        ms = None if mask is None else _widened(mask, work)
+        y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
+            np.empty(out_shape, dtype=work)
+        core.deform_conv(xs, ws, os_, ms, bs, y, geom, N, G, Mg, level, threads)
+        self._record_deform(x.dtype, kind, level)
+        if y.dtype != x.dtype:
+            y = y.astype(x.dtype)
+        return (y,)
+
+    def _record_deform(self, dtype: np.dtype, kind: str, level: int) -> None:
+        if not self._usage.enabled:
+            return
+        self._record_path((dtype, kind, level), lambda: (
+            f"deformconv_{dtype.name}_{kind}_{simd.LEVEL_NAMES[core.deform_level_used(level)]}"))
 
 
 KERNELS = {
@@ -762,6 +877,7 @@ KERNELS = {
     "RegisterCol2ImKernel": (Col2Im,),
     "RegisterConvIntegerKernel": (ConvInteger,),
     "RegisterQLinearConvKernel": (QLinearConv,),
+    "RegisterDeformConvKernel": (DeformConv,),
 }
 
 #: The com.microsoft kernel (one implementation whatever the policy).
