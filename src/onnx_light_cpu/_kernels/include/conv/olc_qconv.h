@@ -178,6 +178,19 @@ typedef struct {
 
 #define OLC_QCONV_RQ_COLS 4096 /* output elements of one task, at most */
 
+#if OLC_X86
+/* 16 requantized values of acc, as int32 in q[4] (SSE2, the x86-64 baseline). */
+static inline void olc_qconv_rq16(const int32_t *acc, __m128i vb, __m128 vs, __m128 vlo,
+                                  __m128 vhi, __m128i vz, __m128i q[4]) {
+    for (int j = 0; j < 4; j++) {
+        const __m128i a = _mm_add_epi32(_mm_loadu_si128((const __m128i *)(acc + 4 * j)), vb);
+        __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(a), vs);
+        f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
+        q[j] = _mm_add_epi32(_mm_cvtps_epi32(f), vz);
+    }
+}
+#endif
+
 /* One stretch [p0, p1) of row r. */
 static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, int64_t p0, int64_t p1) {
     const int64_t m = r % job->M;
@@ -187,60 +200,32 @@ static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, int64_t p0
     const int32_t qmin = job->out_signed ? -128 : 0, qmax = job->out_signed ? 127 : 255;
     const float lo = (float)(qmin - job->zp), hi = (float)(qmax - job->zp);
     const int32_t zp = job->zp;
+    int8_t *ys = (int8_t *)job->y + r * job->P;
+    uint8_t *yu = (uint8_t *)job->y + r * job->P;
     int64_t p = p0;
-    if (job->out_signed) {
-        int8_t *y = (int8_t *)job->y + r * job->P;
 #if OLC_X86
-        if (job->vector) {
-            const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
-            const __m128i vb = _mm_set1_epi32(bias), vz = _mm_set1_epi32(zp);
-            for (; p + 16 <= p1; p += 16) {
-                __m128i q[4];
-                for (int j = 0; j < 4; j++) {
-                    const __m128i a = _mm_add_epi32(
-                        _mm_loadu_si128((const __m128i *)(acc + p + 4 * j)), vb);
-                    __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(a), vs);
-                    f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
-                    q[j] = _mm_add_epi32(_mm_cvtps_epi32(f), vz);
-                }
-                const __m128i w = _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]),
-                                                  _mm_packs_epi32(q[2], q[3]));
-                _mm_storeu_si128((__m128i *)(y + p), w);
-            }
+    if (job->vector) {
+        const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
+        const __m128i vb = _mm_set1_epi32(bias), vz = _mm_set1_epi32(zp);
+        for (; p + 16 <= p1; p += 16) {
+            __m128i q[4];
+            olc_qconv_rq16(acc + p, vb, vs, vlo, vhi, vz, q);
+            /* the values are in the output's range: the packs keep them */
+            const __m128i w16a = _mm_packs_epi32(q[0], q[1]), w16b = _mm_packs_epi32(q[2], q[3]);
+            _mm_storeu_si128((__m128i *)(yu + p), job->out_signed
+                                                      ? _mm_packs_epi16(w16a, w16b)
+                                                      : _mm_packus_epi16(w16a, w16b));
         }
+    }
 #endif
-        for (; p < p1; p++) {
-            float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
-            f = f < lo ? lo : (f > hi ? hi : f);
-            y[p] = (int8_t)((int32_t)rintf(f) + zp);
-        }
-    } else {
-        uint8_t *y = (uint8_t *)job->y + r * job->P;
-#if OLC_X86
-        if (job->vector) {
-            const __m128 vs = _mm_set1_ps(scale), vlo = _mm_set1_ps(lo), vhi = _mm_set1_ps(hi);
-            const __m128i vb = _mm_set1_epi32(bias), vz = _mm_set1_epi32(zp);
-            for (; p + 16 <= p1; p += 16) {
-                __m128i q[4];
-                for (int j = 0; j < 4; j++) {
-                    const __m128i a = _mm_add_epi32(
-                        _mm_loadu_si128((const __m128i *)(acc + p + 4 * j)), vb);
-                    __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(a), vs);
-                    f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
-                    q[j] = _mm_add_epi32(_mm_cvtps_epi32(f), vz);
-                }
-                /* values are in [0, 255]: signed packs keep them */
-                const __m128i w = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]),
-                                                   _mm_packs_epi32(q[2], q[3]));
-                _mm_storeu_si128((__m128i *)(y + p), w);
-            }
-        }
-#endif
-        for (; p < p1; p++) {
-            float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
-            f = f < lo ? lo : (f > hi ? hi : f);
-            y[p] = (uint8_t)((int32_t)rintf(f) + zp);
-        }
+    for (; p < p1; p++) {
+        float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
+        f = f < lo ? lo : (f > hi ? hi : f);
+        const int32_t v = (int32_t)rintf(f) + zp;
+        if (job->out_signed)
+            ys[p] = (int8_t)v;
+        else
+            yu[p] = (uint8_t)v;
     }
 }
 
