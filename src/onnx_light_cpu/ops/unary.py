@@ -117,11 +117,15 @@ class _Activation(_Unary):
     #: alpha, beta, gamma: a number, or the name of the attribute holding it.
     core_params: ClassVar[tuple[float | str, float | str, float | str]] = (0.0, 0.0, 0.0)
 
-    def _params(self) -> tuple[float, float, float]:
-        return tuple(getattr(self, p) if isinstance(p, str) else p for p in self.core_params)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # once per node: an adapter's attributes do not change (linked ones
+        # make another adapter)
+        self._core_values = tuple(getattr(self, p, None) if isinstance(p, str) else p
+                                  for p in self.core_params)
 
     def _apply(self, x, y, element_type: int, level: int, threads: int) -> None:
-        core.activate(x, y, self.core_op, element_type, level, threads, *self._params())
+        core.activate(x, y, self.core_op, element_type, level, threads, *self._core_values)
 
     def _level_used(self, element_type: int, level: int) -> int:
         return core.act_level_used(self.core_op, element_type, level)
