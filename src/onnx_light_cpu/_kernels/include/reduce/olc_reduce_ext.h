@@ -11,51 +11,28 @@
  * bfloat16 accumulate in float32 (Max and Min return one of the inputs,
  * exactly); integer products wrap, computed unsigned.
  *
- * Per type: OLC_REDX_TN (name), OLC_REDX_T (element), OLC_REDX_A
- * (accumulator), OLC_REDX_LOAD/STORE (element to accumulator and back),
- * OLC_REDX_LO/HI (the identities of Max and Min), OLC_REDX_NANS (Max and
- * Min flag NaN), OLC_REDX_ARITH (Prod and Sum too). */
-
+ * Per type (reduce/olc_reduce_kinds.h reads them, then #undefs them):
+ * OLC_REDX_TN (name), OLC_REDX_T (element), OLC_REDX_LO/HI (the identities
+ * of Max and Min), OLC_REDX_NANS (Max and Min flag NaN), OLC_REDX_ARITH
+ * (Prod and Sum too); for float16 and bfloat16 also OLC_REDX_A (the
+ * accumulator, else the element) and OLC_REDX_LOAD/STORE (element to
+ * accumulator and back, else as is). */
 
 #define OLC_REDX_TN f32
 #define OLC_REDX_T float
-#define OLC_REDX_A float
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO (-INFINITY)
 #define OLC_REDX_HI INFINITY
 #define OLC_REDX_NANS 1
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN f64
 #define OLC_REDX_T double
-#define OLC_REDX_A double
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO (-INFINITY)
 #define OLC_REDX_HI INFINITY
 #define OLC_REDX_NANS 1
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN f16
 #define OLC_REDX_T uint16_t
@@ -67,15 +44,6 @@
 #define OLC_REDX_NANS 1
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN bf16
 #define OLC_REDX_T uint16_t
@@ -87,135 +55,54 @@
 #define OLC_REDX_NANS 1
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN i8
 #define OLC_REDX_T int8_t
-#define OLC_REDX_A int8_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO INT8_MIN
 #define OLC_REDX_HI INT8_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 0
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN u8
 #define OLC_REDX_T uint8_t
-#define OLC_REDX_A uint8_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO 0
 #define OLC_REDX_HI UINT8_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 0
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN i32
 #define OLC_REDX_T int32_t
-#define OLC_REDX_A int32_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO INT32_MIN
 #define OLC_REDX_HI INT32_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 0
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN u32
 #define OLC_REDX_T uint32_t
-#define OLC_REDX_A uint32_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO 0
 #define OLC_REDX_HI UINT32_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN i64
 #define OLC_REDX_T int64_t
-#define OLC_REDX_A int64_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO INT64_MIN
 #define OLC_REDX_HI INT64_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 0
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 #define OLC_REDX_TN u64
 #define OLC_REDX_T uint64_t
-#define OLC_REDX_A uint64_t
-#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
-#define OLC_REDX_STORE OLC_REDX_STORE_SAME
 #define OLC_REDX_LO 0
 #define OLC_REDX_HI UINT64_MAX
 #define OLC_REDX_NANS 0
 #define OLC_REDX_ARITH 1
 #include "reduce/olc_reduce_kinds.h"
-#undef OLC_REDX_TN
-#undef OLC_REDX_T
-#undef OLC_REDX_A
-#undef OLC_REDX_LOAD
-#undef OLC_REDX_STORE
-#undef OLC_REDX_LO
-#undef OLC_REDX_HI
-#undef OLC_REDX_NANS
-#undef OLC_REDX_ARITH
 
 /* The level's table, [type] then [kind] (OLC_REDX_KIND_MAX, _MIN, _PROD,
  * _SUM), types as olc_redx_type_index numbers them: int32 and int64 products

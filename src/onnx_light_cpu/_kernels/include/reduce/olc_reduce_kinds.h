@@ -2,8 +2,16 @@
  * Max and Min, and for Prod and Sum where OLC_REDX_ARITH is 1.  The type
  * gives OLC_REDX_LO and OLC_REDX_HI (the identities of Max and Min) and
  * OLC_REDX_NANS (1: Max and Min flag a NaN; integers and the products and
- * sums, where NaN propagates by itself, do not).  Included by
- * reduce/olc_reduce_ext.h once per type; no include guard. */
+ * sums, where NaN propagates by itself, do not); its other names are in
+ * reduce/olc_reduce_ext.h.  Included once per type, it #undefs the type's
+ * names at its end (as common/olc_each_level.h does OLC_BODY); no include
+ * guard. */
+
+#ifndef OLC_REDX_A
+#define OLC_REDX_A OLC_REDX_T
+#define OLC_REDX_LOAD OLC_REDX_LOAD_SAME
+#define OLC_REDX_STORE OLC_REDX_STORE_SAME
+#endif
 
 #define OLC_REDX_KIND max
 #define OLC_REDX_INIT OLC_REDX_LO
@@ -50,3 +58,13 @@
 #undef OLC_REDX_NANCHK
 #undef OLC_REDX_PAD
 #endif
+
+#undef OLC_REDX_TN
+#undef OLC_REDX_T
+#undef OLC_REDX_A
+#undef OLC_REDX_LOAD
+#undef OLC_REDX_STORE
+#undef OLC_REDX_LO
+#undef OLC_REDX_HI
+#undef OLC_REDX_NANS
+#undef OLC_REDX_ARITH
