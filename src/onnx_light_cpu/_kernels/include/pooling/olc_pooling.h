@@ -177,7 +177,7 @@ static void olc_pooling_rows_sep_scalar(float *yr, const float *const *rows, int
     olc_pooling_rows_f32_scalar(yr, rows, nrows, r);
 }
 
-/* The vector levels' words for the row body (pooling/olc_pooling_rows.h):
+/* The vector levels' words for their body (pooling/olc_pooling_rows.h):
  * a vector of the level's floats set to one value, the op on vectors
  * (maxps(v, acc): acc when v is NaN, as the C comparison), a part (what a
  * level needs to know to move the first n columns of a vector, from
@@ -217,6 +217,35 @@ static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldm_avx2(const float *p, int64_
 static inline OLC_TARGET_AVX2 void olc_pooling_st_avx2(float *p, olc_pooling_part_avx2 n, __m256 v) {
     (void)n;
     _mm256_storeu_ps(p, v);
+}
+/* The global pools' words: the op of olc_pooling_gplane_f32 (how 0 sum,
+ * 1 sum of |x|, 2 sum of squares, 4 max), a plain load, the first n < 8
+ * columns with the other lanes vi's (maskload's zeros are the sums'
+ * identity), and the lanes of two accumulators folded in a fixed order. */
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_gop_avx2(__m256 acc, __m256 v, int how) {
+    if (how == 4) return _mm256_max_ps(v, acc);
+    if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    else if (how == 2) v = _mm256_mul_ps(v, v);
+    return _mm256_add_ps(acc, v);
+}
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldu_avx2(const float *p) { return _mm256_loadu_ps(p); }
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldt_avx2(const float *p, int64_t n, __m256 vi, int how) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 v = _mm256_maskload_ps(p, m);
+    if (how == 4) v = _mm256_blendv_ps(vi, v, _mm256_castsi256_ps(m));
+    return v;
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 float olc_pooling_fold8(__m256 a, int how) {
+    __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
+    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
+    __m128 q = _mm_movehl_ps(h, h);
+    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
+    q = _mm_shuffle_ps(h, h, 1);
+    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
+    return _mm_cvtss_f32(h);
+}
+static inline OLC_TARGET_AVX2 float olc_pooling_fold_avx2(__m256 a0, __m256 a1, int how) {
+    return olc_pooling_fold8(how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1), how);
 }
 #define OLC_LVL avx2
 #define OLC_LVL_ATTR OLC_TARGET_AVX2
@@ -260,6 +289,22 @@ static inline OLC_TARGET_AVX512 void olc_pooling_st_avx512(float *p, olc_pooling
 static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldm_avx512(const float *p, int64_t n) {
     return _mm512_maskz_loadu_ps(olc_pooling_mask16(n), p);
 }
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_gop_avx512(__m512 acc, __m512 v, int how) {
+    if (how == 4) return _mm512_max_ps(v, acc);
+    if (how == 1) v = _mm512_abs_ps(v);
+    else if (how == 2) v = _mm512_mul_ps(v, v);
+    return _mm512_add_ps(acc, v);
+}
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldu_avx512(const float *p) { return _mm512_loadu_ps(p); }
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldt_avx512(const float *p, int64_t n, __m512 vi, int how) {
+    (void)how;
+    return _mm512_mask_loadu_ps(vi, (__mmask16)((1u << n) - 1), p);
+}
+static inline OLC_TARGET_AVX512 float olc_pooling_fold_avx512(__m512 a0, __m512 a1, int how) {
+    __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
+    __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    return olc_pooling_fold8(how == 4 ? _mm256_max_ps(c, b) : _mm256_add_ps(b, c), how);
+}
 #define OLC_LVL avx512
 #define OLC_LVL_ATTR OLC_TARGET_AVX512
 #define OLC_POOLING_VW 16
@@ -279,79 +324,6 @@ static inline float olc_pooling_gplane_f32_scalar(const float *x, int64_t n, int
     (void)x; (void)n; (void)how;
     return 0.0f;
 }
-
-/* float32 global pools: one plane of n elements reduced to its sum (how
- * 0), sum of |x| (1), of squares (2) or its max (4, every lane starting
- * from x[0]).  Two vector accumulators, a masked tail, then the lanes in a
- * fixed order: the same bits at every thread count (the levels add in
- * different orders).  The scalar twin is olc_pooling_global_f32_scalar's
- * sixteen partials. */
-#if OLC_X86
-static inline OLC_TARGET_AVX2 __m256 olc_pooling_gop_avx2(__m256 acc, __m256 v, int how) {
-    if (how == 4) return _mm256_max_ps(v, acc);
-    if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    else if (how == 2) v = _mm256_mul_ps(v, v);
-    return _mm256_add_ps(acc, v);
-}
-static OLC_TARGET_AVX2 float olc_pooling_gplane_f32_avx2(const float *x, int64_t n, int how) {
-    const float init = how == 4 ? x[0] : 0.0f;
-    __m256 a0 = _mm256_set1_ps(init), a1 = a0;
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how);
-        a1 = olc_pooling_gop_avx2(a1, _mm256_loadu_ps(x + j + 8), how);
-    }
-    if (j + 8 <= n) { a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how); j += 8; }
-    if (j < n) {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 v = _mm256_maskload_ps(x + j, m);
-        if (how == 4) v = _mm256_blendv_ps(_mm256_set1_ps(init), v, _mm256_castsi256_ps(m));
-        a1 = olc_pooling_gop_avx2(a1, v, how);
-    }
-    __m256 a = how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1);
-    __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
-    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
-    __m128 q = _mm_movehl_ps(h, h);
-    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
-    q = _mm_shuffle_ps(h, h, 1);
-    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
-    return _mm_cvtss_f32(h);
-}
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-static inline OLC_TARGET_AVX512 __m512 olc_pooling_gop_avx512(__m512 acc, __m512 v, int how) {
-    if (how == 4) return _mm512_max_ps(v, acc);
-    if (how == 1) v = _mm512_abs_ps(v);
-    else if (how == 2) v = _mm512_mul_ps(v, v);
-    return _mm512_add_ps(acc, v);
-}
-static OLC_TARGET_AVX512 float olc_pooling_gplane_f32_avx512(const float *x, int64_t n, int how) {
-    const float init = how == 4 ? x[0] : 0.0f;
-    const __m512 vi = _mm512_set1_ps(init);
-    __m512 a0 = vi, a1 = vi;
-    int64_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how);
-        a1 = olc_pooling_gop_avx512(a1, _mm512_loadu_ps(x + j + 16), how);
-    }
-    if (j + 16 <= n) { a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how); j += 16; }
-    if (j < n) {
-        __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
-        a1 = olc_pooling_gop_avx512(a1, _mm512_mask_loadu_ps(vi, m, x + j), how);
-    }
-    __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
-    __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
-    b = how == 4 ? _mm256_max_ps(c, b) : _mm256_add_ps(b, c);
-    __m128 h = _mm256_castps256_ps128(b), l = _mm256_extractf128_ps(b, 1);
-    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
-    __m128 q = _mm_movehl_ps(h, h);
-    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
-    q = _mm_shuffle_ps(h, h, 1);
-    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
-    return _mm_cvtss_f32(h);
-}
-#endif
 
 #define OLC_BODY "pooling/olc_pooling_types.h"
 #include "common/olc_each_level.h"

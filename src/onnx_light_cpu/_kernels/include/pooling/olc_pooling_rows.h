@@ -1,6 +1,7 @@
 /* The float32 output rows of the spatial pools at one vector level (a body
  * file, see common/olc_level.h): olc_pooling_rows_f32_<level> and
- * olc_pooling_rows_sep_<level>, accumulators in registers.  olc_pooling.h
+ * olc_pooling_rows_sep_<level>, accumulators in registers; and the global
+ * pools' planes, olc_pooling_gplane_f32_<level>.  olc_pooling.h
  * includes it at AVX2 and AVX-512 with
  *
  *     OLC_POOLING_VW      the floats in a vector (8, 16)
@@ -11,7 +12,8 @@
  *                         1 (AVX-512): one vector at a time, the last one
  *                         masked to the columns left.
  *
- * and the level's words olc_pooling_{set,op,part,part_of,ld,ld2,st,ldm}_<level> (see
+ * and the level's words olc_pooling_{set,op,part,part_of,ld,ld2,st,ldm}_<level>
+ * and olc_pooling_{gop,ldu,ldt,fold}_<level> (see
  * olc_pooling.h).  The scalar twin is olc_pooling_rows_f32_scalar: every
  * column takes the same operations in the same order (the square fused
  * into the add aside).  No include guard. */
@@ -138,4 +140,28 @@ OLC_LVL_ATTR static void OLC_FN(olc_pooling_rows_sep)(float *yr, const float *co
         return;
     }
     OLC_FN(olc_pooling_rows_f32)(yr, rows, nrows, r);
+}
+
+/* float32 global pools: one plane of n elements reduced to its sum (how
+ * 0), sum of |x| (1), of squares (2) or its max (4, every lane starting
+ * from x[0]).  Two vector accumulators, a masked tail, then the lanes in a
+ * fixed order: the same bits at every thread count (the levels add in
+ * different orders).  The scalar twin is olc_pooling_global_f32_scalar's
+ * sixteen partials. */
+OLC_LVL_ATTR static float OLC_FN(olc_pooling_gplane_f32)(const float *x, int64_t n, int how) {
+    typedef OLC_FN(olc_vf) V;
+    const float init = how == 4 ? x[0] : 0.0f;
+    const V vi = OLC_FN(olc_pooling_set)(init);
+    V a0 = vi, a1 = vi;
+    int64_t j = 0;
+    for (; j + 2 * OLC_POOLING_VW <= n; j += 2 * OLC_POOLING_VW) {
+        a0 = OLC_FN(olc_pooling_gop)(a0, OLC_FN(olc_pooling_ldu)(x + j), how);
+        a1 = OLC_FN(olc_pooling_gop)(a1, OLC_FN(olc_pooling_ldu)(x + j + OLC_POOLING_VW), how);
+    }
+    if (j + OLC_POOLING_VW <= n) {
+        a0 = OLC_FN(olc_pooling_gop)(a0, OLC_FN(olc_pooling_ldu)(x + j), how);
+        j += OLC_POOLING_VW;
+    }
+    if (j < n) a1 = OLC_FN(olc_pooling_gop)(a1, OLC_FN(olc_pooling_ldt)(x + j, n - j, vi, how), how);
+    return OLC_FN(olc_pooling_fold)(a0, a1, how);
 }
