@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import onnx
+import pytest
 from ml_dtypes import bfloat16
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
@@ -127,6 +128,25 @@ def check_node(op_type: str, inputs: Sequence[np.ndarray], *,
                     assert same_bits(got1, got2), f"{op_type}: thread count changed the result"
     for a, original in zip(inputs, originals):
         assert same_bits(a, original), f"{op_type} modified its input"
+
+
+CLEAR_ERRORS = (ValueError, TypeError, NotImplementedError)
+
+
+def error_message(op_type: str, inputs: Sequence[np.ndarray], *,
+                  errors: tuple[type[Exception], ...] = CLEAR_ERRORS, **model_kwargs) -> str:
+    """The message of the error our kernel raises on ``inputs``: one of
+    ``errors``, naming the operator, with the inputs left as they were."""
+    model = node_model(op_type, inputs, **model_kwargs)
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    originals = [a.copy() for a in inputs]
+    with pytest.raises(errors) as info:
+        sess.run(None, {f"x{i}": a for i, a in enumerate(inputs)})
+    for a, o in zip(inputs, originals):
+        assert same_bits(a, o)
+    assert op_type in str(info.value)
+    return str(info.value)
 
 
 def check_every_level(run: Callable, kernel: str, check: Callable,

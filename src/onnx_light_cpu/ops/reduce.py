@@ -16,6 +16,8 @@ from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 
 T = TensorProto
 FLOATS = (T.FLOAT16, T.FLOAT, T.DOUBLE, T.BFLOAT16)
+#: The reduced axes (an input since opset 13 for ReduceSum, 18 for the others).
+AXES = Input("axes", types=(T.INT64,), optional=True)
 
 
 class _Reduce(KernelOp):
@@ -37,8 +39,7 @@ class ReduceSum(_Reduce):
     passes depend on the axes' values: no plan; _run keeps them per shape
     and axes (``_layout``)."""
 
-    inputs = (Input("data", types=(T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS),
-              Input("axes", types=(T.INT64,), optional=True))
+    inputs = (Input("data", types=(T.UINT32, T.UINT64, T.INT32, T.INT64) + FLOATS), AXES)
     attributes = (Attr("keepdims", "flag", 1), Attr("noop_with_empty_axes", "flag", 0),
                   Attr("axes", "ints", None))
     strided_inputs = frozenset({1})  # ``axes`` is counted before it is read
@@ -175,8 +176,11 @@ class _AxesReduce(ReduceSum):
     last), so that each output element is reduced in one fixed order."""
 
     axes_input_since = 18
-    #: the usage path's name, e.g. 'reducemax'
-    kind_name: ClassVar[str]
+
+    @property
+    def kind_name(self) -> str:
+        """The usage path's name: the operator's in lower case, e.g. 'reducemax'."""
+        return self.op_type.lower()
 
     def _run(self, x, axes=None):
         element_type = ELEMENT_TYPES[x.dtype]
@@ -238,32 +242,30 @@ class _CoreReduce(_AxesReduce):
         core.reduce_ext(x, out, A, R, B, self.core_kind, element_type, level, threads)
 
 
-class ReduceMax(_CoreReduce):
-    """Max over ``axes``; NaN propagates (as NumPy's and the built-in's);
-    an empty reduction gives -inf (the type's minimum for integers, False
-    for bool), as ONNX and ONNX Runtime do."""
+class _ExtremeReduce(_CoreReduce):
+    """Max or Min over ``axes``; NaN propagates (as NumPy's and the
+    built-in's); an empty reduction gives the comparison's identity (-inf
+    or inf, the integer type's minimum or maximum, False or True for bool),
+    as ONNX and ONNX Runtime do."""
 
-    inputs = (Input("data", types=NUMERIC + (T.INT8, T.UINT8, T.BOOL)),
-              Input("axes", types=(T.INT64,), optional=True))
+    inputs = (Input("data", types=NUMERIC + (T.INT8, T.UINT8, T.BOOL)), AXES)
+
+    def _empty_value(self, dtype):
+        low = self.core_kind == core.MAX  # the max of nothing is the lowest value
+        if dtype == np.bool_:
+            return not low
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            return info.min if low else info.max
+        return -np.inf if low else np.inf
+
+
+class ReduceMax(_ExtremeReduce):
     core_kind = core.MAX
-    kind_name = "reducemax"
-
-    def _empty_value(self, dtype):
-        if dtype == np.bool_:
-            return False
-        return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
-class ReduceMin(_CoreReduce):
-    inputs = (Input("data", types=NUMERIC + (T.INT8, T.UINT8, T.BOOL)),
-              Input("axes", types=(T.INT64,), optional=True))
+class ReduceMin(_ExtremeReduce):
     core_kind = core.MIN
-    kind_name = "reducemin"
-
-    def _empty_value(self, dtype):
-        if dtype == np.bool_:
-            return True
-        return np.iinfo(dtype).max if dtype.kind in "iu" else np.inf
 
 
 class ReduceProd(_CoreReduce):
@@ -271,9 +273,8 @@ class ReduceProd(_CoreReduce):
     (16 lanes folded in a fixed tree for the last axes); float16 and
     bfloat16 in float32; integers wrap."""
 
-    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
+    inputs = (Input("data", types=NUMERIC), AXES)
     core_kind = core.PROD
-    kind_name = "reduceprod"
 
     def _empty_value(self, dtype):
         return 1
@@ -307,8 +308,7 @@ class ReduceMean(_SumReduce):
     """The sum divided by the count (NumPy's mean: float16 and bfloat16 sum
     in float32; integers divide truncating toward zero, as ONNX Runtime)."""
 
-    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
-    kind_name = "reducemean"
+    inputs = (Input("data", types=NUMERIC), AXES)
 
     def _empty_value(self, dtype):
         return np.nan if dtype.kind == "f" or dtype in HALVES else 0
@@ -321,8 +321,7 @@ class ReduceMean(_SumReduce):
 
 
 class ReduceL1(_SumReduce):
-    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
-    kind_name = "reducel1"
+    inputs = (Input("data", types=NUMERIC), AXES)
 
     def _noop(self, x):
         return np.abs(x)
@@ -332,8 +331,7 @@ class ReduceL1(_SumReduce):
 
 
 class ReduceSumSquare(_SumReduce):
-    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
-    kind_name = "reducesumsquare"
+    inputs = (Input("data", types=NUMERIC), AXES)
 
     def _noop(self, x):
         return x * x
@@ -343,8 +341,7 @@ class ReduceSumSquare(_SumReduce):
 
 
 class ReduceL2(_SumReduce):
-    inputs = (Input("data", types=NUMERIC), Input("axes", types=(T.INT64,), optional=True))
-    kind_name = "reducel2"
+    inputs = (Input("data", types=NUMERIC), AXES)
 
     def _noop(self, x):
         return np.abs(x)
@@ -362,9 +359,8 @@ class ReduceLogSumExp(_CoreReduce):
     """log(sum(exp(x - m))) + m, m the maximum (ReduceMax's core; exp and
     log in NumPy, float32 for float16/bfloat16): no overflow for large x."""
 
-    inputs = (Input("data", types=FLOATS), Input("axes", types=(T.INT64,), optional=True))
+    inputs = (Input("data", types=FLOATS), AXES)
     core_kind = core.MAX
-    kind_name = "reducelogsumexp"
 
     def _empty_value(self, dtype):
         return -np.inf

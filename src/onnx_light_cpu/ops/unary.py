@@ -56,52 +56,34 @@ class _Unary(KernelOp):
         return type(self).__name__.lower()
 
 
-class Abs(_Unary):
-    core_op = core.ABS
-    inputs = (Input("X", types=NUMERIC),)
-    min_work_per_thread = 1 << 15
+def _kernel(name: str, base: type, core_op: int, types: tuple[int, ...], min_work: int, *,
+            doc: str | None = None, since: int | None = None, input_name: str = "X",
+            attributes: tuple[Attr, ...] = (), params: tuple | None = None) -> type:
+    """The adapter class of one operator of the core, from what tells the
+    operators apart: the core's op code, the input's types and name, the
+    elements a thread must have before a second one helps, the opset the
+    operator starts at, its attributes and (activations) how they fill the
+    core's alpha, beta and gamma (``_Activation.core_params``)."""
+    namespace = {"__module__": __name__, "__qualname__": name, "__doc__": doc,
+                 "core_op": core_op, "inputs": (Input(input_name, types=types),),
+                 "min_work_per_thread": min_work}
+    if since is not None:
+        namespace["since_version"] = since
+    if attributes:
+        namespace["attributes"] = attributes
+    if params is not None:
+        namespace["core_params"] = params
+    return type(name, (base,), namespace)
 
 
-class Exp(_Unary):
-    core_op = core.EXP
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 14
-
-
-class Log(_Unary):
-    core_op = core.LOG
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 14
-
-
-class Sigmoid(_Unary):
-    core_op = core.SIGMOID
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 14
-
-
-class Tanh(_Unary):
-    core_op = core.TANH
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 14
-
-
-class Not(_Unary):
-    core_op = core.NOT
-    inputs = (Input("X", types=(T.BOOL,)),)
-    min_work_per_thread = 1 << 17
-
-
-class Neg(_Unary):
-    core_op = core.NEG
-    inputs = (Input("X", types=SIGNED),)
-    min_work_per_thread = 1 << 15
-
-
-class Reciprocal(_Unary):
-    core_op = core.RECIPROCAL
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 15
+Abs = _kernel("Abs", _Unary, core.ABS, NUMERIC, 1 << 15)
+Exp = _kernel("Exp", _Unary, core.EXP, FLOATS, 1 << 14)
+Log = _kernel("Log", _Unary, core.LOG, FLOATS, 1 << 14)
+Sigmoid = _kernel("Sigmoid", _Unary, core.SIGMOID, FLOATS, 1 << 14)
+Tanh = _kernel("Tanh", _Unary, core.TANH, FLOATS, 1 << 14)
+Not = _kernel("Not", _Unary, core.NOT, (T.BOOL,), 1 << 17)
+Neg = _kernel("Neg", _Unary, core.NEG, SIGNED, 1 << 15)
+Reciprocal = _kernel("Reciprocal", _Unary, core.RECIPROCAL, FLOATS, 1 << 15)
 
 
 class Gelu(_Unary):
@@ -132,139 +114,59 @@ class _Activation(_Unary):
     unary/olc_unary.h): float types computed in float32 for float16 and
     bfloat16, float64 on libm; the parameters an operator lacks are 0."""
 
-    min_work_per_thread = 1 << 14  # transcendental; the exact ones set 1 << 15
+    #: alpha, beta, gamma: a number, or the name of the attribute holding it.
+    core_params: ClassVar[tuple[float | str, float | str, float | str]] = (0.0, 0.0, 0.0)
 
-    def _params(self) -> tuple[float, float, float]:
-        return (0.0, 0.0, 0.0)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # once per node: an adapter's attributes do not change (linked ones
+        # make another adapter)
+        self._core_values = tuple(getattr(self, p, None) if isinstance(p, str) else p
+                                  for p in self.core_params)
 
     def _apply(self, x, y, element_type: int, level: int, threads: int) -> None:
-        core.activate(x, y, self.core_op, element_type, level, threads, *self._params())
+        core.activate(x, y, self.core_op, element_type, level, threads, *self._core_values)
 
     def _level_used(self, element_type: int, level: int) -> int:
         return core.act_level_used(self.core_op, element_type, level)
 
 
-class Relu(_Activation):
-    core_op = core.RELU
-    inputs = (Input("X", types=(T.INT8, T.INT16, T.INT32, T.INT64) + FLOATS),)
-    min_work_per_thread = 1 << 15
-
-
-class LeakyRelu(_Activation):
-    core_op = core.LEAKY_RELU
-    since_version = 6  # LeakyRelu-1 had consumed_inputs
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", _f32(0.01)),)
-    min_work_per_thread = 1 << 15
-
-    def _params(self):
-        return (self.alpha, 0.0, 0.0)
-
-
-class HardSigmoid(_Activation):
-    core_op = core.HARD_SIGMOID
-    since_version = 6
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", _f32(0.2)), Attr("beta", "float", 0.5))
-    min_work_per_thread = 1 << 15
-
-    def _params(self):
-        return (self.alpha, self.beta, 0.0)
-
-
-class HardSwish(_Activation):
-    """x HardSigmoid(x) with alpha 1/6 and beta 1/2, as ONNX's function body
-    defines it (a float attribute: 1/6 rounded to float32, double too)."""
-
-    core_op = core.HARD_SWISH
-    since_version = 14
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 15
-
-    def _params(self):
-        return (_f32(1.0 / 6.0), 0.5, 0.0)
-
-
-class Elu(_Activation):
-    core_op = core.ELU
-    since_version = 6
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", 1.0),)
-
-    def _params(self):
-        return (self.alpha, 0.0, 0.0)
-
-
-class Selu(_Activation):
-    core_op = core.SELU
-    since_version = 6
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", 1.67326319217681884765625),
-                  Attr("gamma", "float", 1.05070102214813232421875))
-
-    def _params(self):
-        return (self.alpha, 0.0, self.gamma)
-
-
-class Celu(_Activation):
-    core_op = core.CELU
-    since_version = 12
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", 1.0),)
-
-    def _params(self):
-        return (self.alpha, 0.0, 0.0)
-
-
-class Softplus(_Activation):
-    """log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): no overflow
+# The activations; min_work is 1 << 14 for the transcendental ones, 1 << 15
+# for the exact ones.
+Relu = _kernel("Relu", _Activation, core.RELU, (T.INT8, T.INT16, T.INT32, T.INT64) + FLOATS,
+               1 << 15)
+LeakyRelu = _kernel("LeakyRelu", _Activation, core.LEAKY_RELU, FLOATS, 1 << 15,
+                    since=6,  # LeakyRelu-1 had consumed_inputs
+                    attributes=(Attr("alpha", "float", _f32(0.01)),), params=("alpha", 0.0, 0.0))
+HardSigmoid = _kernel("HardSigmoid", _Activation, core.HARD_SIGMOID, FLOATS, 1 << 15, since=6,
+                      attributes=(Attr("alpha", "float", _f32(0.2)), Attr("beta", "float", 0.5)),
+                      params=("alpha", "beta", 0.0))
+HardSwish = _kernel(
+    "HardSwish", _Activation, core.HARD_SWISH, FLOATS, 1 << 15, since=14,
+    params=(_f32(1.0 / 6.0), 0.5, 0.0),
+    doc="""x HardSigmoid(x) with alpha 1/6 and beta 1/2, as ONNX's function body
+    defines it (a float attribute: 1/6 rounded to float32, double too).""")
+Elu = _kernel("Elu", _Activation, core.ELU, FLOATS, 1 << 14, since=6,
+              attributes=(Attr("alpha", "float", 1.0),), params=("alpha", 0.0, 0.0))
+Selu = _kernel("Selu", _Activation, core.SELU, FLOATS, 1 << 14, since=6,
+               attributes=(Attr("alpha", "float", 1.67326319217681884765625),
+                           Attr("gamma", "float", 1.05070102214813232421875)),
+               params=("alpha", 0.0, "gamma"))
+Celu = _kernel("Celu", _Activation, core.CELU, FLOATS, 1 << 14, since=12,
+               attributes=(Attr("alpha", "float", 1.0),), params=("alpha", 0.0, 0.0))
+Softplus = _kernel(
+    "Softplus", _Activation, core.SOFTPLUS, FLOATS, 1 << 14,
+    doc="""log(1 + exp(x)) computed as max(x, 0) + log1p(exp(-|x|)): no overflow
     for large x and no loss for large negative x (as the built-in's
-    np.logaddexp(0, x))."""
-
-    core_op = core.SOFTPLUS
-    inputs = (Input("X", types=FLOATS),)
-
-
-class Mish(_Activation):
-    core_op = core.MISH
-    since_version = 18
-    inputs = (Input("X", types=FLOATS),)
-
-
-class Sign(_Activation):
-    core_op = core.SIGN
-    since_version = 9
-    inputs = (Input("input", types=NUMERIC),)
-    min_work_per_thread = 1 << 15
-
-
-class Erf(_Activation):
-    core_op = core.ERF
-    since_version = 9
-    inputs = (Input("input", types=FLOATS),)
-
-
-class Softsign(_Activation):
-    core_op = core.SOFTSIGN
-    inputs = (Input("input", types=FLOATS),)
-    min_work_per_thread = 1 << 15
-
-
-class ThresholdedRelu(_Activation):
-    core_op = core.THRESHOLDED_RELU
-    since_version = 10
-    inputs = (Input("X", types=FLOATS),)
-    attributes = (Attr("alpha", "float", 1.0),)
-    min_work_per_thread = 1 << 15
-
-    def _params(self):
-        return (self.alpha, 0.0, 0.0)
-
-
-class Sqrt(_Activation):
-    core_op = core.SQRT
-    inputs = (Input("X", types=FLOATS),)
-    min_work_per_thread = 1 << 15
+    np.logaddexp(0, x)).""")
+Mish = _kernel("Mish", _Activation, core.MISH, FLOATS, 1 << 14, since=18)
+Sign = _kernel("Sign", _Activation, core.SIGN, NUMERIC, 1 << 15, since=9, input_name="input")
+Erf = _kernel("Erf", _Activation, core.ERF, FLOATS, 1 << 14, since=9, input_name="input")
+Softsign = _kernel("Softsign", _Activation, core.SOFTSIGN, FLOATS, 1 << 15, input_name="input")
+ThresholdedRelu = _kernel("ThresholdedRelu", _Activation, core.THRESHOLDED_RELU, FLOATS, 1 << 15,
+                          since=10, attributes=(Attr("alpha", "float", 1.0),),
+                          params=("alpha", 0.0, 0.0))
+Sqrt = _kernel("Sqrt", _Activation, core.SQRT, FLOATS, 1 << 15)
 
 
 # Clip's bounds before opset 11 are float attributes, defaulting to the

@@ -177,240 +177,143 @@ static void olc_pooling_rows_sep_scalar(float *yr, const float *const *rows, int
     olc_pooling_rows_f32_scalar(yr, rows, nrows, r);
 }
 
+/* The vector levels' words for their body (pooling/olc_pooling_rows.h):
+ * a vector of the level's floats set to one value, the op on vectors
+ * (maxps(v, acc): acc when v is NaN, as the C comparison), a part (what a
+ * level needs to know to move the first n columns of a vector, from
+ * part_of(n)), loads of a part at stride 1 (ld) or 2 (ld2: the even
+ * elements of 2n - 1) and its store (st), and ldm, the first n columns, the
+ * others 0.  AVX2 has no masks in its loops: its parts are whole vectors
+ * (the body asks for whole vectors only, or stores into scratch with room
+ * for one), ldm is its one masked load; AVX-512's parts are masks. */
 #if OLC_X86
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_set_avx2(float v) { return _mm256_set1_ps(v); }
 static inline OLC_TARGET_AVX2 __m256 olc_pooling_op_avx2(__m256 acc, __m256 v, int op) {
     if (op == OLC_POOLING_OP_MAX) return _mm256_max_ps(v, acc);
     if (op == OLC_POOLING_OP_ADD) return _mm256_add_ps(acc, v);
     return _mm256_add_ps(acc, _mm256_mul_ps(v, v));
 }
+typedef int olc_pooling_part_avx2;
+static inline OLC_TARGET_AVX2 olc_pooling_part_avx2 olc_pooling_part_of_avx2(int64_t n) {
+    (void)n;
+    return 0;
+}
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ld_avx2(const float *p, olc_pooling_part_avx2 n) {
+    (void)n;
+    return _mm256_loadu_ps(p);
+}
 /* b[0], b[2], ..., b[14]: reads b[0 .. 14] only (a load at b + 7 gives
  * the odd-placed half). */
-static inline OLC_TARGET_AVX2 __m256 olc_pooling_ld2_avx2(const float *b) {
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ld2_avx2(const float *b, olc_pooling_part_avx2 n) {
+    (void)n;
     __m256 lo = _mm256_loadu_ps(b), hi = _mm256_loadu_ps(b + 7);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(
         _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xD8)), 0xD8));
 }
-/* The vector columns of a row for one op and stride (constants once
- * inlined into the wrappers below), the row's fields in locals. */
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_pooling_vec_avx2(
-    float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a, int64_t b,
-    const int op, const int64_t s) {
-    const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
-    const float *cw = r->cw;
-    const __m256 init = _mm256_set1_ps(r->init), cdh = _mm256_set1_ps(r->cdh);
-    const int seed = op == OLC_POOLING_OP_MAX;
-    /* two vectors at a time (two independent chains), then whole vectors;
-     * the last one ends at b (it may redo a few columns: the same values) */
-    int64_t j0 = a;
-    for (; j0 + 16 <= b; j0 += 16) {
-        __m256 acc0 = init, acc1 = init;
-        for (int q = 0; q < nrows; ++q) {
-            const float *base = rows[q] + j0 * s - pw;
-            for (int64_t k = 0; k < kw; ++k, base += dw) {
-                __m256 v0 = s == 1 ? _mm256_loadu_ps(base) : olc_pooling_ld2_avx2(base);
-                __m256 v1 = s == 1 ? _mm256_loadu_ps(base + 8) : olc_pooling_ld2_avx2(base + 16);
-                if (seed && q == 0 && k == 0) {
-                    acc0 = v0;
-                    acc1 = v1;
-                } else {
-                    acc0 = olc_pooling_op_avx2(acc0, v0, op);
-                    acc1 = olc_pooling_op_avx2(acc1, v1, op);
-                }
-            }
-        }
-        if (cw) {
-            acc0 = _mm256_div_ps(acc0, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j0)));
-            acc1 = _mm256_div_ps(acc1, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j0 + 8)));
-        }
-        _mm256_storeu_ps(yr + j0, acc0);
-        _mm256_storeu_ps(yr + j0 + 8, acc1);
-    }
-    if (j0 >= b) return;
-    for (int64_t j = j0;; j += 8) {
-        if (j + 8 > b) j = b - 8;
-        __m256 acc = init;
-        for (int q = 0; q < nrows; ++q) {
-            const float *base = rows[q] + j * s - pw;
-            for (int64_t k = 0; k < kw; ++k, base += dw) {
-                __m256 v = s == 1 ? _mm256_loadu_ps(base) : olc_pooling_ld2_avx2(base);
-                acc = seed && q == 0 && k == 0 ? v : olc_pooling_op_avx2(acc, v, op);
-            }
-        }
-        if (cw) acc = _mm256_div_ps(acc, _mm256_mul_ps(cdh, _mm256_loadu_ps(cw + j)));
-        _mm256_storeu_ps(yr + j, acc);
-        if (j + 8 >= b) break;
-    }
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldm_avx2(const float *p, int64_t n) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_ps(p, m);
 }
-#define OLC_POOLING_VEC_AVX2(op, s)                                                                  \
-    static OLC_TARGET_AVX2 void olc_pooling_vec_##op##_##s##_avx2(                                   \
-        float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a,    \
-        int64_t b) {                                                                             \
-        olc_pooling_vec_avx2(yr, rows, nrows, r, a, b, op, s);                                      \
-    }
-OLC_POOLING_VEC_AVX2(0, 1)
-OLC_POOLING_VEC_AVX2(0, 2)
-OLC_POOLING_VEC_AVX2(1, 1)
-OLC_POOLING_VEC_AVX2(1, 2)
-OLC_POOLING_VEC_AVX2(2, 1)
-OLC_POOLING_VEC_AVX2(2, 2)
-
-/* Separable sums (AveragePool, LpPool with p = 2): the window's input
- * rows added column by column into t (squares for LpPool), then each
- * output column sums its taps of t: 2 + 2 adds an output instead of 8 for
- * a 3x3 window.  The sums run in another order than the scalar twin's
- * row-major one (within float32 rounding; the same at every thread count).
- * The max keeps the direct path: the first tap's NaN rule is not
- * separable. */
-static OLC_TARGET_AVX2 void olc_pooling_vertical_avx2(float *t, const float *const *rows, int nrows,
-                                                   int64_t W, int op) {
-    int64_t w = 0;
-    for (; w + 8 <= W; w += 8) {
-        __m256 v = _mm256_loadu_ps(rows[0] + w);  /* op is ADD or SQ */
-        if (op == OLC_POOLING_OP_SQ) v = _mm256_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx2(v, _mm256_loadu_ps(rows[q] + w), op);
-        _mm256_storeu_ps(t + w, v);
-    }
-    if (w < W) {  /* the tail as one masked vector (t has room for it) */
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W - w)),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 v = _mm256_maskload_ps(rows[0] + w, m);
-        if (op == OLC_POOLING_OP_SQ) v = _mm256_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx2(v, _mm256_maskload_ps(rows[q] + w, m), op);
-        _mm256_storeu_ps(t + w, v);
-    }
+static inline OLC_TARGET_AVX2 void olc_pooling_st_avx2(float *p, olc_pooling_part_avx2 n, __m256 v) {
+    (void)n;
+    _mm256_storeu_ps(p, v);
 }
-
-static OLC_TARGET_AVX2 void olc_pooling_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pooling_rowspec *r);
-static OLC_TARGET_AVX2 void olc_pooling_rows_sep_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pooling_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOLING_OP_MAX && r->t && r->W <= OLC_POOLING_TROW && r->s <= 2) {
-        float *t = r->t;
-        const float *one[1] = {t};
-        olc_pooling_rowspec h = *r;
-        olc_pooling_vertical_avx2(t, rows, nrows, r->W, r->op);
-        if (h.op == OLC_POOLING_OP_SQ) h.op = OLC_POOLING_OP_ADD;
-        olc_pooling_rows_f32_avx2(yr, one, 1, &h);
-        return;
-    }
-    olc_pooling_rows_f32_avx2(yr, rows, nrows, r);
+/* The global pools' words: the op of olc_pooling_gplane_f32 (how 0 sum,
+ * 1 sum of |x|, 2 sum of squares, 4 max), a plain load, the first n < 8
+ * columns with the other lanes vi's (maskload's zeros are the sums'
+ * identity), and the lanes of two accumulators folded in a fixed order. */
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_gop_avx2(__m256 acc, __m256 v, int how) {
+    if (how == 4) return _mm256_max_ps(v, acc);
+    if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    else if (how == 2) v = _mm256_mul_ps(v, v);
+    return _mm256_add_ps(acc, v);
 }
-
-static OLC_TARGET_AVX2 void olc_pooling_rows_f32_avx2(float *yr, const float *const *rows, int nrows,
-                                                   const olc_pooling_rowspec *r) {
-    const int64_t a = r->a, b = r->b;
-    const int64_t s = r->s;
-    if (s > 2) { olc_pooling_rows_f32_scalar(yr, rows, nrows, r); return; }
-    olc_pooling_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
-    if (b - a < 8) { olc_pooling_inner_f32(yr, rows, nrows, r, a, b); return; }
-    switch (r->op * 2 + (int)(s - 1)) {
-    case 0: olc_pooling_vec_0_1_avx2(yr, rows, nrows, r, a, b); break;
-    case 1: olc_pooling_vec_0_2_avx2(yr, rows, nrows, r, a, b); break;
-    case 2: olc_pooling_vec_1_1_avx2(yr, rows, nrows, r, a, b); break;
-    case 3: olc_pooling_vec_1_2_avx2(yr, rows, nrows, r, a, b); break;
-    case 4: olc_pooling_vec_2_1_avx2(yr, rows, nrows, r, a, b); break;
-    default: olc_pooling_vec_2_2_avx2(yr, rows, nrows, r, a, b); break;
-    }
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldu_avx2(const float *p) { return _mm256_loadu_ps(p); }
+static inline OLC_TARGET_AVX2 __m256 olc_pooling_ldt_avx2(const float *p, int64_t n, __m256 vi, int how) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 v = _mm256_maskload_ps(p, m);
+    if (how == 4) v = _mm256_blendv_ps(vi, v, _mm256_castsi256_ps(m));
+    return v;
 }
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 float olc_pooling_fold8(__m256 a, int how) {
+    __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
+    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
+    __m128 q = _mm_movehl_ps(h, h);
+    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
+    q = _mm_shuffle_ps(h, h, 1);
+    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
+    return _mm_cvtss_f32(h);
+}
+static inline OLC_TARGET_AVX2 float olc_pooling_fold_avx2(__m256 a0, __m256 a1, int how) {
+    return olc_pooling_fold8(how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1), how);
+}
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_POOLING_VW 8
+#define OLC_POOLING_MASKED 0
+#include "pooling/olc_pooling_rows.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_POOLING_VW
+#undef OLC_POOLING_MASKED
 #endif
 
 #if OLC_X86 && OLC_HAVE_AVX512
+static inline OLC_TARGET_AVX512 __mmask16 olc_pooling_mask16(int64_t left) {
+    return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+}
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_set_avx512(float v) { return _mm512_set1_ps(v); }
 static inline OLC_TARGET_AVX512 __m512 olc_pooling_op_avx512(__m512 acc, __m512 v, int op) {
     if (op == OLC_POOLING_OP_MAX) return _mm512_max_ps(v, acc);
     if (op == OLC_POOLING_OP_ADD) return _mm512_add_ps(acc, v);
     return _mm512_add_ps(acc, _mm512_mul_ps(v, v));
 }
-static inline OLC_TARGET_AVX512 __mmask16 olc_pooling_mask16(int64_t left) {
-    return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+/* the columns of a part (m) and of its stride-2 loads (m0, m1) */
+typedef struct { __mmask16 m, m0, m1; } olc_pooling_part_avx512;
+static inline OLC_TARGET_AVX512 olc_pooling_part_avx512 olc_pooling_part_of_avx512(int64_t n) {
+    olc_pooling_part_avx512 t = {olc_pooling_mask16(n), olc_pooling_mask16(2 * n - 1), olc_pooling_mask16(2 * n - 17)};
+    return t;
 }
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_pooling_vec_avx512(
-    float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a, int64_t b,
-    const int op, const int64_t s) {
-    const int64_t kw = r->kw, dw = r->dw, pw = r->pw;
-    const float *cw = r->cw;
-    const __m512 init = _mm512_set1_ps(r->init), cdh = _mm512_set1_ps(r->cdh);
-    const int seed = op == OLC_POOLING_OP_MAX;
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ld_avx512(const float *p, olc_pooling_part_avx512 t) {
+    return _mm512_maskz_loadu_ps(t.m, p);
+}
+/* b[0], b[2], ..., b[2n - 2]: reads b[0 .. 2n - 2] only. */
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ld2_avx512(const float *b, olc_pooling_part_avx512 t) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    for (int64_t j = a; j < b; j += 16) {
-        const int64_t n = b - j < 16 ? b - j : 16;
-        const __mmask16 m = olc_pooling_mask16(n), m0 = olc_pooling_mask16(2 * n - 1),
-                        m1 = olc_pooling_mask16(2 * n - 17);
-        __m512 acc = init;
-        for (int q = 0; q < nrows; ++q) {
-            const float *base = rows[q] + j * s - pw;
-            for (int64_t k = 0; k < kw; ++k, base += dw) {
-                __m512 v;
-                if (s == 1) {
-                    v = _mm512_maskz_loadu_ps(m, base);
-                } else {
-                    __m512 lo = _mm512_maskz_loadu_ps(m0, base), hi = _mm512_maskz_loadu_ps(m1, base + 16);
-                    v = _mm512_permutex2var_ps(lo, even, hi);
-                }
-                acc = seed && q == 0 && k == 0 ? v : olc_pooling_op_avx512(acc, v, op);
-            }
-        }
-        if (cw) acc = _mm512_div_ps(acc, _mm512_mul_ps(cdh, _mm512_maskz_loadu_ps(m, cw + j)));
-        _mm512_mask_storeu_ps(yr + j, m, acc);
-    }
+    __m512 lo = _mm512_maskz_loadu_ps(t.m0, b), hi = _mm512_maskz_loadu_ps(t.m1, b + 16);
+    return _mm512_permutex2var_ps(lo, even, hi);
 }
-#define OLC_POOLING_VEC_AVX512(op, s)                                                                \
-    static OLC_TARGET_AVX512 void olc_pooling_vec_##op##_##s##_avx512(                               \
-        float *yr, const float *const *rows, int nrows, const olc_pooling_rowspec *r, int64_t a,    \
-        int64_t b) {                                                                             \
-        olc_pooling_vec_avx512(yr, rows, nrows, r, a, b, op, s);                                    \
-    }
-OLC_POOLING_VEC_AVX512(0, 1)
-OLC_POOLING_VEC_AVX512(0, 2)
-OLC_POOLING_VEC_AVX512(1, 1)
-OLC_POOLING_VEC_AVX512(1, 2)
-OLC_POOLING_VEC_AVX512(2, 1)
-OLC_POOLING_VEC_AVX512(2, 2)
-
-static OLC_TARGET_AVX512 void olc_pooling_vertical_avx512(float *t, const float *const *rows, int nrows,
-                                                       int64_t W, int op) {
-    for (int64_t w = 0; w < W; w += 16) {
-        const __mmask16 m = olc_pooling_mask16(W - w);
-        __m512 v = _mm512_maskz_loadu_ps(m, rows[0] + w);
-        if (op == OLC_POOLING_OP_SQ) v = _mm512_mul_ps(v, v);
-        for (int q = 1; q < nrows; ++q) v = olc_pooling_op_avx512(v, _mm512_maskz_loadu_ps(m, rows[q] + w), op);
-        _mm512_mask_storeu_ps(t + w, m, v);
-    }
+static inline OLC_TARGET_AVX512 void olc_pooling_st_avx512(float *p, olc_pooling_part_avx512 t, __m512 v) {
+    _mm512_mask_storeu_ps(p, t.m, v);
 }
-
-static OLC_TARGET_AVX512 void olc_pooling_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pooling_rowspec *r);
-static OLC_TARGET_AVX512 void olc_pooling_rows_sep_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pooling_rowspec *r) {
-    if (nrows > 1 && r->op != OLC_POOLING_OP_MAX && r->t && r->W <= OLC_POOLING_TROW && r->s <= 2) {
-        float *t = r->t;
-        const float *one[1] = {t};
-        olc_pooling_rowspec h = *r;
-        olc_pooling_vertical_avx512(t, rows, nrows, r->W, r->op);
-        if (h.op == OLC_POOLING_OP_SQ) h.op = OLC_POOLING_OP_ADD;
-        olc_pooling_rows_f32_avx512(yr, one, 1, &h);
-        return;
-    }
-    olc_pooling_rows_f32_avx512(yr, rows, nrows, r);
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldm_avx512(const float *p, int64_t n) {
+    return _mm512_maskz_loadu_ps(olc_pooling_mask16(n), p);
 }
-
-static OLC_TARGET_AVX512 void olc_pooling_rows_f32_avx512(float *yr, const float *const *rows, int nrows,
-                                                       const olc_pooling_rowspec *r) {
-    const int64_t a = r->a, b = r->b;
-    const int64_t s = r->s;
-    if (s > 2) { olc_pooling_rows_f32_scalar(yr, rows, nrows, r); return; }
-    olc_pooling_cols_f32(yr, rows, nrows, r, 0, a);
-    olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
-    if (a >= b) return;
-    switch (r->op * 2 + (int)(s - 1)) {
-    case 0: olc_pooling_vec_0_1_avx512(yr, rows, nrows, r, a, b); break;
-    case 1: olc_pooling_vec_0_2_avx512(yr, rows, nrows, r, a, b); break;
-    case 2: olc_pooling_vec_1_1_avx512(yr, rows, nrows, r, a, b); break;
-    case 3: olc_pooling_vec_1_2_avx512(yr, rows, nrows, r, a, b); break;
-    case 4: olc_pooling_vec_2_1_avx512(yr, rows, nrows, r, a, b); break;
-    default: olc_pooling_vec_2_2_avx512(yr, rows, nrows, r, a, b); break;
-    }
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_gop_avx512(__m512 acc, __m512 v, int how) {
+    if (how == 4) return _mm512_max_ps(v, acc);
+    if (how == 1) v = _mm512_abs_ps(v);
+    else if (how == 2) v = _mm512_mul_ps(v, v);
+    return _mm512_add_ps(acc, v);
 }
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldu_avx512(const float *p) { return _mm512_loadu_ps(p); }
+static inline OLC_TARGET_AVX512 __m512 olc_pooling_ldt_avx512(const float *p, int64_t n, __m512 vi, int how) {
+    (void)how;
+    return _mm512_mask_loadu_ps(vi, (__mmask16)((1u << n) - 1), p);
+}
+static inline OLC_TARGET_AVX512 float olc_pooling_fold_avx512(__m512 a0, __m512 a1, int how) {
+    __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
+    __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    return olc_pooling_fold8(how == 4 ? _mm256_max_ps(c, b) : _mm256_add_ps(b, c), how);
+}
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_POOLING_VW 16
+#define OLC_POOLING_MASKED 1
+#include "pooling/olc_pooling_rows.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_POOLING_VW
+#undef OLC_POOLING_MASKED
 #endif
 
 /* The scalar level keeps its sixteen partials (OLC_POOLING_GPLANE_<level>). */
@@ -421,79 +324,6 @@ static inline float olc_pooling_gplane_f32_scalar(const float *x, int64_t n, int
     (void)x; (void)n; (void)how;
     return 0.0f;
 }
-
-/* float32 global pools: one plane of n elements reduced to its sum (how
- * 0), sum of |x| (1), of squares (2) or its max (4, every lane starting
- * from x[0]).  Two vector accumulators, a masked tail, then the lanes in a
- * fixed order: the same bits at every thread count (the levels add in
- * different orders).  The scalar twin is olc_pooling_global_f32_scalar's
- * sixteen partials. */
-#if OLC_X86
-static inline OLC_TARGET_AVX2 __m256 olc_pooling_gop_avx2(__m256 acc, __m256 v, int how) {
-    if (how == 4) return _mm256_max_ps(v, acc);
-    if (how == 1) v = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    else if (how == 2) v = _mm256_mul_ps(v, v);
-    return _mm256_add_ps(acc, v);
-}
-static OLC_TARGET_AVX2 float olc_pooling_gplane_f32_avx2(const float *x, int64_t n, int how) {
-    const float init = how == 4 ? x[0] : 0.0f;
-    __m256 a0 = _mm256_set1_ps(init), a1 = a0;
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how);
-        a1 = olc_pooling_gop_avx2(a1, _mm256_loadu_ps(x + j + 8), how);
-    }
-    if (j + 8 <= n) { a0 = olc_pooling_gop_avx2(a0, _mm256_loadu_ps(x + j), how); j += 8; }
-    if (j < n) {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 v = _mm256_maskload_ps(x + j, m);
-        if (how == 4) v = _mm256_blendv_ps(_mm256_set1_ps(init), v, _mm256_castsi256_ps(m));
-        a1 = olc_pooling_gop_avx2(a1, v, how);
-    }
-    __m256 a = how == 4 ? _mm256_max_ps(a1, a0) : _mm256_add_ps(a0, a1);
-    __m128 h = _mm256_castps256_ps128(a), l = _mm256_extractf128_ps(a, 1);
-    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
-    __m128 q = _mm_movehl_ps(h, h);
-    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
-    q = _mm_shuffle_ps(h, h, 1);
-    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
-    return _mm_cvtss_f32(h);
-}
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-static inline OLC_TARGET_AVX512 __m512 olc_pooling_gop_avx512(__m512 acc, __m512 v, int how) {
-    if (how == 4) return _mm512_max_ps(v, acc);
-    if (how == 1) v = _mm512_abs_ps(v);
-    else if (how == 2) v = _mm512_mul_ps(v, v);
-    return _mm512_add_ps(acc, v);
-}
-static OLC_TARGET_AVX512 float olc_pooling_gplane_f32_avx512(const float *x, int64_t n, int how) {
-    const float init = how == 4 ? x[0] : 0.0f;
-    const __m512 vi = _mm512_set1_ps(init);
-    __m512 a0 = vi, a1 = vi;
-    int64_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how);
-        a1 = olc_pooling_gop_avx512(a1, _mm512_loadu_ps(x + j + 16), how);
-    }
-    if (j + 16 <= n) { a0 = olc_pooling_gop_avx512(a0, _mm512_loadu_ps(x + j), how); j += 16; }
-    if (j < n) {
-        __mmask16 m = (__mmask16)((1u << (n - j)) - 1);
-        a1 = olc_pooling_gop_avx512(a1, _mm512_mask_loadu_ps(vi, m, x + j), how);
-    }
-    __m512 a = how == 4 ? _mm512_max_ps(a1, a0) : _mm512_add_ps(a0, a1);
-    __m256 b = _mm512_castps512_ps256(a), c = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
-    b = how == 4 ? _mm256_max_ps(c, b) : _mm256_add_ps(b, c);
-    __m128 h = _mm256_castps256_ps128(b), l = _mm256_extractf128_ps(b, 1);
-    h = how == 4 ? _mm_max_ps(l, h) : _mm_add_ps(h, l);
-    __m128 q = _mm_movehl_ps(h, h);
-    h = how == 4 ? _mm_max_ps(q, h) : _mm_add_ps(h, q);
-    q = _mm_shuffle_ps(h, h, 1);
-    h = how == 4 ? _mm_max_ss(q, h) : _mm_add_ss(h, q);
-    return _mm_cvtss_f32(h);
-}
-#endif
 
 #define OLC_BODY "pooling/olc_pooling_types.h"
 #include "common/olc_each_level.h"
@@ -511,33 +341,14 @@ static int olc_pooling_type_index(int dtype) {
     }
 }
 
-#define OLC_POOLING_TABLE4(lvl, name) \
-    {name##_f32_##lvl, name##_f64_##lvl, name##_i8_##lvl, name##_u8_##lvl}
-#define OLC_POOLING_TABLE2(lvl, name) {name##_f32_##lvl, name##_f64_##lvl, NULL, NULL}
-
 /* what: 0 spatial max, 1 spatial max with indices, 2 spatial average/Lp,
- * 3 global pools, 4 LRN, 5 MaxRoiPool.  NULL when the type has none. */
+ * 3 global pools, 4 LRN, 5 MaxRoiPool.  NULL when the type has none.  The
+ * tables olc_pooling_fns_<level> close olc_pooling_types.h. */
 static olc_pooling_fn olc_pooling_select(int what, int dtype, int level) {
-    static const olc_pooling_fn fns_scalar[6][4] = {
-        OLC_POOLING_TABLE4(scalar, olc_pooling_max), OLC_POOLING_TABLE4(scalar, olc_pooling_maxidx),
-        OLC_POOLING_TABLE2(scalar, olc_pooling_sum), OLC_POOLING_TABLE2(scalar, olc_pooling_global),
-        OLC_POOLING_TABLE2(scalar, olc_pooling_lrn), OLC_POOLING_TABLE2(scalar, olc_pooling_roi)};
-#if OLC_X86
-    static const olc_pooling_fn fns_avx2[6][4] = {
-        OLC_POOLING_TABLE4(avx2, olc_pooling_max), OLC_POOLING_TABLE4(avx2, olc_pooling_maxidx),
-        OLC_POOLING_TABLE2(avx2, olc_pooling_sum), OLC_POOLING_TABLE2(avx2, olc_pooling_global),
-        OLC_POOLING_TABLE2(avx2, olc_pooling_lrn), OLC_POOLING_TABLE2(avx2, olc_pooling_roi)};
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-    static const olc_pooling_fn fns_avx512[6][4] = {
-        OLC_POOLING_TABLE4(avx512, olc_pooling_max), OLC_POOLING_TABLE4(avx512, olc_pooling_maxidx),
-        OLC_POOLING_TABLE2(avx512, olc_pooling_sum), OLC_POOLING_TABLE2(avx512, olc_pooling_global),
-        OLC_POOLING_TABLE2(avx512, olc_pooling_lrn), OLC_POOLING_TABLE2(avx512, olc_pooling_roi)};
-#endif
     int t = olc_pooling_type_index(dtype);
     if (t < 0 || what < 0 || what > 5) return NULL;
     level = olc_pooling_level(level);
-    return OLC_LEVEL_FN(level, fns)[what][t];
+    return OLC_LEVEL_FN(level, olc_pooling_fns)[what][t];
 }
 
 #endif /* OLC_POOLING_H */

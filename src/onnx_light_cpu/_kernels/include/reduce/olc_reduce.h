@@ -539,6 +539,10 @@ enum { OLC_REDX_KIND_MAX = 0, OLC_REDX_KIND_MIN, OLC_REDX_KIND_PROD, OLC_REDX_KI
 #define OLC_REDX_LANES 16
 typedef void (*olc_redx_rows_fn)(const void *x, void *out, int64_t R, int64_t a0, int64_t a1);
 typedef void (*olc_redx_cols_fn)(const void *x, void *out, int64_t R, int64_t B, int64_t b0, int64_t b1);
+typedef struct {
+    olc_redx_rows_fn rows[4];  /* by kind */
+    olc_redx_cols_fn cols[4];
+} olc_redx_fns;
 
 #define OLC_REDX_LOAD_SAME(v) (v)
 #define OLC_REDX_STORE_SAME(v) (v)
@@ -548,116 +552,40 @@ typedef void (*olc_redx_cols_fn)(const void *x, void *out, int64_t R, int64_t B,
 #define OLC_REDX_ADD(a, v) ((a) + (v))
 #define OLC_REDX_ISNAN(v) ((v) != (v))
 #define OLC_REDX_NONAN(v) 0
-/* One kind on one type: T the element, A the accumulator; rows shorter
- * than two lane widths in one sequence, longer ones in 16 lanes.  PAD: the
- * row's tail joins all 16 lanes, padded with INIT (faster for the sums and
- * products, slower for Max and Min with their NaN flag). */
-#define OLC_REDX_DEFS(kind, tn, T, A, LOAD, STORE, INIT, JOIN, NANCHK, PAD) \
-    OLC_LVL_ATTR static void OLC_FN(olc_redx_rows_##kind##_##tn)(const void *px, void *po, int64_t R, \
-                                                                  int64_t a0, int64_t a1) { \
-        const T *x = (const T *)px; \
-        T *out = (T *)po; \
-        for (int64_t a = a0; a < a1; ++a) { \
-            const T *row = x + a * R; \
-            int nan = 0; \
-            A r = (A)(INIT); \
-            if (R < 2 * OLC_REDX_LANES) { \
-                for (int64_t i = 0; i < R; ++i) { A v = LOAD(row[i]); nan |= NANCHK(v); r = JOIN(r, v); } \
-            } else { \
-                A acc[OLC_REDX_LANES]; \
-                for (int j = 0; j < OLC_REDX_LANES; ++j) acc[j] = (A)(INIT); \
-                int64_t i = 0; \
-                for (; i + OLC_REDX_LANES <= R; i += OLC_REDX_LANES) \
-                    for (int j = 0; j < OLC_REDX_LANES; ++j) { \
-                        A v = LOAD(row[i + j]); nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); \
-                    } \
-                if (!(PAD)) { \
-                    for (int j = 0; i + j < R; ++j) { A v = LOAD(row[i + j]); nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); } \
-                } else if (i < R) { /* the tail padded with INIT: acc keeps constant indices */ \
-                    A tail[OLC_REDX_LANES]; \
-                    for (int j = 0; j < OLC_REDX_LANES; ++j) tail[j] = i + j < R ? LOAD(row[i + j]) : (A)(INIT); \
-                    for (int j = 0; j < OLC_REDX_LANES; ++j) { \
-                        A v = tail[j]; nan |= NANCHK(v); acc[j] = JOIN(acc[j], v); \
-                    } \
-                } \
-                for (int w = OLC_REDX_LANES / 2; w >= 1; w /= 2) \
-                    for (int j = 0; j < w; ++j) acc[j] = JOIN(acc[j], acc[j + w]); \
-                r = acc[0]; \
-            } \
-            out[a] = (T)STORE(nan ? (A)NAN : r); \
-        } \
-    } \
-    OLC_LVL_ATTR static void OLC_FN(olc_redx_cols_##kind##_##tn)(const void *px, void *po, int64_t R, \
-                                                                  int64_t B, int64_t b0, int64_t b1) { \
-        const T *x = (const T *)px; \
-        T *out = (T *)po; \
-        A acc[OLC_COL_BLOCK]; \
-        unsigned char nan[OLC_COL_BLOCK]; \
-        for (int64_t c0 = b0; c0 < b1; c0 += OLC_COL_BLOCK) { \
-            int64_t m = b1 - c0 < OLC_COL_BLOCK ? b1 - c0 : OLC_COL_BLOCK; \
-            for (int64_t b = 0; b < m; ++b) { acc[b] = (A)(INIT); nan[b] = 0; } \
-            for (int64_t r = 0; r < R; ++r) { \
-                const T *row = x + r * B + c0; \
-                for (int64_t b = 0; b < m; ++b) { \
-                    A v = LOAD(row[b]); nan[b] |= (unsigned char)NANCHK(v); acc[b] = JOIN(acc[b], v); \
-                } \
-            } \
-            for (int64_t b = 0; b < m; ++b) out[c0 + b] = (T)STORE(nan[b] ? (A)NAN : acc[b]); \
-        } \
-    }
 #define OLC_BODY "reduce/olc_reduce_ext.h"
 #include "common/olc_each_level.h"
-#undef OLC_REDX_DEFS
 
-#define OLC_REDX_PICK(kind, tn) \
-    (cols ? (void (*)(void))OLC_LEVEL_FN(level, olc_redx_cols_##kind##_##tn) \
-          : (void (*)(void))OLC_LEVEL_FN(level, olc_redx_rows_##kind##_##tn))
-/* The function as a void (*)(void): the caller casts it to its kind. */
-static void (*olc_redx_select(int kind, int dtype, int level, int cols))(void) {
-    level = olc_build_level(level);
-    if (kind == OLC_REDX_KIND_SUM) {
-        switch (dtype) {
-        case OLC_FLOAT: return OLC_REDX_PICK(sum, f32);
-        case OLC_DOUBLE: return OLC_REDX_PICK(sum, f64);
-        case OLC_FLOAT16: return OLC_REDX_PICK(sum, f16);
-        case OLC_BFLOAT16: return OLC_REDX_PICK(sum, bf16);
-        case OLC_INT32: case OLC_UINT32: return OLC_REDX_PICK(sum, u32);
-        case OLC_INT64: case OLC_UINT64: return OLC_REDX_PICK(sum, u64);
-        default: return NULL;
-        }
-    }
-    if (kind == OLC_REDX_KIND_PROD) {
-        switch (dtype) {
-        case OLC_FLOAT: return OLC_REDX_PICK(prod, f32);
-        case OLC_DOUBLE: return OLC_REDX_PICK(prod, f64);
-        case OLC_FLOAT16: return OLC_REDX_PICK(prod, f16);
-        case OLC_BFLOAT16: return OLC_REDX_PICK(prod, bf16);
-        case OLC_INT32: case OLC_UINT32: return OLC_REDX_PICK(prod, u32);
-        case OLC_INT64: case OLC_UINT64: return OLC_REDX_PICK(prod, u64);
-        default: return NULL;
-        }
-    }
-    int mx = kind == OLC_REDX_KIND_MAX;
+/* Column of the level tables olc_redx_fns_<level> (reduce/olc_reduce_ext.h);
+ * -1 for a type without reductions here.  A bool is a uint8. */
+static int olc_redx_type_index(int dtype) {
     switch (dtype) {
-    case OLC_FLOAT: return mx ? OLC_REDX_PICK(max, f32) : OLC_REDX_PICK(min, f32);
-    case OLC_DOUBLE: return mx ? OLC_REDX_PICK(max, f64) : OLC_REDX_PICK(min, f64);
-    case OLC_FLOAT16: return mx ? OLC_REDX_PICK(max, f16) : OLC_REDX_PICK(min, f16);
-    case OLC_BFLOAT16: return mx ? OLC_REDX_PICK(max, bf16) : OLC_REDX_PICK(min, bf16);
-    case OLC_INT8: return mx ? OLC_REDX_PICK(max, i8) : OLC_REDX_PICK(min, i8);
-    case OLC_UINT8: case OLC_BOOL: return mx ? OLC_REDX_PICK(max, u8) : OLC_REDX_PICK(min, u8);
-    case OLC_INT32: return mx ? OLC_REDX_PICK(max, i32) : OLC_REDX_PICK(min, i32);
-    case OLC_UINT32: return mx ? OLC_REDX_PICK(max, u32) : OLC_REDX_PICK(min, u32);
-    case OLC_INT64: return mx ? OLC_REDX_PICK(max, i64) : OLC_REDX_PICK(min, i64);
-    case OLC_UINT64: return mx ? OLC_REDX_PICK(max, u64) : OLC_REDX_PICK(min, u64);
-    default: return NULL;
+    case OLC_FLOAT: return 0;
+    case OLC_DOUBLE: return 1;
+    case OLC_FLOAT16: return 2;
+    case OLC_BFLOAT16: return 3;
+    case OLC_INT8: return 4;
+    case OLC_UINT8: case OLC_BOOL: return 5;
+    case OLC_INT32: return 6;
+    case OLC_UINT32: return 7;
+    case OLC_INT64: return 8;
+    case OLC_UINT64: return 9;
+    default: return -1;
     }
 }
-#undef OLC_REDX_PICK
+/* The functions of a type at a level (NULL: none). */
+static const olc_redx_fns *olc_redx_table(int kind, int dtype, int level) {
+    int t = olc_redx_type_index(dtype);
+    if (t < 0 || kind < OLC_REDX_KIND_MAX || kind > OLC_REDX_KIND_SUM) return NULL;
+    level = olc_build_level(level);
+    return &OLC_LEVEL_FN(level, olc_redx_fns)[t];
+}
 static olc_redx_rows_fn olc_redx_rows_select(int kind, int dtype, int level) {
-    return (olc_redx_rows_fn)olc_redx_select(kind, dtype, level, 0);
+    const olc_redx_fns *f = olc_redx_table(kind, dtype, level);
+    return f ? f->rows[kind] : NULL;
 }
 static olc_redx_cols_fn olc_redx_cols_select(int kind, int dtype, int level) {
-    return (olc_redx_cols_fn)olc_redx_select(kind, dtype, level, 1);
+    const olc_redx_fns *f = olc_redx_table(kind, dtype, level);
+    return f ? f->cols[kind] : NULL;
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* ReduceMax, ReduceMin and ReduceProd (and ReduceSum's short rows) of one level (a body file: see
- * common/olc_level.h), one function pair per kind and element type from
- * OLC_REDX_DEFS (reduce/olc_reduce.h):
+ * common/olc_level.h), one function pair per kind and element type
+ * (reduce/olc_reduce_redx.h, through reduce/olc_reduce_kinds.h):
  *   rows  B == 1: out[a] for rows [a0, a1) of R elements: a row shorter
  *         than 32 in one sequence; a longer one: element i goes to lane
  *         i % 16, the lanes fold in a fixed tree
@@ -9,37 +9,143 @@
  * rows or column blocks) nor the level (the compiler vectorises across
  * lanes or columns, never reassociating one of them).  float16 and
  * bfloat16 accumulate in float32 (Max and Min return one of the inputs,
- * exactly); integer products wrap, computed unsigned. */
+ * exactly); integer products wrap, computed unsigned.
+ *
+ * Per type (reduce/olc_reduce_kinds.h reads them, then #undefs them):
+ * OLC_REDX_TN (name), OLC_REDX_T (element), OLC_REDX_LO/HI (the identities
+ * of Max and Min), OLC_REDX_NANS (Max and Min flag NaN), OLC_REDX_ARITH
+ * (Prod and Sum too); for float16 and bfloat16 also OLC_REDX_A (the
+ * accumulator, else the element) and OLC_REDX_LOAD/STORE (element to
+ * accumulator and back, else as is). */
 
-OLC_REDX_DEFS(max, f32, float, float, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, -INFINITY, OLC_REDX_MAX, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(min, f32, float, float, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INFINITY, OLC_REDX_MIN, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(prod, f32, float, float, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 1.0f, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(max, f64, double, double, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, -INFINITY, OLC_REDX_MAX, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(min, f64, double, double, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INFINITY, OLC_REDX_MIN, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(prod, f64, double, double, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 1.0, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(max, f16, uint16_t, float, olc_h2f, olc_f2h, -INFINITY, OLC_REDX_MAX, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(min, f16, uint16_t, float, olc_h2f, olc_f2h, INFINITY, OLC_REDX_MIN, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(prod, f16, uint16_t, float, olc_h2f, olc_f2h, 1.0f, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(max, bf16, uint16_t, float, olc_bf2f, olc_f2bf, -INFINITY, OLC_REDX_MAX, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(min, bf16, uint16_t, float, olc_bf2f, olc_f2bf, INFINITY, OLC_REDX_MIN, OLC_REDX_ISNAN, 0)
-OLC_REDX_DEFS(prod, bf16, uint16_t, float, olc_bf2f, olc_f2bf, 1.0f, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(max, i8, int8_t, int8_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT8_MIN, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, i8, int8_t, int8_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT8_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(max, u8, uint8_t, uint8_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, u8, uint8_t, uint8_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, UINT8_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(max, i32, int32_t, int32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT32_MIN, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, i32, int32_t, int32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT32_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(max, u32, uint32_t, uint32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, u32, uint32_t, uint32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, UINT32_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(max, i64, int64_t, int64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT64_MIN, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, i64, int64_t, int64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, INT64_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(max, u64, uint64_t, uint64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0, OLC_REDX_MAX, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(min, u64, uint64_t, uint64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, UINT64_MAX, OLC_REDX_MIN, OLC_REDX_NONAN, 0)
-OLC_REDX_DEFS(prod, u32, uint32_t, uint32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 1u, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(prod, u64, uint64_t, uint64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 1u, OLC_REDX_MUL, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, f32, float, float, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0.0f, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, f64, double, double, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0.0, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, f16, uint16_t, float, olc_h2f, olc_f2h, 0.0f, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, bf16, uint16_t, float, olc_bf2f, olc_f2bf, 0.0f, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, u32, uint32_t, uint32_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0u, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
-OLC_REDX_DEFS(sum, u64, uint64_t, uint64_t, OLC_REDX_LOAD_SAME, OLC_REDX_STORE_SAME, 0u, OLC_REDX_ADD, OLC_REDX_NONAN, 1)
+#define OLC_REDX_TN f32
+#define OLC_REDX_T float
+#define OLC_REDX_LO (-INFINITY)
+#define OLC_REDX_HI INFINITY
+#define OLC_REDX_NANS 1
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN f64
+#define OLC_REDX_T double
+#define OLC_REDX_LO (-INFINITY)
+#define OLC_REDX_HI INFINITY
+#define OLC_REDX_NANS 1
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN f16
+#define OLC_REDX_T uint16_t
+#define OLC_REDX_A float
+#define OLC_REDX_LOAD olc_h2f
+#define OLC_REDX_STORE olc_f2h
+#define OLC_REDX_LO (-INFINITY)
+#define OLC_REDX_HI INFINITY
+#define OLC_REDX_NANS 1
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN bf16
+#define OLC_REDX_T uint16_t
+#define OLC_REDX_A float
+#define OLC_REDX_LOAD olc_bf2f
+#define OLC_REDX_STORE olc_f2bf
+#define OLC_REDX_LO (-INFINITY)
+#define OLC_REDX_HI INFINITY
+#define OLC_REDX_NANS 1
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN i8
+#define OLC_REDX_T int8_t
+#define OLC_REDX_LO INT8_MIN
+#define OLC_REDX_HI INT8_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 0
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN u8
+#define OLC_REDX_T uint8_t
+#define OLC_REDX_LO 0
+#define OLC_REDX_HI UINT8_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 0
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN i32
+#define OLC_REDX_T int32_t
+#define OLC_REDX_LO INT32_MIN
+#define OLC_REDX_HI INT32_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 0
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN u32
+#define OLC_REDX_T uint32_t
+#define OLC_REDX_LO 0
+#define OLC_REDX_HI UINT32_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN i64
+#define OLC_REDX_T int64_t
+#define OLC_REDX_LO INT64_MIN
+#define OLC_REDX_HI INT64_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 0
+#include "reduce/olc_reduce_kinds.h"
+
+#define OLC_REDX_TN u64
+#define OLC_REDX_T uint64_t
+#define OLC_REDX_LO 0
+#define OLC_REDX_HI UINT64_MAX
+#define OLC_REDX_NANS 0
+#define OLC_REDX_ARITH 1
+#include "reduce/olc_reduce_kinds.h"
+
+/* The level's table, [type] then [kind] (OLC_REDX_KIND_MAX, _MIN, _PROD,
+ * _SUM), types as olc_redx_type_index numbers them: int32 and int64 products
+ * and sums are their unsigned ones (they wrap alike), int8 and uint8 have
+ * none. */
+static const olc_redx_fns OLC_FN(olc_redx_fns)[10] = {
+    {{OLC_FN(olc_redx_rows_max_f32), OLC_FN(olc_redx_rows_min_f32),
+      OLC_FN(olc_redx_rows_prod_f32), OLC_FN(olc_redx_rows_sum_f32)},
+     {OLC_FN(olc_redx_cols_max_f32), OLC_FN(olc_redx_cols_min_f32),
+      OLC_FN(olc_redx_cols_prod_f32), OLC_FN(olc_redx_cols_sum_f32)}},
+    {{OLC_FN(olc_redx_rows_max_f64), OLC_FN(olc_redx_rows_min_f64),
+      OLC_FN(olc_redx_rows_prod_f64), OLC_FN(olc_redx_rows_sum_f64)},
+     {OLC_FN(olc_redx_cols_max_f64), OLC_FN(olc_redx_cols_min_f64),
+      OLC_FN(olc_redx_cols_prod_f64), OLC_FN(olc_redx_cols_sum_f64)}},
+    {{OLC_FN(olc_redx_rows_max_f16), OLC_FN(olc_redx_rows_min_f16),
+      OLC_FN(olc_redx_rows_prod_f16), OLC_FN(olc_redx_rows_sum_f16)},
+     {OLC_FN(olc_redx_cols_max_f16), OLC_FN(olc_redx_cols_min_f16),
+      OLC_FN(olc_redx_cols_prod_f16), OLC_FN(olc_redx_cols_sum_f16)}},
+    {{OLC_FN(olc_redx_rows_max_bf16), OLC_FN(olc_redx_rows_min_bf16),
+      OLC_FN(olc_redx_rows_prod_bf16), OLC_FN(olc_redx_rows_sum_bf16)},
+     {OLC_FN(olc_redx_cols_max_bf16), OLC_FN(olc_redx_cols_min_bf16),
+      OLC_FN(olc_redx_cols_prod_bf16), OLC_FN(olc_redx_cols_sum_bf16)}},
+    {{OLC_FN(olc_redx_rows_max_i8), OLC_FN(olc_redx_rows_min_i8),
+      NULL, NULL},
+     {OLC_FN(olc_redx_cols_max_i8), OLC_FN(olc_redx_cols_min_i8),
+      NULL, NULL}},
+    {{OLC_FN(olc_redx_rows_max_u8), OLC_FN(olc_redx_rows_min_u8),
+      NULL, NULL},
+     {OLC_FN(olc_redx_cols_max_u8), OLC_FN(olc_redx_cols_min_u8),
+      NULL, NULL}},
+    {{OLC_FN(olc_redx_rows_max_i32), OLC_FN(olc_redx_rows_min_i32),
+      OLC_FN(olc_redx_rows_prod_u32), OLC_FN(olc_redx_rows_sum_u32)},
+     {OLC_FN(olc_redx_cols_max_i32), OLC_FN(olc_redx_cols_min_i32),
+      OLC_FN(olc_redx_cols_prod_u32), OLC_FN(olc_redx_cols_sum_u32)}},
+    {{OLC_FN(olc_redx_rows_max_u32), OLC_FN(olc_redx_rows_min_u32),
+      OLC_FN(olc_redx_rows_prod_u32), OLC_FN(olc_redx_rows_sum_u32)},
+     {OLC_FN(olc_redx_cols_max_u32), OLC_FN(olc_redx_cols_min_u32),
+      OLC_FN(olc_redx_cols_prod_u32), OLC_FN(olc_redx_cols_sum_u32)}},
+    {{OLC_FN(olc_redx_rows_max_i64), OLC_FN(olc_redx_rows_min_i64),
+      OLC_FN(olc_redx_rows_prod_u64), OLC_FN(olc_redx_rows_sum_u64)},
+     {OLC_FN(olc_redx_cols_max_i64), OLC_FN(olc_redx_cols_min_i64),
+      OLC_FN(olc_redx_cols_prod_u64), OLC_FN(olc_redx_cols_sum_u64)}},
+    {{OLC_FN(olc_redx_rows_max_u64), OLC_FN(olc_redx_rows_min_u64),
+      OLC_FN(olc_redx_rows_prod_u64), OLC_FN(olc_redx_rows_sum_u64)},
+     {OLC_FN(olc_redx_cols_max_u64), OLC_FN(olc_redx_cols_min_u64),
+      OLC_FN(olc_redx_cols_prod_u64), OLC_FN(olc_redx_cols_sum_u64)}}};

@@ -30,8 +30,18 @@ typedef struct {
     double ext;             /* the extrapolation value */
 } olc_resize_axis;
 
+#define OLC_RT float
+#define OLC_RN f32
 #define OLC_BODY "resize/olc_resize_body.h"
 #include "common/olc_each_level.h"
+#undef OLC_RT
+#undef OLC_RN
+#define OLC_RT double
+#define OLC_RN f64
+#define OLC_BODY "resize/olc_resize_body.h"
+#include "common/olc_each_level.h"
+#undef OLC_RT
+#undef OLC_RN
 
 typedef void (*olc_resize_fn)(const olc_resize_axis *a, int64_t i0, int64_t i1);
 

@@ -326,80 +326,157 @@ static inline OLC_TARGET_AVX512 __m512 olc_av_sqrt_avx512(__m512 a) { return _mm
 static inline OLC_TARGET_AVX512 __m512 olc_av_keep_avx512(__m512 v) { OLC_AV_KEEP_(v, "+v"); return v; }
 #endif
 
-/* The float32, float16 and bfloat16 loops of one operator (used in the body). */
-#define OLC_UACT_LOOPS(name) \
-    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_f32)(const void *x, void *y, int64_t n, \
-                                                         const double *p) { \
-        OLC_FN(olc_uact_map_f32)(OLC_FN(olc_uact_##name), (const float *)x, (float *)y, n, p); \
-    } \
-    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_f16)(const void *x, void *y, int64_t n, \
-                                                         const double *p) { \
-        OLC_FN(olc_uact_map_f16)(OLC_FN(olc_uact_##name), (const uint16_t *)x, (uint16_t *)y, n, p); \
-    } \
-    OLC_LVL_ATTR static void OLC_FN(olc_uact_##name##_bf16)(const void *x, void *y, int64_t n, \
-                                                          const double *p) { \
-        OLC_FN(olc_uact_map_bf16)(OLC_FN(olc_uact_##name), (const uint16_t *)x, (uint16_t *)y, n, p); \
-    }
 #define OLC_BODY "unary/olc_unary_act.h"
 #include "common/olc_each_level.h"
-#undef OLC_UACT_LOOPS
 
 /* float64 on libm, the operators' formulas as written (the built-ins'). */
 static inline double olc_uact_softplus_d_(double x) {
     return x != x ? x : (x > 0 ? x : 0.0) + log1p(exp(-fabs(x)));
 }
-#define OLC_UACT_F64(name, expr) \
-    static void olc_uact_##name##_f64(const void *px, void *py, int64_t n, const double *p) { \
-        const double *x = (const double *)px; \
-        double *y = (double *)py; \
-        const double a = p[0], b = p[1], c = p[2]; \
-        (void)a; (void)b; (void)c; \
-        for (int64_t i = 0; i < n; ++i) { double v = x[i]; y[i] = (expr); } \
-    }
-OLC_UACT_F64(relu, (0.0 > v ? 0.0 : v))
-OLC_UACT_F64(leaky_relu, (v > 0 ? v : v * a))
-OLC_UACT_F64(hard_sigmoid, v != v ? v : fmax(0.0, fmin(1.0, v * a + b)))
-OLC_UACT_F64(hard_swish, v != v ? v : v * fmax(0.0, fmin(1.0, v * a + b)))
-OLC_UACT_F64(elu, (v < 0 ? expm1(v) * a : v))
-OLC_UACT_F64(selu, (v > 0 ? v : expm1(v) * a) * c)
-OLC_UACT_F64(celu, v != v ? v : fmax(0.0, v) + fmin(0.0, a * expm1(v / a)))
-OLC_UACT_F64(softplus, olc_uact_softplus_d_(v))
-OLC_UACT_F64(mish, v * tanh(olc_uact_softplus_d_(v)))
-OLC_UACT_F64(sign, (v > 0 ? 1.0 : v < 0 ? -1.0 : v - v))
-OLC_UACT_F64(erf, erf(v))
-OLC_UACT_F64(softsign, v / (1.0 + fabs(v)))
-OLC_UACT_F64(thresholded_relu, (v > a ? v : 0.0))
-OLC_UACT_F64(sqrt, sqrt(v))
-#undef OLC_UACT_F64
+/* One loop per operator (unary/olc_unary_f64.h), in the order of the ops. */
+#define OLC_UACT_OP relu
+#define OLC_UACT_EXPR (0.0 > v ? 0.0 : v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP leaky_relu
+#define OLC_UACT_EXPR (v > 0 ? v : v * a)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP hard_sigmoid
+#define OLC_UACT_EXPR v != v ? v : fmax(0.0, fmin(1.0, v * a + b))
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP hard_swish
+#define OLC_UACT_EXPR v != v ? v : v * fmax(0.0, fmin(1.0, v * a + b))
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP elu
+#define OLC_UACT_EXPR (v < 0 ? expm1(v) * a : v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP selu
+#define OLC_UACT_EXPR (v > 0 ? v : expm1(v) * a) * c
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP celu
+#define OLC_UACT_EXPR v != v ? v : fmax(0.0, v) + fmin(0.0, a * expm1(v / a))
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP softplus
+#define OLC_UACT_EXPR olc_uact_softplus_d_(v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP mish
+#define OLC_UACT_EXPR v * tanh(olc_uact_softplus_d_(v))
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP sign
+#define OLC_UACT_EXPR (v > 0 ? 1.0 : v < 0 ? -1.0 : v - v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP erf
+#define OLC_UACT_EXPR erf(v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP softsign
+#define OLC_UACT_EXPR v / (1.0 + fabs(v))
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP thresholded_relu
+#define OLC_UACT_EXPR (v > a ? v : 0.0)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+#define OLC_UACT_OP sqrt
+#define OLC_UACT_EXPR sqrt(v)
+#include "unary/olc_unary_f64.h"
+#undef OLC_UACT_OP
+#undef OLC_UACT_EXPR
+static const olc_uact_fn olc_uact_f64_fns[OLC_OP_SQRT - OLC_OP_RELU + 1] = {
+    olc_uact_relu_f64,
+    olc_uact_leaky_relu_f64,
+    olc_uact_hard_sigmoid_f64,
+    olc_uact_hard_swish_f64,
+    olc_uact_elu_f64,
+    olc_uact_selu_f64,
+    olc_uact_celu_f64,
+    olc_uact_softplus_f64,
+    olc_uact_mish_f64,
+    olc_uact_sign_f64,
+    olc_uact_erf_f64,
+    olc_uact_softsign_f64,
+    olc_uact_thresholded_relu_f64,
+    olc_uact_sqrt_f64};
 
 /* Integers: Relu of the signed types, Sign of every integer type. */
-#define OLC_UACT_INT(name, T, expr) \
-    static void olc_uact_##name(const void *px, void *py, int64_t n, const double *p) { \
-        const T *x = (const T *)px; \
-        T *y = (T *)py; \
-        (void)p; \
-        for (int64_t i = 0; i < n; ++i) { T v = x[i]; y[i] = (T)(expr); } \
-    }
-OLC_UACT_INT(relu_i8, int8_t, v > 0 ? v : 0)
-OLC_UACT_INT(relu_i16, int16_t, v > 0 ? v : 0)
-OLC_UACT_INT(relu_i32, int32_t, v > 0 ? v : 0)
-OLC_UACT_INT(relu_i64, int64_t, v > 0 ? v : 0)
-OLC_UACT_INT(sign_i8, int8_t, (v > 0) - (v < 0))
-OLC_UACT_INT(sign_i16, int16_t, (v > 0) - (v < 0))
-OLC_UACT_INT(sign_i32, int32_t, (v > 0) - (v < 0))
-OLC_UACT_INT(sign_i64, int64_t, (v > 0) - (v < 0))
-OLC_UACT_INT(sign_u8, uint8_t, v > 0)
-OLC_UACT_INT(sign_u16, uint16_t, v > 0)
-OLC_UACT_INT(sign_u32, uint32_t, v > 0)
-OLC_UACT_INT(sign_u64, uint64_t, v > 0)
-#undef OLC_UACT_INT
-
-#define OLC_UACT_FLOATS(NAME, name) \
-    case OLC_OP_##NAME: \
-        return dtype == OLC_FLOAT ? OLC_LEVEL_FN(level, olc_uact_##name##_f32) \
-             : dtype == OLC_FLOAT16 ? OLC_LEVEL_FN(level, olc_uact_##name##_f16) \
-             : dtype == OLC_BFLOAT16 ? OLC_LEVEL_FN(level, olc_uact_##name##_bf16) \
-             : dtype == OLC_DOUBLE ? olc_uact_##name##_f64 : NULL;
+#define OLC_UACT_T int8_t
+#define OLC_UACT_TN i8
+#define OLC_UACT_SIGNED 1
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T int16_t
+#define OLC_UACT_TN i16
+#define OLC_UACT_SIGNED 1
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T int32_t
+#define OLC_UACT_TN i32
+#define OLC_UACT_SIGNED 1
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T int64_t
+#define OLC_UACT_TN i64
+#define OLC_UACT_SIGNED 1
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T uint8_t
+#define OLC_UACT_TN u8
+#define OLC_UACT_SIGNED 0
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T uint16_t
+#define OLC_UACT_TN u16
+#define OLC_UACT_SIGNED 0
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T uint32_t
+#define OLC_UACT_TN u32
+#define OLC_UACT_SIGNED 0
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
+#define OLC_UACT_T uint64_t
+#define OLC_UACT_TN u64
+#define OLC_UACT_SIGNED 0
+#include "unary/olc_unary_int.h"
+#undef OLC_UACT_T
+#undef OLC_UACT_TN
+#undef OLC_UACT_SIGNED
 
 /* The level an activation runs at: float32/16/bfloat16 have per-level code. */
 static int olc_uact_level(int op, int dtype, int level) {
@@ -438,24 +515,10 @@ static olc_uact_fn olc_uact_select(int op, int dtype, int level) {
     level = olc_uact_level(op, dtype, level);
     if (dtype != OLC_FLOAT && dtype != OLC_FLOAT16 && dtype != OLC_BFLOAT16 && dtype != OLC_DOUBLE)
         return olc_uact_int(op, dtype);
-    switch (op) {
-    OLC_UACT_FLOATS(RELU, relu)
-    OLC_UACT_FLOATS(LEAKY_RELU, leaky_relu)
-    OLC_UACT_FLOATS(HARD_SIGMOID, hard_sigmoid)
-    OLC_UACT_FLOATS(HARD_SWISH, hard_swish)
-    OLC_UACT_FLOATS(ELU, elu)
-    OLC_UACT_FLOATS(SELU, selu)
-    OLC_UACT_FLOATS(CELU, celu)
-    OLC_UACT_FLOATS(SOFTPLUS, softplus)
-    OLC_UACT_FLOATS(MISH, mish)
-    OLC_UACT_FLOATS(SIGN, sign)
-    OLC_UACT_FLOATS(ERF, erf)
-    OLC_UACT_FLOATS(SOFTSIGN, softsign)
-    OLC_UACT_FLOATS(THRESHOLDED_RELU, thresholded_relu)
-    OLC_UACT_FLOATS(SQRT, sqrt)
-    default: return NULL;
-    }
+    if (op < OLC_OP_RELU || op > OLC_OP_SQRT) return NULL;
+    if (dtype == OLC_DOUBLE) return olc_uact_f64_fns[op - OLC_OP_RELU];
+    /* the level tables olc_uact_fns_<level> close unary/olc_unary_act.h */
+    return OLC_LEVEL_FN(level, olc_uact_fns)[op - OLC_OP_RELU][dtype == OLC_FLOAT ? 0 : dtype == OLC_FLOAT16 ? 1 : 2];
 }
-#undef OLC_UACT_FLOATS
 
 #endif

@@ -125,20 +125,66 @@ static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_FN(olc_uact_map_bf16)(
     if (i < n) OLC_FN(olc_st_bf16_part)(y + i, n - i, op(OLC_FN(olc_ld_bf16_part)(x + i, n - i), &p));
 }
 
-OLC_UACT_LOOPS(relu)
-OLC_UACT_LOOPS(leaky_relu)
-OLC_UACT_LOOPS(hard_sigmoid)
-OLC_UACT_LOOPS(hard_swish)
-OLC_UACT_LOOPS(elu)
-OLC_UACT_LOOPS(selu)
-OLC_UACT_LOOPS(celu)
-OLC_UACT_LOOPS(softplus)
-OLC_UACT_LOOPS(mish)
-OLC_UACT_LOOPS(sign)
-OLC_UACT_LOOPS(erf)
-OLC_UACT_LOOPS(softsign)
-OLC_UACT_LOOPS(thresholded_relu)
-OLC_UACT_LOOPS(sqrt)
+/* The loops of every operator (unary/olc_unary_act_loops.h). */
+#define OLC_UACT_OP relu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP leaky_relu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP hard_sigmoid
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP hard_swish
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP elu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP selu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP celu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP softplus
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP mish
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP sign
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP erf
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP softsign
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP thresholded_relu
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+#define OLC_UACT_OP sqrt
+#include "unary/olc_unary_act_loops.h"
+#undef OLC_UACT_OP
+
+/* The level's table, [op - OLC_OP_RELU][float32, float16, bfloat16]. */
+static const olc_uact_fn OLC_FN(olc_uact_fns)[OLC_OP_SQRT - OLC_OP_RELU + 1][3] = {
+    {OLC_FN(olc_uact_relu_f32), OLC_FN(olc_uact_relu_f16), OLC_FN(olc_uact_relu_bf16)},
+    {OLC_FN(olc_uact_leaky_relu_f32), OLC_FN(olc_uact_leaky_relu_f16), OLC_FN(olc_uact_leaky_relu_bf16)},
+    {OLC_FN(olc_uact_hard_sigmoid_f32), OLC_FN(olc_uact_hard_sigmoid_f16), OLC_FN(olc_uact_hard_sigmoid_bf16)},
+    {OLC_FN(olc_uact_hard_swish_f32), OLC_FN(olc_uact_hard_swish_f16), OLC_FN(olc_uact_hard_swish_bf16)},
+    {OLC_FN(olc_uact_elu_f32), OLC_FN(olc_uact_elu_f16), OLC_FN(olc_uact_elu_bf16)},
+    {OLC_FN(olc_uact_selu_f32), OLC_FN(olc_uact_selu_f16), OLC_FN(olc_uact_selu_bf16)},
+    {OLC_FN(olc_uact_celu_f32), OLC_FN(olc_uact_celu_f16), OLC_FN(olc_uact_celu_bf16)},
+    {OLC_FN(olc_uact_softplus_f32), OLC_FN(olc_uact_softplus_f16), OLC_FN(olc_uact_softplus_bf16)},
+    {OLC_FN(olc_uact_mish_f32), OLC_FN(olc_uact_mish_f16), OLC_FN(olc_uact_mish_bf16)},
+    {OLC_FN(olc_uact_sign_f32), OLC_FN(olc_uact_sign_f16), OLC_FN(olc_uact_sign_bf16)},
+    {OLC_FN(olc_uact_erf_f32), OLC_FN(olc_uact_erf_f16), OLC_FN(olc_uact_erf_bf16)},
+    {OLC_FN(olc_uact_softsign_f32), OLC_FN(olc_uact_softsign_f16), OLC_FN(olc_uact_softsign_bf16)},
+    {OLC_FN(olc_uact_thresholded_relu_f32), OLC_FN(olc_uact_thresholded_relu_f16), OLC_FN(olc_uact_thresholded_relu_bf16)},
+    {OLC_FN(olc_uact_sqrt_f32), OLC_FN(olc_uact_sqrt_f16), OLC_FN(olc_uact_sqrt_bf16)}};
 
 #undef OLC_V
 #undef OLC_P
