@@ -18,7 +18,9 @@
  *     the thread count, so results do not depend on either.
  * The micro-kernels of a level are one function with the row count as a
  * parameter (olc_ukr_<level>_rows), inlined into one entry per row count
- * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg).
+ * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg); a
+ * panel's last NR/2 columns or fewer take its half-width twin
+ * (olc_ukr_<level>_half), which sums each lane as the full one does.
  * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
  * read once, never packed.
  *
