@@ -167,7 +167,7 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef float *xp
     if j.dw3 != NULL:
         xp = j.pad + slot * j.pad_floats
-        olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp)
+        olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp, xp + j.in_floats)
         j.dw3(&j.g, xp, j.Wp, <const float *>j.w + woff,
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
               xp + j.in_floats, <float *>j.y + plane * j.P, r0, r1)

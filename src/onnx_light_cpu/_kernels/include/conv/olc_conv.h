@@ -151,9 +151,12 @@ static void olc_conv_pack_cols(const olc_conv_geom *g, const float *x, const olc
             if (hi > L) hi = L;
             if (lo > hi) lo = hi;
             for (int64_t q = 0; q < lo; ++q) out[q] = 0.0f;
-            if (s == 1)
+            if (s == 1) {
                 memcpy(out + lo, xr + iw0 + lo, (size_t)(hi - lo) * sizeof(float));
-            else
+            } else if (s == 2) { /* a constant stride: the compiler vectorises it */
+                const float *x2 = xr + iw0;
+                for (int64_t q = lo; q < hi; ++q) out[q] = x2[2 * q];
+            } else
                 for (int64_t q = lo; q < hi; ++q) out[q] = xr[iw0 + q * s];
             for (int64_t q = hi; q < L; ++q) out[q] = 0.0f;
         }
@@ -374,11 +377,17 @@ static int64_t olc_conv_dw3_width(const olc_conv_geom *g) {
 }
 
 /* Rows r0..r1's padded input rows of one plane x (H x W) into xp (rows
- * olc_conv_dw3_width wide): xp row i is padded row r0 * sh + i. */
+ * olc_conv_dw3_width wide): xp row i is padded row r0 * sh + i.  At width
+ * stride 2 (dilation 1) each row is stored split, its even columns then
+ * its odd ones (OW + 1 and OW of them), so that the three taps read
+ * consecutive floats; t holds a row (Wp floats) on the way.  Splitting
+ * every input row once costs less than splitting the three rows of every
+ * output row (an input row serves one or two output rows). */
 static void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
-                              float *xp) {
+                              float *xp, float *t) {
     int64_t Wp = olc_conv_dw3_width(g);
     int64_t rows = (r1 - 1 - r0) * g->sh + (g->kh - 1) * g->dh + 1;
+    const int split = g->sw == 2 && g->dw == 1;
     for (int64_t i = 0; i < rows; ++i) {
         float *d = xp + i * Wp;
         int64_t ih = r0 * g->sh + i - g->ph;
@@ -386,13 +395,23 @@ static void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0
             memset(d, 0, (size_t)Wp * sizeof(float));
             continue;
         }
+        float *e = split ? t : d;
         /* columns j < pw and j >= pw + W are padding */
         int64_t lo = g->pw < Wp ? g->pw : Wp;
         int64_t hi = g->pw + g->W < Wp ? g->pw + g->W : Wp;
         if (hi < lo) hi = lo;
-        memset(d, 0, (size_t)lo * sizeof(float));
-        memcpy(d + lo, x + ih * g->W + (lo - g->pw), (size_t)(hi - lo) * sizeof(float));
-        memset(d + hi, 0, (size_t)(Wp - hi) * sizeof(float));
+        memset(e, 0, (size_t)lo * sizeof(float));
+        memcpy(e + lo, x + ih * g->W + (lo - g->pw), (size_t)(hi - lo) * sizeof(float));
+        memset(e + hi, 0, (size_t)(Wp - hi) * sizeof(float));
+        if (split) {
+            const int64_t OW = g->OW;
+            float *ev = d, *od = d + OW + 1;
+            for (int64_t j = 0; j < OW; ++j) {
+                ev[j] = e[2 * j];
+                od[j] = e[2 * j + 1];
+            }
+            ev[OW] = e[2 * OW];
+        }
     }
 }
 

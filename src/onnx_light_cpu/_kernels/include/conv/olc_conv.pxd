@@ -37,7 +37,7 @@ cdef extern from "conv/olc_conv.h" nogil:
     int olc_conv_dw3_fits(const olc_conv_geom *g)
     int64_t olc_conv_dw3_width(const olc_conv_geom *g)
     void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
-                           float *xp)
+                           float *xp, float *t)
     void olc_conv_wino_filter(const float *w, int64_t M, int64_t C, float *u)
     int64_t olc_conv_wino_scratch(const olc_conv_geom *g, int64_t M, int nthreads)
     int olc_conv_wino_f32(int level, const olc_conv_geom *g, const float *x, const float *up,

@@ -79,7 +79,8 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_tdirect, OLC_CN))(
 /* Depthwise rows of three taps (2-D or 1-D, one input channel, width
  * stride 1 or 2): output rows r0..r1 of one plane from xp, a zero-padded
  * copy of the input rows they read (row i of xp: padded row r0 * sh + i,
- * Wp = olc_conv_dw3_width columns, column j: input column j - pw).  No
+ * Wp = olc_conv_dw3_width columns, column j: input column j - pw; at
+ * width stride 2 and dilation 1 split into even and odd columns).  No
  * bounds inside: three taps a pass over the row.  Every element is summed
  * in the same order (bias, then the taps row by row) on every path. */
 OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dw3, OLC_CN))(
@@ -111,13 +112,9 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dw3, OLC_CN))(
             if (g->sw == 1) {
                 for (int64_t ow = 0; ow < OW; ++ow)
                     yr[ow] += w0 * xs[ow] + w1 * xs[ow + dw] + w2 * xs[ow + 2 * dw];
-            } else if (dw == 1) { /* width stride 2: even and odd columns apart in t */
-                OLC_CT *restrict ev = t, *restrict od = t + OW + 1;
-                for (int64_t j = 0; j < OW; ++j) {
-                    ev[j] = xs[2 * j];
-                    od[j] = xs[2 * j + 1];
-                }
-                ev[OW] = xs[2 * OW];
+            } else if (dw == 1) { /* width stride 2: xs holds the even columns, then
+                                     * the odd ones (olc_conv_pad_rows) */
+                const OLC_CT *restrict ev = xs, *restrict od = xs + OW + 1;
                 for (int64_t ow = 0; ow < OW; ++ow)
                     yr[ow] += w0 * ev[ow] + w1 * od[ow] + w2 * ev[ow + 1];
             } else {

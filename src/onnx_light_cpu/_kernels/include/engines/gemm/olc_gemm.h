@@ -18,7 +18,9 @@
  *     the thread count, so results do not depend on either.
  * The micro-kernels of a level are one function with the row count as a
  * parameter (olc_ukr_<level>_rows), inlined into one entry per row count
- * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg).
+ * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg); a
+ * panel's last NR/2 columns or fewer take its half-width twin
+ * (olc_ukr_<level>_half), which sums each lane as the full one does.
  * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
  * read once, never packed.
  *
@@ -128,11 +130,46 @@ olc_ukr_scalar_4(int64_t kc, const float *a, int64_t lda, const float *b, float 
 #define OLC_A2_MR 6
 #define OLC_A2_NR 16
 
+/* A panel's last 8 columns or fewer (P = 49 pixels: 3 panels and 1
+ * column): the left half of the panel only, half the multiply-adds.  Each
+ * lane is summed as in the full kernel, so results do not change. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void
+olc_ukr_avx2_half(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+                  const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    __m256 t0[OLC_A2_MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) t0[r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k) {
+        __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            __m256 ar = _mm256_broadcast_ss(direct ? &a[r * lda + k] : &a[k * OLC_A2_MR + r]);
+            t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);
+        }
+    }
+    __m256 va = _mm256_set1_ps(alpha);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        float buf[8];
+        float *cr = c + r * ldc;
+        memset(buf, 0, sizeof buf);
+        if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));
+        __m256 x0 = _mm256_loadu_ps(buf);
+        x0 = acc ? _mm256_fmadd_ps(va, t0[r], x0) : _mm256_mul_ps(va, t0[r]);
+        _mm256_storeu_ps(buf, x0);
+        memcpy(cr, buf, (size_t)ncols * sizeof(float));
+    }
+}
+
 /* direct: row r of A at a + r * lda (A read in place); else a packed
  * micro-panel, element (k, r) at a[k * MR + r]. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void
 olc_ukr_avx2_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
                   const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    if (ncols <= OLC_A2_NR / 2) {
+        olc_ukr_avx2_half(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+        return;
+    }
     __m256 t0[OLC_A2_MR], t1[OLC_A2_MR];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -247,10 +284,41 @@ olc_ukr_avx2_direct_6(int64_t kc, const float *a, int64_t lda, const float *b, f
 #define OLC_A5_MR 12
 #define OLC_A5_NR 32
 
+/* As olc_ukr_avx2_half: 16 columns or fewer, the left half of the panel. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_ukr_avx512_half(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+                    const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    __m512 t0[OLC_A5_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) t0[r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k) {
+        __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            __m512 ar = _mm512_set1_ps(direct ? a[r * lda + k] : a[k * OLC_A5_MR + r]);
+            t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);
+        }
+    }
+    __m512 va = _mm512_set1_ps(alpha);
+    __mmask16 m0 = olc_tail_mask16(ncols);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        if (acc)
+            _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], _mm512_maskz_loadu_ps(m0, cr)));
+        else
+            _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));
+    }
+}
+
 /* As olc_ukr_avx2_rows; the column edge is masked. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
 olc_ukr_avx512_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
                     const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    if (ncols <= OLC_A5_NR / 2) {
+        olc_ukr_avx512_half(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+        return;
+    }
     __m512 t0[OLC_A5_MR], t1[OLC_A5_MR];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
