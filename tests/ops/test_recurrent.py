@@ -345,6 +345,43 @@ def test_strided_and_readonly_inputs():
         assert_close(g, e, "strided", F32_TOL)
 
 
+def _layouts(a):
+    """``a`` (same values) C-ordered, Fortran-ordered, with negative
+    strides, and broadcast along its first axis where that repeats a row."""
+    out = {"c": a, "fortran": np.asfortranarray(a), "negative": np.ascontiguousarray(
+        a[..., ::-1])[..., ::-1]}
+    if a.ndim >= 2 and a.shape[0] > 1:
+        out["stride0"] = np.broadcast_to(a[:1], a.shape)
+    return out
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_bidirectional_clip_every_input_layout(op):
+    """Opset 7, bidirectional, clip 2, peepholes, sequence_lens: each
+    input in turn Fortran-ordered, with negative strides or broadcast
+    (stride 0) gives ONNX Runtime's result on the same values (a Fortran
+    P of two directions was read as C-ordered: fuzz seed 12, case 263)."""
+    rng = np.random.default_rng(23)
+    T, B, K, H, D = 3, 2, 2, 4, 2
+    inputs = _inputs(op, rng, T, B, K, H, D, lens=np.array([3, 2], np.int32))
+    attrs = {"hidden_size": H, "direction": "bidirectional", "clip": 2.0}
+    for i, a in enumerate(inputs):
+        if a is None or a.dtype != np.float32:
+            continue
+        for name, laid in _layouts(a).items():
+            if name == "c":
+                continue
+            ins = list(inputs)
+            ins[i] = np.ascontiguousarray(laid) if name == "stride0" else ins[i]
+            model = _model(op, ins, opset=7, **attrs)
+            expected = _ort(model, _feeds(ins))
+            ins[i] = laid
+            got, names, _ = _ours(model, _feeds(ins))
+            assert f"onnx_light_cpu::{op}" in names
+            for k, (g, e) in enumerate(zip(got, expected)):
+                assert_close(g, e, f"{op} {NAMES[i]} {name} output {k}", F32_TOL)
+
+
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 def test_constant_weights_prepared_once(op):
     rng = np.random.default_rng(22)
