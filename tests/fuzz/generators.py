@@ -728,7 +728,35 @@ def gen_dropout(d: Draw, record) -> Case:
                 inputs[1] = np.array(0.0, np.float32)
             inputs.append(np.array(training))
     attrs = {"seed": d.int(0, 100)} if d.chance(0.3) else {}
-    return _glue("Dropout", opset, inputs, attrs, n_outputs=n_outputs)
+    return _glue("Dropout", opset, inputs, attrs, n_outputs=n_outputs, oracle="numpy",
+                 numpy_oracle=_dropout_oracle(opset, n_outputs))
+
+
+def _dropout_oracle(opset: int, n_outputs: int):
+    """Dropout as the built-in computes it (the input itself and a mask all
+    true; in training mode with a ratio above 0 its ``RandomState(seed)``
+    draw), but with ONNX Runtime's check of the ratio input (opset 12 on):
+    outside [0, 1) (NaN included) it refuses the node whatever the mode,
+    as the schema's range says; the built-in ignores a bad ratio in
+    inference and computes with it in training."""
+
+    def run(x, ratio=None, training_mode=None, *, attrs):
+        p, training = attrs.get("ratio", 0.5), False
+        if opset >= 12:
+            if ratio is not None:
+                if np.size(ratio) != 1:
+                    raise ValueError("Dropout: ratio holds one value")
+                p = float(np.asarray(ratio).reshape(-1)[0])
+            if not 0.0 <= p < 1.0:
+                raise Invalid(f"Dropout: ratio {p} outside [0, 1)")
+            if training_mode is not None:
+                training = bool(np.asarray(training_mode).reshape(-1)[0])
+        if training and p > 0:
+            keep = np.random.RandomState(attrs.get("seed")).uniform(0, 1.0, x.shape) >= p
+            return [keep * x * (1.0 / (1.0 - p)), keep][:n_outputs]
+        return [x, np.ones(x.shape, bool)][:n_outputs]
+
+    return run
 
 
 def _shape(x, attrs):
