@@ -1179,37 +1179,6 @@ def _mvn(x, axes):
     return (x - mean) / (np.sqrt(var) + 1e-9)
 
 
-@generator("ai.onnx", "LSTM", "GRU", "RNN")
-def gen_recurrent(d: Draw, record) -> Case:
-    """float32 (ONNX Runtime's CPU kernels take no other type): every
-    direction, sequence_lens, initial states, peepholes, clip; ONNX Runtime
-    is the oracle (the built-ins ignore sequence_lens and clip)."""
-    op = record.op_type
-    G = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
-    rng = d.rng()
-    T, B, K, H = (d.choice([1, 2, 3, 5]), d.choice([1, 2, 3]), d.choice([1, 2, 5]),
-                  d.choice([1, 3, 4, 8]))
-    direction = d.choice(["forward", "reverse", "bidirectional"])
-    D = 2 if direction == "bidirectional" else 1
-    inputs = [randn(rng, (T, B, K), F32), randn(rng, (D, G * H, K), F32) * 0.5,
-              randn(rng, (D, G * H, H), F32) * 0.5]
-    full = d.chance(0.7)
-    if full:
-        lens = rng.integers(1, T + 1, size=B).astype(np.int32) if d.chance(0.5) else None
-        inputs += [randn(rng, (D, 2 * G * H), F32), lens, randn(rng, (D, B, H), F32)]
-        if op == "LSTM":
-            inputs += [randn(rng, (D, B, H), F32), randn(rng, (D, 3 * H), F32)]
-    attrs = {"hidden_size": H, "direction": direction}
-    if d.chance(0.3):
-        attrs["clip"] = d.choice([0.5, 2.0])
-    if op == "GRU" and d.chance(0.5):
-        attrs["linear_before_reset"] = 1
-    n_out = {"LSTM": 3, "GRU": 2, "RNN": 2}[op]
-    return Case(op, "", d.choice([7, 14, 22]), inputs, attrs, n_outputs=n_out,
-                family="recurrent", oracle="ort", tolerance="loose",
-                structural=frozenset({4}), output_types=(elem_type(F32),) * n_out)
-
-
 @generator("ai.onnx", "SimplifiedLayerNormalization")
 def gen_simplified_ln(d: Draw, record) -> Case:
     dtype = d.choice((F32, F16))
@@ -1647,6 +1616,7 @@ from . import (  # noqa: E402
     generators_contrib,  # noqa: F401
     generators_pooling,  # noqa: F401
     generators_quantization,  # noqa: F401
+    generators_recurrent,  # noqa: F401
     generators_resize,  # noqa: F401
 )
 

@@ -227,6 +227,7 @@ KNOWN_FINDINGS = (
     ("F25", r"::PRelu$", r"mismatch", r"wrong_rank|mismatched_shape", r"shape"),
     ("F26", r"::Clip$", r"mismatch", r".*", r"shape \(\) != oracle \(1,\)"),
     ("F27", r"::Conv$", r"mismatch", r".*", r"NaN positions"),
+    ("F30", r"::(ConvInteger|QLinearConv)$", r"mismatch", r"zero_size", r"^output 0: shape"),
 )
 
 

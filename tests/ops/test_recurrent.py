@@ -193,6 +193,21 @@ def test_clip(op):
     _check_everywhere(op, model, feeds, _ort(model, feeds))
 
 
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_clip_takes_nan_to_the_bound_as_ort_with_a_bias(op):
+    """clip is min(clip, x) then max(-clip, x), so a NaN pre-activation
+    becomes +clip: ONNX Runtime's LSTM and GRU with a bias B (without B, and
+    in RNN, it keeps NaN; tests/fuzz/FINDINGS.md F29)."""
+    rng = np.random.default_rng(24)
+    inputs = _inputs(op, rng, 3, 2, 3, 4, 1)
+    inputs[0][0, 0, 1] = np.nan
+    model = _model(op, inputs, hidden_size=4, clip=0.5)
+    feeds = _feeds(inputs)
+    expected = _ort(model, feeds)
+    assert not np.isnan(expected[0]).any()
+    _check_everywhere(op, model, feeds, expected)
+
+
 def test_lstm_input_forget_no_peepholes():
     rng = np.random.default_rng(12)
     inputs = _inputs("LSTM", rng, 5, 2, 4, 6, 2)
