@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import pathlib
+import re
 import statistics
 import sys
 import time
@@ -303,6 +304,26 @@ def family_files(record) -> dict[str, str]:
             "benchmarks": f"benchmarks/test_bench_{stem}.py"}
 
 
+# Where the files that exercise an operator are looked for, by kind.
+EXERCISING = (("tests", "tests/ops", "test_*.py"), ("benchmarks", "benchmarks", "test_bench_*.py"))
+
+
+def exercising_files(record, repository: pathlib.Path) -> dict[str, list[str]]:
+    """The test and benchmark files that exercise an operator: those that
+    name it at the start of a string (a node's type, a case's label), so
+    "DeformConv" finds tests/ops/test_deform_conv.py although its kernel's
+    family (conv) names tests/ops/test_conv.py; the family's own file first."""
+    named = re.compile(rf"""["']{re.escape(record.op_type)}\b""")
+    own = family_files(record)
+    found = {}
+    for kind, folder, pattern in EXERCISING:
+        paths = [path.relative_to(repository).as_posix()
+                 for path in sorted((repository / folder).glob(pattern))
+                 if named.search(path.read_text(encoding="utf-8", errors="replace"))]
+        found[kind] = sorted(paths, key=lambda path: path != own[kind])
+    return found
+
+
 def gradient_files(record) -> dict[str, str]:
     """Where its gradient rule and their tests would be, by the same stem
     (few operators have one: ``where`` prints those that exist)."""
@@ -329,7 +350,10 @@ def command_where(args) -> int:
             print(f"  core:       {source}/{path}")
         for path in record.header_paths:
             print(f"  header:     {source}/{path}")
-        for kind, path in {**family_files(record), **gradient_files(record)}.items():
+        for kind, paths in exercising_files(record, repository).items():
+            for path in paths:
+                print(f"  {kind + ':':11} {path}")
+        for kind, path in gradient_files(record).items():
             if (repository / path).exists():
                 print(f"  {kind + ':':11} {path}")
     return 0

@@ -728,7 +728,35 @@ def gen_dropout(d: Draw, record) -> Case:
                 inputs[1] = np.array(0.0, np.float32)
             inputs.append(np.array(training))
     attrs = {"seed": d.int(0, 100)} if d.chance(0.3) else {}
-    return _glue("Dropout", opset, inputs, attrs, n_outputs=n_outputs)
+    return _glue("Dropout", opset, inputs, attrs, n_outputs=n_outputs, oracle="numpy",
+                 numpy_oracle=_dropout_oracle(opset, n_outputs))
+
+
+def _dropout_oracle(opset: int, n_outputs: int):
+    """Dropout as the built-in computes it (the input itself and a mask all
+    true; in training mode with a ratio above 0 its ``RandomState(seed)``
+    draw), but with ONNX Runtime's check of the ratio input (opset 12 on):
+    outside [0, 1) (NaN included) it refuses the node whatever the mode,
+    as the schema's range says; the built-in ignores a bad ratio in
+    inference and computes with it in training."""
+
+    def run(x, ratio=None, training_mode=None, *, attrs):
+        p, training = attrs.get("ratio", 0.5), False
+        if opset >= 12:
+            if ratio is not None:
+                if np.size(ratio) != 1:
+                    raise ValueError("Dropout: ratio holds one value")
+                p = float(np.asarray(ratio).reshape(-1)[0])
+            if not 0.0 <= p < 1.0:
+                raise Invalid(f"Dropout: ratio {p} outside [0, 1)")
+            if training_mode is not None:
+                training = bool(np.asarray(training_mode).reshape(-1)[0])
+        if training and p > 0:
+            keep = np.random.RandomState(attrs.get("seed")).uniform(0, 1.0, x.shape) >= p
+            return [keep * x * (1.0 / (1.0 - p)), keep][:n_outputs]
+        return [x, np.ones(x.shape, bool)][:n_outputs]
+
+    return run
 
 
 def _shape(x, attrs):
@@ -1149,37 +1177,6 @@ def _mvn(x, axes):
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
     # the function body of the specification: (X - mean) / (sqrt(var) + 1e-9)
     return (x - mean) / (np.sqrt(var) + 1e-9)
-
-
-@generator("ai.onnx", "LSTM", "GRU", "RNN")
-def gen_recurrent(d: Draw, record) -> Case:
-    """float32 (ONNX Runtime's CPU kernels take no other type): every
-    direction, sequence_lens, initial states, peepholes, clip; ONNX Runtime
-    is the oracle (the built-ins ignore sequence_lens and clip)."""
-    op = record.op_type
-    G = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
-    rng = d.rng()
-    T, B, K, H = (d.choice([1, 2, 3, 5]), d.choice([1, 2, 3]), d.choice([1, 2, 5]),
-                  d.choice([1, 3, 4, 8]))
-    direction = d.choice(["forward", "reverse", "bidirectional"])
-    D = 2 if direction == "bidirectional" else 1
-    inputs = [randn(rng, (T, B, K), F32), randn(rng, (D, G * H, K), F32) * 0.5,
-              randn(rng, (D, G * H, H), F32) * 0.5]
-    full = d.chance(0.7)
-    if full:
-        lens = rng.integers(1, T + 1, size=B).astype(np.int32) if d.chance(0.5) else None
-        inputs += [randn(rng, (D, 2 * G * H), F32), lens, randn(rng, (D, B, H), F32)]
-        if op == "LSTM":
-            inputs += [randn(rng, (D, B, H), F32), randn(rng, (D, 3 * H), F32)]
-    attrs = {"hidden_size": H, "direction": direction}
-    if d.chance(0.3):
-        attrs["clip"] = d.choice([0.5, 2.0])
-    if op == "GRU" and d.chance(0.5):
-        attrs["linear_before_reset"] = 1
-    n_out = {"LSTM": 3, "GRU": 2, "RNN": 2}[op]
-    return Case(op, "", d.choice([7, 14, 22]), inputs, attrs, n_outputs=n_out,
-                family="recurrent", oracle="ort", tolerance="loose",
-                structural=frozenset({4}), output_types=(elem_type(F32),) * n_out)
 
 
 @generator("ai.onnx", "SimplifiedLayerNormalization")
@@ -1619,6 +1616,7 @@ from . import (  # noqa: E402
     generators_contrib,  # noqa: F401
     generators_pooling,  # noqa: F401
     generators_quantization,  # noqa: F401
+    generators_recurrent,  # noqa: F401
     generators_resize,  # noqa: F401
 )
 

@@ -4,10 +4,13 @@ against the case that caused it and the sweep goes on.
 
     python -m tools.fuzz_sweep --cases 50000 --json fuzz.json
     python -m tools.fuzz_sweep --replay 1234 --seed 0     # one case, in-process
+    python -m tools.fuzz_sweep --cases 600 --only LSTM,Dropout   # those operators' cases
 
 Case ``i`` of seed ``s`` is drawn from ``numpy.random.default_rng((s, i))``
 for the operator ``targets()[i % len(targets())]``, so the list of cases is
-the same on every run and any case is replayed from its index.  The worker
+the same on every run and any case is replayed from its index; ``only``
+(``--only``) runs just the indices of some operators, the same cases a full
+sweep gives them.  The worker
 runs under an address-space limit (``--memory-gib``, 8 by default) so that
 a kernel that allocates what a huge stride-0 input asks for fails instead
 of taking the machine down.
@@ -224,6 +227,7 @@ KNOWN_FINDINGS = (
     ("F25", r"::PRelu$", r"mismatch", r"wrong_rank|mismatched_shape", r"shape"),
     ("F26", r"::Clip$", r"mismatch", r".*", r"shape \(\) != oracle \(1,\)"),
     ("F27", r"::Conv$", r"mismatch", r".*", r"NaN positions"),
+    ("F30", r"::(ConvInteger|QLinearConv)$", r"mismatch", r"zero_size", r"^output 0: shape"),
 )
 
 
@@ -254,11 +258,33 @@ def _signature(record: dict) -> tuple:
             normalized_detail(record.get("detail", "")))
 
 
+def case_indices(start: int, cases: int, only=None):
+    """The indices of a sweep: ``cases`` of them from ``start``; with
+    ``only`` (operator names), the first ``cases`` from ``start`` whose
+    target is one of those operators (both policies)."""
+    if not only:
+        return range(start, start + cases)
+    all_targets = targets()
+    chosen = [k for k, (record, _) in enumerate(all_targets) if record.op_type in set(only)]
+    if not chosen:
+        raise ValueError(f"no registered kernel for {sorted(only)}")
+    n = len(all_targets)
+    first = start - start % n
+    out = []
+    while len(out) < cases:
+        out += [first + k for k in chosen if first + k >= start][:cases - len(out)]
+        first += n
+    return out
+
+
 def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float = 0.4,
           memory_gib: float = 8.0, start: int = 0, progress: bool = True,
-          max_seconds: float | None = None) -> dict:
-    labels = [target_label(*t) for t in targets()]
-    per_target = {label: collections.Counter() for label in labels}
+          max_seconds: float | None = None, only=None) -> dict:
+    all_targets = targets()
+    labels = [target_label(*t) for t in all_targets]
+    indices = case_indices(start, cases, only)
+    per_target = {label: collections.Counter() for label, (record, _) in zip(labels, all_targets)
+                  if not only or record.op_type in only}
     totals = collections.Counter()
     findings: dict[tuple, dict] = {}
     notes: dict[tuple, dict] = {}  # disagreements with the oracles that are not findings
@@ -266,7 +292,7 @@ def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float
     worker_ = Worker(seed, mutation_rate, memory_gib)
     done = 0
     try:
-        for index in range(start, start + cases):
+        for index in indices:
             if max_seconds is not None and time.monotonic() - began > max_seconds:
                 break
             answer = worker_.ask(index, timeout)
@@ -308,7 +334,7 @@ def sweep(cases: int, seed: int = 0, timeout: float = 20.0, mutation_rate: float
     summary = {
         "seed": seed, "cases": done, "first_index": start,
         "seconds": round(time.monotonic() - began, 1),
-        "targets": len(labels),
+        "targets": len(per_target),
         "counts": {
             "crashes": totals["crash"], "hangs": totals["hang"],
             "mismatches": totals["mismatch"] + totals["nondeterministic"]
@@ -391,6 +417,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument("--json", default=os.environ.get("FUZZ_JSON"),
                         help="write the summary here (also $FUZZ_JSON)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated operator names: only their cases")
     parser.add_argument("--replay", type=int, default=None, help="run one case in-process")
     parser.add_argument("--summarize", default=None,
                         help="print the summary of a JSON an earlier sweep wrote")
@@ -409,7 +437,8 @@ def main(argv=None) -> int:
         replay(args.seed, args.replay, args.mutation_rate)
         return 0
     summary = sweep(args.cases, args.seed, args.timeout, args.mutation_rate, args.memory_gib,
-                    args.start, max_seconds=args.max_seconds)
+                    args.start, max_seconds=args.max_seconds,
+                    only=args.only.split(",") if args.only else None)
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
     print_summary(summary)

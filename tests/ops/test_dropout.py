@@ -98,6 +98,29 @@ def test_bad_ratio_or_training_mode(feeds, message):
         _run(_model(13, 3, False), full)
 
 
+@pytest.mark.parametrize("ratio", [-1.0, np.nan, np.inf, -np.inf, 1.0])
+@pytest.mark.parametrize("training", [None, False, True])
+def test_ratio_outside_the_range_refused_in_every_mode(ratio, training):
+    """From opset 12 a ratio outside [0, 1), NaN included, is refused even in
+    inference, where it would not be used: as ONNX Runtime refuses it (the
+    built-in takes it; fuzz seed 12, case 282)."""
+    feeds = {"x": np.ones(3, np.float32), "r": np.array(ratio, np.float32)}
+    if training is not None:
+        feeds["t"] = np.array(training)
+    with pytest.raises(ValueError, match=r"Dropout: input 1 .*\(ratio\) is .*outside \[0, 1\)"):
+        _run(_model(13, len(feeds), True), feeds)
+
+
+@pytest.mark.parametrize("opset", [7, 10])
+@pytest.mark.parametrize("ratio", [-1.0, np.nan, np.inf, 1.0, 1.5])
+def test_ratio_attribute_unused_before_opset_12(opset, ratio):
+    """Dropout-7 and -10 are inference only: their ratio attribute is not
+    used and any value of it is taken, as ONNX Runtime and the built-in do."""
+    x = np.arange(4, dtype=np.float32)
+    (y, *_), names, _ = _run(_model(opset, 1, opset >= 10, ratio=float(ratio)), {"x": x})
+    assert y is x and names == ["onnx_light_cpu::Dropout"]
+
+
 def test_wrong_data_type_is_a_clear_error():
     with pytest.raises(TypeError, match="Dropout: input 0"):
         _run(_model(13, 1, False), {"x": np.ones(3, np.int32)})

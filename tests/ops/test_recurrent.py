@@ -193,6 +193,21 @@ def test_clip(op):
     _check_everywhere(op, model, feeds, _ort(model, feeds))
 
 
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_clip_takes_nan_to_the_bound_as_ort_with_a_bias(op):
+    """clip is min(clip, x) then max(-clip, x), so a NaN pre-activation
+    becomes +clip: ONNX Runtime's LSTM and GRU with a bias B (without B, and
+    in RNN, it keeps NaN; tests/fuzz/FINDINGS.md F29)."""
+    rng = np.random.default_rng(24)
+    inputs = _inputs(op, rng, 3, 2, 3, 4, 1)
+    inputs[0][0, 0, 1] = np.nan
+    model = _model(op, inputs, hidden_size=4, clip=0.5)
+    feeds = _feeds(inputs)
+    expected = _ort(model, feeds)
+    assert not np.isnan(expected[0]).any()
+    _check_everywhere(op, model, feeds, expected)
+
+
 def test_lstm_input_forget_no_peepholes():
     rng = np.random.default_rng(12)
     inputs = _inputs("LSTM", rng, 5, 2, 4, 6, 2)
@@ -343,6 +358,43 @@ def test_strided_and_readonly_inputs():
     got, names, _ = _ours(model, _feeds(strided))
     for g, e in zip(got, expected):
         assert_close(g, e, "strided", F32_TOL)
+
+
+def _layouts(a):
+    """``a`` (same values) C-ordered, Fortran-ordered, with negative
+    strides, and broadcast along its first axis where that repeats a row."""
+    out = {"c": a, "fortran": np.asfortranarray(a), "negative": np.ascontiguousarray(
+        a[..., ::-1])[..., ::-1]}
+    if a.ndim >= 2 and a.shape[0] > 1:
+        out["stride0"] = np.broadcast_to(a[:1], a.shape)
+    return out
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_bidirectional_clip_every_input_layout(op):
+    """Opset 7, bidirectional, clip 2, peepholes, sequence_lens: each
+    input in turn Fortran-ordered, with negative strides or broadcast
+    (stride 0) gives ONNX Runtime's result on the same values (a Fortran
+    P of two directions was read as C-ordered: fuzz seed 12, case 263)."""
+    rng = np.random.default_rng(23)
+    T, B, K, H, D = 3, 2, 2, 4, 2
+    inputs = _inputs(op, rng, T, B, K, H, D, lens=np.array([3, 2], np.int32))
+    attrs = {"hidden_size": H, "direction": "bidirectional", "clip": 2.0}
+    for i, a in enumerate(inputs):
+        if a is None or a.dtype != np.float32:
+            continue
+        for name, laid in _layouts(a).items():
+            if name == "c":
+                continue
+            ins = list(inputs)
+            ins[i] = np.ascontiguousarray(laid) if name == "stride0" else ins[i]
+            model = _model(op, ins, opset=7, **attrs)
+            expected = _ort(model, _feeds(ins))
+            ins[i] = laid
+            got, names, _ = _ours(model, _feeds(ins))
+            assert f"onnx_light_cpu::{op}" in names
+            for k, (g, e) in enumerate(zip(got, expected)):
+                assert_close(g, e, f"{op} {NAMES[i]} {name} output {k}", F32_TOL)
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])

@@ -61,3 +61,23 @@ def test_where_prints_the_files(capsys):
 def test_where_unknown_operator(capsys):
     assert main(["where", "NoSuchOp"]) == 2
     assert "NoSuchOp" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not REPOSITORY.joinpath("tests").is_dir(), reason="an install: no tests")
+@pytest.mark.parametrize("op_type, tests, not_listed", [
+    # an operator with its own file beside its family's (conv)
+    ("DeformConv", ["tests/ops/test_deform_conv.py"], "tests/ops/test_conv.py"),
+    ("ConvInteger", ["tests/ops/test_conv_integer.py"], "tests/ops/test_conv.py"),
+    ("QLinearConv", ["tests/ops/test_conv_integer.py"], "tests/ops/test_conv.py"),
+    # the family's file first, then the others that build the operator
+    ("Conv", ["tests/ops/test_conv.py", "tests/ops/test_conv_integer.py",
+              "tests/ops/test_deform_conv.py"], "tests/ops/test_shape.py"),
+    ("Dropout", ["tests/ops/test_dropout.py"], "tests/ops/test_shape.py"),
+])
+def test_where_finds_the_tests_that_exercise_the_operator(capsys, op_type, tests, not_listed):
+    assert main(["where", op_type]) == 0
+    listed = [line.split()[-1] for line in capsys.readouterr().out.splitlines()
+              if line.strip().startswith("tests:")]
+    # the first record's lines (a NAIVE twin repeats them)
+    assert listed[:len(tests)] == tests
+    assert not_listed not in listed

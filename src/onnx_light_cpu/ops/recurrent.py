@@ -278,7 +278,9 @@ class _Recurrent(KernelOp):
             cs = np.zeros((D, batch, H), dtype=real)
             if c0 is not None:
                 cs[...] = c0.transpose(1, 0, 2) if self.layout else c0
-        pr = None if p is None else p.astype(real)
+        # dense rows: the core reads P[d] by its data pointer (a Fortran P
+        # of two directions would interleave them)
+        pr = None if p is None else np.ascontiguousarray(p, dtype=real)
         want_y = self._wanted[0]
         if want_y:
             y = (self._new_output(y_shape, dtype) if dtype == real

@@ -160,12 +160,15 @@ class Dropout(_Glue):
             if ratio is not None or training_mode is not None:
                 raise ValueError(self._input_error(
                     1, f"is not an input of Dropout-{self.opset} (ratio is an attribute)"))
-            p, training = self.ratio, False
+            # always inference: the ratio attribute is not used, and any
+            # value of it is taken, as ONNX Runtime and the built-in do
+            p, training = 0.0, False
         else:
             p = 0.5 if ratio is None else self._scalar(1, ratio)
             training = False if training_mode is None else bool(self._scalar(2, training_mode))
-        if not 0.0 <= p < 1.0:
-            raise ValueError(self._input_error(1, f"(ratio) is {p}, outside [0, 1)"))
+            # refused in inference too (NaN included), as ONNX Runtime does
+            if not 0.0 <= p < 1.0:
+                raise ValueError(self._input_error(1, f"(ratio) is {p}, outside [0, 1)"))
         if training and p > 0:
             if self._usage.enabled:
                 self._label("training", "dropout_training_numpy")
