@@ -1341,11 +1341,8 @@ def _conv_spatial(d: Draw, n: int):
     return kernel, strides, dilations
 
 
-@generator("ai.onnx", "Conv")
-def gen_conv(d: Draw, record) -> Case:
-    opset = _opset(d, record, (11, 22))
-    dtype = _conv_dtype(d, record, opset)
-    rng = d.rng()
+def _conv_geometry(d: Draw):
+    """(x shape, w shape, attributes) of a convolution (Conv, the 8-bit ones)."""
     n = d.int(1, 3)
     group = d.choice((1, 1, 2, 3))
     depthwise = group > 1 and d.chance(0.4)
@@ -1363,13 +1360,22 @@ def gen_conv(d: Draw, record) -> Case:
     pads = attrs.get("pads", [0] * 2 * n)
     spatial = tuple(max(d.choice((1, 2, 3, 5, 8, 13)), (kernel[i] - 1) * dilations[i] + 1
                         - pads[i] - pads[i + n]) for i in range(n))
-    x = _values(d, rng, (d.choice((0, 1, 2)), group * cg) + spatial, dtype, 1.0, 0.05)
-    w = randn(rng, (group * mg, cg) + kernel, dtype)
+    return ((d.choice((0, 1, 2)), group * cg) + spatial, (group * mg, cg) + kernel, attrs)
+
+
+@generator("ai.onnx", "Conv")
+def gen_conv(d: Draw, record) -> Case:
+    opset = _opset(d, record, (11, 22))
+    dtype = _conv_dtype(d, record, opset)
+    rng = d.rng()
+    xshape, wshape, attrs = _conv_geometry(d)
+    x = _values(d, rng, xshape, dtype, 1.0, 0.05)
+    w = randn(rng, wshape, dtype)
     inputs = [x, w]
     if d.chance(0.6):
-        inputs.append(randn(rng, (group * mg,), dtype))
+        inputs.append(randn(rng, wshape[:1], dtype))
     if d.chance(0.3):
-        attrs["kernel_shape"] = list(kernel)
+        attrs["kernel_shape"] = list(wshape[2:])
     return Case("Conv", "", opset, inputs, attrs, family="conv", tolerance="accumulate",
                 widen=True, constant=frozenset({1, 2}) if d.chance(0.4) else frozenset())
 
@@ -1422,28 +1428,6 @@ def gen_col2im(d: Draw, record) -> Case:
                 widen=True, structural=frozenset({1, 2}))
 
 
-def _qconv_geometry(d: Draw):
-    """(x shape, w shape, attributes) of an 8-bit convolution."""
-    n = d.int(1, 3)
-    group = d.choice((1, 1, 2, 3))
-    depthwise = group > 1 and d.chance(0.4)
-    cg = 1 if depthwise else d.choice((1, 2, 3))
-    mg = 1 if depthwise else d.choice((1, 2, 4))
-    kernel, strides, dilations = _conv_spatial(d, n)
-    auto_pad = d.choice(("NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
-    attrs = {"group": group, "strides": strides, "auto_pad": auto_pad}
-    if auto_pad == "NOTSET":
-        attrs["pads"] = [d.choice((0, 0, 1, 2)) for _ in range(2 * n)]
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER") or d.chance(0.5):
-        attrs["dilations"] = dilations
-    else:
-        dilations = [1] * n
-    pads = attrs.get("pads", [0] * 2 * n)
-    spatial = tuple(max(d.choice((1, 2, 3, 5, 8, 13)), (kernel[i] - 1) * dilations[i] + 1
-                        - pads[i] - pads[i + n]) for i in range(n))
-    return ((d.choice((0, 1, 2)), group * cg) + spatial, (group * mg, cg) + kernel, attrs)
-
-
 def _qconv_ints(rng, shape, dtype):
     info = np.iinfo(dtype)
     return rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
@@ -1491,7 +1475,7 @@ def _qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, b=None, attrs=None):
 def gen_conv_integer(d: Draw, record) -> Case:
     rng = d.rng()
     tx, tw = d.choice([U8, I8]), d.choice([U8, I8])
-    xshape, wshape, attrs = _qconv_geometry(d)
+    xshape, wshape, attrs = _conv_geometry(d)
     inputs = [_qconv_ints(rng, xshape, tx), _qconv_ints(rng, wshape, tw)]
     if d.chance(0.7):
         inputs.append(_qconv_ints(rng, d.choice([(), (1,)]), tx))
@@ -1508,7 +1492,7 @@ def gen_conv_integer(d: Draw, record) -> Case:
 def gen_qlinear_conv(d: Draw, record) -> Case:
     rng = d.rng()
     tx, tw = d.choice([U8, I8]), d.choice([U8, I8])
-    xshape, wshape, attrs = _qconv_geometry(d)
+    xshape, wshape, attrs = _conv_geometry(d)
     M = wshape[0]
     per = d.choice([(), (1,), (M,)])
     k = math.prod(wshape[1:])

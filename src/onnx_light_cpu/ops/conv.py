@@ -108,6 +108,21 @@ class _ConvAttributes(KernelOp):
                 0, f"has {C} channels (shape {x.shape}), not divisible by group {G}"))
         return x.ndim - 2, N, C, G
 
+    def _output_groups(self, x, w, C: int, G: int, w_index: int = 1) -> tuple[int, int]:
+        """(M, C / group) of weights shaped (M, C / group, *kernel) once M
+        divides into the groups (Conv, FusedConv, DeformConv, the 8-bit
+        convolutions)."""
+        M, Cg = w.shape[:2]
+        if C // G != Cg:
+            raise ValueError(self._input_error(
+                w_index, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
+                f"{C // G} (input 0 has shape {x.shape}, group {G})"))
+        if M % G:
+            raise ValueError(self._input_error(
+                w_index, f"has {M} output channels (shape {w.shape}), not divisible by group "
+                f"{G}"))
+        return M, Cg
+
     def _spatial(self, name: str, default: int, n: int, factor: int = 1) -> tuple[int, ...]:
         values = tuple(int(v) for v in getattr(self, name))
         if not values:
@@ -193,14 +208,7 @@ class Conv(_ConvAttributes):
     def _plan(self, x, w, b=None, z=None):
         element_type = self._opset_type(x)
         n, N, C, G = self._ranks_and_groups(x, w)
-        M, Cg = w.shape[:2]
-        if C // G != Cg:
-            raise ValueError(self._input_error(
-                1, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
-                f"{C // G} (X has shape {x.shape}, group {G})"))
-        if M % G:
-            raise ValueError(self._input_error(
-                1, f"has {M} output channels (shape {w.shape}), not divisible by group {G}"))
+        M, Cg = self._output_groups(x, w, C, G)
         if b is not None and b.shape != (M,):
             raise ValueError(self._input_error(2, f"has shape {b.shape}, expected ({M},)"))
         if z is not None and z.dtype != x.dtype:
@@ -570,15 +578,7 @@ class _QuantizedConv(_ConvAttributes):
 
     def _qplan(self, x, w, x_zero_point, w_zero_point) -> _QPlan:
         n, N, C, G = self._ranks_and_groups(x, w, self.W_INDEX)
-        M, Cg = w.shape[:2]
-        if C // G != Cg:
-            raise ValueError(self._input_error(
-                self.W_INDEX, f"has shape {w.shape}: {Cg} input channels, expected C / group "
-                f"= {C // G} (x has shape {x.shape}, group {G})"))
-        if M % G:
-            raise ValueError(self._input_error(
-                self.W_INDEX, f"has {M} output channels (shape {w.shape}), not divisible by "
-                f"group {G}"))
+        M, Cg = self._output_groups(x, w, C, G, self.W_INDEX)
         self._scalar(self.XZP_INDEX, x_zero_point, "the input's zero point")
         self._per_channel(self.WZP_INDEX, w_zero_point, M, "the weights' zero point")
         kernel = w.shape[2:]
@@ -781,14 +781,7 @@ class DeformConv(_ConvAttributes):
             raise NotImplementedError(self._input_error(
                 0, f"has shape {x.shape}: only 2-D DeformConv (X of rank 4) is supported"))
         n, N, C, G = self._ranks_and_groups(x, w)
-        M, Cg = w.shape[:2]
-        if C // G != Cg:
-            raise ValueError(self._input_error(
-                1, f"has shape {w.shape}: {Cg} input channels, expected C / group = "
-                f"{C // G} (X has shape {x.shape}, group {G})"))
-        if M % G:
-            raise ValueError(self._input_error(
-                1, f"has {M} output channels (shape {w.shape}), not divisible by group {G}"))
+        M, Cg = self._output_groups(x, w, C, G)
         if b is not None and b.shape != (M,):
             raise ValueError(self._input_error(3, f"has shape {b.shape}, expected ({M},)"))
         OG = self.offset_group
