@@ -19,9 +19,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from ._harness import CONTENDERS, INT8_WEIGHTS, Case, bench_contender, node_model
+from ._harness import INT8_WEIGHTS, Case, bench_contender, named_params, node_model
 
-THREADS = (1, 2)
 BATCH = int(os.environ.get("CONV_BENCH_BATCH", "1"))
 
 # name: (op, input C H W, W shape, attributes)
@@ -64,14 +63,7 @@ def conv_case(name: str) -> Case:
     return case
 
 
-def _params():
-    for name in LAYERS:
-        for threads in THREADS:
-            for contender in CONTENDERS:
-                yield pytest.param(name, threads, contender, id=f"{name}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("name,threads,contender", list(_params()))
+@pytest.mark.parametrize("name,threads,contender", named_params(LAYERS))
 def test_conv(benchmark, bench_options, name, threads, contender):
     bench_contender(benchmark, conv_case(name), contender, threads,
                     budget_s=bench_options.budget_s, builtin_max_size=1 << 23)
@@ -110,14 +102,7 @@ def qlinear_conv_case(name: str) -> Case:
     return case
 
 
-def _qparams():
-    for name in QLAYERS:
-        for threads in THREADS:
-            for contender in CONTENDERS:
-                yield pytest.param(name, threads, contender, id=f"{name}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("name,threads,contender", list(_qparams()))
+@pytest.mark.parametrize("name,threads,contender", named_params(QLAYERS))
 def test_qlinear_conv(benchmark, bench_options, name, threads, contender):
     bench_contender(benchmark, qlinear_conv_case(name), contender, threads,
                     budget_s=bench_options.budget_s, builtin_max_size=1 << 23)

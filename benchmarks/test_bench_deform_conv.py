@@ -16,9 +16,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from ._harness import CONTENDERS, Case, bench_contender, node_model, ort_session_options
-
-THREADS = (1, 2)
+from ._harness import Case, bench_contender, named_params, node_model, ort_session_options
 
 # name: (input C H W, W shape, attributes, with a mask)
 LAYERS = {
@@ -61,14 +59,7 @@ def deform_case(name: str) -> Case:
     return case
 
 
-def _params():
-    for name in LAYERS:
-        for threads in THREADS:
-            for contender in CONTENDERS:
-                yield pytest.param(name, threads, contender, id=f"{name}-t{threads}-{contender}")
-
-
-@pytest.mark.parametrize("name,threads,contender", list(_params()))
+@pytest.mark.parametrize("name,threads,contender", named_params(LAYERS))
 def test_deform_conv(benchmark, bench_options, name, threads, contender):
     bench_contender(benchmark, deform_case(name), contender, threads,
                     budget_s=bench_options.budget_s, builtin_max_size=200)
