@@ -9,6 +9,7 @@ residual block and a depthwise-separable block end to end; bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -78,7 +79,7 @@ def check(op, inputs, expected, kernel=None, opset=22, domain="", levels=True, *
     kernel = kernel or f"onnx_light_cpu::{op}"
     tol = _scaled_tol(inputs[0].dtype, expected)
     for level in (available_simd_levels() if levels else [None]):
-        with capped_simd_level(level) if level else _nothing():
+        with capped_simd_level(level) if level else contextlib.nullcontext():
             results = []
             for threads in THREAD_COUNTS:
                 got, names, paths = run_ours(model, inputs, threads)
@@ -91,14 +92,6 @@ def check(op, inputs, expected, kernel=None, opset=22, domain="", levels=True, *
     for a, o in zip(inputs, originals):
         assert same_bits(a, o), f"{op} modified an input"
     return paths
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _rand(rng, shape, dtype, scale=1.0):
