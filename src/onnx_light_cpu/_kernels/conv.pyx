@@ -16,8 +16,9 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
-                       olc_conv_pad_rows, olc_conv_pick_dw3_f32)
+from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
+                       olc_conv_dwc_f32_fn, olc_conv_dwc_fits, olc_conv_dwc_floats,
+                       olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
@@ -143,6 +144,7 @@ cdef struct _DirectJob:
     olc_conv_direct_f32_fn f32
     olc_conv_direct_f64_fn f64
     olc_conv_dw3_f32_fn dw3
+    olc_conv_dwc_f32_fn dwc
     float *pad
     int64_t pad_floats, in_floats, Wp
     const void *x
@@ -165,6 +167,19 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t xoff = (n * j.G + gi) * j.xplane, woff = m * j.g.C * j.kk
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
     cdef float *xp
+    cdef int64_t c0, nc
+    if j.dwc != NULL:
+        # a block of OLC_CONV_DWC planes of one image (t: image, block)
+        n, c0 = t // j.nrb, (t % j.nrb) * OLC_CONV_DWC
+        nc = min(<int64_t>OLC_CONV_DWC, M - c0)
+        yoff = (n * M + c0) * j.P
+        j.dwc(&j.g, <const float *>j.x + (n * M + c0) * j.xplane, <const float *>j.w + c0 * j.kk,
+              <const float *>j.bias + c0 if j.bias != NULL else NULL, nc,
+              j.pad + slot * j.pad_floats, <float *>j.y + yoff)
+        if j.z != NULL or j.act != 0:
+            olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
+                              j.g.OW, nc * j.R, j.g.OW, NULL, j.act, j.a, j.b)
+        return
     if j.dw3 != NULL:
         xp = j.pad + slot * j.pad_floats
         olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp, xp + j.in_floats)
@@ -187,9 +202,11 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
 
 def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
                 cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int act, float alpha,
-                float beta, int level, int threads):
+                float beta, int level, int threads, int64_t block_plane=0):
     """y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the direct loop, float32
-    or float64 (act and z: float32 only); tasks are (plane, block of rows)."""
+    or float64 (act and z: float32 only); tasks are (plane, block of rows),
+    or, for depthwise planes that olc_conv_dwc takes of at most block_plane
+    output positions, (image, block of OLC_CONV_DWC channels)."""
     cdef _DirectJob j
     _geom(geom, &j.g)
     j.f32 = NULL
@@ -214,8 +231,22 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
         return
     j.nrb = (j.R + j.rb - 1) // j.rb
     j.dw3 = NULL
+    j.dwc = NULL
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
+    if (j.f32 != NULL and Mg == 1
+            and olc_conv_dwc_fits(&j.g, block_plane)
+            and olc_conv_dwc_floats(&j.g) * slots <= (1 << 22)):
+        j.pad_floats = olc_conv_dwc_floats(&j.g)
+        j.pad = <float *>malloc(j.pad_floats * slots * sizeof(float))
+        if j.pad == NULL:
+            raise MemoryError("conv core: no memory for the channel blocks")
+        j.dwc = olc_conv_pick_dwc_f32(level)
+        j.nrb = (G + OLC_CONV_DWC - 1) // OLC_CONV_DWC
+        with nogil:
+            olc_parallel_for(N * j.nrb, _direct_task, &j, threads)
+        free(j.pad)
+        return
     if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
         # a zero-padded copy of the rows a task reads and room for its
         # output rows at that width, one buffer a slot
