@@ -354,11 +354,20 @@ static int olc_conv_dwc_fits(const olc_conv_geom *g, int64_t max_plane) {
         && g->OH * g->OW <= max_plane;
 }
 
-/* Floats of olc_conv_dwc's buffer: the padded channel-innermost planes,
- * then the output positions. */
-static int64_t olc_conv_dwc_floats(const olc_conv_geom *g) {
-    int64_t Hp = (g->OH - 1) * g->sh + (g->kh - 1) * g->dh + 1;
-    return (Hp * olc_conv_dw3_width(g) + g->OH * g->OW) * OLC_CONV_DWC;
+/* Floats of olc_conv_dwc's buffer for a band of rb output rows: the
+ * padded channel-innermost input rows it reads, then its output
+ * positions. */
+static int64_t olc_conv_dwc_floats(const olc_conv_geom *g, int64_t rb) {
+    int64_t Hp = (rb - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    return (Hp * olc_conv_dw3_width(g) + rb * g->OW) * OLC_CONV_DWC;
+}
+
+/* Output rows a band of olc_conv_dwc: as many as keep its buffer within
+ * `floats` (at least one, at most OH). */
+static int64_t olc_conv_dwc_band(const olc_conv_geom *g, int64_t floats) {
+    int64_t rb = g->OH;
+    while (rb > 1 && olc_conv_dwc_floats(g, rb) > floats) rb = (rb + 1) / 2;
+    return rb;
 }
 
 #define OLC_CT float
@@ -387,7 +396,7 @@ typedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *, const float *, int64_
 static int olc_conv_level(int level) { return olc_build_level(level); }
 
 typedef void (*olc_conv_dwc_f32_fn)(const olc_conv_geom *, const float *, const float *,
-                                    const float *, int64_t, float *, float *);
+                                    const float *, int64_t, float *, float *, int64_t, int64_t);
 
 static olc_conv_dwc_f32_fn olc_conv_pick_dwc_f32(int level) {
     level = olc_build_level(level);
