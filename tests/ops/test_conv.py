@@ -496,7 +496,9 @@ FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # i
                 ((2, 8, 7, 5), (5, 8, 1, 1), {}),                            # plain GEMM
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}),  # depthwise
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
-                ((2, 10, 6, 7), (10, 1, 3, 3), {"group": 10, "pads": [1, 1, 1, 1]})]
+                ((2, 10, 6, 7), (10, 1, 3, 3), {"group": 10, "pads": [1, 1, 1, 1]}),
+                # depthwise in bands of rows (a 300-wide plane)
+                ((1, 9, 30, 300), (9, 1, 3, 3), {"group": 9, "pads": [1, 1, 1, 1]})]
 
 
 @pytest.mark.parametrize("with_z", [False, True])
