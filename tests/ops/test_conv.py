@@ -498,7 +498,10 @@ FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # i
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
                 ((2, 10, 6, 7), (10, 1, 3, 3), {"group": 10, "pads": [1, 1, 1, 1]}),
                 # depthwise in bands of rows (a 300-wide plane)
-                ((1, 9, 30, 300), (9, 1, 3, 3), {"group": 9, "pads": [1, 1, 1, 1]})]
+                ((1, 9, 30, 300), (9, 1, 3, 3), {"group": 9, "pads": [1, 1, 1, 1]}),
+                # depthwise by the row loops: 5 taps wide; 1-D
+                ((1, 6, 9, 10), (6, 1, 5, 5), {"group": 6, "pads": [2, 2, 2, 2]}),
+                ((2, 5, 31), (5, 1, 3), {"group": 5, "pads": [1, 1]})]
 
 
 @pytest.mark.parametrize("with_z", [False, True])

@@ -209,9 +209,10 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
               <float *>j.y + plane * j.P, r0, r1)
     if j.f32 != NULL:
-        if j.z != NULL or j.act != 0:
+        if j.z != NULL or j.act != 0:  # the rows are one run of floats
             olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
-                              j.g.OW, r1 - r0, j.g.OW, NULL, j.act, j.a, j.b)
+                              (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act, j.a,
+                              j.b)
     else:
         j.f64(&j.g, <const double *>j.x + xoff, <const double *>j.w + woff,
               (<const double *>j.bias)[m] if j.bias != NULL else 0.0,
