@@ -1037,7 +1037,7 @@ def _fused_conv(c: _Node) -> _Estimate:
     """ops/conv.py (float32 only: inputs used as they are): the column tile
     of olc_conv_f32 (im2col into the packed-B layout) and olc_sgemm's
     scratch (A read in place; B packed per tile for the 1x1 plain GEMM);
-    depthwise convolutions run a direct loop with no scratch."""
+    depthwise convolutions a direct loop (3-wide rows: padded copies)."""
     from ._kernels import conv as core
     x, w = c.shape(0), c.shape(1)
     n = len(x) - 2
@@ -1073,11 +1073,23 @@ def _fused_conv(c: _Node) -> _Estimate:
             return _Estimate()
         OW, R = out[-1], (out[0] if n == 2 else 1)
         kh, sh, dh = (kernel[0], strides[0], dilations[0]) if n == 2 else (1, 1, 1)
-        rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
-        width = (OW - 1) * strides[-1] + 2 * dilations[-1] + 1
-        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         threads = c.threads_for(x[0] * M * P * 3 * kh, (1 << 20) // 8)
         slots = threads if threads > 1 else 1
+        width = (OW - 1) * strides[-1] + 2 * dilations[-1] + 1
+        # 2-D: a block of 8 channels at a time, a band of rows a task (its
+        # padded channel-innermost rows and its output within 24576 floats,
+        # halving the band from all rows), a buffer a slot (olc_conv_dwc_band)
+        from .ops import conv as ops_conv
+        if n == 2 and kh <= 7 and P <= ops_conv.DEPTHWISE_BLOCK_PLANE:
+            def band_floats(rb):
+                return (((rb - 1) * sh + (kh - 1) * dh + 1) * width + rb * OW) * 8
+            rb = R
+            while rb > 1 and band_floats(rb) > 24576:
+                rb = (rb + 1) // 2
+            if band_floats(rb) * slots <= 1 << 22:
+                return _Estimate(native=band_floats(rb) * slots * 4)
+        rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
+        floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
     if (n == 2 and G == 1 and list(kernel) == [3, 3] and strides == [1, 1]

@@ -128,6 +128,14 @@ CONV_CASES = [
     ((1, 6, 13, 14), (6, 1, 3, 3), {"group": 6, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 4, 11, 15), (4, 1, 3, 3), {"group": 4, "strides": [1, 2], "dilations": [1, 2],
                                     "pads": [1, 2, 1, 2]}),
+    # small planes and width stride 2: blocks of 8 channels, channel
+    # innermost (a last block of 5 and of 4 lanes; 1x3 and 5x3 kernels)
+    ((2, 21, 7, 7), (21, 1, 3, 3), {"group": 21, "pads": [1, 1, 1, 1]}),
+    ((1, 13, 9, 12), (13, 1, 3, 3), {"group": 13, "strides": [2, 2], "pads": [0, 1, 1, 1]}),
+    ((2, 12, 5, 9), (12, 1, 1, 3), {"group": 12, "strides": [1, 2], "dilations": [1, 2],
+                                    "pads": [0, 2, 0, 1]}),
+    ((1, 16, 11, 8), (16, 1, 5, 3), {"group": 16, "strides": [3, 2], "dilations": [2, 1],
+                                     "pads": [3, 1, 2, 1]}),
 ]
 
 
@@ -147,6 +155,28 @@ def test_conv_vs_ort(dtype, case):
     inputs = _conv_inputs(rng, xs, ws, dtype, bias=case % 3 != 1)
     expected = ort_oracle("Conv", inputs, **attrs)[0]
     check("Conv", inputs, expected, levels=dtype == np.float32, **attrs)
+
+
+DEPTHWISE_CASES = [i for i, (xs, ws, attrs) in enumerate(CONV_CASES)
+                   if attrs.get("group", 1) == xs[1] == ws[0] and ws[1] == 1]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+def test_depthwise_channel_blocks_match_the_row_loop(case, monkeypatch):
+    """Depthwise planes a block of 8 channels at a time (channel innermost)
+    give the bits of the loop over rows of one plane, at every level."""
+    from onnx_light_cpu.ops import conv as conv_module
+    xs, ws, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(case)
+    inputs = _conv_inputs(rng, xs, ws, np.float32, bias=case % 3 != 1)
+    model = node_model("Conv", inputs, opset=22, **attrs)
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            got = []
+            for block in (conv_module.DEPTHWISE_BLOCK_PLANE, 0):
+                monkeypatch.setattr(conv_module, "DEPTHWISE_BLOCK_PLANE", block)
+                got.append(run_ours(model, inputs, 2)[0][0])
+            assert same_bits(*got), f"depthwise {attrs} at {level}"
 
 
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
@@ -458,7 +488,13 @@ FUSED_SHAPES = [((1, 6, 9, 10), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}),       # i
                 ((2, 16, 11, 9), (20, 16, 3, 3), {"pads": [1, 1, 1, 1]}),    # Winograd
                 ((2, 8, 7, 5), (5, 8, 1, 1), {}),                            # plain GEMM
                 ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}),  # depthwise
-                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]})]
+                ((1, 6, 9, 10), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+                ((2, 10, 6, 7), (10, 1, 3, 3), {"group": 10, "pads": [1, 1, 1, 1]}),
+                # depthwise in bands of rows (a 300-wide plane)
+                ((1, 9, 30, 300), (9, 1, 3, 3), {"group": 9, "pads": [1, 1, 1, 1]}),
+                # depthwise by the row loops: 5 taps wide; 1-D
+                ((1, 6, 9, 10), (6, 1, 5, 5), {"group": 6, "pads": [2, 2, 2, 2]}),
+                ((2, 5, 31), (5, 1, 3), {"group": 5, "pads": [1, 1]})]
 
 
 @pytest.mark.parametrize("with_z", [False, True])

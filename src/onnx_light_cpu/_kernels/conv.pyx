@@ -16,8 +16,10 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from olc_conv cimport (olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
-                       olc_conv_pad_rows, olc_conv_pick_dw3_f32)
+from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
+                       olc_conv_dwc_band, olc_conv_dwc_f32_fn, olc_conv_dwc_fits,
+                       olc_conv_dwc_floats,
+                       olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
@@ -33,6 +35,8 @@ olc_pool_import()
 
 # Output rows' multiply-adds a direct task holds, about.
 DEF DIRECT_TASK_WORK = 32768
+# olc_conv_dwc's buffer (a task's padded rows and output), at most: 96 KB
+DEF DWC_BUFFER_FLOATS = 24576
 
 
 cdef int _geom(cnp.ndarray geom, olc_conv_geom *g) except -1:
@@ -143,6 +147,7 @@ cdef struct _DirectJob:
     olc_conv_direct_f32_fn f32
     olc_conv_direct_f64_fn f64
     olc_conv_dw3_f32_fn dw3
+    olc_conv_dwc_f32_fn dwc
     float *pad
     int64_t pad_floats, in_floats, Wp
     const void *x
@@ -151,6 +156,7 @@ cdef struct _DirectJob:
     const float *z
     void *y
     int64_t G, Mg, R, rb, nrb, P, xplane, kk
+    int64_t nband  # olc_conv_dwc: bands of rb rows a block of channels
     int act
     float a, b
 
@@ -165,6 +171,33 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t xoff = (n * j.G + gi) * j.xplane, woff = m * j.g.C * j.kk
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
     cdef float *xp
+    cdef int64_t c0, nc, c
+    if j.dwc != NULL:
+        # a band of rows of a block of OLC_CONV_DWC planes of one image
+        # (t: image, block, band)
+        n, c0 = t // (j.nrb * j.nband), (t // j.nband % j.nrb) * OLC_CONV_DWC
+        r0 = t % j.nband * j.rb
+        r1 = r0 + j.rb if r0 + j.rb < j.R else j.R
+        nc = min(<int64_t>OLC_CONV_DWC, M - c0)
+        yoff = (n * M + c0) * j.P
+        j.dwc(&j.g, <const float *>j.x + (n * M + c0) * j.xplane, <const float *>j.w + c0 * j.kk,
+              <const float *>j.bias + c0 if j.bias != NULL else NULL, nc,
+              j.pad + slot * j.pad_floats, <float *>j.y + yoff, r0, r1)
+        if j.z != NULL or j.act != 0:
+            # Z and the activation over the band as one run of floats a
+            # plane (the block's planes as one when the band is all rows):
+            # row by row, a 7-wide plane's loops cost as much as the sums
+            if r0 == 0 and r1 == j.R:
+                olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
+                                  nc * j.P, 1, nc * j.P, NULL, j.act, j.a, j.b)
+            else:
+                for c in range(nc):
+                    olc_conv_epilogue(<float *>j.y + yoff + c * j.P + r0 * j.g.OW,
+                                      j.z + yoff + c * j.P + r0 * j.g.OW
+                                      if j.z != NULL else NULL,
+                                      (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
+                                      j.a, j.b)
+        return
     if j.dw3 != NULL:
         xp = j.pad + slot * j.pad_floats
         olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp, xp + j.in_floats)
@@ -176,9 +209,10 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
               <float *>j.y + plane * j.P, r0, r1)
     if j.f32 != NULL:
-        if j.z != NULL or j.act != 0:
+        if j.z != NULL or j.act != 0:  # the rows are one run of floats
             olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
-                              j.g.OW, r1 - r0, j.g.OW, NULL, j.act, j.a, j.b)
+                              (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act, j.a,
+                              j.b)
     else:
         j.f64(&j.g, <const double *>j.x + xoff, <const double *>j.w + woff,
               (<const double *>j.bias)[m] if j.bias != NULL else 0.0,
@@ -187,9 +221,11 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
 
 def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
                 cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int act, float alpha,
-                float beta, int level, int threads):
+                float beta, int level, int threads, int64_t block_plane=0):
     """y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the direct loop, float32
-    or float64 (act and z: float32 only); tasks are (plane, block of rows)."""
+    or float64 (act and z: float32 only); tasks are (plane, block of rows),
+    or, for depthwise planes that olc_conv_dwc takes of at most block_plane
+    output positions, (image, block of OLC_CONV_DWC channels)."""
     cdef _DirectJob j
     _geom(geom, &j.g)
     j.f32 = NULL
@@ -214,8 +250,26 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
         return
     j.nrb = (j.R + j.rb - 1) // j.rb
     j.dw3 = NULL
+    j.dwc = NULL
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
+    cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
+    if (j.f32 != NULL and Mg == 1
+            and olc_conv_dwc_fits(&j.g, block_plane)
+            and olc_conv_dwc_floats(&j.g, band) * slots <= (1 << 22)):
+        # a band of rows a task, its buffer within L2
+        j.rb = band
+        j.nband = (j.R + band - 1) // band
+        j.pad_floats = olc_conv_dwc_floats(&j.g, band)
+        j.pad = <float *>malloc(j.pad_floats * slots * sizeof(float))
+        if j.pad == NULL:
+            raise MemoryError("conv core: no memory for the channel blocks")
+        j.dwc = olc_conv_pick_dwc_f32(level)
+        j.nrb = (G + OLC_CONV_DWC - 1) // OLC_CONV_DWC
+        with nogil:
+            olc_parallel_for(N * j.nrb * j.nband, _direct_task, &j, threads)
+        free(j.pad)
+        return
     if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
         # a zero-padded copy of the rows a task reads and room for its
         # output rows at that width, one buffer a slot

@@ -8,7 +8,9 @@ Conv is a plain GEMM on X; a 2-D 3x3 Conv at unit strides and dilations
 from 16 channels in and out is Winograd F(2x2, 3x3): 16 GEMMs of the
 transformed tiles by the transformed weights, packed once); depthwise Conv
 (group == C == M) and double run a direct loop vectorised over the output
-width.  Bias, FusedConv's Z and activation go on each output tile right
+width, except 2-D depthwise planes 3 taps wide, which run 8 channels at a
+time from a channel-innermost padded copy, a vector per output position.
+Bias, FusedConv's Z and activation go on each output tile right
 after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
 output channel; in double a direct scatter.  Col2Im is the scatter-add.
@@ -59,6 +61,12 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 MIN_WORK_PER_THREAD = 1 << 20
 # 3x3 Conv at unit strides runs Winograd F(2x2, 3x3) from this many input
 # and output channels (fewer: the transforms cost more than they save)
+# depthwise 2-D planes 3 taps wide of at most this many output positions
+# run a block of 8 channels at a time, channel innermost (olc_conv_dwc):
+# the per-plane costs shared and a vector per position however narrow the
+# plane; it won at every MobileNet-V2 size, 7x7 to 112x112 (ARCHITECTURE.md,
+# Convolution), so the bound is only the buffers' (conv.pyx); 0 turns it off
+DEPTHWISE_BLOCK_PLANE = 1 << 40
 WINOGRAD_MIN_CHANNELS = 16
 
 ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
@@ -283,7 +291,8 @@ class Conv(_ConvAttributes):
             ws = self._prepared_input(("w", work), 1, w,
                                       lambda: _widened(w, work).reshape(M, -1))
             if kind in ("direct", "depthwise"):
-                core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads)
+                core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads,
+                                 DEPTHWISE_BLOCK_PLANE)
             else:
                 core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
                                level, threads)

@@ -333,6 +333,43 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
 #undef OLC_CN
 
 /* ---- the direct loops, per level and type ---- */
+
+/* Columns of the zero-padded rows olc_conv_dw3 reads: those one output row
+ * touches. */
+static int64_t olc_conv_dw3_width(const olc_conv_geom *g) {
+    return (g->OW - 1) * g->sw + 2 * g->dw + 1;
+}
+
+/* olc_conv_dwc: the channels a block (a vector's lanes at every level, so
+ * that the lanes and the sums are the same at every level) and the most
+ * kernel rows it takes. */
+enum { OLC_CONV_DWC = 8, OLC_CONV_DWC_MAX_KH = 7 };
+
+/* Whether depthwise planes run olc_conv_dwc, a block of channels at a
+ * time: those of olc_conv_dw3 that are 2-D, at most OLC_CONV_DWC_MAX_KH
+ * rows high and at most max_plane output positions. */
+static int olc_conv_dwc_fits(const olc_conv_geom *g, int64_t max_plane) {
+    return g->C == 1 && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kw == 3
+        && (g->sw == 1 || g->sw == 2) && g->kh >= 1 && g->kh <= OLC_CONV_DWC_MAX_KH
+        && g->OH * g->OW <= max_plane;
+}
+
+/* Floats of olc_conv_dwc's buffer for a band of rb output rows: the
+ * padded channel-innermost input rows it reads, then its output
+ * positions. */
+static int64_t olc_conv_dwc_floats(const olc_conv_geom *g, int64_t rb) {
+    int64_t Hp = (rb - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    return (Hp * olc_conv_dw3_width(g) + rb * g->OW) * OLC_CONV_DWC;
+}
+
+/* Output rows a band of olc_conv_dwc: as many as keep its buffer within
+ * `floats` (at least one, at most OH). */
+static int64_t olc_conv_dwc_band(const olc_conv_geom *g, int64_t floats) {
+    int64_t rb = g->OH;
+    while (rb > 1 && olc_conv_dwc_floats(g, rb) > floats) rb = (rb + 1) / 2;
+    return rb;
+}
+
 #define OLC_CT float
 #define OLC_CN f32
 #define OLC_BODY "conv/olc_conv_direct.h"
@@ -358,6 +395,14 @@ typedef void (*olc_conv_dw3_f32_fn)(const olc_conv_geom *, const float *, int64_
 
 static int olc_conv_level(int level) { return olc_build_level(level); }
 
+typedef void (*olc_conv_dwc_f32_fn)(const olc_conv_geom *, const float *, const float *,
+                                    const float *, int64_t, float *, float *, int64_t, int64_t);
+
+static olc_conv_dwc_f32_fn olc_conv_pick_dwc_f32(int level) {
+    level = olc_build_level(level);
+    return OLC_LEVEL_FN(level, olc_conv_dwc_f32);
+}
+
 static olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level) {
     level = olc_build_level(level);
     return OLC_LEVEL_FN(level, olc_conv_dw3_f32);
@@ -368,12 +413,6 @@ static olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level) {
 static int olc_conv_dw3_fits(const olc_conv_geom *g) {
     return g->C == 1 && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kw == 3
         && (g->sw == 1 || g->sw == 2);
-}
-
-/* Columns of the zero-padded rows olc_conv_dw3 reads: those one output row
- * touches. */
-static int64_t olc_conv_dw3_width(const olc_conv_geom *g) {
-    return (g->OW - 1) * g->sw + 2 * g->dw + 1;
 }
 
 /* Rows r0..r1's padded input rows of one plane x (H x W) into xp (rows

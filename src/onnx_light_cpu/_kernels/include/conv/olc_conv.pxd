@@ -36,6 +36,14 @@ cdef extern from "conv/olc_conv.h" nogil:
     olc_conv_dw3_f32_fn olc_conv_pick_dw3_f32(int level)
     int olc_conv_dw3_fits(const olc_conv_geom *g)
     int64_t olc_conv_dw3_width(const olc_conv_geom *g)
+    ctypedef void (*olc_conv_dwc_f32_fn)(const olc_conv_geom *g, const float *x,
+                                         const float *w, const float *bias, int64_t nc,
+                                         float *buf, float *y, int64_t r0, int64_t r1)
+    olc_conv_dwc_f32_fn olc_conv_pick_dwc_f32(int level)
+    int olc_conv_dwc_fits(const olc_conv_geom *g, int64_t max_plane)
+    int64_t olc_conv_dwc_floats(const olc_conv_geom *g, int64_t rb)
+    int64_t olc_conv_dwc_band(const olc_conv_geom *g, int64_t floats)
+    enum: OLC_CONV_DWC
     void olc_conv_pad_rows(const olc_conv_geom *g, const float *x, int64_t r0, int64_t r1,
                            float *xp, float *t)
     void olc_conv_wino_filter(const float *w, int64_t M, int64_t C, float *u)

@@ -124,3 +124,92 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dw3, OLC_CN))(
         }
     }
 }
+
+/* Depthwise 2-D rows of three taps, OLC_CONV_DWC planes (channels) at a
+ * time: nc <= OLC_CONV_DWC consecutive planes of one image x (each H x W),
+ * their weights w (kh x 3 each) and biases (NULL: zero) give output rows
+ * r0..r1 of the nc output planes y (each OH x OW).  buf
+ * (olc_conv_dwc_floats) takes a zero-padded copy of the input rows they
+ * read with the channel innermost ((r1 - r0 - 1) * sh + (kh - 1) * dh + 1
+ * rows of olc_conv_dw3_width columns of OLC_CONV_DWC lanes), then the
+ * output positions with the channel innermost, copied out plane by plane.  An
+ * output position's lanes are one vector whatever the plane's width, and
+ * the per-plane costs (setup, padded copy) are shared by the block.  Each
+ * element is summed as olc_conv_dw3 sums it (bias, then the three taps of
+ * each row); lanes past nc are zeros, never written out. */
+OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dwc, OLC_CN))(
+        const olc_conv_geom *g, const OLC_CT *x, const OLC_CT *w, const OLC_CT *bias,
+        int64_t nc, OLC_CT *restrict buf, OLC_CT *restrict y, int64_t r0, int64_t r1) {
+    enum { L = OLC_CONV_DWC };
+    const int64_t H = g->H, W = g->W, OH = r1 - r0, OW = g->OW, kh = g->kh;
+    const int64_t sh = g->sh, sw = g->sw, dh = g->dh, dw = g->dw;
+    const int64_t Hp = (OH - 1) * sh + (kh - 1) * dh + 1, Wp = olc_conv_dw3_width(g);
+    const int64_t P = OH * OW, plane = g->OH * OW;
+    y += r0 * OW;
+    OLC_CT *restrict xb = buf, *restrict ob = buf + Hp * Wp * L;
+    OLC_CT wt[OLC_CONV_DWC_MAX_KH * 3 * L], bs[L];
+    for (int64_t i = 0; i < kh * 3 * L; ++i) wt[i] = 0;
+    for (int64_t c = 0; c < L; ++c) bs[c] = 0;
+    for (int64_t c = 0; c < nc; ++c) {
+        for (int64_t i = 0; i < kh * 3; ++i) wt[i * L + c] = w[c * kh * 3 + i];
+        if (bias != NULL) bs[c] = bias[c];
+    }
+    /* the padded copy: columns j < pw and j >= pw + W, rows outside the
+     * input and lanes past nc are zeros */
+    int64_t lo = g->pw < Wp ? g->pw : Wp;
+    int64_t hi = g->pw + W < Wp ? g->pw + W : Wp;
+    if (hi < lo) hi = lo;
+    if (nc < L) memset(xb, 0, (size_t)(Hp * Wp * L) * sizeof(OLC_CT));
+    for (int64_t i = 0; i < Hp; ++i) {
+        OLC_CT *restrict d = xb + i * Wp * L;
+        int64_t ih = r0 * sh + i - g->ph;
+        if (ih < 0 || ih >= H) {
+            memset(d, 0, (size_t)(Wp * L) * sizeof(OLC_CT));
+            continue;
+        }
+        memset(d, 0, (size_t)(lo * L) * sizeof(OLC_CT));
+        memset(d + hi * L, 0, (size_t)((Wp - hi) * L) * sizeof(OLC_CT));
+        const OLC_CT *xr = x + ih * W + (lo - g->pw);
+        if (nc == L) {
+            for (int64_t j = 0; j < hi - lo; ++j)
+                for (int64_t c = 0; c < L; ++c) d[(lo + j) * L + c] = xr[c * H * W + j];
+        } else {
+            for (int64_t c = 0; c < nc; ++c)
+                for (int64_t j = 0; j < hi - lo; ++j) d[(lo + j) * L + c] = xr[c * H * W + j];
+        }
+    }
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            OLC_CT acc[L];
+            for (int64_t c = 0; c < L; ++c) acc[c] = bs[c];
+            const OLC_CT *restrict xs = xb + (oh * sh * Wp + ow * sw) * L;
+            if (kh == 3) { /* the rows unrolled */
+                for (int64_t b = 0; b < 3; ++b) {
+                    const OLC_CT *restrict xr = xs + b * dh * Wp * L;
+                    const OLC_CT *restrict wb = wt + b * 3 * L;
+                    for (int64_t c = 0; c < L; ++c)
+                        acc[c] += wb[c] * xr[c] + wb[L + c] * xr[dw * L + c]
+                            + wb[2 * L + c] * xr[2 * dw * L + c];
+                }
+            } else {
+                for (int64_t b = 0; b < kh; ++b) {
+                    const OLC_CT *restrict xr = xs + b * dh * Wp * L;
+                    const OLC_CT *restrict wb = wt + b * 3 * L;
+                    for (int64_t c = 0; c < L; ++c)
+                        acc[c] += wb[c] * xr[c] + wb[L + c] * xr[dw * L + c]
+                            + wb[2 * L + c] * xr[2 * dw * L + c];
+                }
+            }
+            for (int64_t c = 0; c < L; ++c) ob[(oh * OW + ow) * L + c] = acc[c];
+        }
+    }
+    /* back to planes, L positions at a time (a transpose of L x L) */
+    int64_t p = 0;
+    if (nc == L) {
+        for (; p + L <= P; p += L)
+            for (int64_t c = 0; c < L; ++c)
+                for (int64_t q = 0; q < L; ++q) y[c * plane + p + q] = ob[(p + q) * L + c];
+    }
+    for (int64_t c = 0; c < nc; ++c)
+        for (int64_t q = p; q < P; ++q) y[c * plane + q] = ob[q * L + c];
+}
