@@ -59,14 +59,14 @@ FLOAT64 = np.dtype(np.float64)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 # multiply-adds one thread must have before a second one helps (as MatMul)
 MIN_WORK_PER_THREAD = 1 << 20
-# 3x3 Conv at unit strides runs Winograd F(2x2, 3x3) from this many input
-# and output channels (fewer: the transforms cost more than they save)
 # depthwise 2-D planes 3 taps wide of at most this many output positions
 # run a block of 8 channels at a time, channel innermost (olc_conv_dwc):
 # the per-plane costs shared and a vector per position however narrow the
 # plane; it won at every MobileNet-V2 size, 7x7 to 112x112 (ARCHITECTURE.md,
 # Convolution), so the bound is only the buffers' (conv.pyx); 0 turns it off
 DEPTHWISE_BLOCK_PLANE = 1 << 40
+# 3x3 Conv at unit strides runs Winograd F(2x2, 3x3) from this many input
+# and output channels (fewer: the transforms cost more than they save)
 WINOGRAD_MIN_CHANNELS = 16
 
 ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
