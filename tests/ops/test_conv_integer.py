@@ -268,6 +268,23 @@ def test_qlinear_conv_saturation_and_int8_output():
                    pads=[1, 1, 1, 1])
 
 
+@pytest.mark.parametrize("group", [1, 3])
+def test_qlinear_conv_nan_scale_clamps_as_ort(group):
+    """A NaN scale (here y_scale) gives the output's minimum everywhere, as
+    ORT's max-then-min clamp does: the plain C loop (the tail past the last
+    16 values, and the scalar level) once let NaN through to the zero point."""
+    rng = np.random.default_rng(11)
+    for tx, tw in ((U8, S8), (S8, S8)):
+        inputs = _qinputs(rng, tx, tw, (1, 3, 5, 5), (3, 3 // group, 3, 3), True, True,
+                          _ort_bounds(tx, tw))
+        inputs[6] = np.array(np.nan, np.float32)
+        expected = _ort("QLinearConv", inputs, tx, group=group, pads=[1, 1, 1, 1])
+        assert np.all(expected[0] == np.iinfo(tx).min)
+        with np.errstate(invalid="ignore"):
+            check_node("QLinearConv", inputs, oracle=lambda *a, e=expected: e, opset=13,
+                       group=group, pads=[1, 1, 1, 1])
+
+
 # ---- both: empty, layouts, constants, thread count, paths ----
 
 @pytest.mark.parametrize("op", ["ConvInteger", "QLinearConv"])

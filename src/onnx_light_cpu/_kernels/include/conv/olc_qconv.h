@@ -220,7 +220,9 @@ static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, int64_t p0
 #endif
     for (; p < p1; p++) {
         float f = (float)(int32_t)((uint32_t)acc[p] + (uint32_t)bias) * scale;
-        f = f < lo ? lo : (f > hi ? hi : f);
+        /* as the vector loop's max then min: NaN clamps to lo */
+        f = f > lo ? f : lo;
+        f = f < hi ? f : hi;
         const int32_t v = (int32_t)rintf(f) + zp;
         if (job->out_signed)
             ys[p] = (int8_t)v;
