@@ -295,6 +295,22 @@ def test_deform_conv_samples_on_the_border_and_outside(dtype):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_deform_conv_nan_mask_outside_the_image(dtype):
+    """A sample outside the image is 0 times its mask: a NaN mask makes the
+    output NaN there, as in ONNX Runtime and the built-in
+    (it once gave 0); a NaN offset samples nothing (0), as in ORT."""
+    rng = np.random.default_rng(9)
+    x, w, off, b, mask = make_inputs(rng, (1, 3, 5, 6), (2, 3, 3, 3), dtype, {"pads": [1, 1, 1, 1]})
+    off.reshape(-1)[::4] = 1e6           # far outside
+    off.reshape(-1)[1::9] = np.nan
+    mask.reshape(-1)[::5] = np.nan
+    inputs = [x, w, off, b, mask]
+    expected = run_ort(inputs, pads=[1, 1, 1, 1])
+    assert 0 < np.isnan(expected).sum() < expected.size
+    check(inputs, expected, pads=[1, 1, 1, 1])
+
+
 def test_deform_conv_whole_offsets_shift_the_image():
     """An offset of (1, -2) on every tap is the convolution of the image
     moved by (-1, 2), zero where it moved in."""

@@ -42,9 +42,11 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_deform_taps, OLC_CN))(
                      && x0 <= (double)(W - 1);
         }
         if (!inside) {
+            /* no pixel, but 0 times the mask: a NaN or infinite mask gives
+             * NaN, as in ONNX Runtime and the onnx.reference built-in */
             for (int c = 0; c < 4; ++c) {
                 s->idx[c][q] = -1;
-                s->wt[c][q] = 0;
+                s->wt[c][q] = (OLC_CT)0 * m;
             }
             continue;
         }
