@@ -1391,6 +1391,26 @@ static inline int32_t olc_q8_load4(const int8_t *p) {
     return v;
 }
 
+/* Bytes of codes ahead of the block in use that the int8 engine asks the
+ * memory for.  A column tile's blocks lie one after another and the next
+ * tile's follow, so this runs ahead across tiles too.  In a decode step the
+ * weights come from memory, not the cache: with it, a chain of 48 cold
+ * 896 x 4864 products and a Qwen2-0.5B int4 decode step ran about 15 %
+ * faster at 1 and at 2 threads (Zen 3; 1024 and 4096 bytes did less). */
+#define OLC_Q8_PREFETCH 2048
+
+/* Asks for the codes, scales and zero points of block b of tile t plus
+ * OLC_Q8_PREFETCH bytes of codes (the parameters at the same distance in
+ * blocks).  A hint: past the end of the arrays it does nothing. */
+static inline __attribute__((always_inline)) void olc_q8_prefetch(const olc_q8_w *w, int64_t t,
+                                                                  int64_t b, int64_t bb) {
+    const int64_t ahead = OLC_Q8_PREFETCH / bb, i = t * w->nb + b + ahead;
+    const char *q = (const char *)(w->codes + i * bb);
+    for (int64_t l = 0; l < bb; l += 64) __builtin_prefetch(q + l, 0, 3);
+    __builtin_prefetch(w->scales + i * OLC_Q8_NR, 0, 3);
+    __builtin_prefetch(w->zp + i * OLC_Q8_NR, 0, 3);
+}
+
 /* One tile of 16 columns times mr rows: y[r, c] = bias[c] + sum over blocks
  * of sa[r, b] s[c, b] (dot(qa[r, b], q[c, b]) - z[c, b] sum(qa[r, b])).
  * nc of the 16 columns are stored.  olc_q8_tile<mr>_<level> calls the
@@ -1407,6 +1427,7 @@ static inline __attribute__((always_inline)) void olc_q8_rows_scalar(
         const uint8_t *q = w->codes + (t * nb + b) * bb;
         const float *s = w->scales + (t * nb + b) * OLC_Q8_NR;
         const uint8_t *z = w->zp + (t * nb + b) * OLC_Q8_NR;
+        olc_q8_prefetch(w, t, b, bb);
         for (int r = 0; r < mr; ++r) {
             const int8_t *x = qa + r * kp + b * block;
             int32_t dot[OLC_Q8_NR];
@@ -1473,6 +1494,7 @@ static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void olc_q8_rows_av
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t *q = w->codes + (t * nb + b) * bb;
         const int8_t *x0 = qa + b * block;
+        olc_q8_prefetch(w, t, b, bb);
         __m256i dot[OLC_NB_MR][2];
         for (int r = 0; r < mr; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
         if (w->packed4) {

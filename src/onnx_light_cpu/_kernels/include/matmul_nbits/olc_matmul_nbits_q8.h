@@ -20,6 +20,7 @@ OLC_LVL_ATTR static inline __attribute__((always_inline)) void OLC_FN(olc_q8_row
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t *q = w->codes + (t * nb + b) * bb;
         const int8_t *x0 = qa + b * block;
+        olc_q8_prefetch(w, t, b, bb);
         __m512i d0[OLC_NB_MR], d1[OLC_NB_MR], d2[OLC_NB_MR], d3[OLC_NB_MR];
         for (int r = 0; r < mr; ++r) d0[r] = d1[r] = d2[r] = d3[r] = _mm512_setzero_si512();
         if (w->packed4) {
