@@ -161,9 +161,14 @@ class _ConvAttributes(KernelOp):
             raise NotImplementedError(f"{op}: {n} spatial axes (at most 3 are supported)")
         return strides, dilations, pads
 
-    def _output_axes(self, spatial, kernel, strides, dilations, pads):
+    def _output_axes(self, spatial, kernel, strides, dilations, pads, index: int = 0,
+                     what: str = "kernel"):
         """(start pads, output sizes) of a convolution along each spatial
-        axis, auto_pad applied."""
+        axis, auto_pad applied (Conv, FusedConv, the 8-bit convolutions;
+        DeformConv and Col2Im, which have no auto_pad: "NOTSET").  A dilated
+        kernel larger than its padded axis is an error on input ``index``:
+        X (its spatial shape), or Col2Im's image_shape, whose kernel is the
+        block (``what``)."""
         n = len(spatial)
         begins, out = [], []
         for i in range(n):
@@ -176,9 +181,11 @@ class _ConvAttributes(KernelOp):
             else:
                 lo, hi = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
                 if size + lo + hi < ek:
+                    shape = f"has spatial shape {tuple(spatial)}" if index == 0 else str(
+                        tuple(spatial))
                     raise ValueError(self._input_error(
-                        0, f"has spatial shape {tuple(spatial)}: axis {i} padded to "
-                        f"{size + lo + hi} is smaller than the dilated kernel {ek}"))
+                        index, f"{shape}: axis {i} padded to {size + lo + hi} is smaller than "
+                        f"the dilated {what} {ek}"))
                 o = (size + lo + hi - ek) // s + 1
             begins.append(lo)
             out.append(o)
@@ -469,6 +476,7 @@ class Col2Im(_ConvAttributes):
     attributes = (Attr("dilations", "ints", ()), Attr("pads", "ints", ()),
                   Attr("strides", "ints", ()))
     kernel_shape = ()
+    auto_pad = "NOTSET"
 
     def _run(self, col, image_shape, block_shape):
         image = tuple(int(v) for v in image_shape)
@@ -489,15 +497,7 @@ class Col2Im(_ConvAttributes):
             raise ValueError(self._input_error(
                 0, f"has shape {col.shape}: {CK} rows, not divisible by the block size {kk}"))
         C = CK // kk
-        grid = []
-        for i in range(n):
-            ek = (block[i] - 1) * dilations[i] + 1
-            padded = image[i] + pads[i] + pads[i + n]
-            if padded < ek:
-                raise ValueError(self._input_error(
-                    1, f"{image}: axis {i} padded to {padded} is smaller than the dilated "
-                    f"block {ek}"))
-            grid.append((padded - ek) // strides[i] + 1)
+        _, grid = self._output_axes(image, block, strides, dilations, pads, 1, "block")
         if math.prod(grid) != L:
             raise ValueError(self._input_error(
                 0, f"has shape {col.shape}: {L} blocks, expected {math.prod(grid)} for image "
@@ -781,6 +781,7 @@ class DeformConv(_ConvAttributes):
     attributes = (Attr("dilations", "ints", ()), Attr("group", "int", 1),
                   Attr("kernel_shape", "ints", ()), Attr("offset_group", "int", 1),
                   Attr("pads", "ints", ()), Attr("strides", "ints", ()))
+    auto_pad = "NOTSET"
 
     def _plan(self, x, w, offset, b=None, mask=None):
         element_type = self._opset_type(x)
@@ -802,15 +803,7 @@ class DeformConv(_ConvAttributes):
         kernel = w.shape[2:]
         strides, dilations, pads = self._common(n, kernel)
         spatial = x.shape[2:]
-        out = []
-        for i in range(n):
-            ek = (kernel[i] - 1) * dilations[i] + 1
-            padded = spatial[i] + pads[i] + pads[i + n]
-            if padded < ek:
-                raise ValueError(self._input_error(
-                    0, f"has spatial shape {tuple(spatial)}: axis {i} padded to {padded} is "
-                    f"smaller than the dilated kernel {ek}"))
-            out.append((padded - ek) // strides[i] + 1)
+        _, out = self._output_axes(spatial, kernel, strides, dilations, pads)
         kk = math.prod(kernel)
         want = (N, OG * 2 * kk) + tuple(out)
         if offset.shape != want:

@@ -21,6 +21,8 @@
  * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg); a
  * panel's last NR/2 columns or fewer take its half-width twin
  * (olc_ukr_<level>_half), which sums each lane as the full one does.
+ * AVX2 and AVX-512 share these kernels' code (olc_gemm_ukr.h, compiled
+ * once per level over the level's steps olc_gemm_<step>_<level>).
  * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
  * read once, never packed.
  *
@@ -124,354 +126,134 @@ olc_ukr_scalar_4(int64_t kc, const float *a, int64_t lda, const float *b, float 
     olc_ukr_scalar_rows(4, kc, a, b, c, ldc, alpha, acc, ncols);
 }
 
-/* ---- AVX2 + FMA micro-kernel: MR=6, NR=16 (12 ymm accumulators) ---- */
+/* ---- AVX2 + FMA and AVX-512 micro-kernels: one body, olc_gemm_ukr.h ---- */
 
+/* The steps of a level the body is written with (olc_gemm_<step>_<level>);
+ * they differ only in the vector width and in the column edge of a row. */
 #if OLC_X86
+/* AVX2 + FMA: MR=6, NR=16 (12 ymm accumulators). */
 #define OLC_A2_MR 6
 #define OLC_A2_NR 16
 
-/* A panel's last 8 columns or fewer (P = 49 pixels: 3 panels and 1
- * column): the left half of the panel only, half the multiply-adds.  Each
- * lane is summed as in the full kernel, so results do not change. */
-static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void
-olc_ukr_avx2_half(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-                  const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
-    __m256 t0[OLC_A2_MR];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) t0[r] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < kc; ++k) {
-        __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            __m256 ar = _mm256_broadcast_ss(direct ? &a[r * lda + k] : &a[k * OLC_A2_MR + r]);
-            t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);
-        }
-    }
-    __m256 va = _mm256_set1_ps(alpha);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        float buf[8];
-        float *cr = c + r * ldc;
-        memset(buf, 0, sizeof buf);
-        if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));
-        __m256 x0 = _mm256_loadu_ps(buf);
-        x0 = acc ? _mm256_fmadd_ps(va, t0[r], x0) : _mm256_mul_ps(va, t0[r]);
-        _mm256_storeu_ps(buf, x0);
-        memcpy(cr, buf, (size_t)ncols * sizeof(float));
-    }
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_zero_avx2(void) {
+    return _mm256_setzero_ps();
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_set1_avx2(float v) {
+    return _mm256_set1_ps(v);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_bcast_avx2(const float *p) {
+    return _mm256_broadcast_ss(p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_ld_avx2(const float *p) {
+    return _mm256_loadu_ps(p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void olc_gemm_st_avx2(float *p, __m256 v) {
+    _mm256_storeu_ps(p, v);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_fma_avx2(__m256 x, __m256 y,
+                                                                           __m256 z) {
+    return _mm256_fmadd_ps(x, y, z);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_mul_avx2(__m256 x, __m256 y) {
+    return _mm256_mul_ps(x, y);
+}
+/* cr[0:n] = va * t0 (+ cr[0:n] if acc), n <= 8, through a buffer. */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void
+olc_gemm_edge1_avx2(float *cr, int64_t n, __m256 va, __m256 t0, int acc) {
+    float buf[8];
+    memset(buf, 0, sizeof buf);
+    if (acc) memcpy(buf, cr, (size_t)n * sizeof(float));
+    __m256 x0 = _mm256_loadu_ps(buf);
+    x0 = acc ? _mm256_fmadd_ps(va, t0, x0) : _mm256_mul_ps(va, t0);
+    _mm256_storeu_ps(buf, x0);
+    memcpy(cr, buf, (size_t)n * sizeof(float));
+}
+/* The same for two vectors (8 < n < 16), one buffer. */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void
+olc_gemm_edge2_avx2(float *cr, int64_t n, __m256 va, __m256 t0, __m256 t1, int acc) {
+    float buf[OLC_A2_NR];
+    memset(buf, 0, sizeof buf);
+    if (acc) memcpy(buf, cr, (size_t)n * sizeof(float));
+    __m256 x0 = _mm256_loadu_ps(buf), x1 = _mm256_loadu_ps(buf + 8);
+    if (acc) { x0 = _mm256_fmadd_ps(va, t0, x0); x1 = _mm256_fmadd_ps(va, t1, x1); }
+    else { x0 = _mm256_mul_ps(va, t0); x1 = _mm256_mul_ps(va, t1); }
+    _mm256_storeu_ps(buf, x0); _mm256_storeu_ps(buf + 8, x1);
+    memcpy(cr, buf, (size_t)n * sizeof(float));
 }
 
-/* direct: row r of A at a + r * lda (A read in place); else a packed
- * micro-panel, element (k, r) at a[k * MR + r]. */
-static inline __attribute__((always_inline)) OLC_TARGET_AVX2 void
-olc_ukr_avx2_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-                  const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
-    if (ncols <= OLC_A2_NR / 2) {
-        olc_ukr_avx2_half(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-        return;
-    }
-    __m256 t0[OLC_A2_MR], t1[OLC_A2_MR];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        t0[r] = _mm256_setzero_ps(); t1[r] = _mm256_setzero_ps();
-    }
-    for (int64_t k = 0; k < kc; ++k) {
-        __m256 b0 = _mm256_loadu_ps(b + k * OLC_A2_NR);
-        __m256 b1 = _mm256_loadu_ps(b + k * OLC_A2_NR + 8);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            __m256 ar = _mm256_broadcast_ss(direct ? &a[r * lda + k] : &a[k * OLC_A2_MR + r]);
-            t0[r] = _mm256_fmadd_ps(ar, b0, t0[r]);
-            t1[r] = _mm256_fmadd_ps(ar, b1, t1[r]);
-        }
-    }
-    __m256 va = _mm256_set1_ps(alpha);
-    if (ncols == OLC_A2_NR) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            float *cr = c + r * ldc;
-            if (acc) {
-                _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, t0[r], _mm256_loadu_ps(cr)));
-                _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, t1[r], _mm256_loadu_ps(cr + 8)));
-            } else {
-                _mm256_storeu_ps(cr, _mm256_mul_ps(va, t0[r]));
-                _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, t1[r]));
-            }
-        }
-        return;
-    }
-    /* Column edge: the same arithmetic through a buffer (unrolled, so the
-     * accumulators stay in registers in the main loop). */
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        float buf[OLC_A2_NR];
-        float *cr = c + r * ldc;
-        memset(buf, 0, sizeof buf);
-        if (acc) memcpy(buf, cr, (size_t)ncols * sizeof(float));
-        __m256 x0 = _mm256_loadu_ps(buf), x1 = _mm256_loadu_ps(buf + 8);
-        if (acc) { x0 = _mm256_fmadd_ps(va, t0[r], x0); x1 = _mm256_fmadd_ps(va, t1[r], x1); }
-        else { x0 = _mm256_mul_ps(va, t0[r]); x1 = _mm256_mul_ps(va, t1[r]); }
-        _mm256_storeu_ps(buf, x0); _mm256_storeu_ps(buf + 8, x1);
-        memcpy(cr, buf, (size_t)ncols * sizeof(float));
-    }
-}
-
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-               int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX2 static void
-olc_ukr_avx2_direct_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                      int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx2_rows(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
+#define OLC_LVL avx2
+#define OLC_LVL_ATTR OLC_TARGET_AVX2
+#define OLC_UKR_MR OLC_A2_MR
+#define OLC_UKR_NR OLC_A2_NR
+#include "engines/gemm/olc_gemm_ukr.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_UKR_MR
+#undef OLC_UKR_NR
 #endif
 
-/* ---- AVX-512 micro-kernel: MR=12, NR=32 (24 zmm accumulators) ---- */
-
 #if OLC_X86 && OLC_HAVE_AVX512
+/* AVX-512: MR=12, NR=32 (24 zmm accumulators); the column edge is masked. */
 #define OLC_A5_MR 12
 #define OLC_A5_NR 32
 
-/* As olc_ukr_avx2_half: 16 columns or fewer, the left half of the panel. */
-static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
-olc_ukr_avx512_half(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-                    const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
-    __m512 t0[OLC_A5_MR];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t0[r] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; ++k) {
-        __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            __m512 ar = _mm512_set1_ps(direct ? a[r * lda + k] : a[k * OLC_A5_MR + r]);
-            t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);
-        }
-    }
-    __m512 va = _mm512_set1_ps(alpha);
-    __mmask16 m0 = olc_tail_mask16(ncols);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-        float *cr = c + r * ldc;
-        if (acc)
-            _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], _mm512_maskz_loadu_ps(m0, cr)));
-        else
-            _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));
-    }
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_zero_avx512(void) {
+    return _mm512_setzero_ps();
 }
-
-/* As olc_ukr_avx2_rows; the column edge is masked. */
-static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
-olc_ukr_avx512_rows(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-                    const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
-    if (ncols <= OLC_A5_NR / 2) {
-        olc_ukr_avx512_half(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-        return;
-    }
-    __m512 t0[OLC_A5_MR], t1[OLC_A5_MR];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-        t0[r] = _mm512_setzero_ps(); t1[r] = _mm512_setzero_ps();
-    }
-    for (int64_t k = 0; k < kc; ++k) {
-        __m512 b0 = _mm512_loadu_ps(b + k * OLC_A5_NR);
-        __m512 b1 = _mm512_loadu_ps(b + k * OLC_A5_NR + 16);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            __m512 ar = _mm512_set1_ps(direct ? a[r * lda + k] : a[k * OLC_A5_MR + r]);
-            t0[r] = _mm512_fmadd_ps(ar, b0, t0[r]);
-            t1[r] = _mm512_fmadd_ps(ar, b1, t1[r]);
-        }
-    }
-    __m512 va = _mm512_set1_ps(alpha);
-    __mmask16 m0 = olc_tail_mask16(ncols);
-    __mmask16 m1 = ncols > 16 ? olc_tail_mask16(ncols - 16) : (__mmask16)0;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-        float *cr = c + r * ldc;
-        if (acc) {
-            __m512 x0 = _mm512_maskz_loadu_ps(m0, cr);
-            __m512 x1 = _mm512_maskz_loadu_ps(m1, cr + 16);
-            _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0[r], x0));
-            _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, t1[r], x1));
-        } else {
-            _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0[r]));
-            _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, t1[r]));
-        }
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_set1_avx512(float v) {
+    return _mm512_set1_ps(v);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_bcast_avx512(const float *p) {
+    return _mm512_set1_ps(*p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_ld_avx512(const float *p) {
+    return _mm512_loadu_ps(p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void olc_gemm_st_avx512(float *p, __m512 v) {
+    _mm512_storeu_ps(p, v);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_fma_avx512(__m512 x, __m512 y,
+                                                                               __m512 z) {
+    return _mm512_fmadd_ps(x, y, z);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_mul_avx512(__m512 x,
+                                                                               __m512 y) {
+    return _mm512_mul_ps(x, y);
+}
+/* cr[0:n] = va * t0 (+ cr[0:n] if acc), n <= 16, masked. */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void
+olc_gemm_edge1_avx512(float *cr, int64_t n, __m512 va, __m512 t0, int acc) {
+    __mmask16 m0 = olc_tail_mask16(n);
+    if (acc)
+        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0, _mm512_maskz_loadu_ps(m0, cr)));
+    else
+        _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0));
+}
+/* The same for two vectors (16 < n < 32). */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void
+olc_gemm_edge2_avx512(float *cr, int64_t n, __m512 va, __m512 t0, __m512 t1, int acc) {
+    __mmask16 m0 = olc_tail_mask16(n);
+    __mmask16 m1 = n > 16 ? olc_tail_mask16(n - 16) : (__mmask16)0;
+    if (acc) {
+        __m512 x0 = _mm512_maskz_loadu_ps(m0, cr);
+        __m512 x1 = _mm512_maskz_loadu_ps(m1, cr + 16);
+        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, t0, x0));
+        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, t1, x1));
+    } else {
+        _mm512_mask_storeu_ps(cr, m0, _mm512_mul_ps(va, t0));
+        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_mul_ps(va, t1));
     }
 }
 
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_7(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(7, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_8(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(8, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_9(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(9, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_10(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                  int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(10, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_11(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                  int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(11, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_12(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                  int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(12, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_5(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_6(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_7(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(7, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_8(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(8, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_9(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                        int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(9, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_10(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                         int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(10, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_11(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                         int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(11, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_TARGET_AVX512 static void
-olc_ukr_avx512_direct_12(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                         int64_t ldc, float alpha, int acc, int64_t ncols) {
-    olc_ukr_avx512_rows(12, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
+#define OLC_LVL avx512
+#define OLC_LVL_ATTR OLC_TARGET_AVX512
+#define OLC_UKR_MR OLC_A5_MR
+#define OLC_UKR_NR OLC_A5_NR
+#include "engines/gemm/olc_gemm_ukr.h"
+#undef OLC_LVL
+#undef OLC_LVL_ATTR
+#undef OLC_UKR_MR
+#undef OLC_UKR_NR
 #endif
 
 /* The configuration of a level (capped to what the build has). */

@@ -1,0 +1,223 @@
+/* The float32 micro-kernels of one vector level (a body file: see
+ * common/olc_level.h), included by olc_gemm.h for avx2 and avx512.
+ *
+ * The includer defines OLC_LVL, OLC_LVL_ATTR, OLC_UKR_MR and OLC_UKR_NR
+ * (rows and columns of a block: 6 x 16 on AVX2, 12 x 32 on AVX-512, two
+ * vectors a row), and the level's steps olc_gemm_<step>_<level>: zero,
+ * broadcast of one float of A, load and store of a whole vector, fma,
+ * mul, and the column edge of a row (the first ncols columns only: through
+ * a buffer on AVX2, masked on AVX-512).
+ *
+ * The kernels are written once with the row count R as a parameter,
+ * always inlined into one function per R (olc_ukr_<level>_<R>,
+ * olc_ukr_<level>_direct_<R>: the entries of olc_sgemm_cfg): R is then a
+ * constant, the loops over rows unroll and the accumulators stay in
+ * registers. */
+
+#define OLC_UKR(name) OLC_CAT(OLC_FN(olc_ukr), name)
+#define OLC_UKR_V OLC_FN(olc_vf)
+#define OLC_UKR_W (OLC_UKR_NR / 2)
+
+/* A panel's last NR/2 columns or fewer (P = 49 pixels on AVX2: 3 panels
+ * and 1 column): the left half of the panel only, half the multiply-adds.
+ * Each lane is summed as in the full kernel, so results do not change. */
+static inline __attribute__((always_inline)) OLC_LVL_ATTR void
+OLC_UKR(half)(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+              const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    OLC_UKR_V t0[OLC_UKR_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) t0[r] = OLC_FN(olc_gemm_zero)();
+    for (int64_t k = 0; k < kc; ++k) {
+        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            OLC_UKR_V ar = OLC_FN(olc_gemm_bcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
+            t0[r] = OLC_FN(olc_gemm_fma)(ar, b0, t0[r]);
+        }
+    }
+    OLC_UKR_V va = OLC_FN(olc_gemm_set1)(alpha);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        OLC_FN(olc_gemm_edge1)(cr, ncols, va, t0[r], acc);
+    }
+}
+
+/* direct: row r of A at a + r * lda (A read in place); else a packed
+ * micro-panel, element (k, r) at a[k * MR + r]. */
+static inline __attribute__((always_inline)) OLC_LVL_ATTR void
+OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
+              const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+    if (ncols <= OLC_UKR_W) {
+        OLC_UKR(half)(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+        return;
+    }
+    OLC_UKR_V t0[OLC_UKR_MR], t1[OLC_UKR_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        t0[r] = OLC_FN(olc_gemm_zero)(); t1[r] = OLC_FN(olc_gemm_zero)();
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR);
+        OLC_UKR_V b1 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR + OLC_UKR_W);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            OLC_UKR_V ar = OLC_FN(olc_gemm_bcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
+            t0[r] = OLC_FN(olc_gemm_fma)(ar, b0, t0[r]);
+            t1[r] = OLC_FN(olc_gemm_fma)(ar, b1, t1[r]);
+        }
+    }
+    OLC_UKR_V va = OLC_FN(olc_gemm_set1)(alpha);
+    if (ncols == OLC_UKR_NR) {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            float *cr = c + r * ldc;
+            if (acc) {
+                OLC_FN(olc_gemm_st)(cr, OLC_FN(olc_gemm_fma)(va, t0[r], OLC_FN(olc_gemm_ld)(cr)));
+                OLC_FN(olc_gemm_st)(cr + OLC_UKR_W,
+                                    OLC_FN(olc_gemm_fma)(va, t1[r], OLC_FN(olc_gemm_ld)(cr + OLC_UKR_W)));
+            } else {
+                OLC_FN(olc_gemm_st)(cr, OLC_FN(olc_gemm_mul)(va, t0[r]));
+                OLC_FN(olc_gemm_st)(cr + OLC_UKR_W, OLC_FN(olc_gemm_mul)(va, t1[r]));
+            }
+        }
+        return;
+    }
+    /* Column edge (unrolled, so the accumulators stay in registers in the
+     * main loop). */
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        OLC_FN(olc_gemm_edge2)(cr, ncols, va, t0[r], t1[r], acc);
+    }
+}
+
+/* One entry per row count: packed A, then A read in place. */
+OLC_LVL_ATTR static void
+OLC_UKR(1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+#if OLC_UKR_MR >= 12
+OLC_LVL_ATTR static void
+OLC_UKR(7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(7, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(8, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(9, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(10, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(11, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(12, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+#endif
+OLC_LVL_ATTR static void
+OLC_UKR(direct_1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+#if OLC_UKR_MR >= 12
+OLC_LVL_ATTR static void
+OLC_UKR(direct_7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(7, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(8, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(9, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(10, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(11, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(12, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+}
+#endif
+
+#undef OLC_UKR
+#undef OLC_UKR_V
+#undef OLC_UKR_W
