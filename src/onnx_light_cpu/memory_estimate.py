@@ -1076,18 +1076,14 @@ def _fused_conv(c: _Node) -> _Estimate:
         threads = c.threads_for(x[0] * M * P * 3 * kh, (1 << 20) // 8)
         slots = threads if threads > 1 else 1
         width = (OW - 1) * strides[-1] + 2 * dilations[-1] + 1
-        # 2-D: a block of 8 channels at a time, a band of rows a task (its
-        # padded channel-innermost rows and its output within 24576 floats,
-        # halving the band from all rows), a buffer a slot (olc_conv_dwc_band)
+        # a block of 8 channels at a time, a band of rows a task, a buffer
+        # a slot: the core says whether the planes take that path, and its
+        # buffer's size
         from .ops import conv as ops_conv
-        if n == 2 and kh <= 7 and P <= ops_conv.DEPTHWISE_BLOCK_PLANE:
-            def band_floats(rb):
-                return (((rb - 1) * sh + (kh - 1) * dh + 1) * width + rb * OW) * 8
-            rb = R
-            while rb > 1 and band_floats(rb) > 24576:
-                rb = (rb + 1) // 2
-            if band_floats(rb) * slots <= 1 << 22:
-                return _Estimate(native=band_floats(rb) * slots * 4)
+        geom = ops_conv._geometry(1, x[2:], kernel, strides, begins, dilations, out)
+        floats = core.dwc_buffer_floats(geom, ops_conv.DEPTHWISE_BLOCK_PLANE)
+        if floats and floats * slots <= 1 << 22:
+            return _Estimate(native=floats * slots * 4)
         rb = max(1, 32768 // (OW * 3 * kh)) if OW * 3 * kh else R
         floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)

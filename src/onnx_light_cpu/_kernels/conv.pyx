@@ -100,6 +100,17 @@ def winograd_scratch(cnp.ndarray geom, int64_t M, int threads):
     return olc_conv_wino_scratch(&g, M, threads)
 
 
+def dwc_buffer_floats(cnp.ndarray geom, int64_t block_plane):
+    """float32 elements of the buffer a slot of conv_direct's depthwise
+    channel blocks (olc_conv_dwc, a band of rows a task) takes, or 0 where
+    the planes do not take that path (for the memory estimate)."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    if not olc_conv_dwc_fits(&g, block_plane):
+        return 0
+    return olc_conv_dwc_floats(&g, olc_conv_dwc_band(&g, DWC_BUFFER_FLOATS))
+
+
 def winograd_weights(cnp.ndarray w, int level, int threads):
     """The 16 Winograd F(2x2, 3x3) matrices of float32 weights w (M, C, 3,
     3), packed as the GEMM engine's B at ``level`` (a float32 array)."""
