@@ -636,10 +636,12 @@ def test_total_scratch_with_malloc_meter(meter_library, variant, name):
         return
     # Per-thread buffers are made by the first task a worker runs
     # (olc_slot_buffer): a worker the OS wakes late may make none, so the
-    # measure lies between the one-thread figure and the estimate (a bound).
-    one = estimate_of(case, 1, run["level"]).scratch(reused_pool=True)
+    # measure lies below the estimate (a bound) and above the caller's share
+    # of it: the shared buffers and one slot's, at least 1/threads of it
+    # (the plan at two threads can cut smaller slot buffers than at one, so
+    # the one-thread figure is no lower bound when the worker never ran).
     assert peak - outputs - tol(estimate) <= estimate, (estimate, peak, outputs)
-    assert min(one, estimate) <= peak + tol(estimate), (one, estimate, peak)
+    assert estimate // threads <= peak + tol(estimate), (estimate, peak)
 
 
 # -- the model walk ------------------------------------------------------------------

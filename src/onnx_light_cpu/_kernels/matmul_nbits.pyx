@@ -52,6 +52,8 @@ from olc_matmul_nbits cimport (olc_nb_float, olc_nb_panel_level, olc_nb_prepare_
                                olc_q8_w)
 from olc_pool cimport olc_pool_import
 
+from onnx_light_cpu.memory import prepared_empty
+
 cnp.import_array()
 olc_pool_import()
 
@@ -156,8 +158,9 @@ def prepare(b, scales, zero_points, int bits, int64_t block_size, int64_t K, int
     cdef cnp.ndarray codes, qs, qz
     if p.int8:
         tiles = olc_q8_tiles(N)
-        codes = np.empty(tiles * p.anblocks * olc_q8_block_bytes(p.ablock, bits == 4),
-                         dtype=np.uint8)
+        # read in full on every call: huge pages from 2 MiB (see prepared_empty)
+        codes = prepared_empty(tiles * p.anblocks * olc_q8_block_bytes(p.ablock, bits == 4),
+                               np.uint8)
         qs = np.empty(tiles * p.anblocks * 16, dtype=np.float32)
         qz = np.empty(tiles * p.anblocks * 16, dtype=np.uint8)
         with nogil:

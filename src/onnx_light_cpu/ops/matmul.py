@@ -18,6 +18,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels.engines import gemm as core
+from ..memory import prepared_empty
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
 
 T = TensorProto
@@ -107,11 +108,7 @@ class _MatMulEngine(KernelOp):
         level = core.level_used(level)
         packed = self._prepacked.get(level)
         if packed is None:
-            # On a 64-byte boundary, as the cores' own scratch buffers.
-            size = core.packed_size(K, N, level)
-            raw = np.empty(size + 16, dtype=np.float32)
-            start = (-raw.ctypes.data % 64) // 4
-            packed = raw[start:start + size]
+            packed = prepared_empty(core.packed_size(K, N, level), np.float32)
             core.pack_b(b, ZERO, packed, rsb, csb, K, N, element_type, level, threads)
             self._prepacked[level] = packed
         return packed

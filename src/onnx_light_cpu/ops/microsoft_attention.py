@@ -64,7 +64,7 @@ from .. import simd
 from .._kernels import cast
 from .._kernels.engines import attention as engine
 from .._kernels.engines import gemm
-from ..memory import check_buffer
+from ..memory import check_buffer, prepared_empty
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
@@ -380,10 +380,7 @@ class MicrosoftAttention(MicrosoftAttentionBase):
     def _pack(weights, element_type, level) -> np.ndarray:
         """The constant weights packed for the GEMM engine (64-byte aligned)."""
         k, total = weights.shape
-        size = gemm.packed_size(k, total, level)
-        raw = np.empty(size + 16, dtype=np.float32)
-        start = (-raw.ctypes.data % 64) // 4
-        packed = raw[start:start + size]
+        packed = prepared_empty(gemm.packed_size(k, total, level), np.float32)
         gemm.pack_b(np.ascontiguousarray(weights), ZERO, packed, total, 1, k, total,
                     element_type, level, 1)
         return packed
@@ -491,10 +488,7 @@ class MicrosoftAttention(MicrosoftAttentionBase):
         head (64-byte aligned)."""
         k, n, width = plan.hin, plan.n, 2 * plan.h + plan.hv
         grouped = self._by_head(plan, weights)
-        size = n * gemm.packed_size(k, width, level)
-        raw = np.empty(size + 16, dtype=np.float32)
-        start = (-raw.ctypes.data % 64) // 4
-        packed = raw[start:start + size]
+        packed = prepared_empty(n * gemm.packed_size(k, width, level), np.float32)
         gemm.pack_b(grouped, np.arange(n, dtype=np.int64) * width, packed, n * width, 1, k, width,
                     T.FLOAT, level, 1)
         return packed

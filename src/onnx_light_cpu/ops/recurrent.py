@@ -29,6 +29,7 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import recurrent as core
 from .._kernels.engines import gemm
+from ..memory import prepared_empty
 from ._base import Attr, Input, KernelOp
 
 T = TensorProto
@@ -59,20 +60,12 @@ ACTIVATIONS = {
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
-def _aligned(size: int) -> np.ndarray:
-    """float32 buffer of ``size`` elements on a 64-byte boundary (the
-    packed panels of the GEMM engine, as MatMul's)."""
-    raw = np.empty(size + 16, dtype=np.float32)
-    start = (-raw.ctypes.data % 64) // 4
-    return raw[start:start + size]
-
-
 def _pack_transposed(m: np.ndarray, level: int) -> np.ndarray:
     """``m`` [N, K] (float32, dense) as the packed K x N matrix m^T."""
     n, k = m.shape
     if n == 0 or k == 0:
         return np.zeros(1, dtype=np.float32)
-    packed = _aligned(gemm.packed_size(k, n, level))
+    packed = prepared_empty(gemm.packed_size(k, n, level), np.float32)
     gemm.pack_b(m, ZERO, packed, 1, k, k, n, T.FLOAT, level, 1)
     return packed
 
