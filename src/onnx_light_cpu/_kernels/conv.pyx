@@ -155,6 +155,7 @@ def conv_winograd(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.
 
 cdef struct _DirectJob:
     olc_conv_geom g
+    int level
     olc_conv_direct_f32_fn f32
     olc_conv_direct_f64_fn f64
     olc_conv_dw3_f32_fn dw3
@@ -199,11 +200,12 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
             # plane (the block's planes as one when the band is all rows):
             # row by row, a 7-wide plane's loops cost as much as the sums
             if r0 == 0 and r1 == j.R:
-                olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
-                                  nc * j.P, 1, nc * j.P, NULL, j.act, j.a, j.b)
+                olc_conv_epilogue(j.level, <float *>j.y + yoff,
+                                  j.z + yoff if j.z != NULL else NULL, nc * j.P, 1, nc * j.P,
+                                  NULL, j.act, j.a, j.b)
             else:
                 for c in range(nc):
-                    olc_conv_epilogue(<float *>j.y + yoff + c * j.P + r0 * j.g.OW,
+                    olc_conv_epilogue(j.level, <float *>j.y + yoff + c * j.P + r0 * j.g.OW,
                                       j.z + yoff + c * j.P + r0 * j.g.OW
                                       if j.z != NULL else NULL,
                                       (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
@@ -221,9 +223,9 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
               <float *>j.y + plane * j.P, r0, r1)
     if j.f32 != NULL:
         if j.z != NULL or j.act != 0:  # the rows are one run of floats
-            olc_conv_epilogue(<float *>j.y + yoff, j.z + yoff if j.z != NULL else NULL,
-                              (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act, j.a,
-                              j.b)
+            olc_conv_epilogue(j.level, <float *>j.y + yoff,
+                              j.z + yoff if j.z != NULL else NULL, (r1 - r0) * j.g.OW, 1,
+                              (r1 - r0) * j.g.OW, NULL, j.act, j.a, j.b)
     else:
         j.f64(&j.g, <const double *>j.x + xoff, <const double *>j.w + woff,
               (<const double *>j.bias)[m] if j.bias != NULL else 0.0,
@@ -239,6 +241,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     output positions, (image, block of OLC_CONV_DWC channels)."""
     cdef _DirectJob j
     _geom(geom, &j.g)
+    j.level = level
     j.f32 = NULL
     j.f64 = NULL
     if x.dtype.num == cnp.NPY_FLOAT32:

@@ -61,28 +61,15 @@ static inline float olc_conv_act(float v, int act, float a, float b) {
 }
 
 /* rows x cols of y (rows ld apart): + bias[row], + z (same layout), then
- * the activation.  NaN passes through Relu and Clip as it comes. */
-static void olc_conv_epilogue(float *y, const float *z, int64_t ld, int64_t rows, int64_t cols,
-                              const float *bias, int act, float a, float b) {
-    for (int64_t r = 0; r < rows; ++r) {
-        float *yr = y + r * ld;
-        const float *zr = z != NULL ? z + r * ld : NULL;
-        float bv = bias != NULL ? bias[r] : 0.0f;
-        if (bias != NULL)
-            for (int64_t j = 0; j < cols; ++j) yr[j] += bv;
-        if (zr != NULL)
-            for (int64_t j = 0; j < cols; ++j) yr[j] += zr[j];
-        /* the piecewise-linear ones as loops of their own, which vectorise */
-        if (act == OLC_CONV_RELU) {
-            for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
-        } else if (act == OLC_CONV_CLIP) {
-            for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] < a ? a : (yr[j] > b ? b : yr[j]);
-        } else if (act == OLC_CONV_LEAKY) {
-            for (int64_t j = 0; j < cols; ++j) yr[j] = yr[j] >= 0.0f ? yr[j] : a * yr[j];
-        } else if (act != OLC_CONV_NONE) {
-            for (int64_t j = 0; j < cols; ++j) yr[j] = olc_conv_act(yr[j], act, a, b);
-        }
-    }
+ * the activation, by the loops of `level` (conv/olc_conv_epilogue.h).
+ * NaN passes through Relu and Clip as it comes. */
+#define OLC_BODY "conv/olc_conv_epilogue.h"
+#include "common/olc_each_level.h"
+
+static void olc_conv_epilogue(int level, float *y, const float *z, int64_t ld, int64_t rows,
+                              int64_t cols, const float *bias, int act, float a, float b) {
+    level = olc_build_level(level);
+    OLC_LEVEL_FN(level, olc_conv_epilogue_rows)(y, z, ld, rows, cols, bias, act, a, b);
 }
 
 /* ---- im2col into the GEMM engine's packed-B layout ---- */
@@ -215,8 +202,8 @@ static void olc_conv_tile_epilogue(void *arg, int64_t q, int64_t m0, int64_t m1,
     const olc_conv_job *p = (const olc_conv_job *)arg;
     int64_t off = m0 * p->P + p->p0 + n0;
     (void)q;
-    olc_conv_epilogue(p->yb + off, p->zb != NULL ? p->zb + off : NULL, p->P, m1 - m0, n1 - n0,
-                      p->bb != NULL ? p->bb + m0 : NULL, p->act, p->a, p->b);
+    olc_conv_epilogue(p->level, p->yb + off, p->zb != NULL ? p->zb + off : NULL, p->P, m1 - m0,
+                      n1 - n0, p->bb != NULL ? p->bb + m0 : NULL, p->act, p->a, p->b);
 }
 
 /* Columns a tile holds for K rows at a level: a multiple of nr. */
@@ -260,7 +247,7 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
             int64_t m = i % (G * Mg);
             float *yr = y + i * p.P;
             for (int64_t j = 0; j < p.P; ++j) yr[j] = 0.0f;
-            olc_conv_epilogue(yr, z != NULL ? z + i * p.P : NULL, p.P, 1, p.P,
+            olc_conv_epilogue(p.level, yr, z != NULL ? z + i * p.P : NULL, p.P, 1, p.P,
                               bias != NULL ? bias + m : NULL, act, a, b);
         }
         return 0;

@@ -159,7 +159,7 @@ static void olc_conv_deform_epilogue(void *arg, int64_t q, int64_t m0, int64_t m
     const olc_conv_deform_job *p = (const olc_conv_deform_job *)arg;
     float *yb = (float *)p->y + (p->n * p->G + p->gi) * p->Mg * p->P + p->p0;
     (void)q;
-    olc_conv_epilogue(yb + m0 * p->P + n0, NULL, p->P, m1 - m0, n1 - n0,
+    olc_conv_epilogue(p->level, yb + m0 * p->P + n0, NULL, p->P, m1 - m0, n1 - n0,
                       (const float *)p->bias + p->gi * p->Mg + m0, OLC_CONV_NONE, 0.0f, 0.0f);
 }
 
