@@ -20,8 +20,9 @@ ort = pytest.importorskip("onnxruntime")
 MS = "com.microsoft"
 KERNELS = {"Gelu": "onnx_light_cpu::MicrosoftGelu", "FastGelu": "onnx_light_cpu::FastGelu",
            "QuickGelu": "onnx_light_cpu::QuickGelu"}
-# Below zero the three subtract nearly equal numbers (x/2 + x/2 tanh, 1 +
-# erf): the error is absolute, about |x| ulp(1), in ONNX Runtime as in ours.
+# Below zero ONNX Runtime subtracts nearly equal numbers (x/2 + x/2 tanh,
+# 1 + erf): its error is absolute, about |x| ulp(1).  Ours is relative there
+# (x / (1 + e^z), erfc; test_relative_error_below_zero).
 TOL = {
     np.dtype(np.float32): (1e-5, 2e-6),
     np.dtype(np.float16): (2e-3, 2e-4),
@@ -110,6 +111,29 @@ def test_quick_gelu(dtype, shape):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
 def test_quick_gelu_alpha(alpha, dtype):
     check("QuickGelu", [values(np.random.default_rng(4), (3, 77), dtype)], alpha=alpha)
+
+
+# Below zero: the float64 formulas without cancellation, and the largest
+# relative error allowed down to the lower end (the kernels' headers give
+# the exhaustive figures: 62, 55 and 69 ulp there).
+_ERFC = np.vectorize(math.erfc, otypes=[np.float64])
+BELOW_ZERO = {
+    "Gelu": (-5.5, 8e-6, lambda v: v * 0.5 * _ERFC(-v / math.sqrt(2.0))),
+    "FastGelu": (-6.0, 8e-6, lambda v: v / (1.0 + np.exp(
+        -2.0 * math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))),
+    "QuickGelu": (-50.0, 8e-6, lambda v: v / (1.0 + np.exp(-float(np.float32(1.702)) * v))),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BELOW_ZERO))
+def test_relative_error_below_zero(op):
+    """Ours keeps a relative error below zero, where
+    ONNX Runtime's (and the former forms') error is absolute."""
+    lo, rtol, formula = BELOW_ZERO[op]
+    x = np.linspace(lo, 0.0, 20001, dtype=np.float32)[:-1]
+    want = formula(x.astype(np.float64))
+    got = ours(op, [x])[0].astype(np.float64)
+    assert np.all(np.abs(got - want) <= rtol * np.abs(want)), op
 
 
 def test_quick_gelu_scalar():

@@ -371,9 +371,9 @@ def test_clip_strided_and_read_only():
     check_node("Clip", [frozen, lo, hi], oracle="builtin")
 
 
-# Gelu: the float64 definition, rounded.  Below zero both forms subtract
-# nearly equal numbers in float32 (ONNX Runtime and the built-in too): the
-# error there is absolute, below 1e-6 for |x| <= 12.
+# Gelu: the float64 definition, rounded.  Below zero ONNX Runtime and the
+# built-in subtract nearly equal numbers in float32: their error there is
+# absolute, below 1e-6 for |x| <= 12 (ours is relative: unary/olc_unary.h).
 GELU_ATOL = 1e-6
 
 

@@ -5,6 +5,8 @@
  *   type  f32 (float), f16 (uint16_t IEEE half bits), bf16 (uint16_t bfloat16 bits)
  *   level scalar, avx2 (only #if OLC_X86), avx512 (only #if OLC_X86 && OLC_HAVE_AVX512)
  * plus olc_<op>_f64_scalar(const double *x, double *y, int64_t n) (libm).
+ * The Gelu family's helpers olc_exp_half_ps_<level> and
+ * olc_onepexp_ps_<level> (see "x / (1 + e^z)" below) have no array loops.
  *
  * float32 is computed by one algorithm per op, written three times: a scalar
  * twin in portable C and one vector function per instruction set.  The twins
@@ -91,6 +93,20 @@
  * 2/(e + 1) is done the same way.  The quotient is refined with the exact
  * rounding error of the denominator (Fast2Sum) and the FMA residual of the
  * division, so only exp's error and one final rounding remain. */
+
+/* x / (1 + e^z), the form of the tanh Gelu (z = -2 sqrt(2/pi) (x + 0.044715
+ * x^3)) and of QuickGelu (z = -alpha x), takes one exp and one division.
+ * Only 1 + e^z is needed, so exp is cut down (exp_half, onepexp):
+ *  - e^z / 2 = p 2^(n-1) with p = e^r as in exp and 2^(n-1) built from n
+ *    directly: one product, exact while n - 1 is in [-125, 127];
+ *  - r = z - n ln2 with ln2 in one float (FMA): |n| 2^-28.9 more relative
+ *    error, below the error that z itself carries (|z| 2^-24);
+ *  - onepexp clamps z to [-86, 89] (n in [-124, 128]): below, 1 + e^z
+ *    rounds to 1; above, e^z overflows and 1 + e^z = fma(e^z/2, 2, 1)
+ *    rounds once, to inf from e^z > FLT_MAX on.  NaN passes (min/max).
+ * exp_half has no clamp: the erf Gelu calls it on [-17, -0.7] only. */
+#define OLC_ONEPEXP_LO (-86.0f)
+#define OLC_ONEPEXP_HI 89.0f
 
 /* ---- scalar twins ---- */
 
@@ -205,6 +221,28 @@ static inline float olc_tanhf_(float x) {
     return copysignf(y, x);
 }
 
+/* e^z / 2 without a range clamp (see "x / (1 + e^z)" above). */
+static inline float olc_exp_halff_(float z) {
+    float kf = olc_fmaf_(z, OLC_LOG2E, OLC_SHIFTER);
+    /* 2^(n-1): the low bits of kf are n (two's complement), so n + 126 is
+     * the biased exponent; the shift drops the rest of kf */
+    float s = olc_bitsf_((olc_fbits_(kf) + (126u - 0x4b400000u)) << 23);
+    kf -= OLC_SHIFTER;
+    float r = olc_fmaf_(kf, -OLC_LN2_HI, z);
+    float q = olc_fmaf_(OLC_EXP_E5, r, OLC_EXP_E4);
+    q = olc_fmaf_(q, r, OLC_EXP_E3);
+    q = olc_fmaf_(q, r, OLC_EXP_E2);
+    q = olc_fmaf_(q, r, OLC_EXP_E1);
+    q = olc_fmaf_(q, r, 1.0f);
+    return olc_fmaf_(q, r, 1.0f) * s;
+}
+
+/* 1 + e^z, one rounding of (1 + e^z with exp's error). */
+static inline float olc_onepexpf_(float z) {
+    z = olc_minf_(OLC_ONEPEXP_HI, olc_maxf_(OLC_ONEPEXP_LO, z));
+    return olc_fmaf_(olc_exp_halff_(z), 2.0f, 1.0f);
+}
+
 /* ---- AVX2 ---- */
 #if OLC_X86
 
@@ -301,6 +339,26 @@ static inline OLC_TARGET_AVX2 __m256 olc_tanh_ps_avx2(__m256 x) {
     return _mm256_or_ps(y, _mm256_and_ps(x, sign));
 }
 
+static inline OLC_TARGET_AVX2 __m256 olc_exp_half_ps_avx2(__m256 z) {
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    __m256 kf = _mm256_fmadd_ps(z, _mm256_set1_ps(OLC_LOG2E), shifter);
+    __m256i e = _mm256_add_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(126 - 0x4b400000));
+    __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)); /* 2^(n-1) */
+    kf = _mm256_sub_ps(kf, shifter);
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), z);
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
+    q = _mm256_fmadd_ps(q, r, one);
+    return _mm256_mul_ps(_mm256_fmadd_ps(q, r, one), s);
+}
+
+static inline OLC_TARGET_AVX2 __m256 olc_onepexp_ps_avx2(__m256 z) {
+    z = _mm256_min_ps(_mm256_set1_ps(OLC_ONEPEXP_HI), _mm256_max_ps(_mm256_set1_ps(OLC_ONEPEXP_LO), z));
+    return _mm256_fmadd_ps(olc_exp_half_ps_avx2(z), _mm256_set1_ps(2.0f), _mm256_set1_ps(1.0f));
+}
+
 #endif /* OLC_X86 */
 
 /* ---- AVX-512 ---- */
@@ -387,6 +445,24 @@ static inline OLC_TARGET_AVX512 __m512 olc_tanh_ps_avx512(__m512 x) {
     return _mm512_or_ps(y, _mm512_and_ps(x, sign));
 }
 
+static inline OLC_TARGET_AVX512 __m512 olc_exp_half_ps_avx512(__m512 z) {
+    const __m512 shifter = _mm512_set1_ps(OLC_SHIFTER), one = _mm512_set1_ps(1.0f);
+    __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(z, _mm512_set1_ps(OLC_LOG2E), shifter), shifter);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), z);
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
+    q = _mm512_fmadd_ps(q, r, one);
+    /* vscalefps by n - 1: the same exact product as the twins' p * 2^(n-1) */
+    return _mm512_scalef_ps(_mm512_fmadd_ps(q, r, one), _mm512_sub_ps(kf, one));
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_onepexp_ps_avx512(__m512 z) {
+    z = _mm512_min_ps(_mm512_set1_ps(OLC_ONEPEXP_HI), _mm512_max_ps(_mm512_set1_ps(OLC_ONEPEXP_LO), z));
+    return _mm512_fmadd_ps(olc_exp_half_ps_avx512(z), _mm512_set1_ps(2.0f), _mm512_set1_ps(1.0f));
+}
+
 #endif /* OLC_X86 && OLC_HAVE_AVX512 */
 
 /* ---- array loops ---- */
@@ -411,6 +487,7 @@ static inline float olc_exp_ps_scalar(float x) { return olc_expf_(x); }
 static inline float olc_log_ps_scalar(float x) { return olc_logf_(x); }
 static inline float olc_sigmoid_ps_scalar(float x) { return olc_sigmoidf_(x); }
 static inline float olc_tanh_ps_scalar(float x) { return olc_tanhf_(x); }
+static inline float olc_onepexp_ps_scalar(float z) { return olc_onepexpf_(z); }
 static inline float olc_ld_f32_part_scalar(const float *p, int64_t m) { (void)m; return *p; }
 static inline float olc_ld_f16_part_scalar(const uint16_t *p, int64_t m) { (void)m; return olc_h2f(*p); }
 static inline float olc_ld_bf16_part_scalar(const uint16_t *p, int64_t m) { (void)m; return olc_bf2f(*p); }

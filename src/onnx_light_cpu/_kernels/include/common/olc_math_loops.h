@@ -12,6 +12,12 @@ static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR void OLC_FN(olc_math_map_f32)(
     OLC_FN(olc_vf) (*op)(OLC_FN(olc_vf)), const float *x, float *y, int64_t n) {
     const int64_t w = (int64_t)(sizeof(OLC_FN(olc_vf)) / sizeof(float));
     int64_t i = 0;
+    /* two vectors a step: the long dependency chains of the ops (erf's
+     * polynomials and exp) overlap better (Gelu: 10-20 % at AVX2) */
+    for (; i + 2 * w <= n; i += 2 * w) {
+        OLC_FN(olc_st_f32_part)(y + i, w, op(OLC_FN(olc_ld_f32_part)(x + i, w)));
+        OLC_FN(olc_st_f32_part)(y + i + w, w, op(OLC_FN(olc_ld_f32_part)(x + i + w, w)));
+    }
     for (; i + w <= n; i += w) OLC_FN(olc_st_f32_part)(y + i, w, op(OLC_FN(olc_ld_f32_part)(x + i, w)));
     if (i < n) OLC_FN(olc_st_f32_part)(y + i, n - i, op(OLC_FN(olc_ld_f32_part)(x + i, n - i)));
 }

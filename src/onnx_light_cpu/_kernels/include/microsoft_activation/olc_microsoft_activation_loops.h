@@ -10,10 +10,11 @@ static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR OLC_FN(olc_vf) OLC_FN(olc_msact_fas
     OLC_FN(olc_vf) a, OLC_FN(olc_vf) b) {
     return OLC_FN(olc_gelu_tanh_ps)(a + b);
 }
-/* x sigmoid(alpha x) for one vector. */
+/* x sigmoid(alpha x) = x / (1 + e^(-alpha x)) for one vector (one exp
+ * and one division: common/olc_math.h's onepexp). */
 static inline OLC_ALWAYS_INLINE OLC_LVL_ATTR OLC_FN(olc_vf) OLC_FN(olc_msact_quick)(
     OLC_FN(olc_vf) x, float alpha) {
-    return x * OLC_FN(olc_sigmoid_ps)(x * alpha);
+    return x / OLC_FN(olc_onepexp_ps)(x * -alpha);
 }
 
 /* Loads and stores of the first m elements of x + i, an array of type t
