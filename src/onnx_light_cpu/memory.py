@@ -86,7 +86,7 @@ def prepared_empty(size: int, dtype) -> np.ndarray:
     only from 4 MiB, above most projections of a small decoder).  A decode
     step streams every weight once from memory; with one TLB entry per
     2 MiB instead of per 4 KiB, a chain of 48 cold 896 x 4864 int4
-    projections ran 2-7 % faster (Zen 3, 1 and 2 threads).  Only the
+    projections ran 2-7 % faster (a 2-core AVX-512 EPYC, 1 and 2 threads).  Only the
     aligned whole pages are advised, so the tail costs no more memory than
     before; the slack mapped in front for the alignment is never touched."""
     dtype = np.dtype(dtype)
