@@ -146,6 +146,17 @@ static inline float olc_fmaf_(float a, float b, float c) {
 }
 #endif
 
+/* e^r on |r| <= ln2/2: 1 + r q(r), the minimax above, in Horner's order
+ * (every exp of this file, erf's tail and softmax's take it). */
+static inline float olc_exp_polyf_(float r) {
+    float q = olc_fmaf_(OLC_EXP_E5, r, OLC_EXP_E4);
+    q = olc_fmaf_(q, r, OLC_EXP_E3);
+    q = olc_fmaf_(q, r, OLC_EXP_E2);
+    q = olc_fmaf_(q, r, OLC_EXP_E1);
+    q = olc_fmaf_(q, r, 1.0f);
+    return olc_fmaf_(q, r, 1.0f);
+}
+
 static inline float olc_expf_(float x) {
     x = olc_minf_(OLC_EXP_HI, olc_maxf_(OLC_EXP_LO, x));
     float kf = olc_fmaf_(x, OLC_LOG2E, OLC_SHIFTER);
@@ -153,12 +164,7 @@ static inline float olc_expf_(float x) {
     kf -= OLC_SHIFTER;
     float r = olc_fmaf_(kf, -OLC_LN2_HI, x);
     r = olc_fmaf_(kf, -OLC_LN2_LO, r);
-    float q = olc_fmaf_(OLC_EXP_E5, r, OLC_EXP_E4);
-    q = olc_fmaf_(q, r, OLC_EXP_E3);
-    q = olc_fmaf_(q, r, OLC_EXP_E2);
-    q = olc_fmaf_(q, r, OLC_EXP_E1);
-    q = olc_fmaf_(q, r, 1.0f);
-    float p = olc_fmaf_(q, r, 1.0f);
+    float p = olc_exp_polyf_(r);
     /* p * 2^n with n in [-150, 128] as two factors 2^n1 2^n2 (n1 = floor(n/2)),
      * both normal: p 2^n1 is exact, the second product rounds once (also
      * into the subnormal range or to inf).  The last product is an FMA with
@@ -229,12 +235,7 @@ static inline float olc_exp_halff_(float z) {
     float s = olc_bitsf_((olc_fbits_(kf) + (126u - 0x4b400000u)) << 23);
     kf -= OLC_SHIFTER;
     float r = olc_fmaf_(kf, -OLC_LN2_HI, z);
-    float q = olc_fmaf_(OLC_EXP_E5, r, OLC_EXP_E4);
-    q = olc_fmaf_(q, r, OLC_EXP_E3);
-    q = olc_fmaf_(q, r, OLC_EXP_E2);
-    q = olc_fmaf_(q, r, OLC_EXP_E1);
-    q = olc_fmaf_(q, r, 1.0f);
-    return olc_fmaf_(q, r, 1.0f) * s;
+    return olc_exp_polyf_(r) * s;
 }
 
 /* 1 + e^z, one rounding of (1 + e^z with exp's error). */
@@ -246,20 +247,26 @@ static inline float olc_onepexpf_(float z) {
 /* ---- AVX2 ---- */
 #if OLC_X86
 
+/* e^r on |r| <= ln2/2, as olc_exp_polyf_ */
+static inline OLC_TARGET_AVX2 __m256 olc_exp_poly_ps_avx2(__m256 r) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
+    q = _mm256_fmadd_ps(q, r, one);
+    return _mm256_fmadd_ps(q, r, one);
+}
+
 static inline OLC_TARGET_AVX2 __m256 olc_exp_ps_avx2(__m256 x) {
-    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER);
     x = _mm256_min_ps(_mm256_set1_ps(OLC_EXP_HI), _mm256_max_ps(_mm256_set1_ps(OLC_EXP_LO), x));
     __m256 kf = _mm256_fmadd_ps(x, _mm256_set1_ps(OLC_LOG2E), shifter);
     __m256i n = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4b400000));
     kf = _mm256_sub_ps(kf, shifter);
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), x);
     r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_LO), r);
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
-    q = _mm256_fmadd_ps(q, r, one);
-    __m256 p = _mm256_fmadd_ps(q, r, one);
+    __m256 p = olc_exp_poly_ps_avx2(r);
     /* p * 2^n1 * 2^n2 as in olc_expf_ */
     __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
     const __m256i bias = _mm256_set1_epi32(127);
@@ -340,18 +347,13 @@ static inline OLC_TARGET_AVX2 __m256 olc_tanh_ps_avx2(__m256 x) {
 }
 
 static inline OLC_TARGET_AVX2 __m256 olc_exp_half_ps_avx2(__m256 z) {
-    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER);
     __m256 kf = _mm256_fmadd_ps(z, _mm256_set1_ps(OLC_LOG2E), shifter);
     __m256i e = _mm256_add_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(126 - 0x4b400000));
     __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)); /* 2^(n-1) */
     kf = _mm256_sub_ps(kf, shifter);
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), z);
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
-    q = _mm256_fmadd_ps(q, r, one);
-    return _mm256_mul_ps(_mm256_fmadd_ps(q, r, one), s);
+    return _mm256_mul_ps(olc_exp_poly_ps_avx2(r), s);
 }
 
 static inline OLC_TARGET_AVX2 __m256 olc_onepexp_ps_avx2(__m256 z) {
@@ -364,18 +366,24 @@ static inline OLC_TARGET_AVX2 __m256 olc_onepexp_ps_avx2(__m256 z) {
 /* ---- AVX-512 ---- */
 #if OLC_X86 && OLC_HAVE_AVX512
 
-static inline OLC_TARGET_AVX512 __m512 olc_exp_ps_avx512(__m512 x) {
-    const __m512 shifter = _mm512_set1_ps(OLC_SHIFTER), one = _mm512_set1_ps(1.0f);
-    x = _mm512_min_ps(_mm512_set1_ps(OLC_EXP_HI), _mm512_max_ps(_mm512_set1_ps(OLC_EXP_LO), x));
-    __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(OLC_LOG2E), shifter), shifter);
-    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), x);
-    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), r);
+/* e^r on |r| <= ln2/2, as olc_exp_polyf_ */
+static inline OLC_TARGET_AVX512 __m512 olc_exp_poly_ps_avx512(__m512 r) {
+    const __m512 one = _mm512_set1_ps(1.0f);
     __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
     q = _mm512_fmadd_ps(q, r, one);
-    __m512 p = _mm512_fmadd_ps(q, r, one);
+    return _mm512_fmadd_ps(q, r, one);
+}
+
+static inline OLC_TARGET_AVX512 __m512 olc_exp_ps_avx512(__m512 x) {
+    const __m512 shifter = _mm512_set1_ps(OLC_SHIFTER);
+    x = _mm512_min_ps(_mm512_set1_ps(OLC_EXP_HI), _mm512_max_ps(_mm512_set1_ps(OLC_EXP_LO), x));
+    __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(OLC_LOG2E), shifter), shifter);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), x);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), r);
+    __m512 p = olc_exp_poly_ps_avx512(r);
     /* vscalefps rounds p * 2^n once, like the two-factor product */
     return _mm512_scalef_ps(p, kf);
 }
@@ -449,13 +457,8 @@ static inline OLC_TARGET_AVX512 __m512 olc_exp_half_ps_avx512(__m512 z) {
     const __m512 shifter = _mm512_set1_ps(OLC_SHIFTER), one = _mm512_set1_ps(1.0f);
     __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(z, _mm512_set1_ps(OLC_LOG2E), shifter), shifter);
     __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), z);
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
-    q = _mm512_fmadd_ps(q, r, one);
     /* vscalefps by n - 1: the same exact product as the twins' p * 2^(n-1) */
-    return _mm512_scalef_ps(_mm512_fmadd_ps(q, r, one), _mm512_sub_ps(kf, one));
+    return _mm512_scalef_ps(olc_exp_poly_ps_avx512(r), _mm512_sub_ps(kf, one));
 }
 
 static inline OLC_TARGET_AVX512 __m512 olc_onepexp_ps_avx512(__m512 z) {

@@ -198,18 +198,12 @@ static void olc_store_sums(int dtype, const double *partial, const uint64_t *ipa
  * into the subnormal range), which drops the high clamp and the integer
  * work.  The arguments here are x - max <= 0 (or NaN). */
 static inline OLC_TARGET_AVX512 __m512 olc_exp_softmax_avx512(__m512 x) {
-    const __m512 one = _mm512_set1_ps(1.0f);
     x = _mm512_max_ps(_mm512_set1_ps(OLC_EXP_LO), x);
     __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(OLC_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), x);
     r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), r);
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), r, _mm512_set1_ps(OLC_EXP_E4));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E3));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E2));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(OLC_EXP_E1));
-    q = _mm512_fmadd_ps(q, r, one);
-    return _mm512_scalef_ps(_mm512_fmadd_ps(q, r, one), kf);
+    return _mm512_scalef_ps(olc_exp_poly_ps_avx512(r), kf);
 }
 #endif
 
@@ -221,18 +215,13 @@ static inline OLC_TARGET_AVX512 __m512 olc_exp_softmax_avx512(__m512 x) {
 static inline OLC_TARGET_AVX2 __m256 olc_exp_softmax_avx2(__m256 x) {
     if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_LT_OQ)))
         return olc_exp_ps_avx2(x);
-    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER), one = _mm256_set1_ps(1.0f);
+    const __m256 shifter = _mm256_set1_ps(OLC_SHIFTER);
     __m256 kf = _mm256_fmadd_ps(x, _mm256_set1_ps(OLC_LOG2E), shifter);
     __m256i n = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4b400000));
     kf = _mm256_sub_ps(kf, shifter);
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_HI), x);
     r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(OLC_LN2_LO), r);
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_EXP_E5), r, _mm256_set1_ps(OLC_EXP_E4));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E3));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E2));
-    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(OLC_EXP_E1));
-    q = _mm256_fmadd_ps(q, r, one);
-    __m256 p = _mm256_fmadd_ps(q, r, one);
+    __m256 p = olc_exp_poly_ps_avx2(r);
     __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }

@@ -52,7 +52,7 @@ static inline int32_t olc_clip_key16(uint16_t b) {
  * every level returns the same bits.
  *   reciprocal  1 / x
  *   gelu        x Phi(x), Phi(x) = 1/2 + erf(v)/2, v = x / sqrt 2, on the
- *               erf of engines/activation (coefficients halved or negated,
+ *               polynomials of engines/activation's erf (P/2 and -Q are
  *               exact): |v| < 0.875: Phi = 1/2 + v P(v^2)/2, one rounding;
  *               |v| < 3.92: h = erfc(|v|)/2 = exp(-Q(|v| - 0.875))/2 and
  *               Phi = h (x < 0) or 1 - h, so that x < 0 keeps relative
@@ -76,33 +76,13 @@ static inline int32_t olc_clip_key16(uint16_t b) {
  * (0 from about x = -5.3 on, where |y| is still 2e-7). */
 #define OLC_GELU_Z1 (-0x1.988454p+0f)          /* -2 sqrt(2/pi) */
 #define OLC_GELU_Z3 (-0x1.2444f2p-4f)          /* -2 * 0.044715 sqrt(2/pi) */
-#define OLC_PHI_P0 (0.5f * OLC_ERF_P0)
-#define OLC_PHI_P1 (0.5f * OLC_ERF_P1)
-#define OLC_PHI_P2 (0.5f * OLC_ERF_P2)
-#define OLC_PHI_P3 (0.5f * OLC_ERF_P3)
-#define OLC_PHI_P4 (0.5f * OLC_ERF_P4)
-#define OLC_PHI_P5 (0.5f * OLC_ERF_P5)
 static inline float olc_reciprocal_ps_scalar(float x) { return 1.0f / x; }
 static inline float olc_gelu_erf_ps_scalar(float x) {
     float v = x * OLC_SQRT1_2, a = fabsf(v), phi;
     if (a < OLC_ERF_SPLIT) {
-        float u = v * v;
-        float p = olc_fmaf_(OLC_PHI_P0, u, OLC_PHI_P1);
-        p = olc_fmaf_(p, u, OLC_PHI_P2);
-        p = olc_fmaf_(p, u, OLC_PHI_P3);
-        p = olc_fmaf_(p, u, OLC_PHI_P4);
-        p = olc_fmaf_(p, u, OLC_PHI_P5);
-        phi = olc_fmaf_(v, p, 0.5f);
+        phi = olc_fmaf_(v, 0.5f * olc_erf_pf_(v * v), 0.5f);
     } else {
-        float t = a - OLC_ERF_SPLIT;
-        float q = olc_fmaf_(-OLC_ERF_Q0, t, -OLC_ERF_Q1);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q2);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q3);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q4);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q5);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q6);
-        q = olc_fmaf_(q, t, -OLC_ERF_Q7);
-        float h = a < OLC_ERF_ONE ? olc_exp_halff_(q) : 0.0f;
+        float h = a < OLC_ERF_ONE ? olc_exp_halff_(-olc_erf_qf_(a - OLC_ERF_SPLIT)) : 0.0f;
         phi = signbit(x) ? h : 1.0f - h;
     }
     return x * phi;
@@ -118,23 +98,12 @@ static inline OLC_TARGET_AVX2 __m256 olc_gelu_erf_ps_avx2(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f);
     __m256 v = _mm256_mul_ps(x, _mm256_set1_ps(OLC_SQRT1_2));
     __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    __m256 u = _mm256_mul_ps(v, v);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(OLC_PHI_P0), u, _mm256_set1_ps(OLC_PHI_P1));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_PHI_P2));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_PHI_P3));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_PHI_P4));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_PHI_P5));
+    __m256 p = _mm256_mul_ps(_mm256_set1_ps(0.5f), olc_erf_p_ps_avx2(_mm256_mul_ps(v, v)));
     __m256 small = _mm256_fmadd_ps(v, p, _mm256_set1_ps(0.5f));
     /* the tail for every lane; where |v| >= 3.92 (NaN included) t runs
      * outside Q's range and h, whatever it is, is masked to 0 */
     __m256 t = _mm256_sub_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT));
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(-OLC_ERF_Q0), t, _mm256_set1_ps(-OLC_ERF_Q1));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q2));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q3));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q4));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q5));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q6));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-OLC_ERF_Q7));
+    __m256 q = _mm256_xor_ps(olc_erf_q_ps_avx2(t), _mm256_set1_ps(-0.0f)); /* -Q, exact */
     __m256 h = _mm256_and_ps(olc_exp_half_ps_avx2(q), _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_ONE), _CMP_LT_OQ));
     __m256 large = _mm256_blendv_ps(_mm256_sub_ps(one, h), h, x); /* h where x's sign bit is set */
     __m256 phi = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ));
@@ -153,21 +122,10 @@ static inline OLC_TARGET_AVX512 __m512 olc_gelu_erf_ps_avx512(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.0f);
     __m512 v = _mm512_mul_ps(x, _mm512_set1_ps(OLC_SQRT1_2));
     __m512 a = _mm512_abs_ps(v);
-    __m512 u = _mm512_mul_ps(v, v);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(OLC_PHI_P0), u, _mm512_set1_ps(OLC_PHI_P1));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_PHI_P2));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_PHI_P3));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_PHI_P4));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_PHI_P5));
+    __m512 p = _mm512_mul_ps(_mm512_set1_ps(0.5f), olc_erf_p_ps_avx512(_mm512_mul_ps(v, v)));
     __m512 small = _mm512_fmadd_ps(v, p, _mm512_set1_ps(0.5f));
     __m512 t = _mm512_sub_ps(a, _mm512_set1_ps(OLC_ERF_SPLIT));
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-OLC_ERF_Q0), t, _mm512_set1_ps(-OLC_ERF_Q1));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q2));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q3));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q4));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q5));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q6));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-OLC_ERF_Q7));
+    __m512 q = _mm512_xor_ps(olc_erf_q_ps_avx512(t), _mm512_set1_ps(-0.0f)); /* -Q, exact */
     __m512 h = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_ONE), _CMP_LT_OQ),
                                    olc_exp_half_ps_avx512(q));
     __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x)); /* x's sign bit */

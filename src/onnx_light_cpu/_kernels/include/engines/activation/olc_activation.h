@@ -46,28 +46,31 @@ enum { OLC_ACT_BIAS_GELU = 0, OLC_ACT_SWIGLU = 1 };
 #define OLC_SQRT1_2 0x1.6a09e6p-1f
 
 /* ---- scalar twins ---- */
+/* erf's polynomials in Horner's order: P(u), u = x^2, below the split;
+ * Q(t), t = |x| - split, on the tail (erf = 1 - e^-Q).  The Gelu of
+ * unary/olc_unary.h takes them too. */
+static inline float olc_erf_pf_(float u) {
+    float p = olc_fmaf_(OLC_ERF_P0, u, OLC_ERF_P1);
+    p = olc_fmaf_(p, u, OLC_ERF_P2);
+    p = olc_fmaf_(p, u, OLC_ERF_P3);
+    p = olc_fmaf_(p, u, OLC_ERF_P4);
+    return olc_fmaf_(p, u, OLC_ERF_P5);
+}
+static inline float olc_erf_qf_(float t) {
+    float q = olc_fmaf_(OLC_ERF_Q0, t, OLC_ERF_Q1);
+    q = olc_fmaf_(q, t, OLC_ERF_Q2);
+    q = olc_fmaf_(q, t, OLC_ERF_Q3);
+    q = olc_fmaf_(q, t, OLC_ERF_Q4);
+    q = olc_fmaf_(q, t, OLC_ERF_Q5);
+    q = olc_fmaf_(q, t, OLC_ERF_Q6);
+    return olc_fmaf_(q, t, OLC_ERF_Q7);
+}
 static inline float olc_erff_(float x) {
     float a = fabsf(x), r;
     if (a < OLC_ERF_SPLIT) {
-        float u = a * a, p = 0.0f;
-        p = olc_fmaf_(p, u, OLC_ERF_P0);
-        p = olc_fmaf_(p, u, OLC_ERF_P1);
-        p = olc_fmaf_(p, u, OLC_ERF_P2);
-        p = olc_fmaf_(p, u, OLC_ERF_P3);
-        p = olc_fmaf_(p, u, OLC_ERF_P4);
-        p = olc_fmaf_(p, u, OLC_ERF_P5);
-        r = a * p;
+        r = a * olc_erf_pf_(a * a);
     } else if (a < OLC_ERF_ONE) {
-        float t = a - OLC_ERF_SPLIT, q = 0.0f;
-        q = olc_fmaf_(q, t, OLC_ERF_Q0);
-        q = olc_fmaf_(q, t, OLC_ERF_Q1);
-        q = olc_fmaf_(q, t, OLC_ERF_Q2);
-        q = olc_fmaf_(q, t, OLC_ERF_Q3);
-        q = olc_fmaf_(q, t, OLC_ERF_Q4);
-        q = olc_fmaf_(q, t, OLC_ERF_Q5);
-        q = olc_fmaf_(q, t, OLC_ERF_Q6);
-        q = olc_fmaf_(q, t, OLC_ERF_Q7);
-        r = 1.0f - olc_expf_(-q);
+        r = 1.0f - olc_expf_(-olc_erf_qf_(a - OLC_ERF_SPLIT));
     } else {
         r = a == a ? 1.0f : a;  /* NaN stays NaN */
     }
@@ -85,27 +88,29 @@ static inline float olc_swishf_(float a, float alpha) { return a * olc_sigmoidf_
 
 #if OLC_X86
 /* ---- AVX2 ---- */
-static inline OLC_TARGET_AVX2 __m256 olc_erf_ps_avx2(__m256 x) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 a = _mm256_andnot_ps(sign, x);
-    __m256 u = _mm256_mul_ps(a, a), p = _mm256_setzero_ps();
-p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P0));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P1));
+/* erf's polynomials, as olc_erf_pf_ and olc_erf_qf_ */
+static inline OLC_TARGET_AVX2 __m256 olc_erf_p_ps_avx2(__m256 u) {
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(OLC_ERF_P0), u, _mm256_set1_ps(OLC_ERF_P1));
     p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P2));
     p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P3));
     p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P4));
-    p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P5));
-    __m256 small = _mm256_mul_ps(a, p);
-    __m256 t = _mm256_sub_ps(_mm256_min_ps(a, _mm256_set1_ps(OLC_ERF_ONE)), _mm256_set1_ps(OLC_ERF_SPLIT));
-    __m256 q = _mm256_setzero_ps();
-q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q0));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q1));
+    return _mm256_fmadd_ps(p, u, _mm256_set1_ps(OLC_ERF_P5));
+}
+static inline OLC_TARGET_AVX2 __m256 olc_erf_q_ps_avx2(__m256 t) {
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(OLC_ERF_Q0), t, _mm256_set1_ps(OLC_ERF_Q1));
     q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q2));
     q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q3));
     q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q4));
     q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q5));
     q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q6));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q7));
+    return _mm256_fmadd_ps(q, t, _mm256_set1_ps(OLC_ERF_Q7));
+}
+static inline OLC_TARGET_AVX2 __m256 olc_erf_ps_avx2(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 a = _mm256_andnot_ps(sign, x);
+    __m256 small = _mm256_mul_ps(a, olc_erf_p_ps_avx2(_mm256_mul_ps(a, a)));
+    __m256 t = _mm256_sub_ps(_mm256_min_ps(a, _mm256_set1_ps(OLC_ERF_ONE)), _mm256_set1_ps(OLC_ERF_SPLIT));
+    __m256 q = olc_erf_q_ps_avx2(t);
     __m256 large = _mm256_sub_ps(_mm256_set1_ps(1.0f), olc_exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), q)));
     large = _mm256_blendv_ps(large, _mm256_set1_ps(1.0f), _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_ONE), _CMP_GE_OQ));
     __m256 r = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ));
@@ -125,37 +130,34 @@ static inline OLC_TARGET_AVX2 __m256 olc_swish_ps_avx2(__m256 a, __m256 alpha) {
 
 #if OLC_X86 && OLC_HAVE_AVX512
 /* ---- AVX-512 ---- */
-static inline OLC_TARGET_AVX512 __m512 olc_erf_ps_avx512(__m512 x) {
-    __m512 a = _mm512_abs_ps(x);
-    __m512 u = _mm512_mul_ps(a, a), p = _mm512_setzero_ps();
-p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P0));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P1));
+/* erf's polynomials, as olc_erf_pf_ and olc_erf_qf_ */
+static inline OLC_TARGET_AVX512 __m512 olc_erf_p_ps_avx512(__m512 u) {
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(OLC_ERF_P0), u, _mm512_set1_ps(OLC_ERF_P1));
     p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P2));
     p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P3));
     p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P4));
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P5));
-    __m512 small = _mm512_mul_ps(a, p);
-    __m512 t = _mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(OLC_ERF_ONE)), _mm512_set1_ps(OLC_ERF_SPLIT));
-    __m512 q = _mm512_setzero_ps();
-q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q0));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q1));
+    return _mm512_fmadd_ps(p, u, _mm512_set1_ps(OLC_ERF_P5));
+}
+static inline OLC_TARGET_AVX512 __m512 olc_erf_q_ps_avx512(__m512 t) {
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(OLC_ERF_Q0), t, _mm512_set1_ps(OLC_ERF_Q1));
     q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q2));
     q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q3));
     q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q4));
     q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q5));
     q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q6));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q7));
+    return _mm512_fmadd_ps(q, t, _mm512_set1_ps(OLC_ERF_Q7));
+}
+static inline OLC_TARGET_AVX512 __m512 olc_erf_ps_avx512(__m512 x) {
+    __m512 a = _mm512_abs_ps(x);
+    __m512 small = _mm512_mul_ps(a, olc_erf_p_ps_avx512(_mm512_mul_ps(a, a)));
+    __m512 t = _mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(OLC_ERF_ONE)), _mm512_set1_ps(OLC_ERF_SPLIT));
+    __m512 q = olc_erf_q_ps_avx512(t);
     /* exp(-q) for q in [0.7, 17]: olc_exp_ps_avx512 without its range clamp. */
     __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(q, _mm512_set1_ps(-OLC_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 e = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_HI), _mm512_sub_ps(_mm512_setzero_ps(), q));
     e = _mm512_fnmadd_ps(kf, _mm512_set1_ps(OLC_LN2_LO), e);
-    __m512 ep = _mm512_fmadd_ps(_mm512_set1_ps(OLC_EXP_E5), e, _mm512_set1_ps(OLC_EXP_E4));
-    ep = _mm512_fmadd_ps(ep, e, _mm512_set1_ps(OLC_EXP_E3));
-    ep = _mm512_fmadd_ps(ep, e, _mm512_set1_ps(OLC_EXP_E2));
-    ep = _mm512_fmadd_ps(ep, e, _mm512_set1_ps(OLC_EXP_E1));
-    ep = _mm512_fmadd_ps(ep, e, _mm512_set1_ps(1.0f));
-    ep = _mm512_scalef_ps(_mm512_fmadd_ps(ep, e, _mm512_set1_ps(1.0f)), kf);
+    __m512 ep = _mm512_scalef_ps(olc_exp_poly_ps_avx512(e), kf);
     __m512 r = _mm512_sub_ps(_mm512_set1_ps(1.0f), ep);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_ONE), _CMP_GE_OQ), _mm512_set1_ps(1.0f));
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ), small);
