@@ -376,12 +376,6 @@ def _nb_rows_prepared(N, nb, block, bits) -> int:
     return groups * nb * block * (8 if bits == 4 else 16) + 2 * groups * nb * 16 * 4
 
 
-#: OpenBLAS' buffer for one sgemm call (NumPy's matmul of matrices; matrix
-#: times vector takes none): measured 512 KiB + 88 with the OpenBLAS of
-#: NumPy's wheels (0.3.x); another BLAS differs.
-_BLAS_WORKSPACE = 524376
-
-
 def _int8_format(bits, block) -> bool:
     return bits != 2 or 32 <= block <= 128
 
@@ -391,8 +385,8 @@ def _matmul_nbits(c: _Node) -> _Estimate:
     half-type A and Y, the prepared weights (float32 scales and zero points;
     int8 layout olc_q8_prepare or panel rows olc_nb_prepare_rows), kept when
     B, scales and zero points are initializers; C scratch olc_q8_scratch or
-    olc_nb_scratch (route olc_nb_route).  g_idx: dense float32 weights and
-    NumPy's matmul (BLAS workspace)."""
+    olc_nb_scratch (route olc_nb_route).  g_idx: dense float32 weights
+    (packed once when constant) and olc_sgemm."""
     a = c.shape(0)
     dt = c.dtype(0)
     K, N = int(c.attr("K")), int(c.attr("N"))
@@ -411,13 +405,14 @@ def _matmul_nbits(c: _Node) -> _Estimate:
     if has_g:
         const = const and c.is_const(4)
         dense = K * N * 4
-        call = M * K * 4 + M * N * 4 + (c.has(5) and N * 4 or 0)
-        blas = _BLAS_WORKSPACE if M > 1 else 0  # float32 A @ dense weights by NumPy
+        threads = c.threads_for(M * N * K, 1 << 18)
+        native = _sgemm_native(c.level, 1, M, N, K, threads, b_packed=const, a_direct=True)
         if const:
-            return _Estimate(numpy=call, native=blas, prepared=dense)
+            prepared = (_sgemm_packed_floats(c.level, K, N) + 16) * 4
+            return _Estimate(numpy=call, native=native, prepared=prepared)
         # codes, gathered scales, their product and its transposed copy
         # (measured: 4 float32 [K, N] arrays at once), then the product
-        return _Estimate(numpy=call + 4 * dense, native=blas, native_with=call + dense)
+        return _Estimate(numpy=call + 4 * dense, native=native, native_with=call + dense)
     # what preparation keeps: float32 scales (a copy unless float32 already),
     # float32 zero points (uint8 ones are unpacked, then widened)
     kept = (N * nb * 4 if c.dtype(2) != _F32 else 0) + (N * nb * 4 if has_zp else 0)

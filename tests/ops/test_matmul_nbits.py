@@ -590,7 +590,8 @@ def test_g_idx_other_bits_vs_oracle(bits, zp):
 
 
 def test_g_idx_prepared_once():
-    """Constant weights are dequantized once (K * N * 4 bytes kept)."""
+    """Constant weights are dequantized and packed for the GEMM engine once
+    (K * N * 4 bytes kept, N rounded up to the engine's panel width)."""
     rng = np.random.default_rng(70)
     inputs, attrs = g_idx_case(rng, K=64, N=8)
     model, feeds = nbits_model(inputs, True, **attrs)
@@ -598,10 +599,10 @@ def test_g_idx_prepared_once():
     olc.register_kernels_for_session(sess)
     first = sess.run(None, feeds)[0]
     (node,) = [n for n in sess.rt_nodes_ if hasattr(n, "prepared_bytes")]
-    kept = node._dense_weights
-    assert node.prepared_bytes == 64 * 8 * 4
+    kept = node._g_idx_packed
+    assert 64 * 8 * 4 <= node.prepared_bytes <= 64 * 32 * 4
     np.testing.assert_array_equal(sess.run(None, feeds)[0], first)
-    assert node._dense_weights is kept
+    assert node._g_idx_packed is kept
 
 
 # ---- three-bit padding ----

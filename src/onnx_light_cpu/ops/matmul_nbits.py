@@ -21,9 +21,12 @@ entries past K are ignored, as ONNX Runtime takes it; values in
 scales[n, g_idx[k]]; UINT8 zero points are then ignored and the implicit
 2^(bits-1) used, floating ones read as zero_points[n, g_idx[k]] (ONNX
 Runtime 1.32's behaviour, measured for 4 bits).  Such weights are
-dequantized whole to float32 [K, N] (once when B, scales, zero points and
-g_idx are initializers; K * N * 4 bytes, reported in ``prepared_bytes``)
-and multiplied in float32 by NumPy.  Beyond ONNX Runtime: 2, 3 and 8 bits
+dequantized whole to float32 [K, N] and multiplied in float32 by the GEMM
+engine of MatMul (``_kernels/engines/gemm.pyx``: the same bits at any
+thread count, scratch the memory estimate can state); when B, scales, zero
+points and g_idx are initializers that happens once, the weights kept packed
+for the engine (about K * N * 4 bytes, reported in ``prepared_bytes``).
+Beyond ONNX Runtime: 2, 3 and 8 bits
 with g_idx (its CPU kernel rejects 8 bits and reads 2-bit codes as 4-bit
 nibbles, past the column's bytes; this kernel dequantizes them as
 documented).
@@ -65,7 +68,9 @@ from onnx import TensorProto
 from .. import simd
 from .._kernels import cast as cast_core
 from .._kernels import matmul_nbits as core
+from .._kernels.engines import gemm as gemm_core
 from ..reference.matmul_nbits import codes_matrix
+from ..memory import prepared_empty
 from ._base import Attr, Input, KernelOp, type_string
 
 T = TensorProto
@@ -79,6 +84,7 @@ _NARROW = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(bfloat16): Tensor
 _SIZE_LIMIT = 1 << 62
 _EMPTY_LABEL = "matmul_nbits_omitted_weights"
 _G_IDX_LABEL = "matmul_nbits_g_idx_dense_float32"
+_ZERO = np.zeros(1, dtype=np.int64)  # the GEMM engine's one matrix offset
 
 
 class _Plan(NamedTuple):
@@ -120,8 +126,8 @@ class MatMulNBits(KernelOp):
         self.scratch_bytes = 0
         self._prepared = None
         self._prepared_key = None
-        self._dense_weights = None
-        self._dense_key = None
+        self._g_idx_packed = None  # constant g_idx weights packed for the GEMM engine
+        self._g_idx_key = None     # (b, scales, zero points, g_idx, level) they came from
         K, N, bits, block = self.K, self.N, self.bits, self.block_size
         if self._attribute_error is not None:
             return
@@ -260,12 +266,7 @@ class MatMulNBits(KernelOp):
                 "must be zero"))
 
     def _dense(self, b, scales, zero_points, g_idx):
-        """float32 [K, N] weights of a node with g_idx: made once when B,
-        scales, zero points and g_idx are initializers, else for this call."""
-        key = self._dense_key
-        if (key is not None and key[0] is b and key[1] is scales and key[2] is zero_points
-                and key[3] is g_idx):
-            return self._dense_weights
+        """float32 [K, N] weights of a node with g_idx."""
         N, nb, K = self.N, self.nb, self.K
         groups = g_idx[:K]
         if groups.size and (int(groups.min()) < 0 or int(groups.max()) >= nb):
@@ -281,10 +282,25 @@ class MatMulNBits(KernelOp):
             z = np.float32(1 << (self.bits - 1))
         else:
             z = zero_points.reshape(N, nb).astype(np.float32)[:, groups]
-        w = np.ascontiguousarray(((q - z) * s).T)
-        if self._constants(b, scales, zero_points, g_idx):
-            self._dense_weights, self._dense_key = w, (b, scales, zero_points, g_idx)
-        return w
+        return np.ascontiguousarray(((q - z) * s).T)
+
+    def _g_idx_weights(self, b, scales, zero_points, g_idx, level, threads):
+        """(packed, dense): the g_idx weights packed once for the GEMM engine
+        when B, scales, zero points and g_idx are initializers (dense None),
+        else dense float32 [K, N] for this call (packed None)."""
+        key = (b, scales, zero_points, g_idx, level)
+        held = self._g_idx_key
+        if held is not None and all(x is y for x, y in zip(held[:4], key[:4])) \
+                and held[4] == level:
+            return self._g_idx_packed, None
+        w = self._dense(b, scales, zero_points, g_idx)
+        if not self._constants(b, scales, zero_points, g_idx):
+            return None, w
+        K, N = self.K, self.N
+        packed = prepared_empty(gemm_core.packed_size(K, N, level), np.float32)
+        gemm_core.pack_b(w, _ZERO, packed, N, 1, K, N, TensorProto.FLOAT, level, threads)
+        self._g_idx_packed, self._g_idx_key = packed, key
+        return packed, None
 
     # ---- execute ----
 
@@ -323,16 +339,23 @@ class MatMulNBits(KernelOp):
     def _execute_g_idx(self, plan, a, b, scales, zero_points, g_idx, bias):
         """Y with g_idx: float32 A times the dense weights, plus the bias,
         rounded once to A's type."""
-        w = self._dense(b, scales, zero_points, g_idx)
-        a2 = a.reshape(plan.M, self.K).astype(np.float32)
-        y2 = a2 @ w
-        if bias is not None:
-            y2 += bias.astype(np.float32)
+        M, K, N, threads = plan.M, self.K, self.N, plan.threads
+        level = gemm_core.level_used(simd.state.level)
+        packed, w = self._g_idx_weights(b, scales, zero_points, g_idx, level, threads)
+        a2 = np.ascontiguousarray(a.reshape(M, K), dtype=np.float32)
+        narrow = a.dtype != _F32
         y = self._new_output(plan.out_shape, a.dtype)
-        y.reshape(plan.M, self.N)[...] = y2
-        kept = w is self._dense_weights
-        self.prepared_bytes = w.nbytes if kept else 0
-        self.scratch_bytes = a2.nbytes + y2.nbytes + (0 if kept else w.nbytes)
+        y2 = np.empty((M, N), dtype=np.float32) if narrow else y.reshape(M, N)
+        if bias is not None:
+            y2[...] = bias  # the engine adds the product to it
+        gemm_core.sgemm(a2, _ZERO, packed, _ZERO, w if w is not None else a2, _ZERO, y2,
+                        K, 1, N, 1, M, N, K, 1.0, bias is not None, TensorProto.FLOAT, level,
+                        threads)
+        if narrow:
+            y[...] = y2.reshape(y.shape)
+        self.prepared_bytes = 0 if packed is None else packed.nbytes
+        self.scratch_bytes = ((0 if np.may_share_memory(a2, a) else a2.nbytes)
+                              + (y2.nbytes if narrow else 0) + (0 if w is None else w.nbytes))
         self._record_path(_G_IDX_LABEL, lambda: _G_IDX_LABEL)
         return (y,)
 
