@@ -3,8 +3,13 @@
     python -m tools.load_ratio [--loads idle,busy,bursty] [--threads 1,2]
                                [--blocks 15] [--cases abs,softmax,matmul] [--json OUT]
 
-The cases are issue 14's: Abs over 1M float32, Softmax over 128x32000
-float32, MatMul 1x896 by a constant 896x4864 float32.  For each load
+The default cases are issue 14's: Abs over 1M float32, Softmax over
+128x32000 float32, MatMul 1x896 by a constant 896x4864 float32.  More for
+thread scaling on many cores (``--threads 1,2,4,8,16``): ``matmul128`` (the
+same MatMul for 128 rows), ``int4-decode``/``float32-decode`` (one
+Qwen2-0.5B-shaped decode step after 128 positions, benchmarks/decoders.py),
+``int4-prefill`` (its 128-token prefill) and ``resnet50`` (benchmarks/vision.py,
+batch 1).  For each load
 (``benchmarks._harness.competing_load``: nothing, a process spinning on the
 last CPU, or one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
 thread count in alternating blocks (warm-up, then timed calls); the table
@@ -64,19 +69,52 @@ def case_matmul():
     return "MatMul 1x896x4864", model, {"A": a}
 
 
-CASES = {"abs": case_abs, "softmax": case_softmax, "matmul": case_matmul}
+def case_matmul128():
+    label, model, feeds = case_matmul()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 128
+    model.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 128
+    a = np.random.default_rng(1).standard_normal((128, 896), dtype=np.float32)
+    return "MatMul 128x896x4864", model, {"A": a}
 
 
-def ours_runner(model, feeds, threads):
+def _decoder_case(dtype, seq, past):
+    from benchmarks.decoders import QWEN2_0_5B, build_decoder, make_feeds
+    step = f"prefill {seq}" if past == 0 else f"decode past {past}"
+    return (f"Qwen2-0.5B {dtype} {step}", build_decoder(QWEN2_0_5B, dtype),
+            make_feeds(QWEN2_0_5B, seq, past))
+
+
+def case_resnet50():
+    from benchmarks.vision import RESNET50, build_cnn, cnn_feeds
+    return "ResNet-50 batch 1", build_cnn(RESNET50), cnn_feeds(RESNET50)
+
+
+CASES = {"abs": case_abs, "softmax": case_softmax, "matmul": case_matmul,
+         "matmul128": case_matmul128,
+         "int4-decode": lambda: _decoder_case("int4", 1, 128),
+         "float32-decode": lambda: _decoder_case("float32", 1, 128),
+         "int4-prefill": lambda: _decoder_case("int4", 128, 0),
+         "resnet50": case_resnet50}
+DEFAULT_CASES = "abs,softmax,matmul"
+
+
+def ours_runners(model, feeds, threads):
+    """One evaluator (a real model's weights are prepared once), a runner per
+    thread count that sets it before each call."""
     sess = ReferenceEvaluator(model)
     olc.register_kernels_for_session(sess)
-    olc.set_num_threads_for_session(sess, threads)
     olc.set_kernel_usage_recording(sess, True)
     sess.run(None, feeds)
     if not olc.used_kernel_names(sess):
         raise RuntimeError("our kernel did not run")
     olc.set_kernel_usage_recording(sess, False)
-    return lambda: sess.run(None, feeds)
+
+    def runner(n):
+        def run():
+            olc.set_num_threads_for_session(sess, n)
+            return sess.run(None, feeds)
+        return run
+    return {n: runner(n) for n in threads}
 
 
 def ort_runner(model, feeds, threads):
@@ -113,7 +151,7 @@ def main(argv=None) -> int:
     parser.add_argument("--loads", default="idle,busy,bursty")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--blocks", type=int, default=15)
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default=DEFAULT_CASES)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
@@ -123,9 +161,10 @@ def main(argv=None) -> int:
             for key in args.cases.split(","):
                 label, model, feeds = CASES[key]()
                 onnx.checker.check_model(model)
+                ours = ours_runners(model, feeds, threads)
                 runners = {}
                 for n in threads:
-                    runners[f"ours-t{n}"] = ours_runner(model, feeds, n)
+                    runners[f"ours-t{n}"] = ours[n]
                     runners[f"ort-t{n}"] = ort_runner(model, feeds, n)
                 medians = measure(runners, args.blocks)
                 results.append({"case": label, "load": load, "median_s": medians})
@@ -141,6 +180,16 @@ def main(argv=None) -> int:
         if 1 in threads and 2 in threads:
             cells.append(f"{m['ours-t2'] / m['ours-t1']:.2f}")
         print(f"| {r['case']} | {r['load']} | " + " | ".join(cells) + " |")
+    if len(threads) > 2:
+        print()
+        print("| case | load | " + " | ".join(f"ours t{n}/t1 | ORT t{n}/t1" for n in threads[1:])
+              + " |")
+        print("|---" * (2 + 2 * len(threads[1:])) + "|")
+        for r in results:
+            m = r["median_s"]
+            cells = [f"{m[f'{e}-t{n}'] / m[f'{e}-t1']:.2f}"
+                     for n in threads[1:] for e in ("ours", "ort")]
+            print(f"| {r['case']} | {r['load']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
