@@ -69,8 +69,8 @@ from .. import simd
 from .._kernels import cast as cast_core
 from .._kernels import matmul_nbits as core
 from .._kernels.engines import gemm as gemm_core
-from ..reference.matmul_nbits import codes_matrix
 from ..memory import prepared_empty
+from ..reference.matmul_nbits import codes_matrix
 from ._base import Attr, Input, KernelOp, type_string
 
 T = TensorProto
