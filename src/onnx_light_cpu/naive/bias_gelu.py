@@ -1,5 +1,6 @@
-"""NAIVE com.microsoft BiasGelu: the formula in NumPy, float64 erf
-(math.erf per element), one rounding to the input type.
+"""NAIVE com.microsoft BiasGelu: the formula in NumPy, float64
+Phi(x) = erfc(-x / sqrt 2) / 2 (math.erfc per element), one rounding to the
+input type; -inf gives NaN (-inf * 0) as in ONNX Runtime.
 
 Validation is shared with the optimized adapter
 (:class:`onnx_light_cpu.ops.bias_gelu.BiasGeluBase`).
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..ops.bias_gelu import BiasGeluBase
 
-_ERF = np.vectorize(math.erf, otypes=[np.float64])
+_ERFC = np.vectorize(math.erfc, otypes=[np.float64])
 
 
 class BiasGelu(BiasGeluBase):
@@ -25,8 +26,8 @@ class BiasGelu(BiasGeluBase):
         wide = np.float64 if a.dtype == np.float64 else np.float32
         x = (a.astype(wide) + bias.astype(wide)).astype(np.float64)
         with np.errstate(all="ignore"):
-            phi = 0.5 * (1.0 + _ERF(x / math.sqrt(2.0))) if x.size else x
-            y = np.where(phi == 0.0, -0.0, x * phi)
+            phi = 0.5 * _ERFC(-x / math.sqrt(2.0)) if x.size else x
+            y = x * phi
         return (y.astype(a.dtype),)
 
 

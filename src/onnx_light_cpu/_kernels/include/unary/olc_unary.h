@@ -47,17 +47,11 @@ static inline int32_t olc_clip_key16(uint16_t b) {
 #define OLC_BODY "unary/olc_unary_clip.h"
 #include "common/olc_each_level.h"
 
-/* The vector functions of Reciprocal and Gelu, one per level, the same
- * IEEE operations in the same order (fused multiply-adds explicit), so that
- * every level returns the same bits.
+/* The vector functions of Reciprocal and the tanh Gelu, one per level, the
+ * same IEEE operations in the same order (fused multiply-adds explicit),
+ * so that every level returns the same bits (the erf Gelu is
+ * engines/activation's olc_gelu_erf_ps, shared with BiasGelu).
  *   reciprocal  1 / x
- *   gelu        x Phi(x), Phi(x) = 1/2 + erf(v)/2, v = x / sqrt 2, on the
- *               polynomials of engines/activation's erf (P/2 and -Q are
- *               exact): |v| < 0.875: Phi = 1/2 + v P(v^2)/2, one rounding;
- *               |v| < 3.92: h = erfc(|v|)/2 = exp(-Q(|v| - 0.875))/2 and
- *               Phi = h (x < 0) or 1 - h, so that x < 0 keeps relative
- *               precision down to x = -5.54; beyond, Phi = 0 or 1.
- *               -inf gives NaN as in the operator's definition (-inf * 0).
  *   gelu_tanh   x / (1 + e^z), z = -2 sqrt(2/pi) (x + 0.044715 x^3): the
  *               same as x (1 + tanh(-z/2)) / 2, without its cancellation
  *               below zero (common/olc_math.h's onepexp; no refinement of
@@ -65,49 +59,20 @@ static inline int32_t olc_clip_key16(uint16_t b) {
  *               gives x, large negative x -0 (1 + e^z = inf), -inf NaN.
  * Error, float32, all 2^32 inputs against a double-precision reference
  * (scalar, AVX2 and AVX-512 checked to give the same bits on all of them):
- *   gelu       x >= 0: 1.9 ulp; x in [-1.24, 0): 4.8 ulp (1/2 + v P/2
- *              cancels a little); x in [-5.54, -1.24): 62 ulp (Q's fit
- *              error, 3.9e-6 relative); below, -0 (|y| < 2.3e-8)
  *   gelu_tanh  x >= 0: 1.9 ulp; x < 0: z's rounding, amplified by |z|:
  *              2.6 ulp on [-1, 0), 12 on [-3, -1), 55 on [-6, -3), 214 on
  *              [-10.07, -6); below, -0 (|y| < 3e-38)
- * The former forms (1/2 + erf/2 and h + h tanh throughout) gave 2.1 and
- * 1.3 ulp above zero but an absolute error of about |x| ulp(1) below it
- * (0 from about x = -5.3 on, where |y| is still 2e-7). */
+ * The former form (h + h tanh throughout) gave 1.3 ulp above zero but an
+ * absolute error of about |x| ulp(1) below it. */
 #define OLC_GELU_Z1 (-0x1.988454p+0f)          /* -2 sqrt(2/pi) */
 #define OLC_GELU_Z3 (-0x1.2444f2p-4f)          /* -2 * 0.044715 sqrt(2/pi) */
 static inline float olc_reciprocal_ps_scalar(float x) { return 1.0f / x; }
-static inline float olc_gelu_erf_ps_scalar(float x) {
-    float v = x * OLC_SQRT1_2, a = fabsf(v), phi;
-    if (a < OLC_ERF_SPLIT) {
-        phi = olc_fmaf_(v, 0.5f * olc_erf_pf_(v * v), 0.5f);
-    } else {
-        float h = a < OLC_ERF_ONE ? olc_exp_halff_(-olc_erf_qf_(a - OLC_ERF_SPLIT)) : 0.0f;
-        phi = signbit(x) ? h : 1.0f - h;
-    }
-    return x * phi;
-}
 static inline float olc_gelu_tanh_ps_scalar(float x) {
     return x / olc_onepexpf_(x * olc_fmaf_(OLC_GELU_Z3, x * x, OLC_GELU_Z1));
 }
 #if OLC_X86
 static inline OLC_TARGET_AVX2 __m256 olc_reciprocal_ps_avx2(__m256 x) {
     return _mm256_div_ps(_mm256_set1_ps(1.0f), x);
-}
-static inline OLC_TARGET_AVX2 __m256 olc_gelu_erf_ps_avx2(__m256 x) {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    __m256 v = _mm256_mul_ps(x, _mm256_set1_ps(OLC_SQRT1_2));
-    __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
-    __m256 p = _mm256_mul_ps(_mm256_set1_ps(0.5f), olc_erf_p_ps_avx2(_mm256_mul_ps(v, v)));
-    __m256 small = _mm256_fmadd_ps(v, p, _mm256_set1_ps(0.5f));
-    /* the tail for every lane; where |v| >= 3.92 (NaN included) t runs
-     * outside Q's range and h, whatever it is, is masked to 0 */
-    __m256 t = _mm256_sub_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT));
-    __m256 q = _mm256_xor_ps(olc_erf_q_ps_avx2(t), _mm256_set1_ps(-0.0f)); /* -Q, exact */
-    __m256 h = _mm256_and_ps(olc_exp_half_ps_avx2(q), _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_ONE), _CMP_LT_OQ));
-    __m256 large = _mm256_blendv_ps(_mm256_sub_ps(one, h), h, x); /* h where x's sign bit is set */
-    __m256 phi = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ));
-    return _mm256_mul_ps(x, phi);
 }
 static inline OLC_TARGET_AVX2 __m256 olc_gelu_tanh_ps_avx2(__m256 x) {
     __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(OLC_GELU_Z3), _mm256_mul_ps(x, x), _mm256_set1_ps(OLC_GELU_Z1));
@@ -118,21 +83,6 @@ static inline OLC_TARGET_AVX2 __m256 olc_gelu_tanh_ps_avx2(__m256 x) {
 static inline OLC_TARGET_AVX512 __m512 olc_reciprocal_ps_avx512(__m512 x) {
     return _mm512_div_ps(_mm512_set1_ps(1.0f), x);
 }
-static inline OLC_TARGET_AVX512 __m512 olc_gelu_erf_ps_avx512(__m512 x) {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    __m512 v = _mm512_mul_ps(x, _mm512_set1_ps(OLC_SQRT1_2));
-    __m512 a = _mm512_abs_ps(v);
-    __m512 p = _mm512_mul_ps(_mm512_set1_ps(0.5f), olc_erf_p_ps_avx512(_mm512_mul_ps(v, v)));
-    __m512 small = _mm512_fmadd_ps(v, p, _mm512_set1_ps(0.5f));
-    __m512 t = _mm512_sub_ps(a, _mm512_set1_ps(OLC_ERF_SPLIT));
-    __m512 q = _mm512_xor_ps(olc_erf_q_ps_avx512(t), _mm512_set1_ps(-0.0f)); /* -Q, exact */
-    __m512 h = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_ONE), _CMP_LT_OQ),
-                                   olc_exp_half_ps_avx512(q));
-    __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x)); /* x's sign bit */
-    __m512 large = _mm512_mask_mov_ps(_mm512_sub_ps(one, h), neg, h);
-    __m512 phi = _mm512_mask_mov_ps(large, _mm512_cmp_ps_mask(a, _mm512_set1_ps(OLC_ERF_SPLIT), _CMP_LT_OQ), small);
-    return _mm512_mul_ps(x, phi);
-}
 static inline OLC_TARGET_AVX512 __m512 olc_gelu_tanh_ps_avx512(__m512 x) {
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(OLC_GELU_Z3), _mm512_mul_ps(x, x), _mm512_set1_ps(OLC_GELU_Z1));
     return _mm512_div_ps(x, olc_onepexp_ps_avx512(_mm512_mul_ps(x, p)));
@@ -141,10 +91,10 @@ static inline OLC_TARGET_AVX512 __m512 olc_gelu_tanh_ps_avx512(__m512 x) {
 #define OLC_BODY "unary/olc_unary_math.h"
 #include "common/olc_each_level.h"
 
-/* float64 Gelu on libm, as the operator defines it (Phi first, so that
+/* float64 Gelu: engines/activation's olc_gelu_erf_d_ (Phi first, so that
  * x Phi(x) does not overflow). */
 static void olc_gelu_f64_scalar(const double *x, double *y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (0.5 * (1.0 + erf(x[i] / 1.4142135623730951)));
+    for (int64_t i = 0; i < n; ++i) y[i] = olc_gelu_erf_d_(x[i]);
 }
 static void olc_gelu_tanh_f64_scalar(const double *x, double *y, int64_t n) {
     const double c = 0.7978845608028654;  /* sqrt(2/pi) */

@@ -8,12 +8,12 @@ OLC_LVL_ATTR static void OLC_ACT_FN(olc_gelu_span)(const OLC_ACT_T *a, const OLC
                                                    OLC_ACT_T *y, int64_t n) {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
-        OLC_ACT_VST(y + j, olc_gelu_ps_avx2(_mm256_add_ps(OLC_ACT_VLD(a + j), OLC_ACT_VLD(b + j))));
+        OLC_ACT_VST(y + j, olc_gelu_erf_ps_avx2(_mm256_add_ps(OLC_ACT_VLD(a + j), OLC_ACT_VLD(b + j))));
     if (j < n) {
         OLC_ACT_T ba[8] = {0}, bb[8] = {0};
         memcpy(ba, a + j, (size_t)(n - j) * sizeof(OLC_ACT_T));
         memcpy(bb, b + j, (size_t)(n - j) * sizeof(OLC_ACT_T));
-        OLC_ACT_VST(ba, olc_gelu_ps_avx2(_mm256_add_ps(OLC_ACT_VLD(ba), OLC_ACT_VLD(bb))));
+        OLC_ACT_VST(ba, olc_gelu_erf_ps_avx2(_mm256_add_ps(OLC_ACT_VLD(ba), OLC_ACT_VLD(bb))));
         memcpy(y + j, ba, (size_t)(n - j) * sizeof(OLC_ACT_T));
     }
 }

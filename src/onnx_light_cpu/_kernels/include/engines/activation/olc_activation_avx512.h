@@ -10,7 +10,7 @@ OLC_LVL_ATTR static void OLC_ACT_FN(olc_bias_gelu)(const olc_act_args *p, int64_
         const OLC_ACT_T *ar = a + r * n; OLC_ACT_T *yr = y + r * n;
         for (int64_t j = 0; j < n; j += 16) {
             __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
-            OLC_ACT_VST(yr + j, m, olc_gelu_ps_avx512(_mm512_add_ps(OLC_ACT_VLD(ar + j, m),
+            OLC_ACT_VST(yr + j, m, olc_gelu_erf_ps_avx512(_mm512_add_ps(OLC_ACT_VLD(ar + j, m),
                                                                     OLC_ACT_VLD(b + j, m))));
         }
     }

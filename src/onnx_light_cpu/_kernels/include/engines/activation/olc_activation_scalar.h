@@ -7,7 +7,7 @@ static void OLC_ACT_FN(olc_bias_gelu)(const olc_act_args *p, int64_t r0, int64_t
     OLC_ACT_T *y = (OLC_ACT_T *)p->y;
     for (int64_t r = r0; r < r1; ++r)
         for (int64_t j = 0; j < p->n; ++j)
-            y[r * p->n + j] = OLC_ACT_ST(olc_geluf_(OLC_ACT_LD(a[r * p->n + j]) + OLC_ACT_LD(b[j])));
+            y[r * p->n + j] = OLC_ACT_ST(olc_gelu_erf_ps_scalar(OLC_ACT_LD(a[r * p->n + j]) + OLC_ACT_LD(b[j])));
 }
 
 static void OLC_ACT_FN(olc_swiglu)(const olc_act_args *p, int64_t r0, int64_t r1) {
