@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 
 import onnx_light_cpu as olc
+from onnx_light_cpu import memory
+
+# What the kernels may take as available memory in tests: the tests of
+# requests too large to allocate (tens of gigabytes and more) must be
+# refused on a machine with 128 GiB as on CI's 24 GiB, not allocated (one
+# was, on a 16-core machine, and its worker was killed).
+TEST_MEMORY_CAP = 16 << 30
 
 
 def pytest_addoption(parser):
@@ -39,3 +46,10 @@ def _no_global_kernels():
     olc.unregister_kernels_global()
     yield
     olc.unregister_kernels_global()
+
+
+@pytest.fixture(autouse=True)
+def _memory_capped(monkeypatch):
+    """``memory.available_bytes`` at most :data:`TEST_MEMORY_CAP`."""
+    real = memory.available_bytes
+    monkeypatch.setattr(memory, "available_bytes", lambda: min(real(), TEST_MEMORY_CAP))

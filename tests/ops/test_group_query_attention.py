@@ -27,7 +27,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import (
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, layouts, same_bits
+from differential import THREAD_COUNTS, assert_close, layouts, same_bits, thread_pairs
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -118,7 +118,7 @@ def check(feeds, valid, n_out=3, oracle="ort", **attrs):
                 got = run_ours(feeds, n_out, threads=threads, **attrs)
                 compare(got, want, valid, f"{level} {threads} threads", tol)
                 per_thread.append(got)
-            for a, b in zip(*per_thread):
+            for a, b in thread_pairs(per_thread):
                 assert same_bits(a, b), f"{level}: thread count changed the result"
     for n, a in feeds.items():
         assert same_bits(a, originals[n]), f"input {n} modified"
@@ -657,7 +657,7 @@ def check_quant(feeds, valid, n_out=3, **attrs):
                 got = run_ours(feeds, n_out, threads=threads, **attrs)
                 compare(unpack(got), unpack(want), valid, f"{level} {threads} threads", tol)
                 per_thread.append(got)
-            for a, b in zip(*per_thread):
+            for a, b in thread_pairs(per_thread):
                 assert same_bits(a, b), f"{level}: thread count changed the result"
     for n, a in feeds.items():
         assert same_bits(a, originals[n]), f"input {n} modified"

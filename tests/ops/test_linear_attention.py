@@ -18,7 +18,14 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, element_type, same_bits, unaligned
+from differential import (
+    THREAD_COUNTS,
+    assert_close,
+    element_type,
+    same_bits,
+    thread_pairs,
+    unaligned,
+)
 
 MS = "com.microsoft"
 NAMES = ("query", "key", "value", "past_state", "decay", "beta")
@@ -106,7 +113,7 @@ def check(m, feeds, expected, kernel, naive_too=False):
                     assert_near(g, w, f"output {i} at {level}, {threads} threads",
                                 TOL[np.dtype(feeds["query"].dtype)] if i == 0 else None)
                 per_thread.append(got)
-            for a, b in zip(*per_thread):
+            for a, b in thread_pairs(per_thread):
                 assert same_bits(a, b), "thread count changed the result"
     if naive_too:
         got, names = run_ours(m, feeds, naive=True)

@@ -14,7 +14,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import THREAD_COUNTS, assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, same_bits, thread_pairs
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -109,7 +109,7 @@ def check(inputs, n_outputs=2):
                 compare(got, want, what)
                 compare(got, naive, f"naive agreement {what}")
                 results.append(got)
-            for a, b in zip(*results):
+            for a, b in thread_pairs(results):
                 assert same_bits(a, b), "thread count changed the result"
     for x, original in zip(inputs, originals):
         assert x is None or same_bits(x, original), "input modified"
