@@ -89,3 +89,13 @@ def test_a_stalled_worker_makes_the_next_jobs_serial():
     if left_us > 5000:  # still inside the serial period: the caller runs it all
         runs, slots, _ = _cpu.pool_check(200, 2, task_us=5)
         assert runs == [1] * 200 and set(slots) == {0}
+
+
+def test_jobs_of_more_than_two_threads_are_not_guarded():
+    """The stall guard watches jobs of up to two threads only
+    (OLC_POOL_GUARD_THREADS): a job of four whose worker holds a task 20 ms
+    counts no stall."""
+    stalls, _ = _cpu.pool_stalls()
+    runs, _, _ = _cpu.pool_check(200, 4, task_us=20, stall_us=20_000)
+    assert runs == [1] * 200
+    assert _cpu.pool_stalls()[0] == stalls

@@ -11,7 +11,12 @@
  * tasks), never for a worker that has not started.
  *
  * A worker waits for the next job spinning for `spin_ns`, then sleeps on a
- * condition variable; the caller signals it only when some worker sleeps.
+ * condition variable of its own.  A job wakes only the workers it may use
+ * (slots 1..slots), as a binary tree: the caller wakes slots 1 and 2, the
+ * worker of slot s wakes 2s + 1 and 2s + 2, each only if asleep.  One
+ * condition variable for all, broadcast, woke every worker for every job
+ * and queued them on one mutex: on a 16-core machine (gVisor) a job's
+ * 15th worker came so late that 16 threads ran ResNet-50 no faster than 4.
  * The default is 0, sleeping at once, as ONNX Runtime's pool does with
  * spinning off: a worker that sleeps between jobs has used little CPU, so
  * on a CPU another process keeps busy the kernel runs it at once when it
@@ -29,7 +34,9 @@
  * callers, doubling on each stall in a row up to OLC_POOL_SERIAL_MAX_NS; a
  * job workers help without a stall resets it.  On a CPU another process
  * keeps busy, two threads then cost what one does instead of a preempted
- * slice per job.  Tasks are the same either way: results do not change. */
+ * slice per job.  Tasks are the same either way: results do not change.
+ * The guard watches, and serialises, only jobs of up to
+ * OLC_POOL_GUARD_THREADS threads (see there). */
 #ifndef OLC_POOL_IMPL_H
 #define OLC_POOL_IMPL_H
 
@@ -60,7 +67,6 @@ static struct {
     _Atomic uint32_t ntasks;
     _Atomic int slots;             /* workers of slot <= slots may claim */
     _Atomic uint32_t done;         /* tasks of the job finished */
-    _Atomic int sleepers;
     _Atomic int caller_waits;      /* the caller sleeps until `done` is complete */
     _Atomic long spin_ns;
     _Atomic long serial_until;     /* jobs before this time run serially */
@@ -68,16 +74,22 @@ static struct {
     _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
     int started;                   /* workers created (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
-    pthread_mutex_t lock;          /* with wake: sleeping workers */
-    pthread_cond_t wake;
-    pthread_cond_t finished;       /* with lock: the caller's sleep */
+    pthread_mutex_t lock;          /* with finished: the caller's sleep */
+    pthread_cond_t finished;
 } olc_pool = {
     .spin_ns = 0,
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
     .finished = PTHREAD_COND_INITIALIZER,
 };
+
+/* A worker's bed, by slot (1..started; made before its worker starts). */
+static struct olc_pool_bed {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    _Atomic int asleep;
+    char pad[64];                  /* beds on cache lines of their own */
+} olc_pool_beds[OLC_POOL_MAX_WORKERS + 1];
 
 /* How long the caller spins for the tasks workers still run before it
    sleeps: four of its own mean task times, within these bounds.  A worker
@@ -96,6 +108,13 @@ enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
    microseconds, no preemption) and ran their jobs serially: 13-14 ms a
    pass at 2 threads instead of 11. */
 #define OLC_POOL_STALL_MIN_NS 200000L
+/* Jobs of more threads neither count stalls nor run serially: serialising
+   one loses all but one of its threads, and on many idle cores the
+   "stalls" were late wake-ups.  On a 16-core Intel Xeon (gVisor, idle)
+   ResNet-50 counted 23-28 stalls a measurement at 8 and 16 threads and
+   took 37-43 ms (36-47 with a 1 ms floor), 24-28 ms without the guard.
+   Two threads: the 2-core machines the guard was measured on. */
+#define OLC_POOL_GUARD_THREADS 2
 #define OLC_POOL_SERIAL_MIN_NS 20000000L
 #define OLC_POOL_SERIAL_MAX_NS 80000000L
 
@@ -142,6 +161,25 @@ static long olc_pool_work(uint32_t generation, int slot) {
     }
 }
 
+/* Wakes the worker of `slot` if it sleeps (slot <= started). */
+static void olc_pool_wake(int slot) {
+    struct olc_pool_bed *bed = &olc_pool_beds[slot];
+    if (!atomic_load(&bed->asleep))
+        return;
+    pthread_mutex_lock(&bed->lock);
+    pthread_cond_signal(&bed->wake);
+    pthread_mutex_unlock(&bed->lock);
+}
+
+/* The wake tree: node n (0 the caller) wakes 2n + 1 and 2n + 2 up to
+   `slots`, the workers the job may use. */
+static void olc_pool_wake_children(int n, int slots) {
+    if (2 * n + 1 <= slots)
+        olc_pool_wake(2 * n + 1);
+    if (2 * n + 2 <= slots)
+        olc_pool_wake(2 * n + 2);
+}
+
 /* The generation of the open job if it is not `seen`, else `seen`. */
 static inline uint32_t olc_pool_new_job(uint32_t seen) {
     uint64_t s = atomic_load(&olc_pool.state);
@@ -150,6 +188,7 @@ static inline uint32_t olc_pool_new_job(uint32_t seen) {
 
 static void *olc_pool_worker(void *slot_as_pointer) {
     int slot = (int)(intptr_t)slot_as_pointer;
+    struct olc_pool_bed *bed = &olc_pool_beds[slot];
     olc_pool_inside = 1;
     uint32_t seen = olc_pool_generation(atomic_load(&olc_pool.state));
     for (;;) {
@@ -159,16 +198,20 @@ static void *olc_pool_worker(void *slot_as_pointer) {
         while ((job = olc_pool_new_job(seen)) == seen) {
             OLC_POOL_PAUSE();
             if ((++spins & 63) == 0 && olc_pool_now_ns() > deadline) {
-                pthread_mutex_lock(&olc_pool.lock);
-                atomic_fetch_add(&olc_pool.sleepers, 1);
+                /* asleep is set before the job is looked for, and the
+                   caller opens the job before it looks at asleep: one of
+                   the two sees the other (sequentially consistent). */
+                pthread_mutex_lock(&bed->lock);
+                atomic_store(&bed->asleep, 1);
                 while ((job = olc_pool_new_job(seen)) == seen)
-                    pthread_cond_wait(&olc_pool.wake, &olc_pool.lock);
-                atomic_fetch_sub(&olc_pool.sleepers, 1);
-                pthread_mutex_unlock(&olc_pool.lock);
+                    pthread_cond_wait(&bed->wake, &bed->lock);
+                atomic_store(&bed->asleep, 0);
+                pthread_mutex_unlock(&bed->lock);
                 break;
             }
         }
         seen = job;
+        olc_pool_wake_children(slot, atomic_load_explicit(&olc_pool.slots, memory_order_acquire));
         olc_pool_work(seen, slot);
     }
     return NULL;
@@ -184,6 +227,10 @@ static int olc_pool_grow(int wanted) {
         sigset_t all, old;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        struct olc_pool_bed *bed = &olc_pool_beds[olc_pool.started + 1];
+        pthread_mutex_init(&bed->lock, NULL);
+        pthread_cond_init(&bed->wake, NULL);
+        atomic_store(&bed->asleep, 0);
         sigfillset(&all); /* workers inherit a full mask: signals go to Python's threads */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         int failed = pthread_create(&thread, &attr, olc_pool_worker,
@@ -215,7 +262,8 @@ static void olc_pool_after_job(long waited, long task_ns, long worker_tasks) {
 
 static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
     if (olc_pool_inside || ntasks >= (ptrdiff_t)OLC_POOL_CLOSED
-        || olc_pool_now_ns() < atomic_load(&olc_pool.serial_until)
+        || (threads <= OLC_POOL_GUARD_THREADS
+            && olc_pool_now_ns() < atomic_load(&olc_pool.serial_until))
         || pthread_mutex_trylock(&olc_pool.busy) != 0) {
         olc_run_serially(ntasks, fn, arg);
         return;
@@ -229,11 +277,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
     atomic_store_explicit(&olc_pool.slots, slots, memory_order_release);
     atomic_store(&olc_pool.done, 0);
     atomic_store(&olc_pool.state, (uint64_t)generation << 32);
-    if (atomic_load(&olc_pool.sleepers) > 0) {
-        pthread_mutex_lock(&olc_pool.lock);
-        pthread_cond_broadcast(&olc_pool.wake);
-        pthread_mutex_unlock(&olc_pool.lock);
-    }
+    olc_pool_wake_children(0, slots);
     olc_pool_inside = 1;
     long start = olc_pool_now_ns();
     long ran = olc_pool_work(generation, 0);
@@ -263,7 +307,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
             pthread_mutex_unlock(&olc_pool.lock);
         }
     }
-    if (ran < ntasks)
+    if (ran < ntasks && slots + 1 <= OLC_POOL_GUARD_THREADS)
         olc_pool_after_job(olc_pool_now_ns() - own_end, task_ns, ntasks - ran);
     pthread_mutex_unlock(&olc_pool.busy);
 }
@@ -272,11 +316,9 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
    threads are reset. */
 static void olc_pool_after_fork_child(void) {
     olc_pool.started = 0;
-    atomic_store(&olc_pool.sleepers, 0);
     olc_pool_inside = 0;
     pthread_mutex_init(&olc_pool.busy, NULL);
     pthread_mutex_init(&olc_pool.lock, NULL);
-    pthread_cond_init(&olc_pool.wake, NULL);
     pthread_cond_init(&olc_pool.finished, NULL);
     atomic_store(&olc_pool.caller_waits, 0);
     atomic_store(&olc_pool.serial_until, 0);
