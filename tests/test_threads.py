@@ -11,7 +11,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from onnx_light_cpu.threads import decide_num_threads
+from onnx_light_cpu.threads import decide_num_threads, product_threads
 
 from differential import node_model, run_ours
 
@@ -31,6 +31,19 @@ def test_large_work_uses_requested_threads_but_not_more_than_work_allows():
         assert decide_num_threads(10_000, 1000, None) == 3
     finally:
         olc.set_default_num_threads(None)
+
+
+@pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
+def test_products_of_few_rows_go_wide_only_on_many_threads():
+    """A decode step's 896 x 896 product (0.8M multiply-adds): one thread at
+    the compute threshold (2^20), six at the decode one (2^17) when 16 are
+    asked for, and still one when 2 are (WIDE_FROM_THREADS)."""
+    work = 896 * 896
+    assert product_threads(work, 1 << 20, 1 << 17, True, 16) == 6
+    assert product_threads(work, 1 << 20, 1 << 17, True, 2) == 1
+    assert product_threads(work, 1 << 20, 1 << 17, False, 16) == 1
+    assert product_threads(896 * 4864, 1 << 20, 1 << 17, True, 16) == 16
+    assert product_threads(128 * work, 1 << 20, 1 << 17, False, 2) == 2
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])

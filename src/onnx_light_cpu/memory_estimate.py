@@ -66,6 +66,8 @@ from typing import NamedTuple
 import numpy as np
 from onnx import TensorProto, helper
 
+from .threads import WIDE_FROM_THREADS
+
 __all__ = [
     "ModelPeakMemory",
     "NodePeakMemory",
@@ -380,6 +382,16 @@ def _int8_format(bits, block) -> bool:
     return bits != 2 or 32 <= block <= 128
 
 
+def _nbits_float_threads(c: _Node, M: int, work: int) -> int:
+    """MatMulNBits' float engine (threads.product_threads)."""
+    threads = c.threads_for(work, 1 << 18)
+    if M <= 4:
+        wide = c.threads_for(work, 1 << 17)
+        if wide >= WIDE_FROM_THREADS:
+            threads = max(threads, wide)
+    return threads
+
+
 def _matmul_nbits(c: _Node) -> _Estimate:
     """ops/matmul_nbits.py and _kernels/matmul_nbits.pyx: float32 copies of
     half-type A and Y, the prepared weights (float32 scales and zero points;
@@ -405,7 +417,7 @@ def _matmul_nbits(c: _Node) -> _Estimate:
     if has_g:
         const = const and c.is_const(4)
         dense = K * N * 4
-        threads = c.threads_for(M * N * K, 1 << 18)
+        threads = _nbits_float_threads(c, M, M * N * K)
         native = _sgemm_native(c.level, 1, M, N, K, threads, b_packed=const, a_direct=True)
         if const:
             prepared = (_sgemm_packed_floats(c.level, K, N) + 16) * 4
@@ -423,7 +435,7 @@ def _matmul_nbits(c: _Node) -> _Estimate:
         kept += _q8_prepared(N, nb, block, bits)
         native = _q8_native(M, nb, block)
     else:
-        threads = c.threads_for(work, 1 << 18)
+        threads = _nbits_float_threads(c, M, work)
         panel_rows = const and bits in (4, 8)
         if panel_rows and _nb_route(c.level, M, bits, block, True) == "gemm":
             kept += _nb_rows_prepared(N, nb, block, bits)

@@ -162,7 +162,7 @@ class FusedMatMul(_MatMulEngine):
             # two int64 offsets a matrix, and their temporaries
             self._check_bytes("the offsets of the batch's matrices", 32 * math.prod(batch))
             dense = self._layout(layout, M, _dense_strides(a_shape), _dense_strides(b_shape))
-        threads = self._num_threads(M * N * K * math.prod(batch), self.min_work_per_thread)
+        threads = self._product_threads(M, N, K, math.prod(batch))
         return element_type, out_shape, (M, N, K), layout, dense, empty, a_reshaped, threads
 
     @staticmethod
