@@ -209,8 +209,8 @@ class MatMulNBits(KernelOp):
         if M * self.K >= _SIZE_LIMIT or M * self.N >= _SIZE_LIMIT:
             raise ValueError(f"{self.onnx_node.op_type}: input 0 of shape {a.shape} makes "
                              "sizes that overflow")
-        work, few_rows, requested = M * self.N * self.K, M <= self.decode_rows, \
-            self._context.num_threads
+        work = M * self.N * self.K
+        few_rows, requested = M <= self.decode_rows, self._context.num_threads
         return _Plan(omitted, M, a.shape[:-1] + (self.N,),
                      product_threads(work, self.min_work_per_thread,
                                      self.min_decode_work_per_thread, few_rows, requested),
@@ -300,10 +300,9 @@ class MatMulNBits(KernelOp):
         """(packed, dense): the g_idx weights packed once for the GEMM engine
         when B, scales, zero points and g_idx are initializers (dense None),
         else dense float32 [K, N] for this call (packed None)."""
-        key = (b, scales, zero_points, g_idx, level)
         held = self._g_idx_key
-        if held is not None and all(x is y for x, y in zip(held[:4], key[:4])) \
-                and held[4] == level:
+        if held is not None and held[4] == level and all(
+                x is y for x, y in zip(held, (b, scales, zero_points, g_idx))):
             return self._g_idx_packed, None
         w = self._dense(b, scales, zero_points, g_idx)
         if not self._constants(b, scales, zero_points, g_idx):
@@ -311,7 +310,7 @@ class MatMulNBits(KernelOp):
         K, N = self.K, self.N
         packed = prepared_empty(gemm_core.packed_size(K, N, level), np.float32)
         gemm_core.pack_b(w, _ZERO, packed, N, 1, K, N, TensorProto.FLOAT, level, threads)
-        self._g_idx_packed, self._g_idx_key = packed, key
+        self._g_idx_packed, self._g_idx_key = packed, (b, scales, zero_points, g_idx, level)
         return packed, None
 
     # ---- execute ----
