@@ -14,9 +14,10 @@
  * condition variable of its own.  A job wakes only the workers it may use
  * (slots 1..slots), as a binary tree: the caller wakes slots 1 and 2, the
  * worker of slot s wakes 2s + 1 and 2s + 2, each only if asleep.  One
- * condition variable for all, broadcast, woke every worker for every job
- * and queued them on one mutex: on a 16-core machine (gVisor) a job's
- * 15th worker came so late that 16 threads ran ResNet-50 no faster than 4.
+ * condition variable for all, broadcast, woke every worker for every job,
+ * also those the job could not use, and queued them on one mutex (on 16
+ * cores an 8-layer int4 decode step at 16 threads: 8.0-8.2 ms broadcast,
+ * 6.2-7.7 with the tree; docs/ARCHITECTURE.md, "Threads").
  * The default is 0, sleeping at once, as ONNX Runtime's pool does with
  * spinning off: a worker that sleeps between jobs has used little CPU, so
  * on a CPU another process keeps busy the kernel runs it at once when it
