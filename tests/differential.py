@@ -46,6 +46,12 @@ def thread_pairs(runs: Sequence[Sequence]) -> list[tuple]:
     return [(a, b) for other in runs[1:] for a, b in zip(runs[0], other)]
 
 
+def same_bits_all(values: Sequence[np.ndarray]) -> bool:
+    """Every array of ``values`` has the first one's bits (one case's output
+    at each count of :data:`THREAD_COUNTS`)."""
+    return all(same_bits(values[0], v) for v in values[1:])
+
+
 def element_type(dtype) -> int:
     return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 

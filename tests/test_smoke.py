@@ -20,6 +20,8 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import capped_simd_level
 
+from differential import THREAD_COUNTS, thread_pairs
+
 pytestmark = pytest.mark.smoke
 
 EXPECT_ENV = "ONNX_LIGHT_CPU_EXPECT_SIMD"
@@ -159,15 +161,16 @@ def test_parallel_path_matches_serial():
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     results = {}
-    for threads in (1, 2):
+    for threads in THREAD_COUNTS:
         sess = ReferenceEvaluator(model)
         olc.register_kernels_for_session(sess)
         olc.set_num_threads_for_session(sess, threads)
         olc.set_kernel_usage_recording(sess, True)
         results[threads] = sess.run(None, {"X": x})
         assert olc.used_kernel_names(sess) == ["onnx_light_cpu::Exp", "onnx_light_cpu::Tanh"]
-    for serial, parallel in zip(results[1], results[2]):
-        np.testing.assert_array_equal(serial, parallel)
+    for first, other in thread_pairs([results[n] for n in THREAD_COUNTS]):
+        np.testing.assert_array_equal(first, other)
     x64 = x.astype(np.float64)
-    np.testing.assert_allclose(results[2][0], np.exp(x64), rtol=1e-6)
-    np.testing.assert_allclose(results[2][1], np.tanh(x64), rtol=1e-6, atol=1e-7)
+    last = results[THREAD_COUNTS[-1]]
+    np.testing.assert_allclose(last[0], np.exp(x64), rtol=1e-6)
+    np.testing.assert_allclose(last[1], np.tanh(x64), rtol=1e-6, atol=1e-7)

@@ -21,7 +21,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import same_bits
+from differential import THREAD_COUNTS, same_bits, same_bits_all
 
 torch = pytest.importorskip("torch")
 torchvision = pytest.importorskip("torchvision")
@@ -105,12 +105,12 @@ def test_torchvision_model_matches(name, exporter, tmp_path):
     for level in available_simd_levels():
         with capped_simd_level(level):
             results = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 got, used = _run_ours(model, feeds, threads)
                 missing = sorted(op_types - used)
                 assert not missing, f"{name}: these operators did not run our kernel: {missing}"
                 error = _scaled_error(got, want)
                 assert error <= TOLERANCE, f"{name} at {level}, {threads} threads: {error:.2e}"
                 results.append(got)
-            assert same_bits(results[0], results[1]), f"{name} at {level}: 1 vs 2 threads"
+            assert same_bits_all(results), f"{name} at {level}: thread count changed the result"
     assert same_bits(x, original), "input modified"

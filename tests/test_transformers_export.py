@@ -24,7 +24,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import same_bits
+from differential import THREAD_COUNTS, same_bits
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -197,7 +197,7 @@ def test_fused_transformer_matches_onnxruntime(case, tmp_path):
     for level in available_simd_levels():
         with capped_simd_level(level):
             per_thread = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 got, used = _run_ours(model, feeds, threads)
                 not_ours = sorted(op for op, name in kernels.items() if name not in used)
                 assert not not_ours, f"{case.name} at {level}: not our kernel: {not_ours}"

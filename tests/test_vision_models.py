@@ -14,6 +14,8 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
+from differential import THREAD_COUNTS
+
 ort = pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,11 +73,13 @@ def test_model_matches_onnxruntime(name, kind, build, feeds, config, fused):
     want = ort.InferenceSession(exported.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     results = {}
-    for threads in (1, 2):
+    for threads in THREAD_COUNTS:
         sess = _ours(model, threads)
         results[threads] = sess.run(None, inputs)[0]
         used = {n.split("::", 1)[1] for n in olc.used_kernel_names(sess)}
         missing = sorted(expected - used)
         assert not missing, f"{name}: these operators did not run our kernel: {missing}"
-    np.testing.assert_allclose(results[1], want, rtol=RTOL, atol=ATOL, err_msg=name)
-    np.testing.assert_array_equal(results[1], results[2], err_msg=f"{name}: 1 vs 2 threads")
+    first = results[THREAD_COUNTS[0]]
+    np.testing.assert_allclose(first, want, rtol=RTOL, atol=ATOL, err_msg=name)
+    for threads in THREAD_COUNTS[1:]:
+        np.testing.assert_array_equal(first, results[threads], err_msg=f"{name}: {threads} threads")

@@ -15,6 +15,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 
 from differential import (
+    THREAD_COUNTS,
     assert_close,
     check_node,
     layouts,
@@ -22,6 +23,7 @@ from differential import (
     run_builtin,
     run_ours,
     same_bits,
+    thread_pairs,
     unaligned,
 )
 
@@ -158,7 +160,7 @@ def check_attention(inputs, n_out, opset, attrs, tolerance=None):
     for level in available_simd_levels():
         with capped_simd_level(level):
             runs = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 sess = ReferenceEvaluator(model)
                 olc.register_kernels_for_session(sess)
                 olc.set_num_threads_for_session(sess, threads)
@@ -169,7 +171,7 @@ def check_attention(inputs, n_out, opset, attrs, tolerance=None):
                     assert_close(g, w, f"output {k} at {level}, {threads} threads {attrs}",
                                  tolerance)
                 runs.append(got)
-            for g1, g2 in zip(*runs):
+            for g1, g2 in thread_pairs(runs):
                 assert g1.tobytes() == g2.tobytes(), "thread count changed the result"
     for x, original in zip(present, originals):
         assert x.tobytes() == original.tobytes(), "input modified"

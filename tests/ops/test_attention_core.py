@@ -14,7 +14,7 @@ from onnx_light_cpu._kernels.engines import attention as core
 from onnx_light_cpu.reference import attention_core as twin
 from onnx_light_cpu.simd import LEVEL_NAMES, available_simd_levels
 
-from differential import assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, same_bits, same_bits_all
 
 TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float16): (2e-3, 2e-3),
        np.dtype(bfloat16): (1.6e-2, 1e-2)}
@@ -51,13 +51,13 @@ def run_case(rng, B, Nq, Nkv, S, T, Dk, Dv, dtype, *, bias=None, ranges=False, s
     twin.attend(q, k, v, want, **kw)
     for level in LEVELS:
         got = {}
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             out = np.full((B, S, Nq, Dv), np.nan, dtype).transpose(0, 2, 1, 3)
             core.attend(q, k, v, out, threads=threads, level=level, **kw)
             got[threads] = np.ascontiguousarray(out)
             assert_close(got[threads], want, f"level {level}, {threads} threads",
                          TOL[np.dtype(dtype)])
-        assert same_bits(got[1], got[2]), f"level {level}: thread count changed the result"
+        assert same_bits_all(list(got.values())), f"level {level}: thread count changed the result"
     for a, o in zip((q, k, v), originals):
         assert same_bits(a, o)
 
@@ -112,13 +112,13 @@ def test_engine_decode_split_and_empty_rows():
         assert not want[1:].any()
         for level in LEVELS:
             outs = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 out = np.full((B, Nq, 1, D), np.nan, np.float32)
                 core.attend(q, k, v, out, scale=0.2, key_begin=begin, key_end=end, bias=bias,
                             sink=sink, threads=threads, level=level)
                 assert_close(out, want, f"decode split level {level}", TOL[np.dtype(np.float32)])
                 outs.append(out)
-            assert same_bits(*outs)
+            assert same_bits_all(outs)
 
 
 def test_engine_rejects_bad_arguments():
@@ -170,7 +170,7 @@ def test_engine_fills_from_past(S, T, Nq):
         assert same_bits(want_k[b, :, :lens[b]], pk[b, :, :lens[b]])
         assert same_bits(want_k[b, :, lens[b]:], k0[b, :, lens[b]:])
     for level in LEVELS:
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             k, v = k0.copy(), v0.copy()
             out = np.empty((B, Nq, S, D), np.float32)
             core.attend(q, k, v, out, scale=0.3, past=(pk, pv, lens), threads=threads, level=level)
@@ -218,12 +218,12 @@ def test_engine_nan_scores_give_nan_rows(B, Nq, Nkv, S, T, D, dtype):
     base = np.empty((B, Nq, S, D), dtype)
     for level in LEVELS:
         outs = []
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             out = np.full((B, Nq, S, D), 7, dtype)
             core.attend(q, k, v, out, threads=threads, level=level, **kw)
             assert_close(out, want, f"level {level}, {threads} threads", TOL[np.dtype(dtype)])
             outs.append(out)
-        assert same_bits(*outs), f"level {level}: thread count changed the result"
+        assert same_bits_all(outs), f"level {level}: thread count changed the result"
         core.attend(*clean[:3], base, scale=0.3, bias=clean[3], key_begin=begin, key_end=end,
                     level=level)
         keep = ~np.isnan(want.astype(np.float32)).any(axis=-1)
@@ -246,7 +246,7 @@ def test_engine_row_masked_whole_by_the_bias_is_zeros_even_with_nan(T):
     twin.attend(q, k, v, want, scale=0.5, bias=bias)
     assert not want[0, 0].any() and np.isnan(want[0, 1]).all()
     for level in LEVELS:
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             out = np.full(q.shape, 7, np.float32)
             core.attend(q, k, v, out, scale=0.5, bias=bias, threads=threads, level=level)
             assert same_bits(out, want), (level, threads)

@@ -23,7 +23,7 @@ from onnx.reference.ops.op_cast import cast_to
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, code_level_name
 
-from differential import check_node, node_model, random_shapes, run_ours, unaligned
+from differential import THREAD_COUNTS, check_node, node_model, random_shapes, run_ours, unaligned
 
 EXACT = (0.0, 0.0)
 NATIVE = [T.BOOL, T.UINT8, T.INT8, T.UINT16, T.INT16, T.UINT32, T.INT32, T.UINT64, T.INT64,
@@ -170,7 +170,7 @@ def _check_bytes(x, to, opset=None, **attrs):
     model = node_model("Cast", [x], opset=opset, to=to, **attrs)
     for level in available_simd_levels():
         with capped_simd_level(level):
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 (y,), names, _ = run_ours(model, [x], threads)
                 assert "onnx_light_cpu::Cast" in names
                 assert y.dtype == want.dtype, (y.dtype, want.dtype)

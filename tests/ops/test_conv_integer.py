@@ -34,7 +34,14 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import check_node, element_type, node_model, ort_int8_weight_range, run_ours
+from differential import (
+    THREAD_COUNTS,
+    check_node,
+    element_type,
+    node_model,
+    ort_int8_weight_range,
+    run_ours,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -410,7 +417,7 @@ def test_quantized_cnn_end_to_end():
     x = rng.normal(0, 1, size=(2, C0, 17, 15)).astype(np.float32)
     expected = ort.InferenceSession(model.SerializeToString(),
                                     providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    for threads in (1, 2):
+    for threads in THREAD_COUNTS:
         sess = ReferenceEvaluator(model)
         olc.register_kernels_for_session(sess)
         olc.set_num_threads_for_session(sess, threads)

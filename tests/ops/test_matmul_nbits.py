@@ -32,7 +32,7 @@ from onnx_light_cpu import simd
 from onnx_light_cpu._kernels import matmul_nbits as core
 from onnx_light_cpu.reference.matmul_nbits import codes_matrix, dequantize, matmul_nbits
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
-from tests.differential import assert_close, same_bits
+from tests.differential import THREAD_COUNTS, assert_close, same_bits, same_bits_all
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -153,7 +153,7 @@ def check(inputs, oracle, *, constant=True, low_precision_ulp=None, expect_path=
     for level in available_simd_levels():
         with capped_simd_level(level):
             results = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 y, paths = run_ours(inputs, threads, constant, **attrs)
                 assert y.dtype == oracle.dtype and y.shape == oracle.shape
                 what = f"{attrs} at {level}, {threads} threads, {paths}"
@@ -162,7 +162,7 @@ def check(inputs, oracle, *, constant=True, low_precision_ulp=None, expect_path=
                 if expect_path:
                     assert any(expect_path in p for p in paths), paths
                 results.append(y)
-            assert same_bits(results[0], results[1]), f"thread count changed the result at {level}"
+            assert same_bits_all(results), f"thread count changed the result at {level}"
     for v, original in zip(inputs, originals):
         if v is not None:
             assert same_bits(v, original), "MatMulNBits modified an input"
@@ -415,7 +415,7 @@ def test_nonfinite_scales_keep_float_semantics(M, level):
     attrs["accuracy_level"] = level
     a, b, scales, zero_points, bias = inputs
     expected = matmul_nbits(a, b, scales, zero_points, bias, **attrs)
-    for threads in (1, 2):
+    for threads in THREAD_COUNTS:
         y, paths = run_ours(inputs, threads, **attrs)
         assert all(p.startswith("int4_panel") for p in paths), paths
         assert_close(y, expected, "non-finite scales", (0, tolerance(

@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 
-from differential import check_node, layouts, node_model, run_ours, same_bits
+from differential import THREAD_COUNTS, check_node, layouts, node_model, run_ours, same_bits
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -381,7 +381,7 @@ def test_expand_dims_strings():
         inputs = [x, scalar(axis, np.int32)]
         (want,) = ort_run("ExpandDims", inputs)
         model = node_model("ExpandDims", inputs, domain=MS)
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             (got,), names, _ = run_ours(model, inputs, threads)
             assert names == ["onnx_light_cpu::ExpandDims"], names
             assert got.shape == want.shape and got.dtype == want.dtype

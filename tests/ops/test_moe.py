@@ -24,7 +24,7 @@ import onnx_light_cpu as olc
 from onnx_light_cpu.reference import moe as naive
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, same_bits, same_bits_all
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -97,13 +97,13 @@ def check(op: str, inputs, expected, *, constant=(), tolerance=None, **attrs):
     for level in available_simd_levels():
         with capped_simd_level(level):
             outputs = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 got, names, _ = run_ours(op, inputs, constant=constant, threads=threads, **attrs)
                 assert f"onnx_light_cpu::{op}" in names, names
                 assert_close(got, expected.astype(inputs[0].dtype),
                              f"{op} at {level}, {threads} threads", (rtol, atol * scale))
                 outputs.append(got)
-            assert same_bits(*outputs), f"{op} at {level}: thread count changed the result"
+            assert same_bits_all(outputs), f"{op} at {level}: thread count changed the result"
     for a, original in zip(inputs, originals):
         assert a is None or same_bits(a, original), f"{op} modified an input"
 

@@ -16,7 +16,15 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import assert_close, check_node, node_model, run_ours, same_bits
+from differential import (
+    THREAD_COUNTS,
+    assert_close,
+    check_node,
+    node_model,
+    run_ours,
+    same_bits,
+    thread_pairs,
+)
 
 FLOATS = [np.float32, np.float16, bfloat16, np.float64]
 # (rtol, atol) per output dtype: outputs near zero come out of a
@@ -209,13 +217,13 @@ def _check_sln(x, s, axis=-1, stash=1, eps=None, inv=True):
     for level in available_simd_levels():
         with capped_simd_level(level):
             results = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 out, _ = _run_sln_ours(model, x, s, threads)
                 assert_close(out[0], y64.astype(s.dtype), f"Y at {level}", _tol(s.dtype, acc64))
                 if inv:
                     assert_close(out[1], inv64.astype(stat), f"inv at {level}", _tol(stat, acc64))
                 results.append(out)
-            for a, b in zip(*results):
+            for a, b in thread_pairs(results):
                 assert same_bits(a, b), "thread count changed the result"
     assert same_bits(x, originals[0]) and same_bits(s, originals[1])
 

@@ -14,7 +14,15 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
-from tests.differential import check_node, error_message, layouts, node_model, run_ours, same_bits
+from tests.differential import (
+    THREAD_COUNTS,
+    check_node,
+    error_message,
+    layouts,
+    node_model,
+    run_ours,
+    same_bits,
+)
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -82,7 +90,7 @@ def test_types(dtype, mode):
                        **({"constant_values": value} if mode == "constant" else {}))]
     if np.dtype(dtype).kind == "c":  # the differential check compares real parts only
         model = node_model("Pad", inputs, opset=19, mode=mode)
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             got, names, _ = run_ours(model, inputs, threads)
             assert names == [KERNEL]
             assert same_bits(got[0], expected[0])

@@ -26,7 +26,7 @@ import onnx_light_cpu as olc
 from onnx_light_cpu.reference import moe as naive
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import same_bits
+from differential import THREAD_COUNTS, same_bits, same_bits_all
 
 OP = "QMoE"
 
@@ -531,7 +531,7 @@ def test_one_token_on_the_int8_engine(bits, accuracy, fc3, zero_points):
         for level in available_simd_levels():
             with capped_simd_level(level):
                 outputs = []
-                for threads in (1, 2):
+                for threads in THREAD_COUNTS:
                     row = run_ours(OP, batch, constant=constant, threads=threads, **attrs)[0]
                     got, names, paths = run_ours(OP, token, constant=constant,
                                                  threads=threads, **attrs)
@@ -544,7 +544,7 @@ def test_one_token_on_the_int8_engine(bits, accuracy, fc3, zero_points):
                         np.testing.assert_allclose(got, row[:1], rtol=1e-6, atol=1e-6,
                                                    err_msg=what)
                     outputs.append(got)
-                assert same_bits(*outputs), f"{level}: thread count changed the result"
+                assert same_bits_all(outputs), f"{level}: thread count changed the result"
 
 
 def test_rank3_and_empty_zero_points():

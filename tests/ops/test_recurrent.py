@@ -16,7 +16,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
-from differential import assert_close, same_bits
+from differential import THREAD_COUNTS, assert_close, same_bits, thread_pairs
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -96,14 +96,14 @@ def _check_everywhere(op, model, feeds, expected, tolerance=F32_TOL):
     for level in available_simd_levels():
         with capped_simd_level(level):
             runs = []
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 got, names, _ = _ours(model, feeds, threads)
                 assert f"onnx_light_cpu::{op}" in names, names
                 for k, (g, e) in enumerate(zip(got, expected)):
                     assert_close(g, e, f"{op} output {k} at {level}, {threads} threads",
                                  tolerance)
                 runs.append(got)
-            for a, b in zip(*runs):
+            for a, b in thread_pairs(runs):
                 assert same_bits(a, b), f"{op} at {level}: thread count changed the result"
     for k, v in feeds.items():
         assert same_bits(v, originals[k]), f"{op} modified input {k}"

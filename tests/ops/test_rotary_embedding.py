@@ -16,7 +16,7 @@ from onnx_light_cpu._kernels.engines import rotary as core
 from onnx_light_cpu.reference.rotary_embedding import rotary_embedding as naive_rotary
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, state
 
-from differential import check_node, layouts, node_model, run_ours
+from differential import THREAD_COUNTS, check_node, layouts, node_model, run_ours
 
 MS = "com.microsoft"
 MS_KERNEL = "onnx_light_cpu::MicrosoftRotaryEmbedding"
@@ -131,7 +131,7 @@ def test_core_in_place_on_transposed_view(dtype, interleaved):
     cos, sin = (rng.standard_normal((table, rot // 2)).astype(np.float32) for _ in range(2))
     pos = rng.integers(0, table, (b, s)).astype(np.int64)
     for level in range(state.max_level + 1):
-        for threads in (1, 2):
+        for threads in THREAD_COUNTS:
             for cache_type in (np.float32, dtype):
                 c, sn = cos.astype(cache_type), sin.astype(cache_type)
                 ref = builtin_rotary(buf.astype(np.float32), c.astype(np.float32),

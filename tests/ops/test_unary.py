@@ -12,6 +12,7 @@ import onnx_light_cpu as olc
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level, code_level_name
 
 from differential import (
+    THREAD_COUNTS,
     TOLERANCES,
     check_node,
     element_type,
@@ -231,7 +232,7 @@ def _bit_exact(op, inputs, want, **model_kwargs):
     want = np.asarray(want).astype(inputs[0].dtype)  # NumPy's clip widens bfloat16
     for level in available_simd_levels():
         with capped_simd_level(level):
-            for threads in (1, 2):
+            for threads in THREAD_COUNTS:
                 (y,), names, _ = run_ours(model, inputs, threads)
                 assert f"onnx_light_cpu::{op}" in names
                 assert y.dtype == want.dtype and y.shape == want.shape
