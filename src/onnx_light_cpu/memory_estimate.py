@@ -66,7 +66,7 @@ from typing import NamedTuple
 import numpy as np
 from onnx import TensorProto, helper
 
-from .threads import WIDE_FROM_THREADS
+from .threads import product_threads
 
 __all__ = [
     "ModelPeakMemory",
@@ -383,13 +383,9 @@ def _int8_format(bits, block) -> bool:
 
 
 def _nbits_float_threads(c: _Node, M: int, work: int) -> int:
-    """MatMulNBits' float engine (threads.product_threads)."""
-    threads = c.threads_for(work, 1 << 18)
-    if M <= 4:
-        wide = c.threads_for(work, 1 << 17)
-        if wide >= WIDE_FROM_THREADS:
-            threads = max(threads, wide)
-    return threads
+    """MatMulNBits' float engine: its thresholds (min_work_per_thread,
+    min_decode_work_per_thread up to decode_rows rows) in the adapters' rule."""
+    return product_threads(work, 1 << 18, 1 << 17, M <= 4, c.threads)
 
 
 def _matmul_nbits(c: _Node) -> _Estimate:
