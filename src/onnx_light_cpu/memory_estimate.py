@@ -1102,8 +1102,8 @@ def _fused_conv(c: _Node) -> _Estimate:
     if pointwise:
         return _Estimate(native=_sgemm_native(c.level, 1, Mg, P, K, threads, b_packed=False,
                                               a_direct=True))
-    cols = core.scratch_floats(c.level, K, P, False)
-    pt = core.tile_cols(c.level, K, P)
+    cols = core.scratch_floats(c.level, K, P, Mg, False)
+    pt = core.tile_cols(c.level, K, P, Mg)
     nr = _gemm_cfg(c.level)[1]
     npad = -(-pt // nr) * nr
     # the segment table (5 int64 a segment), the packing tasks' lines

@@ -63,14 +63,14 @@ def level_used(int level):
     return olc_conv_level(level)
 
 
-def tile_cols(int level, int64_t K, int64_t P):
-    """Output columns of one im2col tile for K rows."""
-    return olc_conv_tile_cols(level, K, P)
+def tile_cols(int level, int64_t K, int64_t P, int64_t Mg):
+    """Output columns of one im2col tile for K rows (Mg output channels a group)."""
+    return olc_conv_tile_cols(level, K, P, Mg)
 
 
-def scratch_floats(int level, int64_t K, int64_t P, bint pointwise):
+def scratch_floats(int level, int64_t K, int64_t P, int64_t Mg, bint pointwise):
     """float32 elements of the column tile conv_gemm allocates."""
-    return olc_conv_scratch(level, K, P, pointwise)
+    return olc_conv_scratch(level, K, P, Mg, pointwise)
 
 
 def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,

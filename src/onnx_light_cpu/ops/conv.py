@@ -256,7 +256,7 @@ class Conv(_ConvAttributes):
         level = simd.state.level
         if kind == "im2col":
             self._check_bytes("the column tile",
-                              4 * core.scratch_floats(level, Cg * kk, P, False))
+                              4 * core.scratch_floats(level, Cg * kk, P, Mg, False))
         if element_type in (T.FLOAT16, T.BFLOAT16):
             self._check_bytes("the inputs widened to float32 and the float32 output",
                               4 * (x.size + w.size + math.prod(out_shape)))

@@ -531,7 +531,7 @@ static inline olc_gemm_prefetch olc_gemm_prefetch_next(const float *bp, int64_t 
                                                        int64_t n0, int64_t n1, int64_t nr,
                                                        int64_t calls) {
     olc_gemm_prefetch pf = {NULL, 0, 0, 0};
-    if (bp == NULL || calls < 2) return pf;
+    if (calls < 2) return pf;
     if (j + nr < n1) {
         pf.next = (const char *)(bp + pc * npad + (j + nr) * kc);
         pf.lines = kc * nr / 16;
@@ -553,11 +553,33 @@ static inline void olc_gemm_prefetch_step(olc_gemm_prefetch *pf) {
         __builtin_prefetch(pf->next + pf->line * 64, 0, 2);
 }
 
+/* One micro-tile: rows i..i+rows and columns j..j+ncols of C over block
+ * pc of K (kc rows of B, the packed panel). */
+static inline void olc_sgemm_micro(const olc_sgemm_cfg *cfg, const float *ablock,
+                                   const float *adirect, int64_t lda, const float *panel,
+                                   int64_t pc, int64_t kc, int64_t i, int64_t rows, int64_t j,
+                                   int64_t ncols, float *c, int64_t ldc, float alpha, int acc) {
+    if (adirect != NULL)
+        cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j, ldc, alpha,
+                          acc, ncols);
+    else
+        cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha, acc, ncols);
+}
+
 /* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
  * micro-tile).  ap is this matrix's packed A (block pc at pc * mpad, its
  * micro-panel i at + i * kc).  With bp NULL the tile packs its own block
  * of B (rows pc..pc+kc, its columns) into bbuf, used at once while still
- * in cache; else it reads the pre-packed B. */
+ * in cache; else it reads the pre-packed B.
+ *
+ * The order of the micro-tiles changes no sum.  A pre-packed B may come
+ * from memory, so each of its panels is used by every row block while in
+ * L1, the next one prefetched.  A block the tile packed itself is in L2
+ * already: there the row blocks go outer, so that each writes its rows of
+ * C left to right, a few sequential streams the prefetcher follows.  With
+ * the panels outer, each panel wrote one or two lines in every row of the
+ * tile, each line a miss: a 1x1 Conv 64 -> 256 at 56x56 (C = 256 rows of
+ * 3136) took 1.4-2.1 ms inside ResNet-50, 0.85-0.95 ms rows outer. */
 static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap, int64_t mpad,
                            const float *adirect, int64_t lda, const float *bp, const void *b,
                            int64_t rsb, int64_t csb, int64_t K,
@@ -567,23 +589,26 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
     int64_t npad = (N + nr - 1) / nr * nr;
     for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
         int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-        if (bp == NULL)
-            olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, n0, n1, nr, bbuf);
         int acc = accumulate || pc > 0;
         const float *ablock = ap != NULL ? ap + pc * mpad : NULL;
+        if (bp == NULL) {
+            olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, n0, n1, nr, bbuf);
+            for (int64_t i = m0; i < m1; i += mr) {
+                int64_t rows = M - i < mr ? M - i : mr;
+                for (int64_t j = n0; j < n1; j += nr)
+                    olc_sgemm_micro(cfg, ablock, adirect, lda, bbuf + (j - n0) * kc, pc, kc, i,
+                                    rows, j, N - j < nr ? N - j : nr, c, ldc, alpha, acc);
+            }
+            continue;
+        }
         for (int64_t j = n0; j < n1; j += nr) {
-            int64_t ncols = N - j < nr ? N - j : nr;
-            const float *panel = bp != NULL ? bp + pc * npad + j * kc : bbuf + (j - n0) * kc;
+            const float *panel = bp + pc * npad + j * kc;
             olc_gemm_prefetch pf = olc_gemm_prefetch_next(bp, npad, K, pc, kc, j, n0, n1, nr,
                                                           (m1 - m0 + mr - 1) / mr);
             for (int64_t i = m0; i < m1; i += mr) {
-                int64_t rows = M - i < mr ? M - i : mr;
-                if (adirect != NULL)
-                    cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j,
-                                      ldc, alpha, acc, ncols);
-                else
-                    cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha,
-                                   acc, ncols);
+                olc_sgemm_micro(cfg, ablock, adirect, lda, panel, pc, kc, i,
+                                M - i < mr ? M - i : mr, j, N - j < nr ? N - j : nr, c, ldc,
+                                alpha, acc);
                 olc_gemm_prefetch_step(&pf);
             }
         }
