@@ -339,7 +339,10 @@ def build_cases():
             ("depthwise-s2", (1, 32, 28, 28), (32, 1, 3, 3), (1,),
              {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
             ("winograd-blocked", (1, 16, 70, 71), (17, 16, 3, 3), (1, 2),
-             {"pads": [1, 0, 2, 1]})]:
+             {"pads": [1, 0, 2, 1]}),
+            # more channels than pixels: the pixels as the GEMM's rows
+            ("gemm-t", (2, 64, 7, 7), (512, 64, 3, 3), (1, 2),
+             {"strides": [2, 2], "pads": [1, 1, 1, 1]})]:
         cases.append((f"FusedConv-{name}", c("FusedConv", [R(rng, *xs), R(rng, *ws),
                                                            R(rng, ws[0])], const,
                                              activation="Relu", **attrs)))

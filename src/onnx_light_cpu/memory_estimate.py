@@ -1042,6 +1042,7 @@ def _fused_conv(c: _Node) -> _Estimate:
     scratch (A read in place; B packed per tile for the 1x1 plain GEMM);
     depthwise convolutions a direct loop (3-wide rows: padded copies)."""
     from ._kernels import conv as core
+    from .ops import conv as ops_conv
     x, w = c.shape(0), c.shape(1)
     n = len(x) - 2
     G = int(c.attr("group", 1))
@@ -1082,7 +1083,6 @@ def _fused_conv(c: _Node) -> _Estimate:
         # a block of 8 channels at a time, a band of rows a task, a buffer
         # a slot: the core says whether the planes take that path, and its
         # buffer's size
-        from .ops import conv as ops_conv
         geom = ops_conv._geometry(1, x[2:], kernel, strides, begins, dilations, out)
         floats = core.dwc_buffer_floats(geom, ops_conv.DEPTHWISE_BLOCK_PLANE)
         if floats and floats * slots <= 1 << 22:
@@ -1091,6 +1091,9 @@ def _fused_conv(c: _Node) -> _Estimate:
         floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
+    if G == 1 and K > 0 and P * ops_conv.GEMM_T_CHANNELS_PER_PIXEL <= M and c.is_const(1):
+        geom = ops_conv._geometry(Cg, x[2:], kernel, strides, begins, dilations, out)
+        return _conv_t(c, x, M, K, P, kk, geom)
     if (n == 2 and G == 1 and list(kernel) == [3, 3] and strides == [1, 1]
             and dilations == [1, 1] and Cg >= 16 and M >= 16):
         return _winograd(c, x, M, Cg, out, begins)
@@ -1112,6 +1115,20 @@ def _fused_conv(c: _Node) -> _Estimate:
         + min(threads, -(-K // 16)) * _aligned_floats(16 * npad)
     return _Estimate(native=_aligned_floats(cols) + tables + _sgemm_native(
         c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True))
+
+
+def _conv_t(c: _Node, x, M, K, P, kk, geom) -> _Estimate:
+    """The pixels as the GEMM's rows (olc_conv_f32_t): W^T packed once
+    (prepared), the columns and the transposed output from the evaluator's
+    pool, the offsets table and olc_sgemm's scratch (none: A read in place,
+    B pre-packed)."""
+    from ._kernels import conv as core
+    threads = c.threads_for(x[0] * M * P * K, 1 << 20)
+    scratch = core.t_scratch(geom, M) * 4
+    native = P * kk * 8 + _sgemm_native(c.level, 1, P, M, K, threads, b_packed=True,
+                                        a_direct=True)
+    prepared = (_sgemm_packed_floats(c.level, K, M) + 16) * 4
+    return _Estimate(numpy=scratch, native=native, prepared=prepared, pooled=scratch)
 
 
 def _winograd(c: _Node, x, M, C, out, begins) -> _Estimate:

@@ -538,6 +538,67 @@ def test_conv_winograd_vs_ort(case):
     assert any("_winograd_" in p for p in paths), paths
 
 
+# At least 8 output channels a pixel and constant weights: the pixels are
+# the GEMM's rows and W^T its B, packed once (olc_conv_f32_t).  Each output
+# is the same sum as on the path of a W that is not constant (im2col or
+# the 1x1 GEMM there), so the bits must match it.
+PIXEL_ROWS_CASES = [
+    ((2, 64, 7, 7), (512, 64, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 48, 4, 4), (256, 48, 1, 1), {}),
+    ((2, 8, 5), (64, 8, 3), {"pads": [1, 1]}),
+    ((1, 4, 3, 3, 3), (64, 4, 2, 2, 2), {}),
+    ((1, 16, 6, 6), (128, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 2],
+                                      "pads": [2, 1, 2, 1]}),
+    ((1, 300, 3, 3), (80, 300, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+]
+
+
+def _constant(model: onnx.ModelProto, inputs, indices) -> onnx.ModelProto:
+    """``model`` with its inputs ``indices`` (x1, x2, ...) as initializers."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    names = {f"x{i}" for i in indices}
+    kept = [v for v in m.graph.input if v.name not in names]
+    del m.graph.input[:]
+    m.graph.input.extend(kept)
+    m.graph.initializer.extend(onnx.numpy_helper.from_array(inputs[i], f"x{i}")
+                               for i in indices)
+    return m
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("case", range(len(PIXEL_ROWS_CASES)))
+def test_conv_pixel_rows_vs_ort(case, fused):
+    xs, ws, attrs = PIXEL_ROWS_CASES[case]
+    rng = np.random.default_rng(case)
+    inputs = _conv_inputs(rng, xs, ws, np.float32)
+    op, extra = "Conv", {}
+    if fused:
+        out = ort_oracle("Conv", inputs, **attrs)[0]
+        inputs.append(_rand(rng, out.shape, np.float32))
+        op, extra = "FusedConv", {"opset": 21, "domain": "com.microsoft", "activation": "Relu"}
+    expected = ort_oracle(op, inputs, **extra, **attrs)[0]
+    model = node_model(op, inputs, **extra, **attrs)
+    constant = _constant(model, inputs, (1, 2))
+    feeds = {n.name: inputs[int(n.name[1:])] for n in constant.graph.input}
+    originals = [a.copy() for a in inputs]
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            plain = run_ours(model, inputs)[0][0]
+            for threads in THREAD_COUNTS:
+                sess = ReferenceEvaluator(constant)
+                olc.register_kernels_for_session(sess)
+                olc.set_num_threads_for_session(sess, threads)
+                olc.set_kernel_usage_recording(sess, True)
+                got = sess.run(None, feeds)[0]
+                paths = olc.used_kernel_paths(sess)
+                assert any("_gemm_t_" in p for p in paths), paths
+                assert same_bits(got, plain), f"{op} {attrs} at {level}, {threads} threads"
+    assert_close(got, expected, f"{op} {attrs}", _scaled_tol(np.float32, expected))
+    for a, o in zip(inputs, originals):
+        assert same_bits(a, o), f"{op} modified an input"
+
+
 @pytest.mark.parametrize("activation", ["LeakyRelu", "Clip", "HardSigmoid"])
 def test_fused_conv_needs_its_params(activation):
     x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)

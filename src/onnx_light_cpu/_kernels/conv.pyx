@@ -25,7 +25,7 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
                        olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
                        olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
-                       olc_conv_tile_cols)
+                       olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_scratch)
 from olc_gemm cimport olc_gemm_level, olc_sgemm, olc_sgemm_pack_b, olc_sgemm_packed_size
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_qconv cimport olc_qconv_depthwise, olc_qconv_im2col, olc_qconv_requantize
@@ -91,6 +91,49 @@ def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y
                               beta, threads)
     if status != 0:
         raise MemoryError("conv core: no memory for the column tile")
+
+
+def packed_t_size(int64_t K, int64_t M, int level):
+    """float32 elements of W^T (K x M) packed by pack_t at ``level``."""
+    return olc_sgemm_packed_size(olc_gemm_level(level), K, M)
+
+
+def pack_t(cnp.ndarray w, cnp.ndarray dst, int level, int threads):
+    """Packs float32 W (M, K), C-contiguous, transposed as the GEMM engine's
+    B at ``level`` into dst (packed_t_size floats) for conv_t."""
+    cdef int64_t M = w.shape[0], K = w.shape[1], zero = 0
+    with nogil:
+        olc_sgemm_pack_b(olc_gemm_level(level), 1, 1, cnp.PyArray_DATA(w), &zero, 1, K, K, M,
+                         <float *>cnp.PyArray_DATA(dst), threads)
+
+
+def t_scratch(cnp.ndarray geom, int64_t M):
+    """float32 elements of the scratch conv_t takes."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return olc_conv_t_scratch(&g, M)
+
+
+def conv_t(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.ndarray y,
+           cnp.ndarray scratch, cnp.ndarray geom, int64_t N, int64_t M, int act, float alpha,
+           float beta, int level, int threads):
+    """float32 y (N, M, P) = act(conv(x, w) + bias + z), one group, with the
+    pixels as the GEMM's rows; ``packed`` is pack_t's W^T, ``scratch``
+    t_scratch floats."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
+    cdef const float *pw = <const float *>cnp.PyArray_DATA(packed)
+    cdef const float *pb = <const float *>_data(bias)
+    cdef const float *pz = <const float *>_data(z)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    cdef float *ps = <float *>cnp.PyArray_DATA(scratch)
+    cdef int status
+    with nogil:
+        status = olc_conv_f32_t(level, &g, px, pw, pb, pz, py, N, M, act, alpha, beta, ps,
+                                threads)
+    if status != 0:
+        raise MemoryError("conv core: no memory for the GEMM's scratch")
 
 
 def winograd_scratch(cnp.ndarray geom, int64_t M, int threads):

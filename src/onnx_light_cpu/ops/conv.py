@@ -6,7 +6,10 @@ Conv writes im2col tiles straight into the GEMM engine's packed layout and
 multiplies them by the weights read in place (a 1x1, stride-1, unpadded
 Conv is a plain GEMM on X; a 2-D 3x3 Conv at unit strides and dilations
 from 16 channels in and out is Winograd F(2x2, 3x3): 16 GEMMs of the
-transformed tiles by the transformed weights, packed once); depthwise Conv
+transformed tiles by the transformed weights, packed once; a Conv of one
+group with constant weights and at least 8 output channels a pixel, as
+late layers have, runs the pixels as the GEMM's rows against W^T packed
+once, the same sums as im2col's); depthwise Conv
 (group == C == M) and double run a direct loop vectorised over the output
 width, except 2-D depthwise planes 3 taps wide, which run 8 channels at a
 time from a channel-innermost padded copy, a vector per output position.
@@ -49,6 +52,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import conv as core
+from ..memory import prepared_empty
 from .._kernels.engines import gemm_int8 as i8core
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
 
@@ -68,6 +72,12 @@ DEPTHWISE_BLOCK_PLANE = 1 << 40
 # 3x3 Conv at unit strides runs Winograd F(2x2, 3x3) from this many input
 # and output channels (fewer: the transforms cost more than they save)
 WINOGRAD_MIN_CHANNELS = 16
+# A constant-weight Conv of one group with at least this many output
+# channels a pixel (ResNet-50's last stage: 512-2048 channels, 49 pixels)
+# is W^T packed once as the GEMM's B and the pixels as its rows
+# (olc_conv_f32_t): the weights are the large operand there.  At 196
+# pixels with 256-1024 channels it was slower than the other paths.
+GEMM_T_CHANNELS_PER_PIXEL = 8
 
 ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
                "HardSigmoid": 6}
@@ -203,6 +213,15 @@ def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+def _packed_t(w: np.ndarray, level: int, threads: int) -> np.ndarray:
+    """float32 W (M, C, k...) as W^T (C*k... x M) packed as the GEMM
+    engine's B at ``level``, for conv_t."""
+    w2 = w.reshape(w.shape[0], -1)
+    packed = prepared_empty(core.packed_t_size(w2.shape[1], w2.shape[0], level), np.float32)
+    core.pack_t(w2, packed, level, threads)
+    return packed
+
+
 class Conv(_ConvAttributes):
     """Y = conv(X, W) + B, 1-D to 3-D, groups, strides, pads, dilations, auto_pad."""
 
@@ -247,6 +266,9 @@ class Conv(_ConvAttributes):
             kind = "direct"
         elif G > 1 and Cg == 1 and Mg == 1:
             kind = "depthwise"
+        elif (G == 1 and 0 < P * GEMM_T_CHANNELS_PER_PIXEL <= M and Cg > 0
+              and self._constant_input(1) is w):
+            kind = "gemm_t"
         elif (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
               and all(d == 1 for d in dilations) and Cg >= WINOGRAD_MIN_CHANNELS
               and M >= WINOGRAD_MIN_CHANNELS):
@@ -282,7 +304,13 @@ class Conv(_ConvAttributes):
         y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
             np.empty(out_shape, dtype=work)
         act, a, bb = self.activation_code, self.act_a, self.act_b
-        if kind == "winograd":
+        if kind == "gemm_t":
+            packed = self._prepared_input(("gemm_t", level), 1, w,
+                                          lambda: _packed_t(_widened(w, FLOAT32), level, threads))
+            scratch = self._new_output((core.t_scratch(geom, M),), FLOAT32, slot=1)
+            core.conv_t(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level, threads)
+            del scratch  # back to the pool
+        elif kind == "winograd":
             # the filters' 16 transformed matrices, packed for this level
             packed = self._prepared_input(
                 ("winograd", level), 1, w,

@@ -312,6 +312,134 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
     return status;
 }
 
+/* ---- float32 Conv with the pixels as rows: Y^T = columns^T W^T ---- */
+
+/* Where a layer has at least as many output channels as its image has
+ * pixels (ResNet's last stage: 2048 channels of 7x7), W is the large
+ * operand.  Read in place as olc_conv_f32's A, each row block loads 12
+ * rows K floats apart; as the engine's B, packed once by the adapter (wt:
+ * W^T, K x M, olc_sgemm_pack_b at this level), it streams in order with
+ * the prefetch of pre-packed weights.  The pixels are then the rows: each
+ * image's columns are written pixel by pixel (cols, P x K), T (P x M) =
+ * cols W^T, and T is transposed into y with the epilogue.  Every output
+ * is the same sum, in the same order, as olc_conv_f32's: the same bits. */
+
+/* Pixels of one task of the row-wise im2col, channels of one transpose. */
+#define OLC_CONV_T_PIXELS 8
+#define OLC_CONV_T_CHANNELS 16
+
+typedef struct {
+    olc_conv_geom g;
+    int level, act;
+    float a, b;
+    const float *x, *bias, *z; /* x, z: the current image */
+    float *cols, *t, *y;       /* y: the current image */
+    const int64_t *at;         /* per pixel and kernel offset: where in a plane, -1: padding */
+    int64_t M, K, P, kk;
+} olc_conv_t_job;
+
+/* at[q * kk + r]: the element of an input plane that pixel q reads at
+ * kernel offset r (depth, height, width), -1 in the padding. */
+static void olc_conv_t_offsets(const olc_conv_geom *g, int64_t *at) {
+    for (int64_t q = 0; q < g->OD * g->OH * g->OW; ++q) {
+        int64_t ow = q % g->OW, oh = q / g->OW % g->OH, od = q / (g->OW * g->OH);
+        for (int64_t e = 0; e < g->kd; ++e) {
+            int64_t id = od * g->sd - g->pd + e * g->dd;
+            for (int64_t f = 0; f < g->kh; ++f) {
+                int64_t ih = oh * g->sh - g->ph + f * g->dh;
+                for (int64_t h = 0; h < g->kw; ++h) {
+                    int64_t iw = ow * g->sw - g->pw + h * g->dw;
+                    *at++ = id >= 0 && id < g->D && ih >= 0 && ih < g->H && iw >= 0 && iw < g->W
+                                ? (id * g->H + ih) * g->W + iw : -1;
+                }
+            }
+        }
+    }
+}
+
+/* cols[q][k] for pixels q of task u, k in W's order (channel, then kernel
+ * offset r).  Channel innermost: the input (one image, in L2) is read a
+ * plane apart, each row written at a constant stride. */
+static void olc_conv_t_cols_task(void *arg, ptrdiff_t u, int slot) {
+    const olc_conv_t_job *p = (const olc_conv_t_job *)arg;
+    int64_t q0 = (int64_t)u * OLC_CONV_T_PIXELS;
+    int64_t q1 = q0 + OLC_CONV_T_PIXELS < p->P ? q0 + OLC_CONV_T_PIXELS : p->P;
+    int64_t plane = p->g.D * p->g.H * p->g.W, kk = p->kk, C = p->g.C;
+    (void)slot;
+    for (int64_t q = q0; q < q1; ++q) {
+        for (int64_t r = 0; r < kk; ++r) {
+            float *out = p->cols + q * p->K + r;
+            int64_t at = p->at[q * kk + r];
+            if (at < 0) {
+                for (int64_t c = 0; c < C; ++c) out[c * kk] = 0.0f;
+            } else {
+                const float *in = p->x + at;
+                for (int64_t c = 0; c < C; ++c) out[c * kk] = in[c * plane];
+            }
+        }
+    }
+}
+
+/* y's channels of task u = T's columns, then bias, Z and activation. */
+static void olc_conv_t_out_task(void *arg, ptrdiff_t u, int slot) {
+    const olc_conv_t_job *p = (const olc_conv_t_job *)arg;
+    int64_t m0 = (int64_t)u * OLC_CONV_T_CHANNELS;
+    int64_t m1 = m0 + OLC_CONV_T_CHANNELS < p->M ? m0 + OLC_CONV_T_CHANNELS : p->M;
+    (void)slot;
+    for (int64_t q = 0; q < p->P; ++q)
+        for (int64_t m = m0; m < m1; ++m) p->y[m * p->P + q] = p->t[q * p->M + m];
+    olc_conv_epilogue(p->level, p->y + m0 * p->P, p->z != NULL ? p->z + m0 * p->P : NULL, p->P,
+                      m1 - m0, p->P, p->bias != NULL ? p->bias + m0 : NULL, p->act, p->a, p->b);
+}
+
+/* Floats of the scratch olc_conv_f32_t takes: cols (P x K), then T (P x M). */
+static int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M) {
+    int64_t P = g->OD * g->OH * g->OW;
+    return P * (g->C * g->kd * g->kh * g->kw) + P * M;
+}
+
+/* y (N x M x P) = act(conv(x, W) + bias + z), one group, from wt (W^T packed
+ * as the engine's B at level) and scratch of olc_conv_t_scratch floats.
+ * Returns -1 without memory (the offsets table, the engine's scratch). */
+static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, const float *wt,
+                          const float *bias, const float *z, float *y, int64_t N, int64_t M,
+                          int act, float a, float b, float *scratch, int nthreads) {
+    olc_conv_t_job p;
+    int64_t ZERO = 0, xplane = g->C * g->D * g->H * g->W;
+    p.g = *g;
+    p.level = olc_gemm_level(level);
+    p.act = act;
+    p.a = a;
+    p.b = b;
+    p.bias = bias;
+    p.M = M;
+    p.K = g->C * g->kd * g->kh * g->kw;
+    p.P = g->OD * g->OH * g->OW;
+    p.kk = g->kd * g->kh * g->kw;
+    p.cols = scratch;
+    p.t = scratch + p.P * p.K;
+    if (p.P == 0 || M == 0) return 0;
+    int64_t *at = (int64_t *)malloc((size_t)(p.P * p.kk) * sizeof(int64_t));
+    if (at == NULL) return -1;
+    olc_conv_t_offsets(g, at);
+    p.at = at;
+    int status = 0;
+    for (int64_t n = 0; n < N && status == 0; ++n) {
+        p.x = x + n * xplane;
+        p.y = y + n * M * p.P;
+        p.z = z != NULL ? z + n * M * p.P : NULL;
+        olc_parallel_for((p.P + OLC_CONV_T_PIXELS - 1) / OLC_CONV_T_PIXELS,
+                         olc_conv_t_cols_task, &p, nthreads);
+        status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.K, 1, wt, &ZERO, NULL, &ZERO,
+                           0, 0, p.P, M, p.K, p.t, M, 0, 1.0f, 0, nthreads);
+        if (status == 0)
+            olc_parallel_for((M + OLC_CONV_T_CHANNELS - 1) / OLC_CONV_T_CHANNELS,
+                             olc_conv_t_out_task, &p, nthreads);
+    }
+    free(at);
+    return status;
+}
+
 /* ---- col2im: scatter-add of columns into an image ---- */
 
 /* col2im, float32 and double */

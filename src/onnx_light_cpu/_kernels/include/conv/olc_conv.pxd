@@ -13,6 +13,10 @@ cdef extern from "conv/olc_conv.h" nogil:
     int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const float *w,
                      const float *bias, const float *z, float *y, int64_t N, int64_t G,
                      int64_t Mg, int pointwise, int act, float a, float b, int nthreads)
+    int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M)
+    int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, const float *wt,
+                       const float *bias, const float *z, float *y, int64_t N, int64_t M,
+                       int act, float a, float b, float *scratch, int nthreads)
     void olc_conv_col2im_f32(const olc_conv_geom *g, const float *col, int64_t ld, int64_t l0,
                              int64_t lt, float *plane)
     void olc_conv_col2im_f64(const olc_conv_geom *g, const double *col, int64_t ld, int64_t l0,
