@@ -52,8 +52,8 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import conv as core
-from ..memory import prepared_empty
 from .._kernels.engines import gemm_int8 as i8core
+from ..memory import prepared_empty
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
 
 T = TensorProto
