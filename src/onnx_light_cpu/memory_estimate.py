@@ -1105,8 +1105,14 @@ def _fused_conv(c: _Node) -> _Estimate:
     if pointwise:
         return _Estimate(native=_sgemm_native(c.level, 1, Mg, P, K, threads, b_packed=False,
                                               a_direct=True))
-    cols = core.scratch_floats(c.level, K, P, Mg, False)
-    pt = core.tile_cols(c.level, K, P, Mg)
+    pt = core.tile_cols(c.level, K, P, Mg, threads)
+    if core.tiles_as_tasks(c.level, P, Mg, False, threads):
+        # a buffer a slot (columns, lines, segments), made by its first
+        # task; each task's olc_sgemm reads A in place and B pre-packed
+        tasks = x[0] * G * -(-P // pt)
+        return _Estimate(native=threads * 8 + min(threads, tasks)
+                         * _aligned_floats(core.task_floats(c.level, K, pt)))
+    cols = core.scratch_floats(c.level, K, P, Mg, False, threads)
     nr = _gemm_cfg(c.level)[1]
     npad = -(-pt // nr) * nr
     # the segment table (5 int64 a segment), the packing tasks' lines

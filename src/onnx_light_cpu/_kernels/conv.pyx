@@ -25,8 +25,10 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
                        olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
                        olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
-                       olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_scratch)
-from olc_gemm cimport olc_gemm_level, olc_sgemm, olc_sgemm_pack_b, olc_sgemm_packed_size
+                       olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_scratch, olc_conv_tasked,
+                       olc_conv_task_floats)
+from olc_gemm cimport (olc_gemm_level, olc_sgemm, olc_sgemm_nr, olc_sgemm_pack_b,
+                       olc_sgemm_packed_size)
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_qconv cimport olc_qconv_depthwise, olc_qconv_im2col, olc_qconv_requantize
 
@@ -63,14 +65,24 @@ def level_used(int level):
     return olc_conv_level(level)
 
 
-def tile_cols(int level, int64_t K, int64_t P, int64_t Mg):
+def tile_cols(int level, int64_t K, int64_t P, int64_t Mg, int threads):
     """Output columns of one im2col tile for K rows (Mg output channels a group)."""
-    return olc_conv_tile_cols(level, K, P, Mg)
+    return olc_conv_tile_cols(level, K, P, Mg, threads)
 
 
-def scratch_floats(int level, int64_t K, int64_t P, int64_t Mg, bint pointwise):
-    """float32 elements of the column tile conv_gemm allocates."""
-    return olc_conv_scratch(level, K, P, Mg, pointwise)
+def tiles_as_tasks(int level, int64_t P, int64_t Mg, bint pointwise, int threads):
+    """Whether conv_gemm packs and multiplies each column tile on one thread."""
+    return bool(olc_conv_tasked(P, Mg, olc_sgemm_nr(olc_gemm_level(level)), pointwise, threads))
+
+
+def task_floats(int level, int64_t K, int64_t pt):
+    """float32 elements of a thread's buffer when tiles are tasks."""
+    return olc_conv_task_floats(level, K, pt)
+
+
+def scratch_floats(int level, int64_t K, int64_t P, int64_t Mg, bint pointwise, int threads):
+    """float32 elements of the column scratch conv_gemm allocates."""
+    return olc_conv_scratch(level, K, P, Mg, pointwise, threads)
 
 
 def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,

@@ -276,9 +276,6 @@ class Conv(_ConvAttributes):
         else:
             kind = "gemm" if pointwise else "im2col"
         level = simd.state.level
-        if kind == "im2col":
-            self._check_bytes("the column tile",
-                              4 * core.scratch_floats(level, Cg * kk, P, Mg, False))
         if element_type in (T.FLOAT16, T.BFLOAT16):
             self._check_bytes("the inputs widened to float32 and the float32 output",
                               4 * (x.size + w.size + math.prod(out_shape)))
@@ -286,6 +283,9 @@ class Conv(_ConvAttributes):
         # gains from a second thread at a fraction of a GEMM's work
         min_work = MIN_WORK_PER_THREAD // 8 if kind == "depthwise" else MIN_WORK_PER_THREAD
         threads = self._num_threads(N * M * P * Cg * kk, min_work)
+        if kind == "im2col":
+            self._check_bytes("the column tiles",
+                              4 * core.scratch_floats(level, Cg * kk, P, Mg, False, threads))
         empty = math.prod(out_shape) == 0
         return (element_type, out_shape, geom, N, G, Mg, kind, threads, empty)
 

@@ -175,7 +175,9 @@ typedef struct {
     float *y, *cols;
     olc_conv_seg *seg;
     float **lines; /* OLC_CONV_PACK_ROWS lines a slot */
-    int64_t N, G, M, Mg, K, P, nr, pt, nseg;
+    float **slots; /* tiles as tasks: a tile's columns, lines and segments a slot */
+    int64_t N, G, M, Mg, K, P, nr, pt, nseg, ntiles;
+    int epi;       /* tiles as tasks: bias, Z or an activation to apply */
     /* the current block */
     const float *xb, *wb, *bb, *zb;
     float *yb;
@@ -206,28 +208,91 @@ static void olc_conv_tile_epilogue(void *arg, int64_t q, int64_t m0, int64_t m1,
                       n1 - n0, p->bb != NULL ? p->bb + m0 : NULL, p->act, p->a, p->b);
 }
 
+/* Whether olc_conv_f32 runs each column tile as one task, packed and
+ * multiplied on one thread (one parallel loop a Conv), rather than every
+ * tile as two parallel loops of all threads: each loop wakes the workers
+ * (about 70 us on a 2-core VM), and ResNet-50's 7x7 stem made 16 loops.
+ * Not the 1x1 GEMM (one loop already), nor an image of one tile (below). */
+static int olc_conv_tasked(int64_t P, int64_t Mg, int64_t nr, int pointwise, int nthreads) {
+    return !pointwise && nthreads > 1 && Mg < (P + nr - 1) / nr * nr;
+}
+
 /* Columns a tile holds for K rows at a level: a multiple of nr.  Every
  * tile reads all of W_g (Mg x K) again, so where W_g has at least as many
  * rows as the image has columns (a late layer: 512 x 4608 weights for 49
  * pixels), the image is one tile whatever the L2 budget: its columns then
  * take no more memory than the weights, and the weights (9 MB there, over
  * L2) stream once instead of once a tile (3x3/2 512 -> 512 at 14x14, 1
- * thread: 2.6 ms in two tiles, 2.4 in one). */
-static int64_t olc_conv_tile_cols(int level, int64_t K, int64_t P, int64_t Mg) {
+ * thread: 2.6 ms in two tiles, 2.4 in one).  Tiles as tasks are at most
+ * a quarter of a thread's share, so that the threads balance. */
+static int64_t olc_conv_tile_cols(int level, int64_t K, int64_t P, int64_t Mg, int nthreads) {
     int64_t nr = olc_sgemm_nr(level);
     int64_t pt = OLC_CONV_TILE_FLOATS / (K > 0 ? K : 1) / nr * nr;
     int64_t ppad = (P + nr - 1) / nr * nr;
     if (pt < nr) pt = nr;
     if (Mg >= ppad) pt = ppad;
+    if (olc_conv_tasked(P, Mg, nr, 0, nthreads)) {
+        int64_t share = (P + 4 * nthreads - 1) / (4 * (int64_t)nthreads);
+        share = (share + nr - 1) / nr * nr;
+        if (share < pt) pt = share;
+    }
     if (pt > OLC_CONV_MAX_TILE) pt = OLC_CONV_MAX_TILE;
     return pt < ppad ? pt : ppad;
 }
 
-/* Floats of the column scratch olc_conv_f32 needs (0 for the plain GEMM). */
-static int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int pointwise) {
+/* Floats of a slot's buffer when tiles are tasks: the packed columns of
+ * pt, then OLC_CONV_PACK_ROWS lines, then pt + 1 segments. */
+static int64_t olc_conv_task_floats(int level, int64_t K, int64_t pt) {
+    int64_t nr = olc_sgemm_nr(level), npad = (pt + nr - 1) / nr * nr;
+    return olc_sgemm_packed_size(level, K, pt) + OLC_CONV_PACK_ROWS * npad
+           + (pt + 1) * (int64_t)(sizeof(olc_conv_seg) / sizeof(float));
+}
+
+/* Floats of the column scratch olc_conv_f32 needs (0 for the plain GEMM):
+ * one tile, or a slot's buffer a thread when tiles are tasks. */
+static int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int pointwise,
+                                int nthreads) {
     if (pointwise) return 0;
-    int64_t pt = olc_conv_tile_cols(level, K, P, Mg);
+    int64_t pt = olc_conv_tile_cols(level, K, P, Mg, nthreads);
+    if (olc_conv_tasked(P, Mg, olc_sgemm_nr(level), 0, nthreads))
+        return nthreads * olc_conv_task_floats(level, K, pt);
     return olc_sgemm_packed_size(level, K, pt);
+}
+
+/* Task t of tiles as tasks: image-group block t / ntiles, its column tile
+ * t % ntiles, packed into this slot's buffer, then multiplied on this
+ * thread (with the epilogue, on a copy of the job that holds the tile). */
+static void olc_conv_tile_task(void *arg, ptrdiff_t t, int slot) {
+    olc_conv_job *p = (olc_conv_job *)arg;
+    int64_t b = (int64_t)t / p->ntiles, p0 = (int64_t)t % p->ntiles * p->pt, ZERO = 0;
+    int64_t gi = b % p->G, xplane = p->g.C * p->g.D * p->g.H * p->g.W;
+    float *buf = olc_slot_buffer(p->slots, slot,
+                                 (size_t)olc_conv_task_floats(p->level, p->K, p->pt));
+    if (buf == NULL) {
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    olc_conv_job q = *p;
+    q.p0 = p0;
+    q.n1 = p->P - p0 < p->pt ? p->P - p0 : p->pt;
+    q.xb = p->x + b * xplane;
+    q.wb = p->w + gi * p->Mg * p->K;
+    q.bb = p->bias != NULL ? p->bias + gi * p->Mg : NULL;
+    q.yb = p->y + b * p->Mg * p->P;
+    q.zb = p->z != NULL ? p->z + b * p->Mg * p->P : NULL;
+    q.cols = buf;
+    float *lines = buf + olc_sgemm_packed_size(p->level, p->K, p->pt);
+    q.seg = (olc_conv_seg *)(lines + OLC_CONV_PACK_ROWS * ((p->pt + p->nr - 1) / p->nr * p->nr));
+    q.nseg = olc_conv_segments(&q.g, p0, q.n1, q.seg);
+    for (int64_t k0 = 0; k0 < p->K; k0 += OLC_CONV_PACK_ROWS)
+        olc_conv_pack_cols(&q.g, q.xb, q.seg, q.nseg, q.n1, k0,
+                           k0 + OLC_CONV_PACK_ROWS < p->K ? k0 + OLC_CONV_PACK_ROWS : p->K, q.nr,
+                           lines, q.cols);
+    olc_sgemm_epilogue e = {olc_conv_tile_epilogue, &q};
+    if (olc_sgemm_then(q.level, OLC_FLOAT, 1, q.wb, &ZERO, q.K, 1, q.cols, &ZERO, NULL, &ZERO, 0,
+                       0, q.Mg, q.n1, q.K, q.yb + p0, q.P, 0, 1.0f, 0, p->epi ? &e : NULL, 1)
+        != 0)
+        __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
 }
 
 /* y (N x G*Mg x P) = conv(x (N x G*C x D*H*W), w (G*Mg x K)) + bias (+ z),
@@ -259,7 +324,21 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
         }
         return 0;
     }
-    p.pt = pointwise ? p.P : olc_conv_tile_cols(p.level, p.K, p.P, Mg);
+    p.pt = pointwise ? p.P : olc_conv_tile_cols(p.level, p.K, p.P, Mg, nthreads);
+    if (olc_conv_tasked(p.P, Mg, p.nr, pointwise, nthreads)) {
+        p.x = x;
+        p.w = w;
+        p.bias = bias;
+        p.z = z;
+        p.y = y;
+        p.G = G;
+        p.ntiles = (p.P + p.pt - 1) / p.pt;
+        p.epi = bias != NULL || z != NULL || act != OLC_CONV_NONE;
+        if ((p.slots = olc_slot_buffers(nthreads)) == NULL) return -1;
+        olc_parallel_for(N * G * p.ntiles, olc_conv_tile_task, &p, nthreads);
+        olc_slot_buffers_free(p.slots, nthreads);
+        return p.failed ? -1 : 0;
+    }
     if (!pointwise) {
         p.cols = olc_gemm_alloc((size_t)olc_sgemm_packed_size(p.level, p.K, p.pt));
         p.seg = (olc_conv_seg *)malloc((size_t)(p.pt + 1) * sizeof(olc_conv_seg));

@@ -6,8 +6,11 @@ cdef extern from "conv/olc_conv.h" nogil:
     ctypedef struct olc_conv_geom:
         int64_t C, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, OD, OH, OW
     int OLC_CONV_TILE_FLOATS
-    int64_t olc_conv_tile_cols(int level, int64_t K, int64_t P, int64_t Mg)
-    int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int pointwise)
+    int64_t olc_conv_tile_cols(int level, int64_t K, int64_t P, int64_t Mg, int nthreads)
+    int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int pointwise,
+                             int nthreads)
+    int olc_conv_tasked(int64_t P, int64_t Mg, int64_t nr, int pointwise, int nthreads)
+    int64_t olc_conv_task_floats(int level, int64_t K, int64_t pt)
     void olc_conv_epilogue(int level, float *y, const float *z, int64_t ld, int64_t rows,
                            int64_t cols, const float *bias, int act, float a, float b)
     int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const float *w,
