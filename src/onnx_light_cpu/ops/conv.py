@@ -266,7 +266,7 @@ class Conv(_ConvAttributes):
             kind = "direct"
         elif G > 1 and Cg == 1 and Mg == 1:
             kind = "depthwise"
-        elif (G == 1 and 0 < P * GEMM_T_CHANNELS_PER_PIXEL <= M and Cg > 0
+        elif (G == 1 and 0 < P * GEMM_T_CHANNELS_PER_PIXEL <= M and Cg * kk > 0
               and self._constant_input(1) is w):
             kind = "gemm_t"
         elif (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
