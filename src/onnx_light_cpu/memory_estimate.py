@@ -1108,10 +1108,11 @@ def _fused_conv(c: _Node) -> _Estimate:
     pt = core.tile_cols(c.level, K, P, Mg, threads)
     if core.tiles_as_tasks(c.level, P, Mg, False, threads):
         # a buffer a slot (columns, lines, segments), made by its first
-        # task; each task's olc_sgemm reads A in place and B pre-packed
+        # task, and each running task's one-thread olc_sgemm (B pre-packed)
         tasks = x[0] * G * -(-P // pt)
-        return _Estimate(native=threads * 8 + min(threads, tasks)
-                         * _aligned_floats(core.task_floats(c.level, K, pt)))
+        return _Estimate(native=threads * 8 + min(threads, tasks) * (
+            _aligned_floats(core.task_floats(c.level, K, pt))
+            + _sgemm_native(c.level, 1, Mg, min(pt, P), K, 1, b_packed=True, a_direct=True)))
     cols = core.scratch_floats(c.level, K, P, Mg, False, threads)
     nr = _gemm_cfg(c.level)[1]
     npad = -(-pt // nr) * nr
