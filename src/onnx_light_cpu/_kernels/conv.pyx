@@ -105,20 +105,6 @@ def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y
         raise MemoryError("conv core: no memory for the column tile")
 
 
-def packed_t_size(int64_t K, int64_t M, int level):
-    """float32 elements of W^T (K x M) packed by pack_t at ``level``."""
-    return olc_sgemm_packed_size(olc_gemm_level(level), K, M)
-
-
-def pack_t(cnp.ndarray w, cnp.ndarray dst, int level, int threads):
-    """Packs float32 W (M, K), C-contiguous, transposed as the GEMM engine's
-    B at ``level`` into dst (packed_t_size floats) for conv_t."""
-    cdef int64_t M = w.shape[0], K = w.shape[1], zero = 0
-    with nogil:
-        olc_sgemm_pack_b(olc_gemm_level(level), 1, 1, cnp.PyArray_DATA(w), &zero, 1, K, K, M,
-                         <float *>cnp.PyArray_DATA(dst), threads)
-
-
 def t_scratch(cnp.ndarray geom, int64_t M):
     """float32 elements of the scratch conv_t takes."""
     cdef olc_conv_geom g

@@ -52,6 +52,7 @@ from onnx import TensorProto
 
 from .. import simd
 from .._kernels import conv as core
+from .._kernels.engines import gemm as gemm_core
 from .._kernels.engines import gemm_int8 as i8core
 from ..memory import prepared_empty
 from ._base import ELEMENT_TYPES, Attr, Input, KernelOp, type_string
@@ -216,9 +217,10 @@ def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _packed_t(w: np.ndarray, level: int, threads: int) -> np.ndarray:
     """float32 W (M, C, k...) as W^T (C*k... x M) packed as the GEMM
     engine's B at ``level``, for conv_t."""
-    w2 = w.reshape(w.shape[0], -1)
-    packed = prepared_empty(core.packed_t_size(w2.shape[1], w2.shape[0], level), np.float32)
-    core.pack_t(w2, packed, level, threads)
+    M, K = w.shape[0], w.size // w.shape[0]
+    packed = prepared_empty(gemm_core.packed_size(K, M, level), np.float32)
+    # B[k][m] = W[m][k]: row stride 1, column stride K
+    gemm_core.pack_b(w, np.zeros(1, np.int64), packed, 1, K, K, M, T.FLOAT, level, threads)
     return packed
 
 

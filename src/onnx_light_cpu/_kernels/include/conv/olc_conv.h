@@ -177,7 +177,7 @@ typedef struct {
     float **lines; /* OLC_CONV_PACK_ROWS lines a slot */
     float **slots; /* tiles as tasks: a tile's columns, lines and segments a slot */
     int64_t N, G, M, Mg, K, P, nr, pt, nseg, ntiles;
-    int epi;       /* tiles as tasks: bias, Z or an activation to apply */
+    int epi;       /* bias, Z or an activation to apply */
     /* the current block */
     const float *xb, *wb, *bb, *zb;
     float *yb;
@@ -259,13 +259,23 @@ static int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int
     return olc_sgemm_packed_size(level, K, pt);
 }
 
+/* Makes image-group block b (= n * G + gi) the job's current block: its
+ * input, weights, bias, output and Z. */
+static void olc_conv_block(olc_conv_job *p, int64_t b) {
+    int64_t gi = b % p->G;
+    p->xb = p->x + b * p->g.C * p->g.D * p->g.H * p->g.W;
+    p->wb = p->w + gi * p->Mg * p->K;
+    p->bb = p->bias != NULL ? p->bias + gi * p->Mg : NULL;
+    p->yb = p->y + b * p->Mg * p->P;
+    p->zb = p->z != NULL ? p->z + b * p->Mg * p->P : NULL;
+}
+
 /* Task t of tiles as tasks: image-group block t / ntiles, its column tile
  * t % ntiles, packed into this slot's buffer, then multiplied on this
  * thread (with the epilogue, on a copy of the job that holds the tile). */
 static void olc_conv_tile_task(void *arg, ptrdiff_t t, int slot) {
     olc_conv_job *p = (olc_conv_job *)arg;
-    int64_t b = (int64_t)t / p->ntiles, p0 = (int64_t)t % p->ntiles * p->pt, ZERO = 0;
-    int64_t gi = b % p->G, xplane = p->g.C * p->g.D * p->g.H * p->g.W;
+    int64_t p0 = (int64_t)t % p->ntiles * p->pt, ZERO = 0;
     float *buf = olc_slot_buffer(p->slots, slot,
                                  (size_t)olc_conv_task_floats(p->level, p->K, p->pt));
     if (buf == NULL) {
@@ -275,11 +285,7 @@ static void olc_conv_tile_task(void *arg, ptrdiff_t t, int slot) {
     olc_conv_job q = *p;
     q.p0 = p0;
     q.n1 = p->P - p0 < p->pt ? p->P - p0 : p->pt;
-    q.xb = p->x + b * xplane;
-    q.wb = p->w + gi * p->Mg * p->K;
-    q.bb = p->bias != NULL ? p->bias + gi * p->Mg : NULL;
-    q.yb = p->y + b * p->Mg * p->P;
-    q.zb = p->z != NULL ? p->z + b * p->Mg * p->P : NULL;
+    olc_conv_block(&q, (int64_t)t / p->ntiles);
     q.cols = buf;
     float *lines = buf + olc_sgemm_packed_size(p->level, p->K, p->pt);
     q.seg = (olc_conv_seg *)(lines + OLC_CONV_PACK_ROWS * ((p->pt + p->nr - 1) / p->nr * p->nr));
@@ -312,7 +318,7 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
     p.K = g->C * g->kd * g->kh * g->kw;
     p.P = g->OD * g->OH * g->OW;
     p.nr = olc_sgemm_nr(p.level);
-    int64_t xplane = g->C * g->D * g->H * g->W, ZERO = 0;
+    int64_t ZERO = 0;
     if (p.P == 0 || Mg == 0 || N == 0) return 0;
     if (p.K == 0) { /* no input channels: the bias alone */
         for (int64_t i = 0; i < N * G * Mg; ++i) {
@@ -325,15 +331,15 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
         return 0;
     }
     p.pt = pointwise ? p.P : olc_conv_tile_cols(p.level, p.K, p.P, Mg, nthreads);
+    p.x = x;
+    p.w = w;
+    p.bias = bias;
+    p.z = z;
+    p.y = y;
+    p.G = G;
+    p.epi = bias != NULL || z != NULL || act != OLC_CONV_NONE;
     if (olc_conv_tasked(p.P, Mg, p.nr, pointwise, nthreads)) {
-        p.x = x;
-        p.w = w;
-        p.bias = bias;
-        p.z = z;
-        p.y = y;
-        p.G = G;
         p.ntiles = (p.P + p.pt - 1) / p.pt;
-        p.epi = bias != NULL || z != NULL || act != OLC_CONV_NONE;
         if ((p.slots = olc_slot_buffers(nthreads)) == NULL) return -1;
         olc_parallel_for(N * G * p.ntiles, olc_conv_tile_task, &p, nthreads);
         olc_slot_buffers_free(p.slots, nthreads);
@@ -351,16 +357,11 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
         }
     }
     olc_sgemm_epilogue tile_epilogue = {olc_conv_tile_epilogue, &p};
-    const olc_sgemm_epilogue *epilogue =
-        bias != NULL || z != NULL || act != OLC_CONV_NONE ? &tile_epilogue : NULL;
+    const olc_sgemm_epilogue *epilogue = p.epi ? &tile_epilogue : NULL;
     int status = 0;
     for (int64_t n = 0; n < N && status == 0; ++n) {
         for (int64_t gi = 0; gi < G && status == 0; ++gi) {
-            p.xb = x + (n * G + gi) * xplane;
-            p.wb = w + gi * Mg * p.K;
-            p.bb = bias != NULL ? bias + gi * Mg : NULL;
-            p.yb = y + (n * G + gi) * Mg * p.P;
-            p.zb = z != NULL ? z + (n * G + gi) * Mg * p.P : NULL;
+            olc_conv_block(&p, n * G + gi);
             if (pointwise) {
                 p.p0 = 0;
                 p.n1 = p.P;
