@@ -1,7 +1,8 @@
 """Tiny CNNs and an LSTM encoder with the structure torch.onnx.export writes
-(benchmarks/vision.py) run end to end with our kernels, as exported and
-after olc.fuse (FusedConv), and match ONNX Runtime, at 1 and 2 threads,
-bit-identical between the two."""
+(benchmarks/vision.py) run end to end with our kernels, as exported (its
+Conv chains fused in the run plan, and node by node) and after olc.fuse
+(FusedConv), and match ONNX Runtime, at 1 and 2 threads, bit-identical
+between the two."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ EXPECTED = {
 # Sums of up to a few thousand products in another order than ORT's.
 RTOL, ATOL = 1e-4, 1e-4
 
-# After olc.fuse: Conv + Add + activation run as FusedConv.
+# After olc.fuse, or fused in the run plan (registry/conv_chains.py): Conv +
+# Add + activation run as FusedConv.
 FUSED_EXPECTED = {
     "resnet": {"FusedConv", "Conv", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm"},
     "mobilenet_v2": {"FusedConv", "Conv", "GlobalAveragePool", "Flatten", "Gemm"},
@@ -49,32 +51,35 @@ FUSED_EXPECTED = {
                  "AveragePool", "GlobalAveragePool", "Flatten", "Gemm"},
 }
 
-CASES = [(c.name, c.kind, build_cnn, cnn_feeds, c, fused) for c in TINY_CNNS
-         for fused in (False, True)]
-CASES.append((TINY_LSTM.name, "lstm", build_lstm, lstm_feeds, TINY_LSTM, False))
+# how the Conv chains run: "plan" (the default), "nodes" (fuse_conv=False),
+# "fuse" (olc.fuse first)
+CASES = [(c.name, c.kind, build_cnn, cnn_feeds, c, mode) for c in TINY_CNNS
+         for mode in ("plan", "nodes", "fuse")]
+CASES.append((TINY_LSTM.name, "lstm", build_lstm, lstm_feeds, TINY_LSTM, "plan"))
 
 
-def _ours(model, threads):
+def _ours(model, threads, fuse_conv=True):
     sess = ReferenceEvaluator(model)
-    olc.register_kernels_for_session(sess)
+    olc.register_kernels_for_session(sess, fuse_conv=fuse_conv)
     olc.set_num_threads_for_session(sess, threads)
     olc.set_kernel_usage_recording(sess, True)
     return sess
 
 
-@pytest.mark.parametrize("name, kind, build, feeds, config, fused", CASES,
-                         ids=[c[0] + "-fused" * c[5] for c in CASES])
-def test_model_matches_onnxruntime(name, kind, build, feeds, config, fused):
+@pytest.mark.parametrize("name, kind, build, feeds, config, mode", CASES,
+                         ids=[c[0] + {"plan": "", "nodes": "-nodes", "fuse": "-fused"}[c[5]]
+                              for c in CASES])
+def test_model_matches_onnxruntime(name, kind, build, feeds, config, mode):
     exported, inputs = build(config), feeds(config)
-    model = olc.fuse(exported, ["fused_conv"]).model if fused else exported
-    expected = FUSED_EXPECTED[kind] if fused else EXPECTED[kind]
+    model = olc.fuse(exported, ["fused_conv"]).model if mode == "fuse" else exported
+    expected = EXPECTED[kind] if mode == "nodes" else FUSED_EXPECTED.get(kind, EXPECTED[kind])
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     want = ort.InferenceSession(exported.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     results = {}
     for threads in THREAD_COUNTS:
-        sess = _ours(model, threads)
+        sess = _ours(model, threads, fuse_conv=mode != "nodes")
         results[threads] = sess.run(None, inputs)[0]
         used = {n.split("::", 1)[1] for n in olc.used_kernel_names(sess)}
         missing = sorted(expected - used)

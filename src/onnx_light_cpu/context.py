@@ -18,7 +18,7 @@ class EvaluatorContext:
     to the (record, adapter class) entries of ``registry.hook``'s tables."""
 
     __slots__ = ("global_kernels", "session_kernels", "num_threads", "usage", "fold_constants",
-                 "buffers", "share_kv_buffers")
+                 "fuse_conv", "buffers", "share_kv_buffers")
 
     def __init__(self, global_kernels: dict) -> None:
         self.global_kernels = global_kernels
@@ -28,6 +28,9 @@ class EvaluatorContext:
         #: Whether constant subgraphs are folded at construction; None
         #: follows the global setting (registry/fold.py).
         self.fold_constants: bool | None = None
+        #: Whether Conv chains run fused in the run plan; None follows the
+        #: global setting (registry/conv_chains.py).
+        self.fuse_conv: bool | None = None
         #: The output buffers its nodes share (_kernels/_runloop.pyx).
         self.buffers = BufferPool()
         #: GroupQueryAttention writes the new rows of a static cache into

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..threads import _check_count
-from . import fold, hook
+from . import conv_chains, fold, hook
 from .inventory import registration_pass
 from .records import MicrosoftKernelImplementation, RegisteredKernel, table_domain
 
@@ -46,7 +46,7 @@ def _install(table: hook.Table, entries, replace: bool) -> int:
 
 def register_kernels_global(
     *, microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED, replace: bool = True,
-    fold_constants: bool = True,
+    fold_constants: bool = True, fuse_conv: bool = True,
 ) -> int:
     """Install every kernel for the evaluators constructed from now on.
 
@@ -54,10 +54,14 @@ def register_kernels_global(
     number of kernels installed (0 for entries kept with ``replace=False``).
     ``fold_constants=False``: evaluators constructed from now on compute
     their constant subgraphs on every run instead of once (registry/fold.py).
+    ``fuse_conv=False``: their Conv chains (Conv, residual Add, Relu or
+    Clip) run node by node instead of as one FusedConv
+    (registry/conv_chains.py).
     """
     _register_support()
     entries = _collect(microsoft_implementation)
     fold.GLOBAL_SETTING["fold_constants"] = bool(fold_constants)
+    conv_chains.GLOBAL_SETTING["fuse_conv"] = bool(fuse_conv)
     with hook.GLOBAL_LOCK:
         return _install(hook.GLOBAL_TABLE, entries, replace)
 
@@ -85,7 +89,8 @@ def unregister_kernels_global() -> int:
     """Evaluators constructed from now on use the built-ins again.
 
     Returns the number of kernels removed."""
-    fold.GLOBAL_SETTING["fold_constants"] = True  # back to the default
+    fold.GLOBAL_SETTING["fold_constants"] = True  # back to the defaults
+    conv_chains.GLOBAL_SETTING["fuse_conv"] = True
     with hook.GLOBAL_LOCK:
         count = sum(len(group) for group in hook.GLOBAL_TABLE.values())
         hook.GLOBAL_TABLE.clear()
@@ -105,18 +110,21 @@ def register_kernels_for_session(
     microsoft_implementation: MicrosoftKernelImplementation = OPTIMIZED,
     replace: bool = True,
     fold_constants: bool = True,
+    fuse_conv: bool = True,
 ) -> int:
     """Install every kernel into one evaluator, also after its construction.
 
     Its matching nodes (subgraphs and function bodies included) are
-    re-resolved, and its constant subgraphs folded unless
-    ``fold_constants=False``; the registration lives and dies with the
+    re-resolved, its constant subgraphs folded unless
+    ``fold_constants=False`` and its Conv chains fused in the run plan
+    unless ``fuse_conv=False``; the registration lives and dies with the
     evaluator.  ``replace=False`` keeps only the evaluator's own earlier
     entries.
     """
     _register_support()
     entries = _collect(microsoft_implementation)
     hook.context_of(sess).fold_constants = bool(fold_constants)
+    hook.context_of(sess).fuse_conv = bool(fuse_conv)
     return _register_for_session(sess, entries, replace)
 
 

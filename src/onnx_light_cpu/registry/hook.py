@@ -48,6 +48,7 @@ from onnx.reference.op_run import OpRun, RuntimeContextError, RuntimeImplementat
 from .._kernels._runloop import run_plan
 from ..context import EvaluatorContext
 from ..ops._base import KernelOp
+from . import conv_chains
 from .fold import fold, unfold
 from .records import DEFAULT_DOMAIN, RegisteredKernel, table_domain
 
@@ -366,26 +367,37 @@ def _patched_init(self, *args, **kwargs):
 def make_plan(evaluator) -> None:
     """Prepare the lean run loop, or clear it where it does not apply."""
     context = evaluator.__dict__.get("_olc_context")
-    plan = None
+    plan = every = None
     nodes = getattr(evaluator, "rt_nodes_", None)
     if (context is not None and (context.session_kernels or context.global_kernels)
             and nodes is not None and not isinstance(evaluator.proto_, onnx.FunctionProto)
             and not any(n.has_linked_attribute for n in nodes)):
         names = [plan_inputs(n) for n in nodes]
         if all(inputs is not None for inputs in names):
-            # Per node what the loop calls, bound once: its run method, the
-            # getter of its inputs (a tuple of them, whatever their number),
-            # its output name (a str: one output) or names (a tuple), the
-            # node itself where its run is KernelOp's and whether its _run is
-            # too (``run_plan`` may skip to its _run or _execute), and the
-            # intermediates it reads last.
-            last = _last_reads(evaluator, nodes, names)
-            plan = tuple((n.run, _inputs_getter(inputs),
-                          n.output[0] if len(n.output) == 1 else tuple(n.output),
-                          n if type(n).run is KernelOp.run else None,
-                          type(n)._run is KernelOp._run, drops)
-                         for n, inputs, drops in zip(nodes, names, last))
+            plan = every = _plan_of(evaluator, nodes, names)
+            if conv_chains.enabled(context):
+                fused_nodes, fused_names = conv_chains.fuse(evaluator, nodes, names)
+                if fused_nodes is not nodes:
+                    plan = _plan_of(evaluator, fused_nodes, fused_names)
+    # the plan that computes every intermediate, for runs that ask for one
+    evaluator._olc_plan_every = every
     evaluator._olc_plan = plan
+
+
+def _plan_of(evaluator, nodes, names) -> tuple:
+    """Per node what the lean loop calls, bound once: its run method, the
+    getter of its inputs (a tuple of them, whatever their number), its
+    output name (a str: one output) or names (a tuple), the node itself
+    where its run is KernelOp's and whether its _run is too (``run_plan``
+    may skip to its _run or _execute), and the intermediates it reads last."""
+    last = _last_reads(evaluator, nodes, names)
+    entries = []
+    for n, inputs, drops in zip(nodes, names, last):
+        direct = isinstance(n, KernelOp) and type(n).run is KernelOp.run
+        entries.append((n.run, _inputs_getter(inputs),
+                        n.output[0] if len(n.output) == 1 else tuple(n.output),
+                        n if direct else None, direct and type(n)._run is KernelOp._run, drops))
+    return tuple(entries)
 
 
 def _last_reads(evaluator, nodes, names) -> list[tuple[str, ...]]:
@@ -472,8 +484,11 @@ def _run(self, output_names, feed_inputs, attributes, intermediate, check_shape_
     results = {"": None}
     results.update(self.rt_inits_)
     results.update(feed_inputs)
-    # intermediates leave the results once read, unless the caller asks for one
+    # intermediates leave the results once read, unless the caller asks for
+    # one: then every node runs as it is (no Conv chain fused)
     release = output_names is None or set(output_names) <= set(self.output_names_)
+    if not release:
+        plan = self._olc_plan_every
     if not run_plan(plan, results, release):  # a missing input: the original words the error
         return _original_run(self, output_names, feed_inputs)
     try:

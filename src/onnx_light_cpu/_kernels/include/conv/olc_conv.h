@@ -47,7 +47,7 @@ enum { OLC_CONV_NONE = 0, OLC_CONV_RELU, OLC_CONV_TANH, OLC_CONV_SIGMOID, OLC_CO
 
 static inline float olc_conv_act(float v, int act, float a, float b) {
     switch (act) {
-    case OLC_CONV_RELU: return v > 0.0f ? v : 0.0f;
+    case OLC_CONV_RELU: return v < 0.0f ? 0.0f : v;  /* NaN and -0 stay, as Relu */
     case OLC_CONV_TANH: return tanhf(v);
     case OLC_CONV_SIGMOID: return v >= 0.0f ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
     case OLC_CONV_LEAKY: return v >= 0.0f ? v : a * v;
@@ -706,7 +706,7 @@ static void olc_conv_wino_filter(const float *w, int64_t M, int64_t C, float *u)
 typedef struct {
     const float *x, *up, *bias, *z;
     float *y, *scratch;
-    int64_t C, H, W, ph, pw, M, OH, OW, tw, T, tb, slot_floats;
+    int64_t C, H, W, ph, pw, M, OH, OW, tw, T, tb, slot_floats, rows_floats;
     int level, act, failed;
     float a, b;
 } olc_conv_wino_job;
@@ -725,39 +725,88 @@ static int64_t olc_conv_wino_block_tiles(const olc_conv_geom *g, int64_t M) {
  * same cache sets (n * width is often a multiple of 4 KB). */
 static int64_t olc_conv_wino_stride(int64_t n, int64_t width) { return n * width + 16; }
 
-/* V[xi][t - t0][c] = (B^T d B)[xi] of the input tiles t0 .. t1, V's
- * matrices nt tiles (rows) each, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
- * 0 1 0 -1]. */
+/* Floats of the input rows a tile row's transform reads, channel
+ * innermost (4 rows of up to 2 tw + 2 columns of C channels), and of a
+ * tile's intermediate (16 C). */
+static int64_t olc_conv_wino_rows_floats(const olc_conv_geom *g) {
+    return (4 * (2 * ((g->OW + 1) / 2) + 2) + 16) * g->C;
+}
+
+/* Winograd's transforms are these two steps, on rows of n values each
+ * (one per channel; the loops over them are vectorised), first down the
+ * 4 rows of a tile, then across its 4 columns:
+ * B^T: (r0, r1, r2, r3) = (a0 - a2, a1 + a2, a2 - a1, a1 - a3);
+ * A^T: (r0, r1) = (a0 + a1 + a2, a1 - a2 - a3). */
+static inline void olc_conv_wino_bt(const float *restrict a0, const float *restrict a1,
+                                    const float *restrict a2, const float *restrict a3,
+                                    float *restrict r0, float *restrict r1, float *restrict r2,
+                                    float *restrict r3, int64_t n) {
+    for (int64_t c = 0; c < n; ++c) {
+        r0[c] = a0[c] - a2[c];
+        r1[c] = a1[c] + a2[c];
+        r2[c] = a2[c] - a1[c];
+        r3[c] = a1[c] - a3[c];
+    }
+}
+
+static inline void olc_conv_wino_at(const float *restrict a0, const float *restrict a1,
+                                    const float *restrict a2, const float *restrict a3,
+                                    float *restrict r0, float *restrict r1, int64_t n) {
+    for (int64_t c = 0; c < n; ++c) {
+        r0[c] = a0[c] + a1[c] + a2[c];
+        r1[c] = a1[c] - a2[c] - a3[c];
+    }
+}
+
+/* V[xi][c] = (B^T d B)[xi] of one tile, d[i][k][c] = d[i * ld + k * C + c]
+ * (channel innermost); r: 16 C floats. */
+static void olc_conv_wino_in_tile(const float *d, int64_t ld, int64_t C, float *vt, int64_t nC,
+                                  float *r) {
+    for (int k = 0; k < 4; ++k)  /* r[i][k] = (B^T d)[i][k] */
+        olc_conv_wino_bt(d + k * C, d + ld + k * C, d + 2 * ld + k * C, d + 3 * ld + k * C,
+                         r + k * C, r + (4 + k) * C, r + (8 + k) * C, r + (12 + k) * C, C);
+    for (int i = 0; i < 4; ++i) {  /* V[4 i + j] = (r B)[i][j] */
+        const float *ri = r + 4 * i * C;
+        float *vi = vt + 4 * i * nC;
+        olc_conv_wino_bt(ri, ri + C, ri + 2 * C, ri + 3 * C, vi, vi + nC, vi + 2 * nC,
+                         vi + 3 * nC, C);
+    }
+}
+
+/* V[xi][t - t0][c] of the input tiles t0 .. t1, V's matrices nt tiles
+ * (rows) each: a tile row at a time, its 4 input rows first copied into
+ * xr (olc_conv_wino_rows_floats) channel innermost, zero outside x. */
 static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1, float *v,
-                             int64_t nt) {
-    const int64_t H = p->H, W = p->W, C = p->C, nC = olc_conv_wino_stride(nt, C);
-    for (int64_t t = t0; t < t1; ++t) {
-        const int64_t h0 = 2 * (t / p->tw) - p->ph, w0 = 2 * (t % p->tw) - p->pw;
-        const int inside = h0 >= 0 && h0 + 4 <= H && w0 >= 0 && w0 + 4 <= W;
-        float *vt = v + (t - t0) * C;
-        for (int64_t c = 0; c < C; ++c) {
-            const float *xc = p->x + c * H * W;
-            float d[4][4], r[4][4];
-            for (int i = 0; i < 4; ++i) {
-                for (int k = 0; k < 4; ++k) {
-                    int64_t h = h0 + i, w = w0 + k;
-                    d[i][k] = inside || (h >= 0 && h < H && w >= 0 && w < W)
-                              ? xc[h * W + w] : 0.0f;
+                             int64_t nt, float *xr) {
+    const int64_t H = p->H, W = p->W, C = p->C, HW = H * W, nC = olc_conv_wino_stride(nt, C);
+    for (int64_t ty = t0 / p->tw; ty <= (t1 - 1) / p->tw; ++ty) {
+        const int64_t x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
+        const int64_t x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
+        const int64_t h0 = 2 * ty - p->ph, w0 = 2 * x0 - p->pw, ncols = 2 * (x1 - x0) + 2;
+        for (int i = 0; i < 4; ++i) {
+            const int64_t h = h0 + i;
+            float *xi = xr + i * ncols * C;
+            if (h < 0 || h >= H) {
+                memset(xi, 0, (size_t)(ncols * C) * sizeof(float));
+                continue;
+            }
+            for (int64_t c0 = 0; c0 < C; c0 += 16) {
+                const int64_t cn = C - c0 < 16 ? C - c0 : 16;
+                for (int64_t col = 0; col < ncols; ++col) {
+                    const int64_t w = w0 + col;
+                    float *dst = xi + col * C + c0;
+                    if (w < 0 || w >= W) {
+                        for (int64_t c = 0; c < cn; ++c) dst[c] = 0.0f;
+                    } else {
+                        const float *src = p->x + c0 * HW + h * W + w;
+                        for (int64_t c = 0; c < cn; ++c) dst[c] = src[c * HW];
+                    }
                 }
             }
-            for (int k = 0; k < 4; ++k) {
-                r[0][k] = d[0][k] - d[2][k];
-                r[1][k] = d[1][k] + d[2][k];
-                r[2][k] = d[2][k] - d[1][k];
-                r[3][k] = d[1][k] - d[3][k];
-            }
-            for (int i = 0; i < 4; ++i) {
-                vt[(4 * i + 0) * nC + c] = r[i][0] - r[i][2];
-                vt[(4 * i + 1) * nC + c] = r[i][1] + r[i][2];
-                vt[(4 * i + 2) * nC + c] = r[i][2] - r[i][1];
-                vt[(4 * i + 3) * nC + c] = r[i][1] - r[i][3];
-            }
         }
+        for (int64_t tx = x0; tx < x1; ++tx)
+            olc_conv_wino_in_tile(xr + 2 * (tx - x0) * C, ncols * C, C,
+                                  v + (ty * p->tw + tx - t0) * C, nC, xr + 4 * ncols * C);
     }
 }
 
@@ -774,35 +823,52 @@ static int olc_conv_wino_gemm(const olc_conv_wino_job *p, int64_t n, const float
                      0, nthreads);
 }
 
+/* Channels of a tile the output transform takes at a time. */
+#define OLC_CONV_WINO_MB 64
+
 /* Output tiles t0 .. t1 from their products mb[xi][t - t0][m] (matrices
- * of nt rows): y = A^T m A + bias (+ z), the activation; A^T = [1 1 1 0;
- * 0 1 -1 -1]. */
+ * of nt rows): y = A^T m A, A^T = [1 1 1 0; 0 1 -1 -1]; then bias, z and
+ * the activation by the epilogue, an output row segment at a time.  The
+ * transform runs over a block of channels into o, and o is then stored to
+ * the channels' planes. */
 static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
                               const float *mb, int64_t nt) {
-    const int64_t M = p->M, nM = olc_conv_wino_stride(nt, M), plane = p->OH * p->OW;
+    const int64_t M = p->M, nM = olc_conv_wino_stride(nt, M), OW = p->OW, plane = p->OH * OW;
+    float a[2][4][OLC_CONV_WINO_MB], o[4][OLC_CONV_WINO_MB];
     for (int64_t t = t0; t < t1; ++t) {
         const int64_t oh = 2 * (t / p->tw), ow = 2 * (t % p->tw);
+        const int right = ow + 1 < OW, below = oh + 1 < p->OH;
         const float *mt = mb + (t - t0) * M;
-        for (int64_t m = 0; m < M; ++m) {
-            float s[16], a0[4], a1[4], out[2][2];
-            for (int xi = 0; xi < 16; ++xi) s[xi] = mt[xi * nM + m];
-            for (int k = 0; k < 4; ++k) {
-                a0[k] = s[k] + s[4 + k] + s[8 + k];
-                a1[k] = s[4 + k] - s[8 + k] - s[12 + k];
-            }
-            out[0][0] = a0[0] + a0[1] + a0[2];
-            out[0][1] = a0[1] - a0[2] - a0[3];
-            out[1][0] = a1[0] + a1[1] + a1[2];
-            out[1][1] = a1[1] - a1[2] - a1[3];
-            const float bv = p->bias != NULL ? p->bias[m] : 0.0f;
-            for (int i = 0; i < 2 && oh + i < p->OH; ++i) {
-                for (int k = 0; k < 2 && ow + k < p->OW; ++k) {
-                    int64_t at = m * plane + (oh + i) * p->OW + ow + k;
-                    float v = out[i][k] + bv;
-                    if (p->z != NULL) v += p->z[at];
-                    p->y[at] = p->act == OLC_CONV_NONE ? v : olc_conv_act(v, p->act, p->a, p->b);
+        for (int64_t m0 = 0; m0 < M; m0 += OLC_CONV_WINO_MB) {
+            const int64_t mn = M - m0 < OLC_CONV_WINO_MB ? M - m0 : OLC_CONV_WINO_MB;
+            const float *s = mt + m0;
+            for (int k = 0; k < 4; ++k)  /* a[i][k] = (A^T m)[i][k] */
+                olc_conv_wino_at(s + k * nM, s + (4 + k) * nM, s + (8 + k) * nM,
+                                 s + (12 + k) * nM, a[0][k], a[1][k], mn);
+            for (int i = 0; i < 2; ++i)  /* o[2 i + k] = (a A)[i][k] */
+                olc_conv_wino_at(a[i][0], a[i][1], a[i][2], a[i][3], o[2 * i], o[2 * i + 1], mn);
+            float *yt = p->y + m0 * plane + oh * OW + ow;
+            for (int64_t j = 0; j < mn; ++j) {
+                float *yj = yt + j * plane;
+                yj[0] = o[0][j];
+                if (right) yj[1] = o[1][j];
+                if (below) {
+                    yj[OW] = o[2][j];
+                    if (right) yj[OW + 1] = o[3][j];
                 }
             }
+        }
+    }
+    if (p->bias == NULL && p->z == NULL && p->act == OLC_CONV_NONE) return;
+    /* the tiles' output rows: a tile row gives two, its columns t0 .. t1 */
+    for (int64_t ty = t0 / p->tw; ty <= (t1 - 1) / p->tw; ++ty) {
+        const int64_t x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
+        const int64_t x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
+        const int64_t c0 = 2 * x0, c1 = 2 * x1 < OW ? 2 * x1 : OW;
+        for (int64_t r = 2 * ty; r < 2 * ty + 2 && r < p->OH; ++r) {
+            const int64_t at = r * OW + c0;
+            olc_conv_epilogue(p->level, p->y + at, p->z != NULL ? p->z + at : NULL, plane, M,
+                              c1 - c0, p->bias, p->act, p->a, p->b);
         }
     }
 }
@@ -814,7 +880,7 @@ static void olc_conv_wino_block_task(void *arg, ptrdiff_t b, int slot) {
     int64_t t0 = (int64_t)b * p->tb, t1 = t0 + p->tb < p->T ? t0 + p->tb : p->T;
     float *v = p->scratch + slot * p->slot_floats;
     float *mb = v + 16 * olc_conv_wino_stride(p->tb, p->C);
-    olc_conv_wino_in(p, t0, t1, v, t1 - t0);
+    olc_conv_wino_in(p, t0, t1, v, t1 - t0, mb + 16 * olc_conv_wino_stride(p->tb, p->M));
     if (olc_conv_wino_gemm(p, t1 - t0, v, mb, 1) != 0) {
         __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
         return;
@@ -827,8 +893,9 @@ static void olc_conv_wino_block_task(void *arg, ptrdiff_t b, int slot) {
 static void olc_conv_wino_in_task(void *arg, ptrdiff_t task, int slot) {
     const olc_conv_wino_job *p = (const olc_conv_wino_job *)arg;
     int64_t t0 = (int64_t)task * 8, t1 = t0 + 8 < p->T ? t0 + 8 : p->T;
-    (void)slot;
-    olc_conv_wino_in(p, t0, t1, p->scratch + t0 * p->C, p->T);
+    float *rows = p->scratch + 16 * (olc_conv_wino_stride(p->T, p->C)
+                                     + olc_conv_wino_stride(p->T, p->M));
+    olc_conv_wino_in(p, t0, t1, p->scratch + t0 * p->C, p->T, rows + slot * p->rows_floats);
 }
 
 static void olc_conv_wino_out_task(void *arg, ptrdiff_t task, int slot) {
@@ -849,13 +916,14 @@ static int olc_conv_wino_blocked(const olc_conv_geom *g, int64_t M) {
 
 /* Floats of the scratch olc_conv_wino_f32 needs at nthreads. */
 static int64_t olc_conv_wino_scratch(const olc_conv_geom *g, int64_t M, int nthreads) {
+    const int64_t slots = nthreads > 1 ? nthreads : 1, rows = olc_conv_wino_rows_floats(g);
     if (olc_conv_wino_blocked(g, M)) { /* a block a slot */
         int64_t tb = olc_conv_wino_block_tiles(g, M);
-        return (nthreads > 1 ? nthreads : 1) * 16
-               * (olc_conv_wino_stride(tb, g->C) + olc_conv_wino_stride(tb, M));
+        return slots * (16 * (olc_conv_wino_stride(tb, g->C) + olc_conv_wino_stride(tb, M))
+                        + rows);
     }
     int64_t T = ((g->OH + 1) / 2) * ((g->OW + 1) / 2);
-    return 16 * (olc_conv_wino_stride(T, g->C) + olc_conv_wino_stride(T, M));
+    return 16 * (olc_conv_wino_stride(T, g->C) + olc_conv_wino_stride(T, M)) + slots * rows;
 }
 /* y (N x M x OH x OW) = act(conv(x, w) + bias + z) for 3x3 kernels at unit
  * strides and dilations; up: U packed by olc_sgemm_pack_b (16 matrices C x
@@ -879,7 +947,9 @@ static int olc_conv_wino_f32(int level, const olc_conv_geom *g, const float *x, 
     p.tw = (g->OW + 1) / 2;
     p.T = ((g->OH + 1) / 2) * p.tw;
     p.tb = olc_conv_wino_block_tiles(g, M);
-    p.slot_floats = 16 * (olc_conv_wino_stride(p.tb, p.C) + olc_conv_wino_stride(p.tb, M));
+    p.rows_floats = olc_conv_wino_rows_floats(g);
+    p.slot_floats = 16 * (olc_conv_wino_stride(p.tb, p.C) + olc_conv_wino_stride(p.tb, M))
+                    + p.rows_floats;
     p.up = up;
     p.bias = bias;
     p.scratch = scratch;

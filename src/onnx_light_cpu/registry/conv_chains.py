@@ -1,0 +1,186 @@
+"""Conv chains: a float32 Conv, the residual Add and the Relu or Clip that
+follow it run as one FusedConv in the evaluator's run plan.
+
+ONNX Runtime fuses these at load (its Conv + Add + Relu and Conv + Clip
+fusions) and so writes each output once; unfused, ResNet-50 reads and
+writes every Conv output two or three more times.  Here a chain is::
+
+    Conv(X, W [, B]) -> c [-> Add(c, Z) or Add(Z, c) -> s] [-> Relu or Clip] -> y
+
+with at least two nodes, every one of them our kernel; ``c`` and ``s`` are
+read by the next node of the chain only and are no graph outputs; Clip's
+bounds are constants with min <= max.  The chain runs where its last node
+stood (Z may be computed after the Conv), through
+:class:`~onnx_light_cpu.ops.conv.FusedConv`, whose epilogue adds the bias,
+then Z, then applies the activation, each rounded to float32 as the
+separate nodes round: the results are the same bits (NaN and -0 included).
+
+A run whose inputs FusedConv does not take (X, W, B or Z not float32, Z
+not of the Conv output's shape, so that the Add broadcasts) runs the
+nodes one by one instead, as does a run that asks for ``c`` or ``s``
+(``ReferenceEvaluator.run`` with intermediate output names, or
+``intermediate=True``: the unfused plan or the original loop).
+``rt_nodes_`` keeps the original nodes; only the plan changes.
+
+Opt out with ``fuse_conv=False`` on ``register_kernels_global`` /
+``register_kernels_for_session`` or, for the whole process,
+``ONNX_LIGHT_CPU_FUSE_CONV=0``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+
+from ..ops.binary import Add
+from ..ops.conv import Conv, FusedConv
+from ..ops.unary import Clip, Relu
+
+#: The environment variable that turns the fusion off process-wide ("0").
+ENV_VAR = "ONNX_LIGHT_CPU_FUSE_CONV"
+
+#: The setting of evaluators whose context leaves it unset (None): the
+#: latest ``register_kernels_global(fuse_conv=...)``.
+GLOBAL_SETTING = {"fuse_conv": True}
+
+FLOAT32 = np.dtype(np.float32)
+
+
+def enabled(context) -> bool:
+    """Whether evaluators of ``context`` fuse Conv chains in their plan."""
+    if os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    setting = getattr(context, "fuse_conv", None)
+    return GLOBAL_SETTING["fuse_conv"] if setting is None else setting
+
+
+class ConvChain:
+    """Conv [+ Add] [+ Relu or Clip] as one plan entry: FusedConv when the
+    inputs allow it, else the nodes one by one."""
+
+    def __init__(self, conv, add, act, act_params: tuple[float, float] | None, z: str):
+        self.conv, self.add, self.act = conv, add, act
+        last = act if act is not None else add
+        proto = conv.onnx_node
+        b = proto.input[2] if len(proto.input) > 2 else ""
+        self.input = (proto.input[0], proto.input[1], b) + ((z,) if add is not None else ())
+        self.output = (last.onnx_node.output[0],)
+        self._z_first = add is not None and add.onnx_node.input[0] == z
+        # Clip's constant bounds, passed again when the nodes run one by one
+        self._act_args = tuple(act._initializers.get(name) if name else None
+                               for name in act.onnx_node.input[1:]) if act is not None else ()
+        node = onnx.helper.make_node(
+            "FusedConv", list(self.input), list(self.output), name=proto.name,
+            domain="com.microsoft", activation=type(act).__name__ if act is not None else "")
+        if act_params:
+            node.attribute.append(onnx.helper.make_attribute(
+                "activation_params", list(act_params), attr_type=onnx.AttributeProto.FLOATS))
+        node.attribute.extend(proto.attribute)
+        self.fused = FusedConv(node, conv.run_params, context=conv._context,
+                               initializers=conv._initializers)
+        self.onnx_node = node  # what the plan runs, for whoever reads it
+        self._shapes = None  # (x shape, w shape, output shape) of the last fused run
+
+    has_linked_attribute = False
+
+    def need_context(self) -> bool:
+        return False
+
+    def run(self, x, w, b=None, z=None):
+        if self._fits(x, w, b, z):
+            return self.fused.run(x, w, b, z)
+        (y,) = self.conv.run(x, w, b)
+        if self.add is not None:
+            (y,) = self.add.run(z, y) if self._z_first else self.add.run(y, z)
+        if self.act is not None:
+            (y,) = self.act.run(y, *self._act_args)
+        return (y,)
+
+    def _fits(self, x, w, b, z) -> bool:
+        """Whether FusedConv takes these inputs as the nodes would."""
+        if not all(type(a) is np.ndarray and a.dtype == FLOAT32 for a in (x, w, b, z)
+                   if a is not None):
+            return False
+        if z is None:
+            return True
+        shapes = self._shapes
+        if shapes is None or shapes[0] != x.shape or shapes[1] != w.shape:
+            try:  # the Conv's own plan: its output shape
+                out_shape = self.conv._plan_for((x, w, b))[1]
+            except Exception:  # noqa: BLE001 - the Conv node raises it, unfused
+                return False
+            shapes = self._shapes = (x.shape, w.shape, out_shape)
+        return z.shape == shapes[2]
+
+
+def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
+    """``nodes`` and their plan input ``names`` with each chain's nodes
+    replaced by one :class:`ConvChain` where its last node stood."""
+    readers: dict[str, list[int]] = {}
+    for j, inputs in enumerate(names):
+        for name in inputs:
+            readers.setdefault(name, []).append(j)
+    outputs = set(evaluator.output_names_)
+    fed = set(evaluator.input_names_)
+    constants = {k: v for k, v in evaluator.rt_inits_.items() if k not in fed}
+
+    def only_reader(name: str) -> int | None:
+        """The index of the one node reading ``name``, once, if it is no output."""
+        found = readers.get(name, ())
+        return found[0] if len(found) == 1 and name not in outputs else None
+
+    replaced: dict[int, ConvChain] = {}
+    removed: set[int] = set()
+    for i, conv in enumerate(nodes):
+        if type(conv) is not Conv or conv._attribute_error is not None:
+            continue
+        chain, j = [i], only_reader(conv.output[0])
+        add = act = None
+        z = ""
+        if j is not None and type(nodes[j]) is Add and len(set(nodes[j].input)) == 2:
+            add = nodes[j]
+            z = next(name for name in add.input if name != conv.output[0])
+            chain.append(j)
+            j = only_reader(add.output[0])
+        act_params = None
+        if j is not None and j not in removed:
+            act_params = _activation(nodes[j], constants)
+            if act_params is not None:
+                act = nodes[j]
+                chain.append(j)
+        if len(chain) < 2 or any(k in removed or k in replaced for k in chain[1:]):
+            continue
+        replaced[chain[-1]] = ConvChain(conv, add, act, act_params, z)
+        removed.update(chain[:-1])
+    if not replaced:
+        return nodes, names
+    kept = [(replaced.get(i, node), tuple(replaced[i].input) if i in replaced else names[i])
+            for i, node in enumerate(nodes) if i not in removed]
+    return [n for n, _ in kept], [inputs for _, inputs in kept]
+
+
+def _activation(node, constants: dict) -> tuple[float, float] | None:
+    """FusedConv's activation_params for a Relu (()) or a Clip with constant
+    float32 bounds, min <= max; None for any other node."""
+    if type(node) is Relu:
+        return ()
+    if type(node) is not Clip or node._attribute_error is not None:
+        return None
+    if node.opset < 11:
+        lo, hi = float(np.float32(node.min)), float(np.float32(node.max))
+    else:
+        bounds = []
+        for name, extreme in zip((list(node.input[1:]) + ["", ""])[:2], (-np.inf, np.inf)):
+            if not name:
+                bounds.append(extreme)
+                continue
+            value = constants.get(name)
+            if (value is None or value.dtype != FLOAT32 or value.shape not in ((), (1,))):
+                return None
+            bounds.append(float(value.reshape(())))
+        lo, hi = bounds
+    if not lo <= hi:  # NaN, or min > max (every element is max): left to Clip
+        return None
+    return (lo, hi)

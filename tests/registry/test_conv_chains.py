@@ -1,0 +1,203 @@
+"""Conv chains fused in the run plan (registry/conv_chains.py): which chains
+run as one FusedConv, that no result changes by one bit, and the runs that
+go node by node instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+from onnx.reference import ReferenceEvaluator
+
+import onnx_light_cpu as olc
+from onnx_light_cpu.registry import conv_chains
+
+RNG = np.random.default_rng(7)
+
+# (C, M, kernel, stride, group, size): one shape per Conv path
+PATHS = {
+    "winograd": (16, 16, 3, 1, 1, 9),
+    "im2col": (5, 8, 3, 2, 1, 11),
+    "gemm": (6, 12, 1, 1, 1, 7),
+    "gemm_t": (8, 40, 1, 1, 1, 2),
+    "depthwise": (8, 8, 3, 1, 8, 10),
+}
+
+
+@pytest.fixture(autouse=True)
+def _global_setting():
+    conv_chains.GLOBAL_SETTING["fuse_conv"] = True
+    yield
+    conv_chains.GLOBAL_SETTING["fuse_conv"] = True
+
+
+def _chain_model(path="winograd", add="after", act="Relu", bounds=(0.0, 6.0), extra=()):
+    """Conv -> [Add] -> [act]; ``add`` "after" (Add(c, Z)), "before"
+    (Add(Z, c)) or None; ``extra`` nodes appended (they may read c or s)."""
+    C, M, k, stride, group, _ = PATHS[path]
+    inits = [nh.from_array(RNG.standard_normal((M, C // group, k, k)).astype(np.float32), "W"),
+             nh.from_array(RNG.standard_normal(M).astype(np.float32), "B")]
+    nodes = [oh.make_node("Conv", ["X", "W", "B"], ["c"], pads=[k // 2] * 4,
+                          strides=[stride] * 2, group=group, name="conv")]
+    last = "c"
+    if add:
+        nodes.append(oh.make_node("Add", ["c", "Z"] if add == "after" else ["Z", "c"], ["s"]))
+        last = "s"
+    if act == "Relu":
+        nodes.append(oh.make_node("Relu", [last], ["y"]))
+        last = "y"
+    elif act == "Clip":
+        inits += [nh.from_array(np.array(bounds[0], np.float32), "lo"),
+                  nh.from_array(np.array(bounds[1], np.float32), "hi")]
+        nodes.append(oh.make_node("Clip", [last, "lo", "hi"], ["y"]))
+        last = "y"
+    nodes += list(extra)
+    graph = oh.make_graph(
+        nodes, "g", [oh.make_tensor_value_info("X", T.FLOAT, None),
+                     oh.make_tensor_value_info("Z", T.FLOAT, None)],
+        [oh.make_tensor_value_info(last, T.FLOAT, None)], inits)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+
+
+def _feeds(path="winograd", dtype=np.float32, z_shape=None):
+    C, M, k, stride, _, size = PATHS[path]
+    out = (size + 2 * (k // 2) - k) // stride + 1
+    x = RNG.standard_normal((1, C, size, size)).astype(dtype)
+    x[0, 0, 0, :2] = np.nan  # NaN and -0 reach the epilogue: Relu keeps both
+    x[0, 1] = 0.0
+    z = RNG.standard_normal(z_shape or (1, M, out, out)).astype(dtype)
+    z.reshape(-1)[:5] = -0.0
+    return {"X": x, "Z": z}
+
+
+def _session(model, fuse_conv=True, threads=1):
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess, fuse_conv=fuse_conv)
+    olc.set_num_threads_for_session(sess, threads)
+    olc.set_kernel_usage_recording(sess, True)
+    return sess
+
+
+def _plan_ops(sess):
+    return [entry[0].__self__.onnx_node.op_type for entry in sess._olc_plan]
+
+
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        a.view(np.uint8 if a.dtype.itemsize == 1 else f"u{a.dtype.itemsize}"),
+        b.view(np.uint8 if b.dtype.itemsize == 1 else f"u{b.dtype.itemsize}"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("add,act", [("after", "Relu"), ("before", "Relu"), (None, "Relu"),
+                                     ("after", "Clip"), (None, "Clip"), ("after", None)])
+def test_chain_runs_fused_with_the_same_bits(path, add, act, threads):
+    model = _chain_model(path, add, act)
+    fused, plain = _session(model, threads=threads), _session(model, fuse_conv=False)
+    feeds = _feeds(path)
+    (y,) = fused.run(None, feeds)
+    (expected,) = plain.run(None, feeds)
+    assert _plan_ops(fused) == ["FusedConv"]
+    assert _same_bits(y, expected)
+    assert olc.used_kernel_names(fused) == ["onnx_light_cpu::FusedConv"]
+    assert "onnx_light_cpu::Conv" in olc.used_kernel_names(plain)
+    (again,) = fused.run(None, feeds)  # the plan of a known signature
+    assert _same_bits(again, expected)
+
+
+def test_residual_computed_after_the_conv():
+    """ResNet's downsample block: Z is the shortcut Conv's output, computed
+    after the main Conv; the chain runs where its Relu stood."""
+    W = nh.from_array(RNG.standard_normal((8, 4, 3, 3)).astype(np.float32), "W")
+    S = nh.from_array(RNG.standard_normal((8, 4, 1, 1)).astype(np.float32), "S")
+    graph = oh.make_graph(
+        [oh.make_node("Conv", ["X", "W"], ["c"], pads=[1, 1, 1, 1]),
+         oh.make_node("Conv", ["X", "S"], ["short"]),
+         oh.make_node("Add", ["c", "short"], ["s"]),
+         oh.make_node("Relu", ["s"], ["y"])],
+        "g", [oh.make_tensor_value_info("X", T.FLOAT, None)],
+        [oh.make_tensor_value_info("y", T.FLOAT, None)], [W, S])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    x = RNG.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    assert _plan_ops(fused) == ["Conv", "FusedConv"]
+    assert _same_bits(fused.run(None, {"X": x})[0], plain.run(None, {"X": x})[0])
+
+
+@pytest.mark.parametrize("case", ["broadcast_z", "float64"])
+def test_inputs_fused_conv_does_not_take_run_node_by_node(case):
+    model = _chain_model("im2col", "after", "Relu")
+    feeds = (_feeds("im2col", z_shape=(1, 8, 1, 1)) if case == "broadcast_z"
+             else _feeds("im2col", dtype=np.float64))
+    if case == "float64":
+        model = _chain_model("im2col", "after", "Relu")
+        for init in model.graph.initializer:
+            init.CopyFrom(nh.from_array(nh.to_array(init).astype(np.float64), init.name))
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    (y,) = fused.run(None, feeds)
+    assert _plan_ops(fused) == ["FusedConv"]
+    assert _same_bits(y, plain.run(None, feeds)[0])
+    used = olc.used_kernel_names(fused)
+    assert "onnx_light_cpu::FusedConv" not in used and "onnx_light_cpu::Add" in used
+    # and back to fused when the inputs allow it again
+    if case == "broadcast_z":
+        feeds = _feeds("im2col")
+        assert _same_bits(fused.run(None, feeds)[0], plain.run(None, feeds)[0])
+        assert "onnx_light_cpu::FusedConv" in olc.used_kernel_names(fused)
+
+
+def test_asking_for_an_intermediate_runs_every_node():
+    model = _chain_model("gemm", "after", "Relu")
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    feeds = _feeds("gemm")
+    got = fused.run(["c", "y"], feeds)
+    expected = plain.run(["c", "y"], feeds)
+    assert all(_same_bits(a, b) for a, b in zip(got, expected))
+    everything = fused.run(None, feeds, intermediate=True)
+    assert _same_bits(everything["s"], plain.run(["s"], feeds)[0])
+
+
+@pytest.mark.parametrize("case", ["c_is_output", "c_read_twice", "clip_min_above_max",
+                                  "clip_bound_fed", "add_of_c_and_c"])
+def test_chains_left_alone(case):
+    if case == "c_is_output":
+        model = _chain_model("gemm", None, "Relu")
+        model.graph.output.append(oh.make_tensor_value_info("c", T.FLOAT, None))
+    elif case == "c_read_twice":
+        model = _chain_model("gemm", None, "Relu", extra=[oh.make_node("Neg", ["c"], ["n"])])
+        model.graph.output.append(oh.make_tensor_value_info("n", T.FLOAT, None))
+    elif case == "clip_min_above_max":
+        model = _chain_model("gemm", None, "Clip", bounds=(1.0, -1.0))
+    elif case == "clip_bound_fed":
+        model = _chain_model("gemm", None, "Clip")
+        model.graph.input.append(oh.make_tensor_value_info("hi", T.FLOAT, []))
+        model.ir_version = 3  # an initializer listed as an input may be fed
+        model.opset_import[0].version = 11
+    else:
+        model = _chain_model("gemm", None, None, extra=[
+            oh.make_node("Add", ["c", "c"], ["y"])])
+        model.graph.output[0].name = "y"
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    assert "FusedConv" not in _plan_ops(fused)
+    feeds = _feeds("gemm")
+    for a, b in zip(fused.run(None, feeds), plain.run(None, feeds)):
+        assert _same_bits(a, b)
+
+
+def test_opt_outs(monkeypatch):
+    model = _chain_model("gemm", "after", "Relu")
+    assert _plan_ops(_session(model)) == ["FusedConv"]
+    assert _plan_ops(_session(model, fuse_conv=False)) == ["Conv", "Add", "Relu"]
+    monkeypatch.setenv(conv_chains.ENV_VAR, "0")
+    assert _plan_ops(_session(model)) == ["Conv", "Add", "Relu"]
+    monkeypatch.delenv(conv_chains.ENV_VAR)
+    try:
+        olc.register_kernels_global(fuse_conv=False)
+        assert _plan_ops(ReferenceEvaluator(model)) == ["Conv", "Add", "Relu"]
+        olc.register_kernels_global()
+        assert _plan_ops(ReferenceEvaluator(model)) == ["FusedConv"]
+    finally:
+        olc.unregister_kernels_global()
