@@ -732,46 +732,12 @@ static int64_t olc_conv_wino_rows_floats(const olc_conv_geom *g) {
     return (4 * (2 * ((g->OW + 1) / 2) + 2) + 16) * g->C;
 }
 
-/* Winograd's transforms are these two steps, on rows of n values each
- * (one per channel; the loops over them are vectorised), first down the
- * 4 rows of a tile, then across its 4 columns:
- * B^T: (r0, r1, r2, r3) = (a0 - a2, a1 + a2, a2 - a1, a1 - a3);
- * A^T: (r0, r1) = (a0 + a1 + a2, a1 - a2 - a3). */
-static inline void olc_conv_wino_bt(const float *restrict a0, const float *restrict a1,
-                                    const float *restrict a2, const float *restrict a3,
-                                    float *restrict r0, float *restrict r1, float *restrict r2,
-                                    float *restrict r3, int64_t n) {
-    for (int64_t c = 0; c < n; ++c) {
-        r0[c] = a0[c] - a2[c];
-        r1[c] = a1[c] + a2[c];
-        r2[c] = a2[c] - a1[c];
-        r3[c] = a1[c] - a3[c];
-    }
-}
+/* Channels of a tile the output transform takes at a time. */
+#define OLC_CONV_WINO_MB 64
 
-static inline void olc_conv_wino_at(const float *restrict a0, const float *restrict a1,
-                                    const float *restrict a2, const float *restrict a3,
-                                    float *restrict r0, float *restrict r1, int64_t n) {
-    for (int64_t c = 0; c < n; ++c) {
-        r0[c] = a0[c] + a1[c] + a2[c];
-        r1[c] = a1[c] - a2[c] - a3[c];
-    }
-}
-
-/* V[xi][c] = (B^T d B)[xi] of one tile, d[i][k][c] = d[i * ld + k * C + c]
- * (channel innermost); r: 16 C floats. */
-static void olc_conv_wino_in_tile(const float *d, int64_t ld, int64_t C, float *vt, int64_t nC,
-                                  float *r) {
-    for (int k = 0; k < 4; ++k)  /* r[i][k] = (B^T d)[i][k] */
-        olc_conv_wino_bt(d + k * C, d + ld + k * C, d + 2 * ld + k * C, d + 3 * ld + k * C,
-                         r + k * C, r + (4 + k) * C, r + (8 + k) * C, r + (12 + k) * C, C);
-    for (int i = 0; i < 4; ++i) {  /* V[4 i + j] = (r B)[i][j] */
-        const float *ri = r + 4 * i * C;
-        float *vi = vt + 4 * i * nC;
-        olc_conv_wino_bt(ri, ri + C, ri + 2 * C, ri + 3 * C, vi, vi + nC, vi + 2 * nC,
-                         vi + 3 * nC, C);
-    }
-}
+/* The transforms of one tile, per level (conv/olc_conv_wino.h). */
+#define OLC_BODY "conv/olc_conv_wino.h"
+#include "common/olc_each_level.h"
 
 /* V[xi][t - t0][c] of the input tiles t0 .. t1, V's matrices nt tiles
  * (rows) each: a tile row at a time, its 4 input rows first copied into
@@ -779,6 +745,7 @@ static void olc_conv_wino_in_tile(const float *d, int64_t ld, int64_t C, float *
 static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1, float *v,
                              int64_t nt, float *xr) {
     const int64_t H = p->H, W = p->W, C = p->C, HW = H * W, nC = olc_conv_wino_stride(nt, C);
+    const int level = olc_build_level(p->level);
     for (int64_t ty = t0 / p->tw; ty <= (t1 - 1) / p->tw; ++ty) {
         const int64_t x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
         const int64_t x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
@@ -805,8 +772,9 @@ static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
             }
         }
         for (int64_t tx = x0; tx < x1; ++tx)
-            olc_conv_wino_in_tile(xr + 2 * (tx - x0) * C, ncols * C, C,
-                                  v + (ty * p->tw + tx - t0) * C, nC, xr + 4 * ncols * C);
+            OLC_LEVEL_FN(level, olc_conv_wino_in_tile)(xr + 2 * (tx - x0) * C, ncols * C, C,
+                                                       v + (ty * p->tw + tx - t0) * C, nC,
+                                                       xr + 4 * ncols * C);
     }
 }
 
@@ -823,9 +791,6 @@ static int olc_conv_wino_gemm(const olc_conv_wino_job *p, int64_t n, const float
                      0, nthreads);
 }
 
-/* Channels of a tile the output transform takes at a time. */
-#define OLC_CONV_WINO_MB 64
-
 /* Output tiles t0 .. t1 from their products mb[xi][t - t0][m] (matrices
  * of nt rows): y = A^T m A, A^T = [1 1 1 0; 0 1 -1 -1]; then bias, z and
  * the activation by the epilogue, an output row segment at a time.  The
@@ -834,6 +799,7 @@ static int olc_conv_wino_gemm(const olc_conv_wino_job *p, int64_t n, const float
 static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
                               const float *mb, int64_t nt) {
     const int64_t M = p->M, nM = olc_conv_wino_stride(nt, M), OW = p->OW, plane = p->OH * OW;
+    const int level = olc_build_level(p->level);
     float a[2][4][OLC_CONV_WINO_MB], o[4][OLC_CONV_WINO_MB];
     for (int64_t t = t0; t < t1; ++t) {
         const int64_t oh = 2 * (t / p->tw), ow = 2 * (t % p->tw);
@@ -841,12 +807,7 @@ static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1
         const float *mt = mb + (t - t0) * M;
         for (int64_t m0 = 0; m0 < M; m0 += OLC_CONV_WINO_MB) {
             const int64_t mn = M - m0 < OLC_CONV_WINO_MB ? M - m0 : OLC_CONV_WINO_MB;
-            const float *s = mt + m0;
-            for (int k = 0; k < 4; ++k)  /* a[i][k] = (A^T m)[i][k] */
-                olc_conv_wino_at(s + k * nM, s + (4 + k) * nM, s + (8 + k) * nM,
-                                 s + (12 + k) * nM, a[0][k], a[1][k], mn);
-            for (int i = 0; i < 2; ++i)  /* o[2 i + k] = (a A)[i][k] */
-                olc_conv_wino_at(a[i][0], a[i][1], a[i][2], a[i][3], o[2 * i], o[2 * i + 1], mn);
+            OLC_LEVEL_FN(level, olc_conv_wino_out_tile)(mt + m0, nM, mn, a, o);
             float *yt = p->y + m0 * plane + oh * OW + ow;
             for (int64_t j = 0; j < mn; ++j) {
                 float *yj = yt + j * plane;
