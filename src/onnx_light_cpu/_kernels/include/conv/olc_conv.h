@@ -112,57 +112,14 @@ static int64_t olc_conv_segments(const olc_conv_geom *g, int64_t p0, int64_t pt,
  * blocks of OLC_GEMM_KC rows; see olc_gemm.h): the rows are assembled in
  * lines (OLC_CONV_PACK_ROWS x npad floats of scratch), then copied panel
  * after panel, so that the writes run through memory in order. */
-static void olc_conv_pack_cols(const olc_conv_geom *g, const float *x, const olc_conv_seg *seg,
-                               int64_t nseg, int64_t pt, int64_t k0, int64_t k1, int64_t nr,
-                               float *lines, float *dst) {
-    int64_t kk = g->kd * g->kh * g->kw, K = g->C * kk, s = g->sw;
-    int64_t npad = (pt + nr - 1) / nr * nr;
-    for (int64_t k = k0; k < k1; ++k) {
-        float *line = lines + (k - k0) * npad;
-        int64_t c = k / kk, r = k % kk;
-        int64_t a = r / (g->kh * g->kw), b = (r / g->kw) % g->kh, e = r % g->kw;
-        const float *xc = x + c * g->D * g->H * g->W;
-        for (int64_t j = pt; j < npad; ++j) line[j] = 0.0f;
-        for (int64_t t = 0; t < nseg; ++t) {
-            float *out = line + seg[t].j;
-            int64_t L = seg[t].len;
-            int64_t id = seg[t].d0 + a * g->dd, ih = seg[t].h0 + b * g->dh;
-            if (id < 0 || id >= g->D || ih < 0 || ih >= g->H) {
-                memset(out, 0, (size_t)L * sizeof(float));
-                continue;
-            }
-            const float *xr = xc + (id * g->H + ih) * g->W;
-            int64_t iw0 = seg[t].w0 + e * g->dw;
-            int64_t lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;
-            int64_t hi = g->W - iw0 > 0 ? (g->W - iw0 + s - 1) / s : 0;
-            if (hi > L) hi = L;
-            if (lo > hi) lo = hi;
-            for (int64_t q = 0; q < lo; ++q) out[q] = 0.0f;
-            if (s == 1) {
-                memcpy(out + lo, xr + iw0 + lo, (size_t)(hi - lo) * sizeof(float));
-            } else if (s == 2) { /* a constant stride: the compiler vectorises it */
-                const float *x2 = xr + iw0;
-                for (int64_t q = lo; q < hi; ++q) out[q] = x2[2 * q];
-            } else
-                for (int64_t q = lo; q < hi; ++q) out[q] = xr[iw0 + q * s];
-            for (int64_t q = hi; q < L; ++q) out[q] = 0.0f;
-        }
-    }
-    /* k0..k1 never cross a block of OLC_GEMM_KC rows (both multiples of 16) */
-    int64_t pc = k0 / OLC_GEMM_KC * OLC_GEMM_KC;
-    int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
-    float *base = dst + pc * npad + (k0 - pc) * nr;
-    int64_t rows = k1 - k0;
-    for (int64_t jb = 0; jb < npad; jb += nr) {
-        float *d = base + jb * kc;
-        if (nr == 16)
-            for (int64_t q = 0; q < rows; ++q) memcpy(d + q * 16, lines + q * npad + jb, 64);
-        else if (nr == 32)
-            for (int64_t q = 0; q < rows; ++q) memcpy(d + q * 32, lines + q * npad + jb, 128);
-        else
-            for (int64_t q = 0; q < rows; ++q)
-                memcpy(d + q * nr, lines + q * npad + jb, (size_t)nr * sizeof(float));
-    }
+#define OLC_BODY "conv/olc_conv_pack.h"
+#include "common/olc_each_level.h"
+
+static void olc_conv_pack_cols(int level, const olc_conv_geom *g, const float *x,
+                               const olc_conv_seg *seg, int64_t nseg, int64_t pt, int64_t k0,
+                               int64_t k1, int64_t nr, float *lines, float *dst) {
+    OLC_LEVEL_FN(olc_build_level(level), olc_conv_pack_cols)(g, x, seg, nseg, pt, k0, k1, nr,
+                                                             lines, dst);
 }
 
 /* ---- float32 Conv by the GEMM engine ---- */
@@ -194,7 +151,8 @@ static void olc_conv_pack_task(void *arg, ptrdiff_t t, int slot) {
         __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
         return;
     }
-    olc_conv_pack_cols(&p->g, p->xb, p->seg, p->nseg, p->n1, k0, k1, p->nr, lines, p->cols);
+    olc_conv_pack_cols(p->level, &p->g, p->xb, p->seg, p->nseg, p->n1, k0, k1, p->nr, lines,
+                       p->cols);
 }
 
 /* Bias, residual and activation of the GEMM's output tile (rows m0..m1,
@@ -291,7 +249,7 @@ static void olc_conv_tile_task(void *arg, ptrdiff_t t, int slot) {
     q.seg = (olc_conv_seg *)(lines + OLC_CONV_PACK_ROWS * ((p->pt + p->nr - 1) / p->nr * p->nr));
     q.nseg = olc_conv_segments(&q.g, p0, q.n1, q.seg);
     for (int64_t k0 = 0; k0 < p->K; k0 += OLC_CONV_PACK_ROWS)
-        olc_conv_pack_cols(&q.g, q.xb, q.seg, q.nseg, q.n1, k0,
+        olc_conv_pack_cols(q.level, &q.g, q.xb, q.seg, q.nseg, q.n1, k0,
                            k0 + OLC_CONV_PACK_ROWS < p->K ? k0 + OLC_CONV_PACK_ROWS : p->K, q.nr,
                            lines, q.cols);
     olc_sgemm_epilogue e = {olc_conv_tile_epilogue, &q};
