@@ -13,7 +13,8 @@
 Without a model, ``run`` uses a small default model built in code.
 ``check`` runs nothing but the constant nodes folded at load: it says, per
 operator, whether one of our kernels, onnx.reference or nothing runs it
-(exit status 1 if anything cannot run), and what folding saves per run.
+(exit status 1 if anything cannot run), what folding saves per run and how
+many Conv chains run fused.
 ``generate`` runs :class:`onnx_light_cpu.Generator` over a decoder made by
 ONNX Runtime's model builder (a folder with genai_config.json, or an .onnx
 file), streams the new tokens, then prints the prefill time, the decode

@@ -13,6 +13,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
 from onnx_light_cpu.registry import conv_chains
+from onnx_light_cpu.registry.check import check_model
 
 RNG = np.random.default_rng(7)
 
@@ -201,3 +202,11 @@ def test_opt_outs(monkeypatch):
         assert _plan_ops(ReferenceEvaluator(model)) == ["FusedConv"]
     finally:
         olc.unregister_kernels_global()
+
+
+def test_check_says_how_many_chains_fuse():
+    lines = check_model(_chain_model("gemm", "after", "Relu")).lines()
+    assert lines[-1] == ("conv chains: 1 chain of Conv, Add and/or Relu or Clip run as one "
+                         "FusedConv each")
+    assert not any(line.startswith("conv chains") for line in
+                   check_model(_chain_model("gemm", None, None)).lines())

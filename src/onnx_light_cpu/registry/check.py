@@ -7,7 +7,8 @@ global table beneath), through the hook, which notes how each node resolves
 resolution is the hook's own, the one behind ``MissingOperatorsError``, so
 the two cannot disagree.  Building an evaluator runs no node but the
 constant ones it folds (``registry/fold.py``), once: the check says how
-many, the bytes they make and the time they no longer take on every run.
+many, the bytes they make and the time they no longer take on every run,
+and how many Conv chains the run plans fuse (``registry/conv_chains.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import onnx
 from onnx.reference import ReferenceEvaluator
 
-from . import fold, hook
+from . import conv_chains, fold, hook
 from .api import _collect
 from .hook import Provider, Resolution, counted, missing_listing
 from .records import DEFAULT_DOMAIN, MicrosoftKernelImplementation, RegisteredKernel
@@ -84,6 +85,7 @@ class ModelCheck:
     missing: tuple[Resolution, ...]
     error: str = ""
     folding: FoldCheck | None = None  # None: folding was off
+    conv_chains: int = 0  # Conv chains the run plans fuse (registry/conv_chains.py)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +112,9 @@ class ModelCheck:
                          f"({counted(nodes, 'node')}) can run")
         if self.folding is not None and self.folding.nodes:
             lines.append(self.folding.line())
+        if self.conv_chains:
+            lines.append(f"conv chains: {counted(self.conv_chains, 'chain')} of Conv, Add "
+                         "and/or Relu or Clip run as one FusedConv each")
         return lines
 
 
@@ -117,8 +122,8 @@ def check_model(model: onnx.ModelProto, policy: MicrosoftKernelImplementation = 
                 fold_constants: bool = True) -> ModelCheck:
     """Resolve every node of ``model`` (subgraphs and model-local functions
     included) with every kernel of ``policy`` registered, and say who runs
-    each operator and what constant folding does (unless
-    ``fold_constants=False``).  Nodes of the function bodies
+    each operator, what constant folding does (unless
+    ``fold_constants=False``) and how many Conv chains the plans fuse.  Nodes of the function bodies
     onnx.reference expands are not the model's: they are left out, unless
     nobody runs them."""
     context = hook._new_root_context()
@@ -127,6 +132,7 @@ def check_model(model: onnx.ModelProto, policy: MicrosoftKernelImplementation = 
     context.fold_constants = fold_constants
     error = ""
     folding = None
+    chains = 0
     with hook.recording(context) as report:
         try:
             sess = ReferenceEvaluator(model)
@@ -135,6 +141,7 @@ def check_model(model: onnx.ModelProto, policy: MicrosoftKernelImplementation = 
         else:
             if fold.enabled(context):
                 folding = _fold_check(fold.folded_of(hook.iter_evaluators(sess)))
+            chains = conv_chains.count(hook.iter_evaluators(sess))
     counts: dict[tuple, int] = {}
     shown = [r for r in report.resolutions if not r.internal or r.provider in NOBODY]
     for r in shown:
@@ -144,7 +151,7 @@ def check_model(model: onnx.ModelProto, policy: MicrosoftKernelImplementation = 
         counts.items(), key=lambda item: (item[0][0] != DEFAULT_DOMAIN, item[0][0],
                                           item[0][1], item[0][2] or 0)))
     missing = tuple(r for r in shown if r.provider in NOBODY)
-    return ModelCheck(policy, operators, missing, error, folding)
+    return ModelCheck(policy, operators, missing, error, folding, chains)
 
 
 def _fold_check(done: fold.Folded) -> FoldCheck:

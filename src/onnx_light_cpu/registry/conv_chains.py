@@ -184,3 +184,10 @@ def _activation(node, constants: dict) -> tuple[float, float] | None:
     if not lo <= hi:  # NaN, or min > max (every element is max): left to Clip
         return None
     return (lo, hi)
+
+
+def count(evaluators) -> int:
+    """The Conv chains the run plans of ``evaluators`` fuse."""
+    return sum(isinstance(getattr(entry[0], "__self__", None), ConvChain)
+               for evaluator in evaluators
+               for entry in evaluator.__dict__.get("_olc_plan") or ())
