@@ -81,7 +81,6 @@ class ConvChain:
         self.fused = FusedConv(node, conv.run_params, context=conv._context,
                                initializers=conv._initializers)
         self.onnx_node = node  # what the plan runs, for whoever reads it
-        self._shapes = None  # (x shape, w shape, output shape) of the last fused run
 
     has_linked_attribute = False
 
@@ -105,14 +104,10 @@ class ConvChain:
             return False
         if z is None:
             return True
-        shapes = self._shapes
-        if shapes is None or shapes[0] != x.shape or shapes[1] != w.shape:
-            try:  # the Conv's own plan: its output shape
-                out_shape = self.conv._plan_for((x, w, b))[1]
-            except Exception:  # noqa: BLE001 - the Conv node raises it, unfused
-                return False
-            shapes = self._shapes = (x.shape, w.shape, out_shape)
-        return z.shape == shapes[2]
+        try:  # the output shape, from the Conv's plan (kept per input signature)
+            return z.shape == self.conv._plan_for((x, w, b))[1]
+        except Exception:  # noqa: BLE001 - the Conv node raises it, unfused
+            return False
 
 
 def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:

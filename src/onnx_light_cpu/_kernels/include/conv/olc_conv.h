@@ -697,16 +697,24 @@ static int64_t olc_conv_wino_rows_floats(const olc_conv_geom *g) {
 #define OLC_BODY "conv/olc_conv_wino.h"
 #include "common/olc_each_level.h"
 
+/* The tiles of tile row ty among tiles t0 .. t1: columns *x0 .. *x1. */
+static void olc_conv_wino_row_span(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
+                                   int64_t ty, int64_t *x0, int64_t *x1) {
+    *x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
+    *x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
+}
+
 /* V[xi][t - t0][c] of the input tiles t0 .. t1, V's matrices nt tiles
  * (rows) each: a tile row at a time, its 4 input rows first copied into
  * xr (olc_conv_wino_rows_floats) channel innermost, zero outside x. */
 static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1, float *v,
                              int64_t nt, float *xr) {
     const int64_t H = p->H, W = p->W, C = p->C, HW = H * W, nC = olc_conv_wino_stride(nt, C);
-    const int level = olc_build_level(p->level);
+    void (*const in_tile)(const float *, int64_t, int64_t, float *, int64_t, float *) =
+        OLC_LEVEL_FN(olc_build_level(p->level), olc_conv_wino_in_tile);
     for (int64_t ty = t0 / p->tw; ty <= (t1 - 1) / p->tw; ++ty) {
-        const int64_t x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
-        const int64_t x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
+        int64_t x0, x1;
+        olc_conv_wino_row_span(p, t0, t1, ty, &x0, &x1);
         const int64_t h0 = 2 * ty - p->ph, w0 = 2 * x0 - p->pw, ncols = 2 * (x1 - x0) + 2;
         for (int i = 0; i < 4; ++i) {
             const int64_t h = h0 + i;
@@ -730,9 +738,8 @@ static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
             }
         }
         for (int64_t tx = x0; tx < x1; ++tx)
-            OLC_LEVEL_FN(level, olc_conv_wino_in_tile)(xr + 2 * (tx - x0) * C, ncols * C, C,
-                                                       v + (ty * p->tw + tx - t0) * C, nC,
-                                                       xr + 4 * ncols * C);
+            in_tile(xr + 2 * (tx - x0) * C, ncols * C, C, v + (ty * p->tw + tx - t0) * C, nC,
+                    xr + 4 * ncols * C);
     }
 }
 
@@ -757,7 +764,9 @@ static int olc_conv_wino_gemm(const olc_conv_wino_job *p, int64_t n, const float
 static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
                               const float *mb, int64_t nt) {
     const int64_t M = p->M, nM = olc_conv_wino_stride(nt, M), OW = p->OW, plane = p->OH * OW;
-    const int level = olc_build_level(p->level);
+    void (*const out_tile)(const float *, int64_t, int64_t, float[2][4][OLC_CONV_WINO_MB],
+                           float[4][OLC_CONV_WINO_MB]) =
+        OLC_LEVEL_FN(olc_build_level(p->level), olc_conv_wino_out_tile);
     float a[2][4][OLC_CONV_WINO_MB], o[4][OLC_CONV_WINO_MB];
     for (int64_t t = t0; t < t1; ++t) {
         const int64_t oh = 2 * (t / p->tw), ow = 2 * (t % p->tw);
@@ -765,7 +774,7 @@ static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1
         const float *mt = mb + (t - t0) * M;
         for (int64_t m0 = 0; m0 < M; m0 += OLC_CONV_WINO_MB) {
             const int64_t mn = M - m0 < OLC_CONV_WINO_MB ? M - m0 : OLC_CONV_WINO_MB;
-            OLC_LEVEL_FN(level, olc_conv_wino_out_tile)(mt + m0, nM, mn, a, o);
+            out_tile(mt + m0, nM, mn, a, o);
             float *yt = p->y + m0 * plane + oh * OW + ow;
             for (int64_t j = 0; j < mn; ++j) {
                 float *yj = yt + j * plane;
@@ -781,8 +790,8 @@ static void olc_conv_wino_out(const olc_conv_wino_job *p, int64_t t0, int64_t t1
     if (p->bias == NULL && p->z == NULL && p->act == OLC_CONV_NONE) return;
     /* the tiles' output rows: a tile row gives two, its columns t0 .. t1 */
     for (int64_t ty = t0 / p->tw; ty <= (t1 - 1) / p->tw; ++ty) {
-        const int64_t x0 = ty == t0 / p->tw ? t0 % p->tw : 0;
-        const int64_t x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
+        int64_t x0, x1;
+        olc_conv_wino_row_span(p, t0, t1, ty, &x0, &x1);
         const int64_t c0 = 2 * x0, c1 = 2 * x1 < OW ? 2 * x1 : OW;
         for (int64_t r = 2 * ty; r < 2 * ty + 2 && r < p->OH; ++r) {
             const int64_t at = r * OW + c0;
