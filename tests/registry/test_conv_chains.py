@@ -210,3 +210,16 @@ def test_check_says_how_many_chains_fuse():
                          "FusedConv each")
     assert not any(line.startswith("conv chains") for line in
                    check_model(_chain_model("gemm", None, None)).lines())
+
+
+def test_bad_input_is_the_conv_s_error_and_inputs_stay():
+    """A chain whose Conv cannot run raises the Conv node's own error, and
+    no run writes into its inputs."""
+    model = _chain_model("im2col", "after", "Relu")
+    fused = _session(model)
+    feeds = _feeds("im2col")
+    kept = {name: value.copy() for name, value in feeds.items()}
+    fused.run(None, feeds)
+    assert all(_same_bits(feeds[name], kept[name]) for name in feeds)
+    with pytest.raises(ValueError, match="Conv"):
+        fused.run(None, {"X": feeds["X"][:, :3], "Z": feeds["Z"]})
