@@ -1,14 +1,24 @@
 /* The worker pool behind olc_parallel_for (olc_pool.h).  Compiled into the
  * _cpu extension only, which hands olc_pool_run_tasks to the others.
  *
- * One job at a time.  The job's tasks are claimed through one 64-bit word,
- * `state`: the job's generation in the high half, the next unclaimed task in
- * the low half (OLC_POOL_CLOSED while the caller sets a job up).  Claiming is
- * a compare-and-swap of that word, so a worker that read the word of an old
- * job and was descheduled can never claim a task of a later one: the word
- * has moved on and its swap fails.  The caller claims tasks like any worker,
- * then waits only for the tasks workers claimed (`done` counts finished
- * tasks), never for a worker that has not started.
+ * One job at a time, announced through one 64-bit word, `state`: the job's
+ * generation in the high half, 0 while it is open (OLC_POOL_CLOSED while
+ * the caller sets it up).  Each thread of the job (slot 0 the caller, 1 ..
+ * slots the workers) owns a contiguous range of its tasks, claimed from the
+ * front; one whose range is empty steals from the back of the others'.  A
+ * thread thus writes the same part of the outputs on every run when none
+ * is late: with one shared counter the parts fell to whichever thread came
+ * first, and the next run or layer found the lines in the other core's
+ * cache (a 1x1 Conv 32 -> 192 at 28x28, 2 threads: 95-101 us, 36-53 with
+ * the ranges; 64 at 1 thread; docs/ARCHITECTURE.md, "Threads").  A range
+ * is one 64-bit word, front and back task numbers counted across jobs
+ * (`base`: the number of the job's first task), so that numbers of two
+ * jobs differ; claiming is a compare-and-swap of that word after `state`
+ * was seen still open for the job: a worker that read an old job and was
+ * descheduled can never claim a task of a later one, its swap fails.  The
+ * caller claims tasks like any worker, then waits only for the tasks
+ * workers claimed (`done` counts finished tasks), never for a worker that
+ * has not started.
  *
  * A worker waits for the next job spinning for `spin_ns`, then sleeps on a
  * condition variable of its own.  A job wakes only the workers it may use
@@ -62,7 +72,8 @@
 enum { OLC_POOL_MAX_WORKERS = 255 };
 
 static struct {
-    _Atomic uint64_t state;        /* generation << 32 | next task */
+    _Atomic uint64_t state;        /* generation << 32 | 0 (open) or OLC_POOL_CLOSED */
+    _Atomic uint32_t base;         /* the number of the job's first task */
     _Atomic(olc_task_fn) fn;       /* the job, valid while state is open */
     _Atomic(void *) arg;
     _Atomic uint32_t ntasks;
@@ -74,6 +85,7 @@ static struct {
     long serial_ns;                /* the last serial period (under busy), 0: none */
     _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
     int started;                   /* workers created (under busy) */
+    uint32_t last_ntasks;          /* tasks of the last job (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with finished: the caller's sleep */
     pthread_cond_t finished;
@@ -83,6 +95,13 @@ static struct {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .finished = PTHREAD_COND_INITIALIZER,
 };
+
+/* The range of tasks each slot claims first: front << 32 | back, task
+   numbers (task + base, wrapping) front .. back - 1 unclaimed. */
+static struct olc_pool_range {
+    _Atomic uint64_t fb;
+    char pad[56];                  /* ranges on cache lines of their own */
+} olc_pool_ranges[OLC_POOL_MAX_WORKERS + 1];
 
 /* A worker's bed, by slot (1..started; made before its worker starts). */
 static struct olc_pool_bed {
@@ -131,26 +150,54 @@ static long olc_pool_now_ns(void) {
     return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Claim and run tasks of job `generation` until none is left to claim;
-   how many this thread ran. */
+/* Claims a task of range r of the job whose open `state` is s: from the
+   front when it is this thread's own range, else from the back.  1: the
+   task's number is in *number; 0: the range is empty or was claimed
+   meanwhile; -1: the job is no longer s.  `state` is checked after the
+   range is read: a later job closes it before it writes the ranges, so
+   the word read is this job's, and a swap of it fails once a later job
+   has written its own numbers there. */
+static int olc_pool_claim(int r, int own, uint64_t s, uint32_t *number) {
+    uint64_t v = atomic_load(&olc_pool_ranges[r].fb);
+    if (atomic_load(&olc_pool.state) != s)
+        return -1;
+    uint32_t front = (uint32_t)(v >> 32), back = (uint32_t)v;
+    if (front == back)
+        return 0;
+    /* each half wraps on its own (numbers run on past 2^32 tasks) */
+    uint64_t claimed = own ? (uint64_t)(uint32_t)(front + 1) << 32 | back
+                           : (uint64_t)front << 32 | (uint32_t)(back - 1);
+    if (!atomic_compare_exchange_strong(&olc_pool_ranges[r].fb, &v, claimed))
+        return 0;
+    *number = own ? front : back - 1;
+    return 1;
+}
+
+/* Claim and run tasks of job `generation` until none is left to claim:
+   this slot's range first, then the others' from their backs; how many
+   this thread ran. */
 static long olc_pool_work(uint32_t generation, int slot) {
     long ran = 0;
-    uint64_t s = atomic_load(&olc_pool.state);
     for (;;) {
+        uint64_t s = atomic_load(&olc_pool.state);
         if (olc_pool_generation(s) != generation || olc_pool_next(s) == OLC_POOL_CLOSED)
             return ran;
-        /* Read before the swap: if these belong to a later job, the state
-           word changed before they were written and the swap fails. */
+        /* Read while the job is open: a later job closes `state` before
+           it writes these (olc_pool_claim checks it again). */
         olc_task_fn fn = atomic_load_explicit(&olc_pool.fn, memory_order_acquire);
         void *arg = atomic_load_explicit(&olc_pool.arg, memory_order_acquire);
         uint32_t ntasks = atomic_load_explicit(&olc_pool.ntasks, memory_order_acquire);
+        uint32_t base = atomic_load_explicit(&olc_pool.base, memory_order_acquire);
         int slots = atomic_load_explicit(&olc_pool.slots, memory_order_acquire);
-        uint32_t task = olc_pool_next(s);
-        if (task >= ntasks || slot > slots)
+        if (slot > slots)
             return ran;
-        if (!atomic_compare_exchange_weak(&olc_pool.state, &s, s + 1))
-            continue; /* s now holds the current word */
-        fn(arg, (ptrdiff_t)task, slot);
+        uint32_t number;
+        int found = 0;
+        for (int i = 0; i <= slots && found == 0; ++i)
+            found = olc_pool_claim((slot + i) % (slots + 1), i == 0, s, &number);
+        if (found != 1)
+            return ran;
+        fn(arg, (ptrdiff_t)(uint32_t)(number - base), slot);
         ran++;
         if (atomic_fetch_add(&olc_pool.done, 1) + 1 == ntasks && slot != 0
             && atomic_load(&olc_pool.caller_waits)) {
@@ -158,7 +205,6 @@ static long olc_pool_work(uint32_t generation, int slot) {
             pthread_cond_signal(&olc_pool.finished);
             pthread_mutex_unlock(&olc_pool.lock);
         }
-        s = atomic_load(&olc_pool.state);
     }
 }
 
@@ -277,6 +323,16 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
     atomic_store_explicit(&olc_pool.ntasks, (uint32_t)ntasks, memory_order_release);
     atomic_store_explicit(&olc_pool.slots, slots, memory_order_release);
     atomic_store(&olc_pool.done, 0);
+    /* slot k's range: tasks n k / (slots + 1) .. n (k + 1) / (slots + 1),
+       numbered from after the last job's */
+    uint32_t base = atomic_load(&olc_pool.base) + (uint32_t)olc_pool.last_ntasks;
+    olc_pool.last_ntasks = (uint32_t)ntasks;
+    atomic_store_explicit(&olc_pool.base, base, memory_order_release);
+    for (int k = 0; k <= slots; ++k) {
+        uint32_t lo = base + (uint32_t)((uint64_t)ntasks * k / (slots + 1));
+        uint32_t hi = base + (uint32_t)((uint64_t)ntasks * (k + 1) / (slots + 1));
+        atomic_store(&olc_pool_ranges[k].fb, (uint64_t)lo << 32 | hi);
+    }
     atomic_store(&olc_pool.state, (uint64_t)generation << 32);
     olc_pool_wake_children(0, slots);
     olc_pool_inside = 1;
