@@ -1,8 +1,9 @@
 """The worker pool every core's parallel loop runs on (olc_pool_impl.h):
-each task runs exactly once whoever claims it, nested loops run serially
-inside their task, concurrent callers and a forked child still finish, and
-a worker that holds its task for milliseconds sends the next jobs to their
-callers for a while (the stall guard)."""
+each task runs exactly once whoever claims it (also as the task numbers of
+the threads' ranges wrap), nested loops run serially inside their task,
+concurrent callers and a forked child still finish, and a worker that
+holds its task for milliseconds sends the next jobs to their callers for a
+while (the stall guard)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ def test_every_task_runs_once(ntasks, threads):
     runs, slots, _ = _cpu.pool_check(ntasks, threads)
     assert runs == [1] * ntasks
     assert all(0 <= s < max(threads, 1) for s in slots)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_every_task_runs_once_as_task_numbers_wrap(threads):
+    """Each thread's range is a pair of task numbers counted across jobs;
+    they wrap past 2**32 in a long-running process."""
+    _cpu.pool_skip_task_numbers(2**32 - 5000)
+    for ntasks in [1, 2, 3, 7, 64, 1000, 333] * 10:
+        runs, slots, _ = _cpu.pool_check(ntasks, threads, task_us=1)
+        assert runs == [1] * ntasks
+        assert all(0 <= s < threads for s in slots)
 
 
 def test_nested_loops_run_in_their_task():

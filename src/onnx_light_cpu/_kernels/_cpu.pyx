@@ -3,6 +3,7 @@
 the one worker pool every core's parallel loop runs on (olc_pool_impl.h)."""
 
 from cpython.pycapsule cimport PyCapsule_New
+from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc
 
 from olc_openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
@@ -21,6 +22,7 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     long olc_pool_stalls()
     long olc_pool_serial_ns_left()
     long olc_pool_now_ns()
+    void olc_pool_skip_numbers(uint32_t n)
 
 
 #: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512,
@@ -58,6 +60,13 @@ def set_pool_spin_us(double us):
     if not us >= 0:
         raise ValueError(f"set_pool_spin_us: expected a time >= 0, got {us!r}")
     olc_pool_set_spin_ns(<long>(us * 1000.0))
+
+
+def pool_skip_task_numbers(uint32_t n):
+    """Move the pool's task numbering on by ``n`` (for tests: numbers
+    wrap past 2**32 in a long-running process)."""
+    with nogil:
+        olc_pool_skip_numbers(n)
 
 
 def pool_stalls():

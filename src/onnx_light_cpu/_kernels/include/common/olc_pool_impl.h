@@ -394,6 +394,12 @@ static inline int olc_pool_started(void) { return olc_pool.started; }
 static inline long olc_pool_spin_ns(void) { return atomic_load(&olc_pool.spin_ns); }
 static inline void olc_pool_set_spin_ns(long ns) { atomic_store(&olc_pool.spin_ns, ns); }
 static inline long olc_pool_stalls(void) { return atomic_load(&olc_pool.stalls); }
+/* Moves the task numbering on by n (tests: numbers that wrap past 2^32). */
+static inline void olc_pool_skip_numbers(uint32_t n) {
+    pthread_mutex_lock(&olc_pool.busy);
+    atomic_store(&olc_pool.base, atomic_load(&olc_pool.base) + n);
+    pthread_mutex_unlock(&olc_pool.busy);
+}
 static inline long olc_pool_serial_ns_left(void) {
     long left = atomic_load(&olc_pool.serial_until) - olc_pool_now_ns();
     return left > 0 ? left : 0;
