@@ -197,6 +197,49 @@ def test_asking_for_an_intermediate_keeps_every_result():
     np.testing.assert_array_equal(a, [1, 2])  # handed to the caller: not reused
 
 
+def test_a_new_shape_takes_a_view_of_a_larger_free_buffer():
+    """A shape the pool never kept a buffer of takes a view of the smallest
+    free one of its dtype with up to twice its elements, never one in use
+    (the view holds it), of another dtype or more than twice as large; a
+    shape with buffers of its own waits for its own."""
+    from onnx_light_cpu._kernels._runloop import BufferPool
+    f32 = np.dtype(np.float32)
+    pool = BufferPool()
+    for shape in ((10, 10), (30, 10)):
+        pool.keep(np.empty(shape, f32))
+    view = pool.take((8, 10), f32)
+    assert view.shape == (8, 10) and view.base.shape == (10, 10)
+    assert view.flags.c_contiguous and view.flags.writeable
+    assert pool.take((9, 10), f32) is None  # the 10x10 is held by the view; 30x10 too large
+    assert pool.take((8, 10), np.dtype(np.float64)) is None
+    del view
+    assert pool.take((4, 10), f32) is None  # more than twice
+    busy = pool.take((10, 10), f32)
+    assert busy.base is None
+    assert pool.take((10, 10), f32) is None  # its own shape: no view of the 30x10
+    assert pool.take((20, 10), f32).base.shape == (30, 10)
+
+
+def test_intermediates_of_new_shapes_run_in_freed_buffers():
+    """A Concat of a shape no node made before writes into the buffer an
+    earlier, larger intermediate freed in the same run."""
+    nodes = [oh.make_node("Concat", ["x", "x", "x"], ["a"], axis=0),
+             oh.make_node("Neg", ["a"], ["b"]),
+             oh.make_node("Concat", ["x", "x"], ["c"], axis=0),
+             oh.make_node("Abs", ["c"], ["e"])]
+    sess = _graph_session(nodes, ["x"], ["b", "e"])
+    x = np.arange(-20, 20, dtype=np.float32)
+    b, e = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(b, -np.concatenate([x, x, x]))
+    np.testing.assert_array_equal(e, np.abs(np.concatenate([x, x])))
+    # the pool keeps a (c was a view of it); b and e are the caller's
+    assert sess._olc_context.buffers.nbytes == 3 * x.nbytes
+    for k in range(2, 5):
+        b, e = sess.run(None, {"x": x * k})
+        np.testing.assert_array_equal(b, -np.concatenate([x, x, x]) * k)
+        np.testing.assert_array_equal(e, np.abs(np.concatenate([x, x]) * k))
+
+
 def test_the_pool_holds_no_buffer_of_a_past_shape_or_a_dropped_output():
     """Shapes that change from run to run (a growing cache) and outputs the
     caller kept then dropped: the pool gives the memory back."""

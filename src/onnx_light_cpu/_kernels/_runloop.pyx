@@ -220,7 +220,9 @@ cdef class BufferPool:
     next two runs once the caller lets it go (:meth:`reclaim`; ``y =
     sess.run(...)`` in a loop holds the last run's outputs during the
     next run); buffers of a shape not
-    asked for during the last runs are dropped (:meth:`end_run`).""" 
+    asked for during the last runs are dropped (:meth:`end_run`).  A shape
+    with no buffers of its own takes a view of a free one up to twice its
+    size (:meth:`_take_larger`).""" 
 
     cdef dict lists   # (dtype, shape) -> [run it was last asked for, arrays...]
     cdef object run   # the run count, a Python int
@@ -233,12 +235,17 @@ cdef class BufferPool:
 
     def take(self, shape, dtype):
         """A free array of ``shape`` and ``dtype`` (a NumPy dtype), else None
-        (then allocate one and :meth:`keep` it)."""
+        (then allocate one and :meth:`keep` it).  A shape the pool has never
+        kept a buffer of takes a view of a larger free one instead
+        (:meth:`_take_larger`); one it has kept buffers of waits for its
+        own, so that it does not take the buffer another shape of the same
+        run asks for next (a FusedConv's output the Winograd scratch)."""
         cdef Py_ssize_t i, n
         cdef PyObject *p
-        lst = self.lists.get((dtype, shape if type(shape) is tuple else tuple(shape)))
+        shape = shape if type(shape) is tuple else tuple(shape)
+        lst = self.lists.get((dtype, shape))
         if lst is None:
-            return None
+            return self._take_larger(shape, dtype)
         lst[0] = self.run
         n = PyList_GET_SIZE(lst)
         for i in range(1, n):
@@ -246,6 +253,36 @@ cdef class BufferPool:
             if Py_REFCNT(p) == 1:
                 return <object>p
         return None
+
+    cdef object _take_larger(self, tuple shape, dtype):
+        """A view of the first elements of the smallest free C-contiguous
+        buffer of ``dtype`` with ``want`` to ``2 * want`` elements, or
+        None.  Where every output has a shape of its own (DenseNet: each
+        Concat and its BatchNormalization and Relu 32 channels wider than
+        the last), no buffer came back within a run and every write went
+        to memory.  The view holds the buffer, which is free again once
+        the view is gone."""
+        cdef Py_ssize_t want = 1, size, best_size = 0, i
+        cdef PyObject *p
+        for d in shape:
+            want *= d
+        if want <= 0:
+            return None
+        best = best_list = None
+        for key, lst in self.lists.items():
+            if key[0] != dtype:
+                continue
+            for i in range(1, PyList_GET_SIZE(lst)):
+                p = PyList_GET_ITEM(lst, i)
+                if Py_REFCNT(p) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>p):
+                    continue
+                size = cnp.PyArray_SIZE(<cnp.ndarray>p)
+                if want <= size <= 2 * want and (best is None or size < best_size):
+                    best, best_size, best_list = <object>p, size, lst
+        if best is None:
+            return None
+        best_list[0] = self.run  # in use: kept at the next sweep
+        return best.reshape(-1)[:want].reshape(shape)
 
     def keep(self, cnp.ndarray arr):
         """Adds a new array (allocated after :meth:`take` found none)."""
