@@ -1,5 +1,6 @@
 """Conv chains fused in the run plan (registry/conv_chains.py): which chains
-run as one FusedConv, that no result changes by one bit, and the runs that
+run as one FusedConv (and BatchNormalization + Relu as one
+BatchNormalization), that no result changes by one bit, and the runs that
 go node by node instead."""
 
 from __future__ import annotations
@@ -223,3 +224,66 @@ def test_bad_input_is_the_conv_s_error_and_inputs_stay():
     assert all(_same_bits(feeds[name], kept[name]) for name in feeds)
     with pytest.raises(ValueError, match="Conv"):
         fused.run(None, {"X": feeds["X"][:, :3], "Z": feeds["Z"]})
+
+
+# ---- BatchNormalization + Relu (NormRelu) ----
+
+def _norm_relu_model(extra=(), outputs=("y",), training=False, opset=15):
+    c = 6
+    inits = [nh.from_array(RNG.standard_normal(c).astype(np.float32), name)
+             for name in ("scale", "bias", "mean")]
+    inits.append(nh.from_array((RNG.random(c) + 0.5).astype(np.float32), "var"))
+    nodes = [oh.make_node("BatchNormalization", ["X", "scale", "bias", "mean", "var"], ["n"],
+                          epsilon=1e-3, **({"training_mode": 1} if training else {})),
+             oh.make_node("Relu", ["n"], ["y"]), *extra]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("X", T.FLOAT, None)],
+                          [oh.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], inits)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
+
+
+def _norm_feeds(dtype=np.float32):
+    x = RNG.standard_normal((2, 6, 5, 7)).astype(dtype)
+    x[0, 0, 0, :2] = np.nan  # NaN passes Relu as it comes
+    x[1, 2] = -np.inf
+    return {"X": x}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_norm_relu_runs_as_one_node_with_the_same_bits(threads):
+    model = _norm_relu_model()
+    fused, plain = _session(model, threads=threads), _session(model, fuse_conv=False)
+    assert _plan_ops(fused) == ["BatchNormalization"]
+    assert _plan_ops(plain) == ["BatchNormalization", "Relu"]
+    feeds = _norm_feeds()
+    (y,) = fused.run(None, feeds)
+    assert _same_bits(y, plain.run(None, feeds)[0])
+    assert np.isnan(y[0, 0, 0, :2]).all() and (y[~np.isnan(y)] >= 0).all()
+    assert olc.used_kernel_names(fused) == ["onnx_light_cpu::BatchNormalization"]
+    assert _same_bits(fused.run(["n", "y"], feeds)[1], y)  # the unfused plan
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_norm_relu_of_other_types_runs_node_by_node(dtype):
+    model = _norm_relu_model()
+    for init in model.graph.initializer:
+        init.CopyFrom(nh.from_array(nh.to_array(init).astype(dtype), init.name))
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    feeds = _norm_feeds(dtype)
+    (y,) = fused.run(None, feeds)
+    assert y.dtype == dtype and _same_bits(y, plain.run(None, feeds)[0])
+    assert "onnx_light_cpu::Relu" in olc.used_kernel_names(fused)
+
+
+@pytest.mark.parametrize("case", ["n_is_output", "n_read_twice", "training"])
+def test_norm_relu_left_alone(case):
+    if case == "n_is_output":
+        model = _norm_relu_model(outputs=("y", "n"))
+    elif case == "n_read_twice":
+        model = _norm_relu_model(extra=[oh.make_node("Neg", ["n"], ["m"])], outputs=("y", "m"))
+    else:
+        model = _norm_relu_model(training=True)
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    assert "Relu" in _plan_ops(fused)
+    feeds = {"X": RNG.standard_normal((2, 6, 5, 7)).astype(np.float32)}
+    for a, b in zip(fused.run(None, feeds), plain.run(None, feeds)):
+        assert _same_bits(a, b)

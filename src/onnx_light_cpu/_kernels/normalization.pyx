@@ -119,11 +119,15 @@ def rows(cnp.ndarray x, cnp.ndarray scale, object bias, object scale_row, cnp.nd
 def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object ch_var,
            cnp.ndarray y, object row_mean, object row_var, int64_t nrows, int64_t segs,
            int64_t seg_len, int64_t groups, int how, int mode, double eps, int acc_double,
-           int dtype, int level, int threads):
+           int dtype, int level, int threads, bint relu=False):
     """Per-segment y = (x - mean) * mul + add over ``nrows`` rows of
     ``segs * seg_len`` elements; channel arrays are float64 (see
-    olc_normalization.h); y is None for HOW_STATS (row_mean, row_var)."""
+    olc_normalization.h); y is None for HOW_STATS (row_mean, row_var).
+    relu: then y = max(y, 0) as Relu computes it (float32 y only)."""
     cdef olc_norm_affine_plan p
+    if relu and (y is None or y.dtype.num != cnp.NPY_FLOAT32):
+        raise ValueError("norm core: relu needs a float32 y")
+    p.relu = relu
     p.stats = olc_norm_select_stats(acc_double, dtype, level)
     p.affine = olc_norm_select_affine(acc_double, dtype, level)
     if p.stats == NULL or p.affine == NULL:

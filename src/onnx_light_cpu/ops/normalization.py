@@ -285,12 +285,13 @@ class _ChannelNorm(_Norm):
                            self._num_threads(x.size, self.min_work_per_thread), level,
                            self._path(tx, tx, level, label))
 
-    def _affine(self, p: _AffinePlan, x, mul=None, add=None, mean=None, var=None):
+    def _affine(self, p: _AffinePlan, x, mul=None, add=None, mean=None, var=None,
+                relu: bool = False):
         x = np.ascontiguousarray(x)
         self._record_path(*p.path)
         y = self._new_output(x.shape, x.dtype)
         core.affine(x, mul, add, mean, var, y, None, None, p.rows, p.segs, p.seg_len, p.groups,
-                    p.how, p.mode, p.eps, p.acc_double, p.tx, p.level, p.threads)
+                    p.how, p.mode, p.eps, p.acc_double, p.tx, p.level, p.threads, relu)
         return y
 
 
@@ -354,6 +355,10 @@ class BatchNormalization(_ChannelNorm):
               Input("input_mean", types=FLOATS), Input("input_var", types=FLOATS))
     attributes = (EPSILON, Attr("momentum", "float", 0.9), Attr("training_mode", "flag", 0),
                   Attr("spatial", "int", 1))
+    #: Set on the node a run plan makes of a BatchNormalization and the Relu
+    #: after it (registry/conv_chains.py, NormRelu): Relu on each channel
+    #: right after its normalization, float32 inference only.
+    relu = False
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
@@ -396,7 +401,7 @@ class BatchNormalization(_ChannelNorm):
         mul, add = _as_f64(scale), _as_f64(b)
         mean64, var64 = _as_f64(mean), _as_f64(var)
         if not self.training:
-            return (self._affine(plan, x, mul, add, mean64, var64),)
+            return (self._affine(plan, x, mul, add, mean64, var64, self.relu),)
         # Equal counts: the batch mean is the mean of the row means, the
         # batch variance the mean of the row variances plus that of the means.
         stats, apply = plan

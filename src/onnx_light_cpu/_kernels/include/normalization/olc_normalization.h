@@ -265,6 +265,7 @@ typedef struct {
     const double *ch_mul, *ch_add, *ch_mean, *ch_var;   /* per channel, NULL = 1 / 0 */
     double eps;
     int how, mode, acc_double;
+    int relu;  /* then y = y < 0 ? 0 : y (float32 y only): a Relu after it, fused */
     double *row_mean, *row_var;
 } olc_norm_affine_plan;
 
@@ -300,6 +301,11 @@ static void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int6
             if (p->ch_mul) k = p->acc_double ? k * p->ch_mul[c] : (double)((float)k * (float)p->ch_mul[c]);
             int64_t off = s * p->seg_len * p->item;
             p->affine(x + off, p->seg_len, m, k, a, p->y + r * n * p->item + off);
+            if (p->relu) { /* the segment is still in L1; NaN and -0 stay, as Relu */
+                float *restrict ys = (float *)(p->y + r * n * p->item + off);
+                const int64_t len = p->seg_len; /* a local: the loop vectorises */
+                for (int64_t i = 0; i < len; ++i) ys[i] = ys[i] < 0.0f ? 0.0f : ys[i];
+            }
         }
     }
 }

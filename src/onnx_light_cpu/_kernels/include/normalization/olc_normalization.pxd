@@ -44,6 +44,7 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         const double *ch_var
         double eps
         int how, mode, acc_double
+        int relu
         double *row_mean
         double *row_var
     void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int64_t r1)
