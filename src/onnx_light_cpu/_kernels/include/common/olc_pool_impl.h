@@ -9,8 +9,9 @@
  * thread thus writes the same part of the outputs on every run when none
  * is late: with one shared counter the parts fell to whichever thread came
  * first, and the next run or layer found the lines in the other core's
- * cache (a 1x1 Conv 32 -> 192 at 28x28, 2 threads: 95-101 us, 36-53 with
- * the ranges; 64 at 1 thread; docs/ARCHITECTURE.md, "Threads").  A range
+ * cache (a 1x1 Conv 32 -> 192 at 28x28, 2 threads, workers spinning:
+ * 95-101 us, 36-53 with the ranges; 64 at 1 thread; docs/ARCHITECTURE.md,
+ * "Threads").  A range
  * is one 64-bit word, front and back task numbers counted across jobs
  * (`base`: the number of the job's first task), so that numbers of two
  * jobs differ; claiming is a compare-and-swap of that word after `state`
