@@ -167,10 +167,10 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
     replaced: dict[int, ConvChain | NormRelu] = {}
     removed: set[int] = set()
     for i, conv in enumerate(nodes):
-        if _inference_norm(nodes[i]):
-            norm, j = nodes[i], only_reader(nodes[i].output[0])
-            if j is not None and type(nodes[j]) is Relu and j not in removed | set(replaced):
-                replaced[j] = NormRelu(norm, nodes[j])
+        if _inference_norm(conv):  # not a Conv: a BatchNormalization
+            j = only_reader(conv.output[0])
+            if j is not None and type(nodes[j]) is Relu and j not in replaced:
+                replaced[j] = NormRelu(conv, nodes[j])
                 removed.add(i)
             continue
         if type(conv) is not Conv or conv._attribute_error is not None:

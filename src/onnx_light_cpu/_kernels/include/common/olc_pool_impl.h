@@ -11,12 +11,12 @@
  * first, and the next run or layer found the lines in the other core's
  * cache (a 1x1 Conv 32 -> 192 at 28x28, 2 threads, workers spinning:
  * 95-101 us, 36-53 with the ranges; 64 at 1 thread; docs/ARCHITECTURE.md,
- * "Threads").  A range
- * is one 64-bit word, front and back task numbers counted across jobs
- * (`base`: the number of the job's first task), so that numbers of two
- * jobs differ; claiming is a compare-and-swap of that word after `state`
- * was seen still open for the job: a worker that read an old job and was
- * descheduled can never claim a task of a later one, its swap fails.  The
+ * "Threads").  A range is one 64-bit word, front and back task numbers
+ * counted across jobs (`base`: the number of the job's first task), so
+ * that numbers of two jobs differ; claiming is a compare-and-swap of that
+ * word after `state` was seen still open for the job: a worker that read
+ * an old job and was descheduled can never claim a task of a later one,
+ * its swap fails.  The
  * caller claims tasks like any worker, then waits only for the tasks
  * workers claimed (`done` counts finished tasks), never for a worker that
  * has not started.
@@ -86,7 +86,6 @@ static struct {
     long serial_ns;                /* the last serial period (under busy), 0: none */
     _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
     int started;                   /* workers created (under busy) */
-    uint32_t last_ntasks;          /* tasks of the last job (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with finished: the caller's sleep */
     pthread_cond_t finished;
@@ -321,14 +320,13 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
     atomic_store(&olc_pool.state, ((uint64_t)generation << 32) | OLC_POOL_CLOSED);
     atomic_store_explicit(&olc_pool.fn, fn, memory_order_release);
     atomic_store_explicit(&olc_pool.arg, arg, memory_order_release);
+    /* numbered from after the last job's tasks (`ntasks` still holds their count) */
+    uint32_t base = atomic_load(&olc_pool.base) + atomic_load(&olc_pool.ntasks);
+    atomic_store_explicit(&olc_pool.base, base, memory_order_release);
     atomic_store_explicit(&olc_pool.ntasks, (uint32_t)ntasks, memory_order_release);
     atomic_store_explicit(&olc_pool.slots, slots, memory_order_release);
     atomic_store(&olc_pool.done, 0);
-    /* slot k's range: tasks n k / (slots + 1) .. n (k + 1) / (slots + 1),
-       numbered from after the last job's */
-    uint32_t base = atomic_load(&olc_pool.base) + (uint32_t)olc_pool.last_ntasks;
-    olc_pool.last_ntasks = (uint32_t)ntasks;
-    atomic_store_explicit(&olc_pool.base, base, memory_order_release);
+    /* slot k's range: tasks n k / (slots + 1) .. n (k + 1) / (slots + 1) */
     for (int k = 0; k <= slots; ++k) {
         uint32_t lo = base + (uint32_t)((uint64_t)ntasks * k / (slots + 1));
         uint32_t hi = base + (uint32_t)((uint64_t)ntasks * (k + 1) / (slots + 1));
