@@ -34,13 +34,14 @@ def test_large_work_uses_requested_threads_but_not_more_than_work_allows():
 
 
 @pytest.mark.skipif(not olc.BUILT_WITH_OPENMP, reason="built without OpenMP")
-def test_products_of_few_rows_go_wide_only_on_many_threads():
+def test_products_of_few_rows_go_wide():
     """A decode step's 896 x 896 product (0.8M multiply-adds): one thread at
     the compute threshold (2^20), six at the decode one (2^17) when 16 are
-    asked for, and still one when 2 are (WIDE_FROM_THREADS)."""
+    asked for, two when 2 are."""
     work = 896 * 896
     assert product_threads(work, 1 << 20, 1 << 17, True, 16) == 6
-    assert product_threads(work, 1 << 20, 1 << 17, True, 2) == 1
+    assert product_threads(work, 1 << 20, 1 << 17, True, 2) == 2
+    assert product_threads(1 << 17, 1 << 20, 1 << 17, True, 2) == 1
     assert product_threads(work, 1 << 20, 1 << 17, False, 16) == 1
     assert product_threads(896 * 4864, 1 << 20, 1 << 17, True, 16) == 16
     assert product_threads(128 * work, 1 << 20, 1 << 17, False, 2) == 2

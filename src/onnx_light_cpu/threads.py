@@ -53,25 +53,13 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-#: A product of a few rows goes wide (``product_threads``) only to this many
-#: threads or more: on 2 cores a second thread on a decode step's small
-#: products lost up to 13 % with the other core busy (8-layer
-#: Qwen2-0.5B-shaped decode steps, float32 and int4).
-WIDE_FROM_THREADS = 4
-
-
 def product_threads(work: int, min_work_per_thread: int, min_decode_work_per_thread: int,
                     few_rows: bool, requested: int | None) -> int:
     """Threads for a matrix product: :func:`decide_num_threads`, except that
     a product of few rows (a decode step's, memory-bound: it streams its
-    weights once) takes threads from ``min_decode_work_per_thread`` each
-    when that gives :data:`WIDE_FROM_THREADS` or more."""
-    threads = decide_num_threads(work, min_work_per_thread, requested)
-    if few_rows:
-        wide = decide_num_threads(work, min_decode_work_per_thread, requested)
-        if wide >= WIDE_FROM_THREADS:
-            threads = max(threads, wide)
-    return threads
+    weights once) takes a thread per ``min_decode_work_per_thread``."""
+    threshold = min_decode_work_per_thread if few_rows else min_work_per_thread
+    return decide_num_threads(work, threshold, requested)
 
 
 def decide_num_threads(work: int, min_work_per_thread: int, requested: int | None) -> int:
