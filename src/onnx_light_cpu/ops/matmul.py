@@ -72,7 +72,7 @@ class _MatMulEngine(KernelOp):
     # 64^3 already ran 1.40x faster).  Two threads from 2^21 (128^3).
     min_work_per_thread: ClassVar[int] = 1 << 20
     # A product of a few rows (a decode step's) streams B once and waits on
-    # memory, not on multiply-adds: many threads pay from less work
+    # memory, not on multiply-adds: threads pay from less work
     # (threads.product_threads).  On 16 cores (an Intel Xeon, idle) MatMul
     # 1x896x4864 took 0.22 ms from 4 threads on (the cap 2^20 set) and 0.09
     # at 16 with 2^17.

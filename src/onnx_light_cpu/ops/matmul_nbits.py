@@ -121,7 +121,7 @@ class MatMulNBits(KernelOp):
     min_work_per_thread = 1 << 18
     min_int8_work_per_thread = 1 << 21
     # Up to 4 rows (a decode step) both engines stream the weights once and
-    # wait on memory: on many threads, from 2^17 on either
+    # wait on memory: a thread per 2^17 on either
     # (threads.product_threads).  On 16 cores (an Intel Xeon, idle) an
     # 8-layer Qwen2-0.5B-shaped int4 decode step took 6.2-7.7 ms at 16
     # threads with the thresholds above (its 896 x 896 projections on one
