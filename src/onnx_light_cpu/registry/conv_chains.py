@@ -64,7 +64,17 @@ def enabled(context) -> bool:
     return GLOBAL_SETTING["fuse_conv"] if setting is None else setting
 
 
-class ConvChain:
+class _PlanEntry:
+    """What the evaluator's loop asks of a node it runs, for an entry that
+    stands for several (its ``onnx_node`` is the node it runs)."""
+
+    has_linked_attribute = False
+
+    def need_context(self) -> bool:
+        return False
+
+
+class ConvChain(_PlanEntry):
     """Conv [+ Add] [+ Relu or Clip] as one plan entry: FusedConv when the
     inputs allow it, else the nodes one by one."""
 
@@ -90,11 +100,6 @@ class ConvChain:
                                initializers=conv._initializers)
         self.onnx_node = node  # what the plan runs, for whoever reads it
 
-    has_linked_attribute = False
-
-    def need_context(self) -> bool:
-        return False
-
     def run(self, x, w, b=None, z=None):
         if self._fits(x, w, b, z):
             return self.fused.run(x, w, b, z)
@@ -118,7 +123,7 @@ class ConvChain:
             return False
 
 
-class NormRelu:
+class NormRelu(_PlanEntry):
     """BatchNormalization + Relu as one plan entry: the normalization with
     its Relu applied per channel when X is float32, else the two nodes."""
 
@@ -134,11 +139,6 @@ class NormRelu:
                                         initializers=norm._initializers)
         self.fused.relu = True
         self.onnx_node = node  # what the plan runs, for whoever reads it
-
-    has_linked_attribute = False
-
-    def need_context(self) -> bool:
-        return False
 
     def run(self, x, *args):
         if type(x) is np.ndarray and x.dtype == FLOAT32:
@@ -166,15 +166,16 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
 
     replaced: dict[int, ConvChain | NormRelu] = {}
     removed: set[int] = set()
-    for i, conv in enumerate(nodes):
-        if _inference_norm(conv):  # not a Conv: a BatchNormalization
-            j = only_reader(conv.output[0])
+    for i, node in enumerate(nodes):
+        if _inference_norm(node):
+            j = only_reader(node.output[0])
             if j is not None and type(nodes[j]) is Relu and j not in replaced:
-                replaced[j] = NormRelu(conv, nodes[j])
+                replaced[j] = NormRelu(node, nodes[j])
                 removed.add(i)
             continue
-        if type(conv) is not Conv or conv._attribute_error is not None:
+        if type(node) is not Conv or node._attribute_error is not None:
             continue
+        conv = node
         chain, j = [i], only_reader(conv.output[0])
         add = act = None
         z = ""

@@ -16,10 +16,9 @@
  * that numbers of two jobs differ; claiming is a compare-and-swap of that
  * word after `state` was seen still open for the job: a worker that read
  * an old job and was descheduled can never claim a task of a later one,
- * its swap fails.  The
- * caller claims tasks like any worker, then waits only for the tasks
- * workers claimed (`done` counts finished tasks), never for a worker that
- * has not started.
+ * its swap fails.  The caller claims tasks like any worker, then waits
+ * only for the tasks workers claimed (`done` counts finished tasks), never
+ * for a worker that has not started.
  *
  * A worker waits for the next job spinning for `spin_ns`, then sleeps on a
  * condition variable of its own.  A job wakes only the workers it may use
