@@ -166,6 +166,29 @@ def test_matmul_integer_constant_b_prepared_once():
     assert sess.rt_nodes_[0].prepared_bytes() == 0
 
 
+
+@pytest.mark.parametrize("M,K,N", [(128, 768, 768), (128, 768, 3072), (8, 768, 768)])
+def test_int8_product_threads_follow_the_kernel(M, K, N):
+    """At 2 threads a product takes a second thread from 2 x 2^17
+    multiply-adds on the VNNI kernel, from 2 x 2^26 on AMX tiles (16 rows
+    and more, where the CPU has them); the result is the same either way."""
+    rng = np.random.default_rng(6)
+    a, b = _rand(rng, (M, K), U8), _rand(rng, (K, N), S8)
+    want = oracle_integer(a, b)[0]
+    for level in available_simd_levels():
+        with capped_simd_level(level):
+            sess = ReferenceEvaluator(node_model("MatMulInteger", [a, b]))
+            olc.register_kernels_for_session(sess)
+            olc.set_num_threads_for_session(sess, 2)
+            np.testing.assert_array_equal(sess.run(None, {"x0": a, "x1": b})[0], want)
+            node = sess.rt_nodes_[0]
+            product, _ = node._last_plan[1]  # MatMulInteger's plan: (product, empty)
+            threads = product.threads
+            amx = gemm_int8.uses_amx(olc.simd.state.level, M)
+            assert not amx or M >= 16
+            minimum = node.min_amx_work_per_thread if amx else node.min_work_per_thread
+            assert threads == (2 if M * K * N >= 2 * minimum else 1), (level, amx, threads)
+
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
 def test_matmul_integer_sweep(pair):

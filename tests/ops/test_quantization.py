@@ -285,6 +285,36 @@ def test_matmul_integer_to_float_constant_b():
     check("MatMulIntegerToFloat", inputs, constant=(1, 3, 5))
 
 
+def test_matmul_integer_to_float_prepares_constants_once():
+    """Zero points, b_scale and bias that are initializers are prepared once
+    per node; the same inputs fed per run are read afresh on every run."""
+    rng = np.random.default_rng(11)
+    b, b_scale, zb, bias = (ints(rng, (70, 33), S8), rng.random(33).astype(F32),
+                            ints(rng, (33,), S8), rng.standard_normal(33).astype(F32))
+    first = [ints(rng, (5, 70), U8), b, np.array(0.1, F32), b_scale, np.array(4, U8), zb, bias]
+    for constant in ((1, 3, 4, 5, 6), (1,)):
+        sess = ReferenceEvaluator(model("MatMulIntegerToFloat", first, constant))
+        olc.register_kernels_for_session(sess)
+        olc.set_kernel_usage_recording(sess, True)
+        for run in range(3):
+            inputs = list(first)
+            if run:  # new values for every input that is fed
+                inputs[0] = ints(rng, (5, 70), U8)
+                if 4 not in constant:
+                    inputs[4], inputs[5] = np.array(run + 7, U8), ints(rng, (33,), S8)
+                    inputs[3] = rng.random(33).astype(F32)
+                    inputs[6] = rng.standard_normal(33).astype(F32)
+            got = sess.run(None, feeds(inputs, constant))[0]
+            want = ort_run("MatMulIntegerToFloat", inputs, constant)
+            assert same_bits(got, want), f"run {run}, constant inputs {constant}"
+        assert "onnx_light_cpu::MatMulIntegerToFloat" in olc.used_kernel_names(sess)
+        node = sess.rt_nodes_[0]
+        prepared = set(getattr(node, "_prepared_inputs", {}))
+        assert prepared == ({"b_scale", "bias"} if 6 in constant else set()), prepared
+        shifted = getattr(node, "_shifted_zero_points", {})
+        assert len(shifted) == (2 if 4 in constant else 0), shifted
+
+
 # -------------------------------------------- QuantizeLinear, DequantizeLinear
 
 Q_TYPES = [U8, S8, np.uint16, np.int16]

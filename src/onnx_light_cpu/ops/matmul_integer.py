@@ -6,7 +6,8 @@ are folded in through row and column sums (see olc_gemm_int8.h).
 QLinearMatMul then requantises as the reference does: the int32 product
 times float64(a_scale * b_scale / y_scale) (that quotient computed in the
 scales' own type, by NumPy), plus y_zero_point, rounded half to even and
-saturated.  A constant B (an initializer) is packed once per engine level.
+saturated.  A constant B (an initializer) is packed once per engine level,
+constant zero points shifted once per node.
 
 Zero points and scales are per tensor (one element), per row of A (shape
 [M], or [..., M, 1] with A's batch dimensions or ones) or per column of B
@@ -65,6 +66,14 @@ class _IntegerProduct(KernelOp):
     # packing of A included): 32^3 0.91x, 48^3 1.05x, 64^3 1.21x, 96^3
     # 1.44x, 128^3 1.64x.  Two threads from 64^3 (2 x 2^17).
     min_work_per_thread: ClassVar[int] = 1 << 17
+    # AMX tiles (from 16 rows, where the CPU has them) do several times the
+    # multiply-adds of VNNI a microsecond, so waking a second thread pays
+    # only from far more work.  Measured on a 2-core Intel Xeon (float
+    # output, 50 us between calls, t2 / t1 over four runs): 16x768x768 2.43,
+    # 64x768x768 1.81, 128x768x768 (75M) 1.17-1.20, 256x768x768 and
+    # 128x768x1536 (151M) 0.71-1.12, 384x768x768 0.91-0.97, 128x768x3072
+    # 0.65-0.71.  Two threads from 2^27 (134M).
+    min_amx_work_per_thread: ClassVar[int] = 1 << 26
     since_version: ClassVar[int] = 10
     B_INDEX: ClassVar[int]  # inputs: B and the two zero points
     ZA_INDEX: ClassVar[int]
@@ -113,8 +122,13 @@ class _IntegerProduct(KernelOp):
         return _Product(
             out_shape, batch, a2, b2, M, N, K, np.ascontiguousarray(ia * (M * K)),
             np.ascontiguousarray(ib), np.arange(nb, dtype=np.int64) * (K * N), za_form, zb_form,
-            core.level_used(simd.state.level),
-            self._num_threads(M * N * K * len(ia), self.min_work_per_thread))
+            core.level_used(simd.state.level), self._product_threads(M, M * N * K * len(ia)))
+
+    def _product_threads(self, M: int, work: int) -> int:
+        """Threads for ``work`` multiply-adds in products of M rows."""
+        amx = core.uses_amx(simd.state.level, M)
+        return self._num_threads(work, self.min_amx_work_per_thread if amx
+                                 else self.min_work_per_thread)
 
     def _axis_form(self, index: int, shape: tuple, operand: tuple, row: bool,
                    what: str) -> tuple:
@@ -168,6 +182,18 @@ class _IntegerProduct(KernelOp):
         arr += shift
         return arr, bs, rs, cs
 
+    def _shifted(self, index, zp, form, batch, shift):
+        """``_zero_points`` of input ``index``, made once while the input is
+        an initializer or absent (a few microseconds a run otherwise)."""
+        if zp is not None and self._constant_input(index) is not zp:
+            return self._zero_points(zp, form, batch, shift)
+        cache = self.__dict__.setdefault("_shifted_zero_points", {})
+        key = (index, form, batch, shift)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = self._zero_points(zp, form, batch, shift)
+        return found
+
     def _packed(self, used, b, b_signed, b_pack_off, K, N, threads, constant):
         cached = self._prepacked.get(used) if constant else None
         if cached is not None:
@@ -201,15 +227,17 @@ class _IntegerProduct(KernelOp):
         packed, sums = self._packed(plan.used, b.view(np.uint8), b_signed, plan.b_pack_off,
                                     plan.K, plan.N, plan.threads, constant)
         # Shifted zero points (see olc_gemm_int8.h): signed A +128, unsigned B -128.
-        za_s, za_bs, za_rs, _ = self._zero_points(za, plan.za_form, plan.batch,
-                                                  128 if a_signed else 0)
-        zb_s, zb_bs, _, zb_cs = self._zero_points(zb, plan.zb_form, plan.batch,
-                                                  0 if b_signed else -128)
+        za_s, za_bs, za_rs, _ = self._shifted(self.ZA_INDEX, za, plan.za_form, plan.batch,
+                                              128 if a_signed else 0)
+        zb_s, zb_bs, _, zb_cs = self._shifted(self.ZB_INDEX, zb, plan.zb_form, plan.batch,
+                                              0 if b_signed else -128)
         return (a.view(np.uint8), plan.a_off, packed, sums, plan.b_index, za_s, zb_s, out,
                 za_bs, za_rs, zb_bs, zb_cs, plan.M, plan.N, plan.K, a_signed, plan.used,
                 plan.threads), constant
 
     def _record(self, a, b, used, constant, empty=False):
+        if not self._usage.enabled:  # before building the key: a run's cost
+            return
         self._record_path(
             (a.dtype, b.dtype, used, constant, empty),
             lambda: (f"{type(self).__name__.lower()}_{a.dtype.name}_{b.dtype.name}_"

@@ -11,7 +11,7 @@ for the arithmetic.
 cimport numpy as cnp
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from olc_gemm_int8 cimport (olc_i8_gemm, olc_i8_level, olc_i8_pack_b, olc_i8_packed_size,
-                            olc_i8_panels, olc_i8_requantize)
+                            olc_i8_panels, olc_i8_requantize, olc_i8_uses_amx)
 from olc_pool cimport olc_pool_import
 
 cnp.import_array()
@@ -22,6 +22,12 @@ def level_used(int level):
     """The level the engine runs at for a SIMD level (an index into
     simd.LEVEL_NAMES; AVX-512 VNNI kept)."""
     return olc_i8_level(level)
+
+
+def uses_amx(int level, int64_t M):
+    """Whether a product of M rows (per matrix) runs on AMX tiles at this
+    SIMD level (the CPU has AMX-INT8 and the OS grants it)."""
+    return bool(olc_i8_uses_amx(level, M))
 
 
 def packed_size(int64_t K, int64_t N):

@@ -711,6 +711,12 @@ static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
 }
 #endif
 
+/* Whether a product of M rows at this SIMD level runs on AMX tiles: from
+ * 16 rows (one tile of A), at the VNNI level, where AMX is usable. */
+static int olc_i8_uses_amx(int level, int64_t M) {
+    return olc_i8_level(level) == OLC_AVX512_VNNI && M >= 16 && olc_i8_amx_usable();
+}
+
 /* The product into y (int32) or, fy non-NULL, into fy (float32) through
  * the float epilogue: see olc_i8_gemm and olc_i8_gemm_float. */
 static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t batch,
@@ -721,8 +727,7 @@ static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t b
                            const float *fm, int64_t fm_bs, int64_t fm_cs, const float *fbias) {
     olc_i8_gemm_job p;
     p.level = level = olc_i8_level(level);
-    /* AMX from 16 rows (one tile of A); the VNNI kernel below. */
-    p.amx = level == OLC_AVX512_VNNI && M >= 16 && olc_i8_amx_usable();
+    p.amx = olc_i8_uses_amx(level, M); /* else the VNNI kernel */
     p.mr = p.amx ? OLC_I8_AMX_MB : olc_i8_mr(level);
     p.Kp = olc_i8_kpad(K);
     p.lda = p.amx ? (K + OLC_I8_AMX_KB - 1) / OLC_I8_AMX_KB * OLC_I8_AMX_KB : p.Kp;

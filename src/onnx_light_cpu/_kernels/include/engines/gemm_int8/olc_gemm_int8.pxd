@@ -3,6 +3,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 cdef extern from "engines/gemm_int8/olc_gemm_int8.h" nogil:
     int olc_i8_level(int level)
+    int olc_i8_uses_amx(int level, int64_t M)
     int64_t olc_i8_packed_size(int64_t K, int64_t N)
     int64_t olc_i8_panels(int64_t N)
     void olc_i8_pack_b(const uint8_t *b, const int64_t *b_offsets, int64_t nb, int64_t K,
