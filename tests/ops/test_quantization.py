@@ -16,6 +16,7 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
+from onnx_light_cpu.ops import quantization
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import THREAD_COUNTS, ort_int8_weight_range, same_bits, unaligned
@@ -167,10 +168,12 @@ def test_dynamic_quantize_matmul_shapes(case):
 
 def test_dynamic_quantize_matmul_many_tasks():
     """A of several quantization tasks (16384 elements each) whose min and
-    max sit in different tasks: the same bits at 1 and 2 threads."""
+    max sit in different tasks, enough of them for two threads
+    (QUANTIZE_PER_THREAD): the same bits at 1 and 2 threads."""
     rng = np.random.default_rng(20)
-    a = rng.standard_normal((300, 201)).astype(F32)
-    a[3, 7], a[250, 100] = -9.5, 12.25
+    a = rng.standard_normal((700, 201)).astype(F32)
+    assert a.size >= 2 * quantization.QUANTIZE_PER_THREAD
+    a[3, 7], a[650, 100] = -9.5, 12.25
     check("DynamicQuantizeMatMul", [a, ints(rng, (201, 19), S8), rng.random(19).astype(F32)])
 
 

@@ -77,9 +77,13 @@ INT8 = np.dtype(np.int8)
 # NumPy dtype -> ONNX element type, the 4-bit types included
 ELEMENT_TYPE_OF = {**ELEMENT_TYPES, np.dtype(ml_dtypes.int4): T.INT4,
                    np.dtype(ml_dtypes.uint4): T.UINT4}
-# Elements of A one thread quantizes before a second one helps (two tasks
-# of the core's 16384; 128 x 768: 56 -> 30 us at two threads).
-QUANTIZE_PER_THREAD = 1 << 15
+# Elements of A one thread quantizes before a second one helps.  Alone,
+# called back to back, 128 x 768 took 56 -> 30 us at two threads; inside a
+# DynamicQuantizeMatMul run, where the worker sleeps between jobs and its
+# wake-up costs the caller more than half the work, 26 us at one thread
+# and 52 at two (the whole run 109-122 us against 169-172; 2-core Intel
+# Xeon).  From 256 x 768 two threads are no slower.  Two from 2^17.
+QUANTIZE_PER_THREAD = 1 << 16
 
 
 def _one_element(shape: tuple) -> bool:
