@@ -166,7 +166,6 @@ def test_matmul_integer_constant_b_prepared_once():
     assert sess.rt_nodes_[0].prepared_bytes() == 0
 
 
-
 @pytest.mark.parametrize("M,K,N", [(128, 768, 768), (128, 768, 3072), (8, 768, 768)])
 def test_int8_product_threads_follow_the_kernel(M, K, N):
     """At 2 threads a product takes a second thread from 2 x 2^17
@@ -188,6 +187,7 @@ def test_int8_product_threads_follow_the_kernel(M, K, N):
             assert not amx or M >= 16
             minimum = node.min_amx_work_per_thread if amx else node.min_work_per_thread
             assert threads == (2 if M * K * N >= 2 * minimum else 1), (level, amx, threads)
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
