@@ -111,3 +111,28 @@ def test_jobs_of_more_than_two_threads_are_not_guarded():
     runs, _, _ = _cpu.pool_check(200, 4, task_us=20, stall_us=20_000)
     assert runs == [1] * 200
     assert _cpu.pool_stalls()[0] == stalls
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs two CPUs and thread affinity")
+def test_a_worker_woken_on_its_callers_cpu_gives_it_back():
+    """A worker that wakes on the CPU its caller runs on moves off it for the
+    job (olc_pool_leave_caller_cpu) and restores its affinity afterwards:
+    with the caller pinned to one CPU, every task still runs once and every
+    thread ends with the affinity it had."""
+    allowed = os.sched_getaffinity(0)
+
+    def masks():
+        return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+
+    _cpu.pool_check(64, 2)  # the worker exists
+    before = masks()
+    try:
+        os.sched_setaffinity(0, {min(allowed)})  # this thread only
+        for _ in range(50):
+            runs, slots, _ = _cpu.pool_check(64, 2, task_us=5)
+            assert runs == [1] * 64
+    finally:
+        os.sched_setaffinity(0, allowed)
+    after = masks()
+    assert {t: m for t, m in after.items() if t in before} == before
