@@ -184,15 +184,10 @@ class _IntegerProduct(KernelOp):
 
     def _shifted(self, index, zp, form, batch, shift):
         """``_zero_points`` of input ``index``, made once while the input is
-        an initializer or absent (a few microseconds a run otherwise)."""
-        if zp is not None and self._constant_input(index) is not zp:
-            return self._zero_points(zp, form, batch, shift)
-        cache = self.__dict__.setdefault("_shifted_zero_points", {})
-        key = (index, form, batch, shift)
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = self._zero_points(zp, form, batch, shift)
-        return found
+        an initializer or absent (``_prepared_input``: an absent input
+        reads as the constant None; a few microseconds a run otherwise)."""
+        return self._prepared_input(("zero point", index, form, batch, shift), index, zp,
+                                    lambda: self._zero_points(zp, form, batch, shift))
 
     def _packed(self, used, b, b_signed, b_pack_off, K, N, threads, constant):
         cached = self._prepacked.get(used) if constant else None
