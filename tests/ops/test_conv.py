@@ -518,6 +518,38 @@ def test_fused_conv_vs_ort(activation, params, shape, with_z):
           domain="com.microsoft", levels=activation in ("", "Sigmoid"), **attrs)
 
 
+@pytest.mark.parametrize("activation,params", [("", None), ("Relu", None),
+                                               ("Clip", [-0.5, 0.8]), ("LeakyRelu", [0.2])])
+@pytest.mark.parametrize("shape", [0, 2])  # im2col, the plain GEMM
+def test_fused_conv_epilogue_rounds_each_step(activation, params, shape):
+    """FusedConv's bias, Z and activation, one pass an element: the bits of
+    the bias-free Conv's sums + bias, rounded, + Z, rounded, then the
+    activation, at every level; NaN, infinities and -0 in Z included."""
+    xs, ws, attrs = FUSED_SHAPES[shape]
+    rng = np.random.default_rng(7)
+    x, w, b = _conv_inputs(rng, xs, ws, np.float32)
+    plain = node_model("Conv", [x, w], **attrs)
+    z = _rand(rng, run_ours(plain, [x, w])[0][0].shape, np.float32)
+    z.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    fused = {"activation": activation, "activation_params": params} if activation else {}
+    model = node_model("FusedConv", [x, w, b, z], opset=21, domain="com.microsoft",
+                       **attrs, **{k: val for k, val in fused.items() if val is not None})
+    for level in available_simd_levels():
+        with capped_simd_level(level):  # the sums are the level's own
+            (sums,), _, _ = run_ours(plain, [x, w])
+            (got,), names, _ = run_ours(model, [x, w, b, z])
+        v = (sums + b.reshape(-1, *[1] * (sums.ndim - 2))) + z
+        if activation == "Relu":
+            v = np.where(v < 0, np.float32(0), v)
+        elif activation == "Clip":
+            v = np.where(v < params[0], np.float32(params[0]),
+                         np.where(v > params[1], np.float32(params[1]), v))
+        elif activation == "LeakyRelu":
+            v = np.where(v >= 0, v, np.float32(params[0]) * v)
+        assert "onnx_light_cpu::FusedConv" in names
+        assert same_bits(got, v), level
+
+
 # 3x3 kernels at unit strides from 16 channels in and out: Winograd F(2x2,
 # 3x3), an image as one block (all threads on each step) or block by block
 # (a block a thread); odd output sizes leave half tiles.

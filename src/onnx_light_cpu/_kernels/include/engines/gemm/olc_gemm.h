@@ -62,6 +62,9 @@
  * non-temporal hint (locality 0) made it twice as slow. */
 #define OLC_GEMM_STREAM_ROWS 4
 #define OLC_GEMM_AHEAD 1024
+/* Bytes of A (M x K floats) over which each thread takes 4 column tiles
+ * rather than 8 (olc_sgemm_tiling). */
+#define OLC_GEMM_BIG_A (1 << 20)
 /* Rows and columns of an output tile, at most. */
 #ifndef OLC_GEMM_MC
 #define OLC_GEMM_MC 512
@@ -656,9 +659,10 @@ static inline void olc_split(int64_t n, int64_t unit, int64_t parts, int64_t p, 
  * With several threads, tiles get narrower until there are 8 per thread
  * (down to one micro-panel of B), so a thread that the OS delays on a
  * shared machine holds at most one narrow tile while the others take the
- * rest. */
+ * rest; 4 per thread where A is over OLC_GEMM_BIG_A, since every column
+ * tile reads all of A, from L3 once A outgrows half of L2. */
 static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M, int64_t N,
-                             int nthreads, int64_t *mt, int64_t *nt) {
+                             int64_t K, int nthreads, int64_t *mt, int64_t *nt) {
     int64_t mu = (M + cfg->mr - 1) / cfg->mr, nu = (N + cfg->nr - 1) / cfg->nr;
     /* in micro-tiles; rows rounded up so that M = 512 makes one tile */
     int64_t mc = (OLC_GEMM_MC + cfg->mr - 1) / cfg->mr, nc = OLC_GEMM_NC / cfg->nr;
@@ -668,8 +672,9 @@ static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M,
      * conv layer's 49 pixels by 512 channels made 4 tiles, the last one
      * column wide), rows in two, not more: each row tile packs its B again */
     if (nthreads > 1) {
-        while (batch * *mt * *nt < 8 * nthreads && *nt < nu) ++*nt;
-        if (batch * *mt * *nt < 8 * nthreads && *mt == 1 && mu > 1) *mt = 2;
+        int64_t per = M * K * (int64_t)sizeof(float) > OLC_GEMM_BIG_A ? 4 : 8;
+        while (batch * *mt * *nt < per * nthreads && *nt < nu) ++*nt;
+        if (batch * *mt * *nt < per * nthreads && *mt == 1 && mu > 1) *mt = 2;
     }
 }
 
@@ -751,7 +756,7 @@ static int olc_sgemm_then(int level, int dtype, int64_t batch, const void *a,
     p.epilogue = epilogue;
     olc_sgemm_config(level, &p.cfg);
     if (M == 0 || N == 0 || batch == 0) return 0;
-    olc_sgemm_tiling(&p.cfg, batch, M, N, nthreads, &p.mt, &p.nt);
+    olc_sgemm_tiling(&p.cfg, batch, M, N, K, nthreads, &p.mt, &p.nt);
     int64_t nu = (N + p.cfg.nr - 1) / p.cfg.nr;
     p.mu = (M + p.cfg.mr - 1) / p.cfg.mr;
     p.mpad = p.mu * p.cfg.mr;
