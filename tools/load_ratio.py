@@ -8,7 +8,7 @@ The default cases are issue 14's: Abs over 1M float32, Softmax over
 thread scaling on many cores (``--threads 1,2,4,8,16``): ``matmul128`` (the
 same MatMul for 128 rows), ``int4-decode``/``float32-decode`` (one
 Qwen2-0.5B-shaped decode step after 128 positions, benchmarks/decoders.py),
-``int4-prefill`` (its 128-token prefill) and ``resnet50`` (benchmarks/vision.py,
+``int4-prefill``/``float32-prefill`` (its 128-token prefill) and ``resnet50`` (benchmarks/vision.py,
 batch 1).  For each load
 (``benchmarks._harness.competing_load``: nothing, a process spinning on the
 last CPU, or one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
@@ -94,6 +94,7 @@ CASES = {"abs": case_abs, "softmax": case_softmax, "matmul": case_matmul,
          "int4-decode": lambda: _decoder_case("int4", 1, 128),
          "float32-decode": lambda: _decoder_case("float32", 1, 128),
          "int4-prefill": lambda: _decoder_case("int4", 128, 0),
+         "float32-prefill": lambda: _decoder_case("float32", 128, 0),
          "resnet50": case_resnet50}
 DEFAULT_CASES = "abs,softmax,matmul"
 
