@@ -8,8 +8,8 @@ The default cases are issue 14's: Abs over 1M float32, Softmax over
 thread scaling on many cores (``--threads 1,2,4,8,16``): ``matmul128`` (the
 same MatMul for 128 rows), ``int4-decode``/``float32-decode`` (one
 Qwen2-0.5B-shaped decode step after 128 positions, benchmarks/decoders.py),
-``int4-prefill``/``float32-prefill`` (its 128-token prefill) and ``resnet50`` (benchmarks/vision.py,
-batch 1).  For each load
+``int4-prefill``/``float32-prefill`` (its 128-token prefill) and
+``resnet50`` (benchmarks/vision.py, batch 1).  For each load
 (``benchmarks._harness.competing_load``: nothing, a process spinning on the
 last CPU, or one busy 2 ms out of every 4 ms), each case runs ours and ORT at every
 thread count in alternating blocks (warm-up, then timed calls); the table

@@ -531,9 +531,12 @@ def test_fused_conv_epilogue_rounds_each_step(activation, params, shape):
     plain = node_model("Conv", [x, w], **attrs)
     z = _rand(rng, run_ours(plain, [x, w])[0][0].shape, np.float32)
     z.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
-    fused = {"activation": activation, "activation_params": params} if activation else {}
-    model = node_model("FusedConv", [x, w, b, z], opset=21, domain="com.microsoft",
-                       **attrs, **{k: val for k, val in fused.items() if val is not None})
+    fused = dict(attrs)
+    if activation:
+        fused["activation"] = activation
+    if params:
+        fused["activation_params"] = params
+    model = node_model("FusedConv", [x, w, b, z], opset=21, domain="com.microsoft", **fused)
     for level in available_simd_levels():
         with capped_simd_level(level):  # the sums are the level's own
             (sums,), _, _ = run_ours(plain, [x, w])
