@@ -262,6 +262,7 @@ def _aligned_floats(n: int) -> int:
 
 
 _GEMM_KC, _GEMM_MC, _GEMM_NC = 256, 512, 512  # OLC_GEMM_KC / _MC / _NC
+_GEMM_BIG_A = 1 << 20  # OLC_GEMM_BIG_A
 
 
 def _sgemm_packed_floats(level: int, K: int, N: int) -> int:
@@ -281,9 +282,10 @@ def _sgemm_native(level, batch, M, N, K, threads, *, b_packed: bool, a_direct: b
     mt = -(-mu // (-(-_GEMM_MC // mr)))
     nt = -(-nu // (_GEMM_NC // nr))
     if threads > 1:
-        while batch * mt * nt < 8 * threads and nt < nu:
+        per = 4 if M * K * 4 > _GEMM_BIG_A else 8  # tiles a thread (olc_sgemm_tiling)
+        while batch * mt * nt < per * threads and nt < nu:
             nt += 1
-        if batch * mt * nt < 8 * threads and mt == 1 and mu > 1:
+        if batch * mt * nt < per * threads and mt == 1 and mu > 1:
             mt = 2
     total = 0 if direct else _aligned_floats(batch * K * mu * mr)
     if not b_packed:
@@ -1038,9 +1040,10 @@ def _causal_conv(c: _Node) -> _Estimate:
 
 def _fused_conv(c: _Node) -> _Estimate:
     """ops/conv.py (float32 only: inputs used as they are): the column tile
-    of olc_conv_f32 (im2col into the packed-B layout) and olc_sgemm's
-    scratch (A read in place; B packed per tile for the 1x1 plain GEMM);
-    depthwise convolutions a direct loop (3-wide rows: padded copies)."""
+    of olc_conv_f32 (im2col into the packed-B layout), W's spread copy and
+    olc_sgemm's scratch (A read in place; B packed per tile for the 1x1
+    plain GEMM); depthwise convolutions a direct loop (3-wide rows: padded
+    copies)."""
     from ._kernels import conv as core
     from .ops import conv as ops_conv
     x, w = c.shape(0), c.shape(1)
@@ -1102,9 +1105,13 @@ def _fused_conv(c: _Node) -> _Estimate:
         tuple(out) == tuple(x[2:])
     if K == 0:
         return _Estimate()
+    # W with its rows spread over the cache sets (conv.weight_ld): made once
+    # from an initializer, else on every run
+    spread = (M * core.weight_ld(K) + 16) * 4
+    weights = {"prepared": spread} if c.is_const(1) else {"numpy": spread}
     if pointwise:
         return _Estimate(native=_sgemm_native(c.level, 1, Mg, P, K, threads, b_packed=False,
-                                              a_direct=True))
+                                              a_direct=True), **weights)
     pt = core.tile_cols(c.level, K, P, Mg, threads)
     if core.tiles_as_tasks(c.level, P, Mg, False, threads):
         # a buffer a slot (columns, lines, segments), made by its first
@@ -1112,7 +1119,8 @@ def _fused_conv(c: _Node) -> _Estimate:
         tasks = x[0] * G * -(-P // pt)
         return _Estimate(native=threads * 8 + min(threads, tasks) * (
             _aligned_floats(core.task_floats(c.level, K, pt))
-            + _sgemm_native(c.level, 1, Mg, min(pt, P), K, 1, b_packed=True, a_direct=True)))
+            + _sgemm_native(c.level, 1, Mg, min(pt, P), K, 1, b_packed=True, a_direct=True)),
+            **weights)
     cols = core.scratch_floats(c.level, K, P, Mg, False, threads)
     nr = _gemm_cfg(c.level)[1]
     npad = -(-pt // nr) * nr
@@ -1121,7 +1129,7 @@ def _fused_conv(c: _Node) -> _Estimate:
     tables = (pt + 1) * 40 + (threads if threads > 1 else 1) * 8 \
         + min(threads, -(-K // 16)) * _aligned_floats(16 * npad)
     return _Estimate(native=_aligned_floats(cols) + tables + _sgemm_native(
-        c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True))
+        c.level, 1, Mg, min(pt, P), K, threads, b_packed=True, a_direct=True), **weights)
 
 
 def _conv_t(c: _Node, x, M, K, P, kk, geom) -> _Estimate:

@@ -328,6 +328,28 @@ def test_strided_b_is_read_in_place_bit_for_bit(dtype):
                 assert same_bits(got[0], want[0]), (name, M, K, N, level)
 
 
+def test_b_read_in_place_gives_the_bits_of_b_packed():
+    """float32 B fed at run time: up to OLC_GEMM_STRIDED_ROWS rows of A its
+    whole panels are read in place by the strided micro-kernels (a last
+    partial panel packed), more rows pack it; a constant B is packed once.
+    Every element is the same sum in the same order: the same bits, at
+    every level and thread count."""
+    rng = np.random.default_rng(17)
+    for M, K, N in [(12, 64, 64), (37, 300, 129), (128, 513, 96), (129, 40, 33), (5, 7, 31)]:
+        a = _random(rng, (M, K), np.float32)
+        b = _random(rng, (K, N), np.float32)
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                for threads in (1, 2):
+                    fed, names, _ = run_ours(node_model("MatMul", [a, b]), [a, b], threads)
+                    assert "onnx_light_cpu::MatMul" in names
+                    sess = ReferenceEvaluator(_constant_b_model("MatMul", b))
+                    olc.register_kernels_for_session(sess)
+                    olc.set_num_threads_for_session(sess, threads)
+                    packed = sess.run(None, {"A": a})[0]
+                    assert same_bits(fed[0], packed), (M, K, N, level, threads)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_transposed_b_gives_the_bits_of_its_folded_constant(dtype):
     """What constant folding relies on: MatMul(A, Transpose(W)) fed the view

@@ -27,8 +27,8 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
                        olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_scratch, olc_conv_tasked,
                        olc_conv_task_floats)
-from olc_gemm cimport (olc_gemm_level, olc_sgemm, olc_sgemm_nr, olc_sgemm_pack_b,
-                       olc_sgemm_packed_size)
+from olc_gemm cimport (olc_gemm_level, olc_gemm_spread_ld, olc_sgemm, olc_sgemm_nr,
+                       olc_sgemm_pack_b, olc_sgemm_packed_size)
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_qconv cimport olc_qconv_depthwise, olc_qconv_im2col, olc_qconv_requantize
 
@@ -85,13 +85,21 @@ def scratch_floats(int level, int64_t K, int64_t P, int64_t Mg, bint pointwise, 
     return olc_conv_scratch(level, K, P, Mg, pointwise, threads)
 
 
+def weight_ld(int64_t K):
+    """Floats between the rows of conv_gemm's w for K = C*kd*kh*kw."""
+    return olc_gemm_spread_ld(K)
+
+
 def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
               cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, bint pointwise, int act,
               float alpha, float beta, int level, int threads):
     """float32 y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the GEMM engine;
-    w is (G*Mg, C*kd*kh*kw)."""
+    w is (G*Mg, weight_ld(C*kd*kh*kw)), C*kd*kh*kw columns used."""
     cdef olc_conv_geom g
     _geom(geom, &g)
+    if w.shape[1] != olc_gemm_spread_ld(g.C * g.kd * g.kh * g.kw):
+        raise ValueError("conv_gemm: w's rows are not weight_ld floats apart")
+    cdef int64_t ldw = w.shape[1]
     cdef const float *px = <const float *>cnp.PyArray_DATA(x)
     cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
     cdef const float *pb = <const float *>_data(bias)
@@ -99,8 +107,8 @@ def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y
     cdef float *py = <float *>cnp.PyArray_DATA(y)
     cdef int status
     with nogil:
-        status = olc_conv_f32(level, &g, px, pw, pb, pz, py, N, G, Mg, pointwise, act, alpha,
-                              beta, threads)
+        status = olc_conv_f32(level, &g, px, pw, ldw, pb, pz, py, N, G, Mg, pointwise, act,
+                              alpha, beta, threads)
     if status != 0:
         raise MemoryError("conv core: no memory for the column tile")
 

@@ -214,6 +214,16 @@ def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+def _spread_rows(w: np.ndarray, M: int) -> np.ndarray:
+    """float32 W as M rows of K, core.weight_ld(K) floats apart (conv_gemm)."""
+    rows = _widened(w, FLOAT32).reshape(M, -1)
+    K, ld = rows.shape[1], core.weight_ld(rows.shape[1])
+    out = prepared_empty(M * ld, np.float32).reshape(M, ld)
+    out[:, :K] = rows
+    out[:, K:] = 0.0
+    return out
+
+
 def _packed_t(w: np.ndarray, level: int, threads: int) -> np.ndarray:
     """float32 W (M, C, k...) as W^T (C*k... x M) packed as the GEMM
     engine's B at ``level``, for conv_t."""
@@ -324,15 +334,15 @@ class Conv(_ConvAttributes):
             core.conv_winograd(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
                                threads)
             del scratch  # back to the pool
-        else:
+        elif kind in ("direct", "depthwise"):
             ws = self._prepared_input(("w", work), 1, w,
                                       lambda: _widened(w, work).reshape(M, -1))
-            if kind in ("direct", "depthwise"):
-                core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads,
-                                 DEPTHWISE_BLOCK_PLANE)
-            else:
-                core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
-                               level, threads)
+            core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads,
+                             DEPTHWISE_BLOCK_PLANE)
+        else:
+            ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
+            core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
+                           level, threads)
         self._record(x.dtype, kind, level)
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)

@@ -133,7 +133,7 @@ typedef struct {
     olc_conv_seg *seg;
     float **lines; /* OLC_CONV_PACK_ROWS lines a slot */
     float **slots; /* tiles as tasks: a tile's columns, lines and segments a slot */
-    int64_t N, G, M, Mg, K, P, nr, pt, nseg, ntiles;
+    int64_t N, G, M, Mg, K, ldw, P, nr, pt, nseg, ntiles;
     int epi;       /* bias, Z or an activation to apply */
     /* the current block */
     const float *xb, *wb, *bb, *zb;
@@ -222,7 +222,7 @@ static int64_t olc_conv_scratch(int level, int64_t K, int64_t P, int64_t Mg, int
 static void olc_conv_block(olc_conv_job *p, int64_t b) {
     int64_t gi = b % p->G;
     p->xb = p->x + b * p->g.C * p->g.D * p->g.H * p->g.W;
-    p->wb = p->w + gi * p->Mg * p->K;
+    p->wb = p->w + gi * p->Mg * p->ldw;
     p->bb = p->bias != NULL ? p->bias + gi * p->Mg : NULL;
     p->yb = p->y + b * p->Mg * p->P;
     p->zb = p->z != NULL ? p->z + b * p->Mg * p->P : NULL;
@@ -253,18 +253,20 @@ static void olc_conv_tile_task(void *arg, ptrdiff_t t, int slot) {
                            k0 + OLC_CONV_PACK_ROWS < p->K ? k0 + OLC_CONV_PACK_ROWS : p->K, q.nr,
                            lines, q.cols);
     olc_sgemm_epilogue e = {olc_conv_tile_epilogue, &q};
-    if (olc_sgemm_then(q.level, OLC_FLOAT, 1, q.wb, &ZERO, q.K, 1, q.cols, &ZERO, NULL, &ZERO, 0,
+    if (olc_sgemm_then(q.level, OLC_FLOAT, 1, q.wb, &ZERO, q.ldw, 1, q.cols, &ZERO, NULL, &ZERO, 0,
                        0, q.Mg, q.n1, q.K, q.yb + p0, q.P, 0, 1.0f, 0, p->epi ? &e : NULL, 1)
         != 0)
         __atomic_store_n(&p->failed, 1, __ATOMIC_RELAXED);
 }
 
 /* y (N x G*Mg x P) = conv(x (N x G*C x D*H*W), w (G*Mg x K)) + bias (+ z),
- * activation.  pointwise: 1x1 kernel, unit strides, no pads (columns are
- * X itself).  Returns -1 without memory. */
+ * activation; w's rows are ldw >= K floats apart (olc_gemm_spread_ld:
+ * the micro-kernels read them in place).  pointwise: 1x1 kernel, unit
+ * strides, no pads (columns are X itself).  Returns -1 without memory. */
 static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const float *w,
-                        const float *bias, const float *z, float *y, int64_t N, int64_t G,
-                        int64_t Mg, int pointwise, int act, float a, float b, int nthreads) {
+                        int64_t ldw, const float *bias, const float *z, float *y, int64_t N,
+                        int64_t G, int64_t Mg, int pointwise, int act, float a, float b,
+                        int nthreads) {
     olc_conv_job p;
     memset(&p, 0, sizeof p);
     p.g = *g;
@@ -274,6 +276,7 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
     p.b = b;
     p.Mg = Mg;
     p.K = g->C * g->kd * g->kh * g->kw;
+    p.ldw = ldw;
     p.P = g->OD * g->OH * g->OW;
     p.nr = olc_sgemm_nr(p.level);
     int64_t ZERO = 0;
@@ -323,7 +326,7 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
             if (pointwise) {
                 p.p0 = 0;
                 p.n1 = p.P;
-                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, NULL, &ZERO,
+                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.ldw, 1, NULL, &ZERO,
                                         p.xb, &ZERO, p.P, 1, Mg, p.P, p.K, p.yb, p.P, 0, 1.0f, 0,
                                         epilogue, nthreads);
                 continue;
@@ -338,7 +341,7 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
                     status = -1;
                     break;
                 }
-                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.K, 1, p.cols, &ZERO,
+                status = olc_sgemm_then(p.level, OLC_FLOAT, 1, p.wb, &ZERO, p.ldw, 1, p.cols, &ZERO,
                                         NULL, &ZERO, 0, 0, Mg, p.n1, p.K, p.yb + p0, p.P, 0, 1.0f,
                                         0, epilogue, nthreads);
             }
@@ -374,6 +377,7 @@ typedef struct {
     float *cols, *t, *y;       /* y: the current image */
     const int64_t *at;         /* per pixel and kernel offset: where in a plane, -1: padding */
     int64_t M, K, P, kk;
+    int64_t ldc, ldt;          /* row strides of cols and T (olc_gemm_spread_ld) */
 } olc_conv_t_job;
 
 /* at[q * kk + r]: the element of an input plane that pixel q reads at
@@ -406,7 +410,7 @@ static void olc_conv_t_cols_task(void *arg, ptrdiff_t u, int slot) {
     (void)slot;
     for (int64_t q = q0; q < q1; ++q) {
         for (int64_t r = 0; r < kk; ++r) {
-            float *out = p->cols + q * p->K + r;
+            float *out = p->cols + q * p->ldc + r;
             int64_t at = p->at[q * kk + r];
             if (at < 0) {
                 for (int64_t c = 0; c < C; ++c) out[c * kk] = 0.0f;
@@ -425,15 +429,16 @@ static void olc_conv_t_out_task(void *arg, ptrdiff_t u, int slot) {
     int64_t m1 = m0 + OLC_CONV_T_CHANNELS < p->M ? m0 + OLC_CONV_T_CHANNELS : p->M;
     (void)slot;
     for (int64_t q = 0; q < p->P; ++q)
-        for (int64_t m = m0; m < m1; ++m) p->y[m * p->P + q] = p->t[q * p->M + m];
+        for (int64_t m = m0; m < m1; ++m) p->y[m * p->P + q] = p->t[q * p->ldt + m];
     olc_conv_epilogue(p->level, p->y + m0 * p->P, p->z != NULL ? p->z + m0 * p->P : NULL, p->P,
                       m1 - m0, p->P, p->bias != NULL ? p->bias + m0 : NULL, p->act, p->a, p->b);
 }
 
-/* Floats of the scratch olc_conv_f32_t takes: cols (P x K), then T (P x M). */
+/* Floats of the scratch olc_conv_f32_t takes: cols (P x K), then T (P x M),
+ * each row olc_gemm_spread_ld floats. */
 static int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M) {
     int64_t P = g->OD * g->OH * g->OW;
-    return P * (g->C * g->kd * g->kh * g->kw) + P * M;
+    return P * olc_gemm_spread_ld(g->C * g->kd * g->kh * g->kw) + P * olc_gemm_spread_ld(M);
 }
 
 /* y (N x M x P) = act(conv(x, W) + bias + z), one group, from wt (W^T packed
@@ -454,8 +459,10 @@ static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, con
     p.K = g->C * g->kd * g->kh * g->kw;
     p.P = g->OD * g->OH * g->OW;
     p.kk = g->kd * g->kh * g->kw;
+    p.ldc = olc_gemm_spread_ld(p.K);
+    p.ldt = olc_gemm_spread_ld(M);
     p.cols = scratch;
-    p.t = scratch + p.P * p.K;
+    p.t = scratch + p.P * p.ldc;
     if (p.P == 0 || M == 0) return 0;
     int64_t *at = (int64_t *)malloc((size_t)(p.P * p.kk) * sizeof(int64_t));
     if (at == NULL) return -1;
@@ -468,8 +475,8 @@ static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, con
         p.z = z != NULL ? z + n * M * p.P : NULL;
         olc_parallel_for((p.P + OLC_CONV_T_PIXELS - 1) / OLC_CONV_T_PIXELS,
                          olc_conv_t_cols_task, &p, nthreads);
-        status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.K, 1, wt, &ZERO, NULL, &ZERO,
-                           0, 0, p.P, M, p.K, p.t, M, 0, 1.0f, 0, nthreads);
+        status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.ldc, 1, wt, &ZERO, NULL,
+                           &ZERO, 0, 0, p.P, M, p.K, p.t, p.ldt, 0, 1.0f, 0, nthreads);
         if (status == 0)
             olc_parallel_for((M + OLC_CONV_T_CHANNELS - 1) / OLC_CONV_T_CHANNELS,
                              olc_conv_t_out_task, &p, nthreads);

@@ -65,6 +65,11 @@
 /* Bytes of A (M x K floats) over which each thread takes 4 column tiles
  * rather than 8 (olc_sgemm_tiling). */
 #define OLC_GEMM_BIG_A (1 << 20)
+/* Rows of an output tile up to which a raw float32 B is read in place
+ * rather than packed (olc_sgemm_tile). */
+#ifndef OLC_GEMM_STRIDED_ROWS
+#define OLC_GEMM_STRIDED_ROWS 128
+#endif
 /* Rows and columns of an output tile, at most. */
 #ifndef OLC_GEMM_MC
 #define OLC_GEMM_MC 512
@@ -79,11 +84,15 @@
  * row r at a + r * lda (float32 A with unit column stride: no A packing). */
 typedef void (*olc_ukr_fn)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
                            int64_t ldc, float alpha, int acc, int64_t ncols);
+/* A and B both read in place, NR whole columns: row k of B at b + k * ldb. */
+typedef void (*olc_ukr_strided_fn)(int64_t kc, const float *a, int64_t lda, const float *b,
+                                   int64_t ldb, float *c, int64_t ldc, float alpha, int acc);
 
 typedef struct {
     int mr, nr, level;
-    olc_ukr_fn ukr[17];    /* by number of rows, 1..mr */
-    olc_ukr_fn direct[17]; /* A read in place; NULL where the level has none */
+    olc_ukr_fn ukr[17];             /* by number of rows, 1..mr */
+    olc_ukr_fn direct[17];          /* A read in place; NULL where the level has none */
+    olc_ukr_strided_fn strided[17]; /* A and B read in place; NULL likewise */
 } olc_sgemm_cfg;
 
 /* ---- portable micro-kernel (level 0): MR=4, NR=16 ---- */
@@ -289,8 +298,16 @@ static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
                           olc_ukr_avx512_direct_7, olc_ukr_avx512_direct_8,
                           olc_ukr_avx512_direct_9, olc_ukr_avx512_direct_10,
                           olc_ukr_avx512_direct_11, olc_ukr_avx512_direct_12};
+        olc_ukr_strided_fn s[] = {olc_ukr_avx512_strided_1, olc_ukr_avx512_strided_2,
+                                  olc_ukr_avx512_strided_3, olc_ukr_avx512_strided_4,
+                                  olc_ukr_avx512_strided_5, olc_ukr_avx512_strided_6,
+                                  olc_ukr_avx512_strided_7, olc_ukr_avx512_strided_8,
+                                  olc_ukr_avx512_strided_9, olc_ukr_avx512_strided_10,
+                                  olc_ukr_avx512_strided_11, olc_ukr_avx512_strided_12};
         cfg->mr = OLC_A5_MR; cfg->nr = OLC_A5_NR;
-        for (int i = 0; i < OLC_A5_MR; ++i) { cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; }
+        for (int i = 0; i < OLC_A5_MR; ++i) {
+            cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; cfg->strided[i + 1] = s[i];
+        }
         return;
     }
 #endif
@@ -300,8 +317,13 @@ static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
                           olc_ukr_avx2_4, olc_ukr_avx2_5, olc_ukr_avx2_6};
         olc_ukr_fn d[] = {olc_ukr_avx2_direct_1, olc_ukr_avx2_direct_2, olc_ukr_avx2_direct_3,
                           olc_ukr_avx2_direct_4, olc_ukr_avx2_direct_5, olc_ukr_avx2_direct_6};
+        olc_ukr_strided_fn s[] = {olc_ukr_avx2_strided_1, olc_ukr_avx2_strided_2,
+                                  olc_ukr_avx2_strided_3, olc_ukr_avx2_strided_4,
+                                  olc_ukr_avx2_strided_5, olc_ukr_avx2_strided_6};
         cfg->mr = OLC_A2_MR; cfg->nr = OLC_A2_NR;
-        for (int i = 0; i < OLC_A2_MR; ++i) { cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; }
+        for (int i = 0; i < OLC_A2_MR; ++i) {
+            cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; cfg->strided[i + 1] = s[i];
+        }
         return;
     }
 #endif
@@ -573,16 +595,24 @@ static inline void olc_sgemm_micro(const olc_sgemm_cfg *cfg, const float *ablock
  * micro-tile).  ap is this matrix's packed A (block pc at pc * mpad, its
  * micro-panel i at + i * kc).  With bp NULL the tile packs its own block
  * of B (rows pc..pc+kc, its columns) into bbuf, used at once while still
- * in cache; else it reads the pre-packed B.
+ * in cache; else it reads the pre-packed B.  Where A is read in place, B
+ * is float32 with unit column stride and the tile has at most
+ * OLC_GEMM_STRIDED_ROWS rows, whole panels of B are read in place too
+ * (a last partial panel packed): with few row blocks the copy is not
+ * amortised (1x1 Conv 256 -> 64 at 56x56 in ResNet-50, 1 thread:
+ * 1.06-1.10 -> 0.96-1.00 ms).  With many, packing wins where B comes
+ * from L3: the copy streams whole rows, which the prefetcher follows (64
+ * -> 256 at 56x56: 1.20 ms packed, 1.30-1.36 in place).
  *
  * The order of the micro-tiles changes no sum.  A pre-packed B may come
  * from memory, so each of its panels is used by every row block while in
- * L1, the next one prefetched.  A block the tile packed itself is in L2
- * already: there the row blocks go outer, so that each writes its rows of
- * C left to right, a few sequential streams the prefetcher follows.  With
- * the panels outer, each panel wrote one or two lines in every row of the
- * tile, each line a miss: a 1x1 Conv 64 -> 256 at 56x56 (C = 256 rows of
- * 3136) took 1.4-2.1 ms inside ResNet-50, 0.85-0.95 ms rows outer. */
+ * L1, the next one prefetched.  A block the tile packed itself (or reads
+ * in place) is in L2 already: there the row blocks go outer, so that each
+ * writes its rows of C left to right, a few sequential streams the
+ * prefetcher follows.  With the panels outer, each panel wrote one or two
+ * lines in every row of the tile, each line a miss: a 1x1 Conv 64 -> 256
+ * at 56x56 (C = 256 rows of 3136) took 1.4-2.1 ms inside ResNet-50,
+ * 0.85-0.95 ms rows outer. */
 static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap, int64_t mpad,
                            const float *adirect, int64_t lda, const float *bp, const void *b,
                            int64_t rsb, int64_t csb, int64_t K,
@@ -590,16 +620,27 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
                            float *c, int64_t ldc, float alpha, int accumulate, float *bbuf) {
     int mr = cfg->mr, nr = cfg->nr;
     int64_t npad = (N + nr - 1) / nr * nr;
+    /* columns n0..nb read in place, nb..n1 packed */
+    int64_t nb = n0;
+    if (bp == NULL && adirect != NULL && dtype == OLC_FLOAT && csb == 1 && cfg->strided[1] != NULL
+        && m1 - m0 <= OLC_GEMM_STRIDED_ROWS)
+        nb = n1 < N ? n1 : n0 + (N - n0) / nr * nr;
     for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
         int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
         int acc = accumulate || pc > 0;
         const float *ablock = ap != NULL ? ap + pc * mpad : NULL;
         if (bp == NULL) {
-            olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, n0, n1, nr, bbuf);
+            const float *bk = nb > n0 ? (const float *)b + pc * rsb : NULL;
+            if (nb < n1)
+                olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, nb, n1, nr, bbuf);
             for (int64_t i = m0; i < m1; i += mr) {
                 int64_t rows = M - i < mr ? M - i : mr;
-                for (int64_t j = n0; j < n1; j += nr)
-                    olc_sgemm_micro(cfg, ablock, adirect, lda, bbuf + (j - n0) * kc, pc, kc, i,
+                int64_t j = n0;
+                for (; j < nb; j += nr)
+                    cfg->strided[rows](kc, adirect + i * lda + pc, lda, bk + j, rsb,
+                                       c + i * ldc + j, ldc, alpha, acc);
+                for (; j < n1; j += nr)
+                    olc_sgemm_micro(cfg, ablock, adirect, lda, bbuf + (j - nb) * kc, pc, kc, i,
                                     rows, j, N - j < nr ? N - j : nr, c, ldc, alpha, acc);
             }
             continue;
@@ -616,6 +657,17 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
             }
         }
     }
+}
+
+/* A row stride for n floats that spreads rows over the cache sets: whole
+ * 64-byte lines, an odd number of them.  The micro-kernels read A's rows
+ * in place, 12 at once; at a stride of a multiple of 4 KB (K = 1024 or
+ * 2048 floats) all 12 fall in one set of an 8-way L1 and evict each other
+ * (single thread on a Zen 4: 49 x 2048 by 2048 x 512 1.01 -> 0.97 ms,
+ * 252 x 1024 by 1024 x 196 1.07 -> 0.96 ms). */
+static inline int64_t olc_gemm_spread_ld(int64_t n) {
+    int64_t lines = (n + 15) / 16;
+    return (lines | 1) * 16;
 }
 
 /* Scratch floats on a cache-line boundary: a 64-byte vector load from a

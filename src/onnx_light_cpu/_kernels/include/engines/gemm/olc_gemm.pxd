@@ -6,6 +6,7 @@ cdef extern from "engines/gemm/olc_gemm.h" nogil:
     int OLC_GEMM_KC
     int olc_gemm_level(int level)
     int olc_sgemm_nr(int level)
+    int64_t olc_gemm_spread_ld(int64_t n)
     int64_t olc_sgemm_packed_size(int level, int64_t K, int64_t N)
     void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
                           const int64_t *b_offsets, int64_t rsb, int64_t csb, int64_t K,

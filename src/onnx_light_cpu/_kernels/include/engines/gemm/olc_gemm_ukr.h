@@ -10,9 +10,9 @@
  *
  * The kernels are written once with the row count R as a parameter,
  * always inlined into one function per R (olc_ukr_<level>_<R>,
- * olc_ukr_<level>_direct_<R>: the entries of olc_sgemm_cfg): R is then a
- * constant, the loops over rows unroll and the accumulators stay in
- * registers. */
+ * olc_ukr_<level>_direct_<R>, olc_ukr_<level>_strided_<R>: the entries of
+ * olc_sgemm_cfg): R is then a constant, the loops over rows unroll and the
+ * accumulators stay in registers. */
 
 #define OLC_UKR(name) OLC_CAT(OLC_FN(olc_ukr), name)
 #define OLC_UKR_V OLC_FN(olc_vf)
@@ -23,12 +23,14 @@
  * Each lane is summed as in the full kernel, so results do not change. */
 static inline __attribute__((always_inline)) OLC_LVL_ATTR void
 OLC_UKR(half)(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-              const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+              const float *b, int64_t ldb, float *c, int64_t ldc, float alpha, int acc,
+              int64_t ncols) {
+    int64_t sb = ldb ? ldb : OLC_UKR_NR;
     OLC_UKR_V t0[OLC_UKR_MR];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) t0[r] = OLC_FN(olc_gemm_zero)();
     for (int64_t k = 0; k < kc; ++k) {
-        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR);
+        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * sb);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             OLC_UKR_V ar = OLC_FN(olc_gemm_bcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
@@ -44,23 +46,26 @@ OLC_UKR(half)(const int R, const int direct, int64_t kc, const float *a, int64_t
 }
 
 /* direct: row r of A at a + r * lda (A read in place); else a packed
- * micro-panel, element (k, r) at a[k * MR + r]. */
+ * micro-panel, element (k, r) at a[k * MR + r].  ldb: row k of B at
+ * b + k * ldb (B read in place); 0: a packed panel, row k at b + k * NR. */
 static inline __attribute__((always_inline)) OLC_LVL_ATTR void
 OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
-              const float *b, float *c, int64_t ldc, float alpha, int acc, int64_t ncols) {
+              const float *b, int64_t ldb, float *c, int64_t ldc, float alpha, int acc,
+              int64_t ncols) {
     if (ncols <= OLC_UKR_W) {
-        OLC_UKR(half)(R, direct, kc, a, lda, b, c, ldc, alpha, acc, ncols);
+        OLC_UKR(half)(R, direct, kc, a, lda, b, ldb, c, ldc, alpha, acc, ncols);
         return;
     }
+    int64_t sb = ldb ? ldb : OLC_UKR_NR;
     OLC_UKR_V t0[OLC_UKR_MR], t1[OLC_UKR_MR];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
         t0[r] = OLC_FN(olc_gemm_zero)(); t1[r] = OLC_FN(olc_gemm_zero)();
     }
     for (int64_t k = 0; k < kc; ++k) {
-        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR);
-        OLC_UKR_V b1 = OLC_FN(olc_gemm_ld)(b + k * OLC_UKR_NR + OLC_UKR_W);
-        if (R <= OLC_GEMM_STREAM_ROWS) {
+        OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * sb);
+        OLC_UKR_V b1 = OLC_FN(olc_gemm_ld)(b + k * sb + OLC_UKR_W);
+        if (R <= OLC_GEMM_STREAM_ROWS && ldb == 0) {
             const char *ahead = (const char *)(b + k * OLC_UKR_NR) + OLC_GEMM_AHEAD;
             __builtin_prefetch(ahead, 0, 1);
             if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(ahead + 64, 0, 1);
@@ -97,132 +102,41 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
     }
 }
 
-/* One entry per row count: packed A, then A read in place. */
-OLC_LVL_ATTR static void
-OLC_UKR(1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(1, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(2, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(3, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(4, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(5, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(6, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
+/* The entries of one row count R: packed A, A read in place, and A and B
+ * both read in place (whole panels only). */
+#define OLC_UKR_ENTRIES(R)                                                                     \
+    OLC_LVL_ATTR static void OLC_UKR(R)(int64_t kc, const float *a, int64_t lda, const float *b, \
+                                        float *c, int64_t ldc, float alpha, int acc,           \
+                                        int64_t ncols) {                                       \
+        OLC_UKR(rows)(R, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);                      \
+    }                                                                                          \
+    OLC_LVL_ATTR static void OLC_UKR(direct_##R)(int64_t kc, const float *a, int64_t lda,      \
+                                                 const float *b, float *c, int64_t ldc,        \
+                                                 float alpha, int acc, int64_t ncols) {        \
+        OLC_UKR(rows)(R, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);                      \
+    }                                                                                          \
+    OLC_LVL_ATTR static void OLC_UKR(strided_##R)(int64_t kc, const float *a, int64_t lda,     \
+                                                  const float *b, int64_t ldb, float *c,       \
+                                                  int64_t ldc, float alpha, int acc) {         \
+        OLC_UKR(rows)(R, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);               \
+    }
+
+OLC_UKR_ENTRIES(1)
+OLC_UKR_ENTRIES(2)
+OLC_UKR_ENTRIES(3)
+OLC_UKR_ENTRIES(4)
+OLC_UKR_ENTRIES(5)
+OLC_UKR_ENTRIES(6)
 #if OLC_UKR_MR >= 12
-OLC_LVL_ATTR static void
-OLC_UKR(7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(7, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(8, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(9, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(10, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(11, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(12, 0, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-#endif
-OLC_LVL_ATTR static void
-OLC_UKR(direct_1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(1, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(2, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(3, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(4, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(5, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(6, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-#if OLC_UKR_MR >= 12
-OLC_LVL_ATTR static void
-OLC_UKR(direct_7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(7, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(8, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(9, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(10, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(11, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
-OLC_LVL_ATTR static void
-OLC_UKR(direct_12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols) {
-    OLC_UKR(rows)(12, 1, kc, a, lda, b, c, ldc, alpha, acc, ncols);
-}
+OLC_UKR_ENTRIES(7)
+OLC_UKR_ENTRIES(8)
+OLC_UKR_ENTRIES(9)
+OLC_UKR_ENTRIES(10)
+OLC_UKR_ENTRIES(11)
+OLC_UKR_ENTRIES(12)
 #endif
 
+#undef OLC_UKR_ENTRIES
 #undef OLC_UKR
 #undef OLC_UKR_V
 #undef OLC_UKR_W
