@@ -32,6 +32,9 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         int stat_type
     void olc_norm_rows(const olc_norm_rows_plan *p, int64_t r0, int64_t r1)
 
+    ctypedef void (*olc_norm_relu_fn)(float *y, int64_t n)
+    olc_norm_relu_fn olc_norm_select_relu(int level)
+
     ctypedef struct olc_norm_affine_plan:
         olc_norm_stats_fn stats
         olc_norm_affine_fn affine
@@ -44,7 +47,7 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         const double *ch_var
         double eps
         int how, mode, acc_double
-        int relu
+        olc_norm_relu_fn relu
         double *row_mean
         double *row_var
     void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int64_t r1)
