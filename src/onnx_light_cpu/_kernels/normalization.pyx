@@ -17,10 +17,11 @@ from olc_normalization cimport (
     OLC_NORM_CENTERED, OLC_NORM_HOW_GIVEN, OLC_NORM_HOW_LP, OLC_NORM_HOW_MVN, OLC_NORM_HOW_STATS,
     OLC_NORM_HOW_STD, OLC_NORM_L1, OLC_NORM_L2, OLC_NORM_SQUARES, olc_norm_affine_plan,
     olc_norm_affine_rows, olc_norm_level, olc_norm_rows, olc_norm_rows_plan, olc_norm_select_affine,
-    olc_norm_select_relu,
     olc_norm_select_apply, olc_norm_select_stats,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
+from olc_types cimport OLC_FLOAT
+from olc_unary cimport OLC_OP_RELU, olc_uact_select
 
 cnp.import_array()
 olc_pool_import()
@@ -128,7 +129,8 @@ def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object c
     cdef olc_norm_affine_plan p
     if relu and (y is None or y.dtype.num != cnp.NPY_FLOAT32):
         raise ValueError("norm core: relu needs a float32 y")
-    p.relu = olc_norm_select_relu(level) if relu else NULL
+    # the Relu kernel of this level, run on each segment in place
+    p.relu = olc_uact_select(OLC_OP_RELU, OLC_FLOAT, level) if relu else NULL
     p.stats = olc_norm_select_stats(acc_double, dtype, level)
     p.affine = olc_norm_select_affine(acc_double, dtype, level)
     if p.stats == NULL or p.affine == NULL:

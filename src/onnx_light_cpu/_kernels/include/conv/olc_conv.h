@@ -377,7 +377,7 @@ typedef struct {
     float *cols, *t, *y;       /* y: the current image */
     const int64_t *at;         /* per pixel and kernel offset: where in a plane, -1: padding */
     int64_t M, K, P, kk;
-    int64_t ldc, ldt;          /* row strides of cols and T (olc_gemm_spread_ld) */
+    int64_t ldcols, ldt;       /* row strides of cols and T (olc_gemm_spread_ld) */
 } olc_conv_t_job;
 
 /* at[q * kk + r]: the element of an input plane that pixel q reads at
@@ -410,7 +410,7 @@ static void olc_conv_t_cols_task(void *arg, ptrdiff_t u, int slot) {
     (void)slot;
     for (int64_t q = q0; q < q1; ++q) {
         for (int64_t r = 0; r < kk; ++r) {
-            float *out = p->cols + q * p->ldc + r;
+            float *out = p->cols + q * p->ldcols + r;
             int64_t at = p->at[q * kk + r];
             if (at < 0) {
                 for (int64_t c = 0; c < C; ++c) out[c * kk] = 0.0f;
@@ -459,10 +459,10 @@ static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, con
     p.K = g->C * g->kd * g->kh * g->kw;
     p.P = g->OD * g->OH * g->OW;
     p.kk = g->kd * g->kh * g->kw;
-    p.ldc = olc_gemm_spread_ld(p.K);
+    p.ldcols = olc_gemm_spread_ld(p.K);
     p.ldt = olc_gemm_spread_ld(M);
     p.cols = scratch;
-    p.t = scratch + p.P * p.ldc;
+    p.t = scratch + p.P * p.ldcols;
     if (p.P == 0 || M == 0) return 0;
     int64_t *at = (int64_t *)malloc((size_t)(p.P * p.kk) * sizeof(int64_t));
     if (at == NULL) return -1;
@@ -475,7 +475,7 @@ static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, con
         p.z = z != NULL ? z + n * M * p.P : NULL;
         olc_parallel_for((p.P + OLC_CONV_T_PIXELS - 1) / OLC_CONV_T_PIXELS,
                          olc_conv_t_cols_task, &p, nthreads);
-        status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.ldc, 1, wt, &ZERO, NULL,
+        status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.ldcols, 1, wt, &ZERO, NULL,
                            &ZERO, 0, 0, p.P, M, p.K, p.t, p.ldt, 0, 1.0f, 0, nthreads);
         if (status == 0)
             olc_parallel_for((M + OLC_CONV_T_CHANNELS - 1) / OLC_CONV_T_CHANNELS,

@@ -195,46 +195,13 @@ static olc_norm_apply_fn olc_norm_select_apply(int acc_double, int tx, int ts, i
     return olc_norm_set(acc_double, olc_norm_narrow(tx) && olc_norm_narrow(ts), level)->apply[i][j];
 }
 
-/* The fused Relu's pass over a float32 segment still in L1, per level:
- * y < 0 ? 0 : y, NaN and -0 kept (max returns its second operand when
- * either is NaN and when both are zero).  Compiled with the baseline's
- * 4-wide vectors it took as long as the normalization itself (a 224
- * channel 56x56 BatchNormalization + Relu, perf). */
-typedef void (*olc_norm_relu_fn)(float *y, int64_t n);
-
-static void olc_norm_relu_plain(float *y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0.0f ? 0.0f : y[i];
-}
-#if OLC_X86
-static OLC_TARGET_AVX2 void olc_norm_relu_avx2(float *y, int64_t n) {
-    const __m256 zero = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_max_ps(zero, _mm256_loadu_ps(y + i)));
-    olc_norm_relu_plain(y + i, n - i);
-}
-#endif
-#if OLC_X86 && OLC_HAVE_AVX512
-static OLC_TARGET_AVX512 void olc_norm_relu_avx512(float *y, int64_t n) {
-    const __m512 zero = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_max_ps(zero, _mm512_loadu_ps(y + i)));
-    if (i < n) {
-        __mmask16 k = olc_tail_mask16(n - i);
-        _mm512_mask_storeu_ps(y + i, k, _mm512_max_ps(zero, _mm512_maskz_loadu_ps(k, y + i)));
-    }
-}
-#endif
-
-static olc_norm_relu_fn olc_norm_select_relu(int level) {
-    level = olc_norm_level(level);
-#if OLC_X86 && OLC_HAVE_AVX512
-    if (level >= OLC_AVX512) return olc_norm_relu_avx512;
-#endif
-#if OLC_X86
-    if (level >= OLC_AVX2) return olc_norm_relu_avx2;
-#endif
-    return olc_norm_relu_plain;
-}
+/* The fused Relu: the Relu kernel of the level (olc_uact_select(OLC_OP_RELU,
+ * OLC_FLOAT, level) of unary/olc_unary.h; y = x allowed), run over each
+ * segment while it is in L1.  A plain loop here was compiled at the
+ * baseline's 4-wide vectors and took as long as the normalization itself
+ * (a 224-channel 56x56 BatchNormalization + Relu, perf). */
+typedef void (*olc_norm_relu_fn)(const void *x, void *y, int64_t n, const double *p);
+static const double olc_norm_relu_params[3] = {0.0, 0.0, 0.0}; /* Relu has none */
 
 /* 1 / sqrt(var + eps) in the arithmetic's precision. */
 static inline double olc_norm_inv_std(int acc_double, double var, double eps) {
@@ -343,7 +310,10 @@ static void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int6
             if (p->ch_mul) k = p->acc_double ? k * p->ch_mul[c] : (double)((float)k * (float)p->ch_mul[c]);
             int64_t off = s * p->seg_len * p->item;
             p->affine(x + off, p->seg_len, m, k, a, p->y + r * n * p->item + off);
-            if (p->relu != NULL) p->relu((float *)(p->y + r * n * p->item + off), p->seg_len);
+            if (p->relu != NULL) {
+                char *ys = p->y + r * n * p->item + off;
+                p->relu(ys, ys, p->seg_len, olc_norm_relu_params);
+            }
         }
     }
 }

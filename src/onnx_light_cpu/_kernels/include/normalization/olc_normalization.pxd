@@ -32,8 +32,7 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         int stat_type
     void olc_norm_rows(const olc_norm_rows_plan *p, int64_t r0, int64_t r1)
 
-    ctypedef void (*olc_norm_relu_fn)(float *y, int64_t n)
-    olc_norm_relu_fn olc_norm_select_relu(int level)
+    ctypedef void (*olc_norm_relu_fn)(const void *x, void *y, int64_t n, const double *p)
 
     ctypedef struct olc_norm_affine_plan:
         olc_norm_stats_fn stats

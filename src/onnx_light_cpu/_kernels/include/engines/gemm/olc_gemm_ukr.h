@@ -102,41 +102,194 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
     }
 }
 
-/* The entries of one row count R: packed A, A read in place, and A and B
- * both read in place (whole panels only). */
-#define OLC_UKR_ENTRIES(R)                                                                     \
-    OLC_LVL_ATTR static void OLC_UKR(R)(int64_t kc, const float *a, int64_t lda, const float *b, \
-                                        float *c, int64_t ldc, float alpha, int acc,           \
-                                        int64_t ncols) {                                       \
-        OLC_UKR(rows)(R, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);                      \
-    }                                                                                          \
-    OLC_LVL_ATTR static void OLC_UKR(direct_##R)(int64_t kc, const float *a, int64_t lda,      \
-                                                 const float *b, float *c, int64_t ldc,        \
-                                                 float alpha, int acc, int64_t ncols) {        \
-        OLC_UKR(rows)(R, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);                      \
-    }                                                                                          \
-    OLC_LVL_ATTR static void OLC_UKR(strided_##R)(int64_t kc, const float *a, int64_t lda,     \
-                                                  const float *b, int64_t ldb, float *c,       \
-                                                  int64_t ldc, float alpha, int acc) {         \
-        OLC_UKR(rows)(R, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);               \
-    }
-
-OLC_UKR_ENTRIES(1)
-OLC_UKR_ENTRIES(2)
-OLC_UKR_ENTRIES(3)
-OLC_UKR_ENTRIES(4)
-OLC_UKR_ENTRIES(5)
-OLC_UKR_ENTRIES(6)
+/* One entry per row count: packed A, A read in place, then A and B both
+ * read in place (whole panels only). */
+OLC_LVL_ATTR static void
+OLC_UKR(1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(1, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(2, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(3, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(4, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(5, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(6, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
 #if OLC_UKR_MR >= 12
-OLC_UKR_ENTRIES(7)
-OLC_UKR_ENTRIES(8)
-OLC_UKR_ENTRIES(9)
-OLC_UKR_ENTRIES(10)
-OLC_UKR_ENTRIES(11)
-OLC_UKR_ENTRIES(12)
+OLC_LVL_ATTR static void
+OLC_UKR(7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(7, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(8, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+           float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(9, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(10, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(11, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+            float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(12, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
 #endif
-
-#undef OLC_UKR_ENTRIES
+OLC_LVL_ATTR static void
+OLC_UKR(direct_1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(1, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(2, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(3, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(4, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(5, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(6, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+#if OLC_UKR_MR >= 12
+OLC_LVL_ATTR static void
+OLC_UKR(direct_7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(7, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(8, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                  float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(9, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(10, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(11, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(direct_12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                   float alpha, int acc, int64_t ncols) {
+    OLC_UKR(rows)(12, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols);
+}
+#endif
+OLC_LVL_ATTR static void
+OLC_UKR(strided_1)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(1, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_2)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(2, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_3)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(3, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_4)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(4, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_5)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(5, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_6)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(6, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+#if OLC_UKR_MR >= 12
+OLC_LVL_ATTR static void
+OLC_UKR(strided_7)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(7, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_8)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(8, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_9)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(9, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_10)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(10, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_11)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(11, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+OLC_LVL_ATTR static void
+OLC_UKR(strided_12)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float *c, int64_t ldc, float alpha, int acc) {
+    OLC_UKR(rows)(12, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR);
+}
+#endif
 #undef OLC_UKR
 #undef OLC_UKR_V
 #undef OLC_UKR_W
