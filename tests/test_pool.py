@@ -3,11 +3,15 @@ each task runs exactly once whoever claims it (also as the task numbers of
 the threads' ranges wrap), nested loops run serially inside their task,
 concurrent callers and a forked child still finish, and a worker that
 holds its task for milliseconds sends the next jobs to their callers for a
-while (the stall guard)."""
+while (the stall guard); workers stop spinning for the next job once one
+loses its CPU to another thread."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -76,6 +80,29 @@ def test_spin_setting():
             _cpu.set_pool_spin_us(-1)
     finally:
         _cpu.set_pool_spin_us(before)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs thread affinity")
+def test_workers_stop_spinning_when_they_lose_their_cpu():
+    """In a process pinned to one CPU the spinning worker shares it with the
+    caller and loses it for scheduler slices: within seconds the pool stops
+    all spinning (workers then sleep as soon as a job is done); every task
+    still runs once.  A fresh process: the pool's state is per process."""
+    code = textwrap.dedent("""
+        import os, time
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any worker
+        from onnx_light_cpu._kernels import _cpu
+        assert _cpu.pool_spin_us() > 0 and _cpu.pool_spin_stopped_us() == 0
+        end = time.monotonic() + 10
+        while _cpu.pool_spin_stopped_us() == 0 and time.monotonic() < end:
+            assert _cpu.pool_check(64, 2, task_us=20)[0] == [1] * 64
+        print(_cpu.pool_spin_stopped_us() > 0)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "ONNX_LIGHT_CPU_SPIN_US"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
 
 
 def test_a_stalled_worker_makes_the_next_jobs_serial():

@@ -97,8 +97,8 @@ def test_openmp_settings_are_left_to_the_user():
 
 def test_pool_spin_time_from_the_environment():
     code = "from onnx_light_cpu._kernels import _cpu; print(_cpu.pool_spin_us())"
-    assert _python(code) == "0.0"
-    assert _python(code, ONNX_LIGHT_CPU_SPIN_US="50") == "50.0"
+    assert _python(code) == "200.0"
+    assert _python(code, ONNX_LIGHT_CPU_SPIN_US="0") == "0.0"
 
 
 def test_results_do_not_depend_on_thread_count():

@@ -21,6 +21,7 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     void olc_pool_set_spin_ns(long ns)
     long olc_pool_stalls()
     long olc_pool_serial_ns_left()
+    long olc_pool_spin_stopped_ns_left()
     long olc_pool_now_ns()
     void olc_pool_skip_numbers(uint32_t n)
 
@@ -53,6 +54,12 @@ def pool_workers():
 def pool_spin_us():
     """How long an idle worker spins for the next job before it sleeps."""
     return olc_pool_spin_ns() / 1000.0
+
+
+def pool_spin_stopped_us():
+    """µs left of the period in which workers sleep at once because one
+    lost its CPU to another process (olc_pool_impl.h); 0 when they spin."""
+    return olc_pool_spin_stopped_ns_left() / 1000.0
 
 
 def set_pool_spin_us(double us):

@@ -28,15 +28,19 @@
  * also those the job could not use, and queued them on one mutex (on 16
  * cores an 8-layer int4 decode step at 16 threads: 8.0-8.2 ms broadcast,
  * 6.2-7.7 with the tree; docs/ARCHITECTURE.md, "Threads").
- * The default is 0, sleeping at once, as ONNX Runtime's pool does with
- * spinning off: a worker that sleeps between jobs has used little CPU, so
- * on a CPU another process keeps busy the kernel runs it at once when it
- * wakes and rarely preempts it mid-task; a spinning one is preempted often
- * and then holds up the task it took (measured in docs/ARCHITECTURE.md,
- * "Threads").  The caller waiting for such a task spins briefly, then
- * sleeps, which lets the kernel move the worker to the caller's CPU.  A
- * call from inside a task, or while another thread's job runs, runs
- * serially in its caller.
+ * Spinning saves the wake-up (tens of microseconds a job) while the
+ * machine is quiet, but a worker that spins on a CPU another process wants
+ * is preempted often and then holds up the task it took, where one that
+ * sleeps between jobs has used little CPU and runs at once when woken
+ * (measured in docs/ARCHITECTURE.md, "Threads").  So each worker watches
+ * how much of the time since it last woke it did not run (wall clock less
+ * its CPU time): lost twice for over OLC_POOL_PREEMPTED_NS within
+ * OLC_POOL_PREEMPTED_WINDOW_NS, no worker spins for
+ * OLC_POOL_SPIN_BACKOFF_NS, and workers sleep as soon as a job is done, as
+ * ONNX Runtime's pool does with spinning off.  The caller waiting for a
+ * task a preempted worker holds spins briefly, then sleeps, which lets the
+ * kernel move the worker to the caller's CPU.  A call from inside a task,
+ * or while another thread's job runs, runs serially in its caller.
  *
  * Stall guard: when the caller, after its own last task, waits for the
  * tasks workers hold longer than running them itself would have taken (a
@@ -73,6 +77,23 @@
 #endif
 
 #define OLC_POOL_CLOSED 0xFFFFFFFFu
+/* A worker spins this long for the next job (ONNX_LIGHT_CPU_SPIN_US), then
+   sleeps.  It covers the gap between the parallel kernels of one run (the
+   Python between them and the serial kernels): a decode step's products
+   follow each other within tens of microseconds. */
+#define OLC_POOL_SPIN_NS 200000L
+/* A worker that lost its CPU for this long, while it spun or ran tasks,
+   was preempted by another process (a scheduler slice is 0.75 ms or more);
+   twice within the window, that process keeps the CPU busy.  Once alone
+   it is a daemon's turn: on the quiet 2-core VM a worker spinning between
+   Abs calls lost its CPU for 0.9 ms about once every 2 s (the machine's
+   agent, at a higher priority); with another process spinning on that CPU,
+   or busy 2 ms out of 4, every few milliseconds. */
+#define OLC_POOL_PREEMPTED_NS 500000L
+#define OLC_POOL_PREEMPTED_WINDOW_NS 50000000L
+/* How long the workers then sleep at once: with 1 s, each return to
+   spinning under a load busy in bursts cost a pair of stalls. */
+#define OLC_POOL_SPIN_BACKOFF_NS 4000000000L
 enum { OLC_POOL_MAX_WORKERS = 255 };
 
 static struct {
@@ -86,6 +107,8 @@ static struct {
     _Atomic int caller_waits;      /* the caller sleeps until `done` is complete */
     _Atomic int caller_cpu;        /* the CPU the job's caller ran on when it opened it */
     _Atomic long spin_ns;
+    _Atomic long spin_from;        /* no worker spins before this time */
+    _Atomic long preempted_at;     /* when a worker last lost its CPU */
     _Atomic long serial_until;     /* jobs before this time run serially */
     long serial_ns;                /* the last serial period (under busy), 0: none */
     _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
@@ -94,7 +117,7 @@ static struct {
     pthread_mutex_t lock;          /* with finished: the caller's sleep */
     pthread_cond_t finished;
 } olc_pool = {
-    .spin_ns = 0,
+    .spin_ns = OLC_POOL_SPIN_NS,
     .busy = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .finished = PTHREAD_COND_INITIALIZER,
@@ -277,37 +300,77 @@ static void olc_pool_restore_cpus(const olc_pool_cpus *saved) {
 #endif
 }
 
+/* A worker's wall clock and CPU time.  Between two readings in which it
+   did not sleep (it spun or ran tasks), the wall time it did not run is
+   time another thread had its CPU: on the 2-core VM, a thread spinning for
+   5 s lost 1.5 ms when the machine was quiet (13 preemptions, by kernel
+   threads and daemons; the host's interruptions, which the wall clock
+   shows, mostly count as its CPU time) and 2.6 s with another process
+   spinning on its CPU. */
+struct olc_pool_clocks { long wall, cpu; };
+
+static struct olc_pool_clocks olc_pool_clocks_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (struct olc_pool_clocks){olc_pool_now_ns(), (long)ts.tv_sec * 1000000000L + ts.tv_nsec};
+}
+
+/* Whether the worker lost its CPU for over OLC_POOL_PREEMPTED_NS since
+   `mark`; after two such losses within OLC_POOL_PREEMPTED_WINDOW_NS no
+   worker spins for OLC_POOL_SPIN_BACKOFF_NS.  The clocks now. */
+static struct olc_pool_clocks olc_pool_watch(struct olc_pool_clocks mark) {
+    struct olc_pool_clocks now = olc_pool_clocks_now();
+    if ((now.wall - mark.wall) - (now.cpu - mark.cpu) > OLC_POOL_PREEMPTED_NS
+        && now.wall - atomic_exchange(&olc_pool.preempted_at, now.wall)
+           < OLC_POOL_PREEMPTED_WINDOW_NS)
+        atomic_store(&olc_pool.spin_from, now.wall + OLC_POOL_SPIN_BACKOFF_NS);
+    return now;
+}
+
+/* Waits for a job after generation `seen` and returns its generation:
+   spins for spin_ns (not while spinning is stopped), then sleeps on the
+   worker's bed.  *mark: the clocks when the worker last woke or watched. */
+static uint32_t olc_pool_await(uint32_t seen, struct olc_pool_bed *bed,
+                               struct olc_pool_clocks *mark) {
+    long deadline = mark->wall < atomic_load(&olc_pool.spin_from)
+                  ? mark->wall : mark->wall + atomic_load(&olc_pool.spin_ns);
+    unsigned spins = 0;
+    uint32_t job;
+    while ((job = olc_pool_new_job(seen)) == seen) {
+        OLC_POOL_PAUSE();
+        if ((++spins & 63) != 0 || olc_pool_now_ns() <= deadline)
+            continue;
+        olc_pool_watch(*mark);
+        /* asleep is set before the job is looked for, and the caller opens
+           the job before it looks at asleep: one of the two sees the other
+           (sequentially consistent). */
+        pthread_mutex_lock(&bed->lock);
+        atomic_store(&bed->asleep, 1);
+        while ((job = olc_pool_new_job(seen)) == seen)
+            pthread_cond_wait(&bed->wake, &bed->lock);
+        atomic_store(&bed->asleep, 0);
+        pthread_mutex_unlock(&bed->lock);
+        *mark = olc_pool_clocks_now();
+        break;
+    }
+    return job;
+}
+
 static void *olc_pool_worker(void *slot_as_pointer) {
     int slot = (int)(intptr_t)slot_as_pointer;
     struct olc_pool_bed *bed = &olc_pool_beds[slot];
     olc_pool_inside = 1;
     uint32_t seen = olc_pool_generation(atomic_load(&olc_pool.state));
+    struct olc_pool_clocks mark = olc_pool_clocks_now();
     for (;;) {
-        long deadline = olc_pool_now_ns() + atomic_load(&olc_pool.spin_ns);
-        unsigned spins = 0;
-        uint32_t job;
-        while ((job = olc_pool_new_job(seen)) == seen) {
-            OLC_POOL_PAUSE();
-            if ((++spins & 63) == 0 && olc_pool_now_ns() > deadline) {
-                /* asleep is set before the job is looked for, and the
-                   caller opens the job before it looks at asleep: one of
-                   the two sees the other (sequentially consistent). */
-                pthread_mutex_lock(&bed->lock);
-                atomic_store(&bed->asleep, 1);
-                while ((job = olc_pool_new_job(seen)) == seen)
-                    pthread_cond_wait(&bed->wake, &bed->lock);
-                atomic_store(&bed->asleep, 0);
-                pthread_mutex_unlock(&bed->lock);
-                break;
-            }
-        }
-        seen = job;
+        seen = olc_pool_await(seen, bed, &mark);
         olc_pool_wake_children(slot, atomic_load_explicit(&olc_pool.slots, memory_order_acquire));
         olc_pool_cpus saved;
         int moved = olc_pool_leave_caller_cpu(&saved);
         olc_pool_work(seen, slot);
         if (moved)
             olc_pool_restore_cpus(&saved);
+        mark = olc_pool_watch(mark);
     }
     return NULL;
 }
@@ -429,6 +492,7 @@ static void olc_pool_after_fork_child(void) {
     pthread_cond_init(&olc_pool.finished, NULL);
     atomic_store(&olc_pool.caller_waits, 0);
     atomic_store(&olc_pool.serial_until, 0);
+    atomic_store(&olc_pool.spin_from, 0);
     olc_pool.serial_ns = 0;
 }
 
@@ -449,6 +513,10 @@ static inline void olc_pool_skip_numbers(uint32_t n) {
     pthread_mutex_lock(&olc_pool.busy);
     atomic_store(&olc_pool.base, atomic_load(&olc_pool.base) + n);
     pthread_mutex_unlock(&olc_pool.busy);
+}
+static inline long olc_pool_spin_stopped_ns_left(void) {
+    long left = atomic_load(&olc_pool.spin_from) - olc_pool_now_ns();
+    return left > 0 ? left : 0;
 }
 static inline long olc_pool_serial_ns_left(void) {
     long left = atomic_load(&olc_pool.serial_until) - olc_pool_now_ns();
