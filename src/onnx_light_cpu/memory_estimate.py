@@ -938,15 +938,26 @@ def _embed_layer_norm(c: _Node) -> _Estimate:
 
 
 def _qembed_layer_norm(c: _Node) -> _Estimate:
-    """The rows read are dequantized to float32 on every run (word and
-    segment rows of each token, the first S position rows, gamma and beta):
-    int32 codes, then float32, 8 bytes an element while one table's rows
-    are converted; then the EmbedLayerNormalization core's int64 ids."""
+    """The word rows a run reads are dequantized on every run: the gathered
+    codes, int32, then float32 (9 bytes an element at the peak, 4 kept).
+    The position and segment tables, gamma and beta are dequantized whole:
+    once (prepared) where they, their scales and zero points are
+    initializers, else on every run the same way.  Then the
+    EmbedLayerNormalization core's ids: the int32 arange, int64 rows,
+    positions (and segment ids)."""
     b, s = c.shape(0)
-    h = c.shape(2)[1]
-    seg = c.has(1)
-    kept = b * s * h * 4 * (2 if seg else 1) + s * h * 4 + 2 * h * 4
-    return _Estimate(numpy=max(8 * b * s * h, kept + 8 * h) + b * s * 28 + b * 4)
+    rows = b * s * c.shape(2)[1]
+    peak, live, prepared = 9 * rows, 4 * rows, 0
+    # (table, scale, zero point) of position, segment, gamma, beta
+    for group in ((3, 9, 14), (4, 10, 15), (5, 11, 16), (6, 12, 17)):
+        n = c.size(group[0])
+        if all(c.is_const(i) for i in group):
+            prepared += 4 * n
+        elif n:
+            peak = max(peak, live + 8 * n)
+            live += 4 * n
+    ids = b * s * (4 + 8 + 8 + (8 if c.has(1) else 0))
+    return _Estimate(numpy=max(peak, live + ids) + b * 4, prepared=prepared)
 
 
 def _cdist(c: _Node) -> _Estimate:

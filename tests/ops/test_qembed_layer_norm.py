@@ -7,6 +7,7 @@ input."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
@@ -143,6 +144,35 @@ def test_empty_sequence_and_one_output():
     for naive in (False, True):  # ORT's schema requires output 1: ours may leave it out
         got = run_ours(inputs, 1, naive=naive)[0]
         assert_close(got[0], run_ort(inputs)[0], "one output", TOL)
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_constant_tables_are_dequantized_once(naive):
+    """Tables, scales and zero points as initializers, as the quantization
+    tools write them: the position and segment tables, gamma and beta are
+    dequantized at the first run only, and every run gives the bits of the
+    same inputs fed as graph inputs."""
+    rng = np.random.default_rng(5)
+    inputs = random_inputs(rng, np.uint8, b=2, s=6, h=33)
+    model = model_of(inputs)
+    model.graph.initializer.extend(
+        onnx.numpy_helper.from_array(x, NAMES[i]) for i, x in enumerate(inputs)
+        if i not in (0, 1, 7))
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess, microsoft_implementation=(
+        olc.MicrosoftKernelImplementation.NAIVE if naive
+        else olc.MicrosoftKernelImplementation.OPTIMIZED))
+    olc.set_kernel_usage_recording(sess, True)
+    node = sess.rt_nodes_[0]
+    for run in range(3):
+        ids = rng.integers(0, 30, size=(2, 6)).astype(np.int32)
+        sids = rng.integers(0, 2, size=(2, 6)).astype(np.int32)
+        fed = [ids, sids] + inputs[2:7] + [inputs[7]] + inputs[8:]
+        got = sess.run(None, {"input_ids": ids, "segment_ids": sids, "mask": inputs[7]})
+        want, _ = run_ours(fed, naive=naive)
+        assert all(same_bits(a, b) for a, b in zip(got, want)), f"run {run}"
+        assert sorted(node._prepared_inputs) == [("dequantized", i) for i in (1, 2, 3, 4)]
+    assert set(olc.used_kernel_names(sess)) == {NAIVE if naive else OPT}
 
 
 def _with(*changes):

@@ -16,8 +16,10 @@ counts the mask values equal to 1, zeros without a mask; an id, segment id
 or position outside its table is an error.  FLOAT only (ORT's CPU has no
 other).
 
-Both families dequantize the rows a run reads (gathered first: a run of
-B x S tokens never converts the whole vocabulary), then run
+Both families dequantize the word rows a run reads (gathered first: a run
+of B x S tokens never converts the whole vocabulary) and the other tables
+whole (once per node where they, their scales and zero points are
+initializers), then run
 EmbedLayerNormalization's own row code on them (the OPTIMIZED family its
 SIMD row function, the NAIVE one NumPy).  The statistics are summed in
 another order than ORT's sequential loop: about 1e-6 apart.  Where this
@@ -40,6 +42,15 @@ SCALE = {"types": (T.FLOAT,)}
 F32 = np.dtype(np.float32)
 #: (table, scale, zero point) input indices: word, position, segment, gamma, beta
 QUANTIZED = ((2, 8, 13), (3, 9, 14), (4, 10, 15), (5, 11, 16), (6, 12, 17))
+
+
+def _dequantized(q: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """float32(q - zero) * scale, as ONNX Runtime dequantizes."""
+    v = q.astype(np.int32)
+    v -= int(zero.reshape(()))
+    out = v.astype(F32)
+    out *= scale.reshape(())
+    return out
 
 
 class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
@@ -91,6 +102,18 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         _, level, threads = EmbedLayerNormalizationBase._plan(self, *args[:8], None)
         return T.FLOAT, level, threads
 
+    def _dequantized_table(self, which: int, args) -> np.ndarray | None:
+        """Table ``which`` of QUANTIZED dequantized (None when absent),
+        prepared once when it, its scale and zero point are initializers."""
+        indices = QUANTIZED[which]
+        table, scale, zero = (args[i] for i in indices)
+        if table is None:
+            return None
+        if any(self._constant_input(i) is not args[i] for i in indices):
+            return _dequantized(table, scale, zero)
+        return self._prepared_input(("dequantized", which), indices[0], table,
+                                    lambda: _dequantized(table, scale, zero))
+
     def _execute(self, plan, *args):
         args = args + (None,) * (18 - len(args))
         ids, sids, word, pos, seg = args[:5]
@@ -100,22 +123,13 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         if sids is not None:
             self._check_ids(1, sids, seg.shape[0])
         flat = np.arange(b * s, dtype=np.int32).reshape(b, s)
-
-        def rows(table_index, index):
-            """The dequantized rows ``index`` of a table or vector."""
-            table, scale, zero = (args[i] for i in QUANTIZED[table_index])
-            q = table[index].astype(np.int32)
-            q -= int(zero.reshape(()))
-            out = q.astype(F32)
-            out *= scale.reshape(())
-            return out
-
-        h = word.shape[1]
-        word_rows = rows(0, ids).reshape(b * s, h)
-        pos_rows = rows(1, slice(0, s))
-        seg_rows = rows(2, sids).reshape(b * s, h) if sids is not None else None
-        y, _ = self._compute(plan, flat, None if sids is None else flat, word_rows, pos_rows,
-                             seg_rows, rows(3, slice(None)), rows(4, slice(None)), None)
+        _, scale, zero = QUANTIZED[0]
+        word_rows = _dequantized(word[ids].reshape(b * s, word.shape[1]), args[scale],
+                                 args[zero])
+        pos_table, seg_table, gamma_dq, beta_dq = (self._dequantized_table(i, args)
+                                                   for i in (1, 2, 3, 4))
+        y, _ = self._compute(plan, flat, sids, word_rows, pos_table, seg_table, gamma_dq,
+                             beta_dq, None)
         if self.wants[1]:
             count = (mask == 1).sum(axis=1, dtype=np.int32) if mask is not None else \
                 np.zeros(b, np.int32)
