@@ -660,3 +660,41 @@ def test_activation_wrong_element_type(op, x):
     olc.register_kernels_for_session(sess)
     with pytest.raises(TypeError, match=f"{op}: input 0"):
         sess.run(None, {"x0": x})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_outputs_at_every_offset_in_a_cache_line(threads):
+    """The core runs the elements before the output's first cache line
+    boundary alone, then the rest (unary.pyx ``_head``): an output at each
+    float32 offset within a line, and lengths shorter than the head, around
+    a chunk and over several chunks, give the values of one aligned run.
+    Abs (a bit loop), Exp (``apply``), Relu (``activate``) and Clip."""
+    from onnx_light_cpu import simd
+    from onnx_light_cpu._kernels import unary as core
+    from onnx_light_cpu.ops._base import ELEMENT_TYPES
+
+    level, f32 = simd.state.level, ELEMENT_TYPES[np.dtype(np.float32)]
+    lo, hi = np.array(-0.5, np.float32), np.array(0.75, np.float32)
+    calls = {
+        "abs": lambda x, y: core.apply(x, y, core.ABS, f32, level, threads),
+        "exp": lambda x, y: core.apply(x, y, core.EXP, f32, level, threads),
+        "relu": lambda x, y: core.activate(x, y, core.RELU, f32, level, threads, 0, 0, 0),
+        "clip": lambda x, y: core.clip(x, y, lo, hi, f32, level, threads),
+    }
+    rng = np.random.default_rng(0)
+    for n in (0, 3, 15, 16_400, 70_001):
+        x = rng.standard_normal(n).astype(np.float32)
+        for name, call in calls.items():
+            raw = np.empty(n + 16 + 64, np.float32)
+            base = (-raw.ctypes.data % 64) // 4  # raw[base] starts a line
+            want = raw[base:base + n]  # no head: one aligned run
+            call(x, want)
+            want = want.copy()
+            for offset in range(1, 16):
+                y = raw[base + offset:base + offset + n]
+                call(x, y)
+                assert y.tobytes() == want.tobytes(), (name, n, offset)
+            if name == "relu":
+                assert want.tobytes() == np.maximum(x, 0).tobytes()
+            elif name == "abs":
+                assert want.tobytes() == np.abs(x).tobytes()
