@@ -10,7 +10,7 @@ once and splits the array into cache-sized chunks over the worker pool.
 """
 
 cimport numpy as cnp
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t
 
 from olc_unary cimport (
     OLC_OP_ABS, OLC_OP_EXP, OLC_OP_GELU, OLC_OP_GELU_TANH, OLC_OP_LOG, OLC_OP_NEG, OLC_OP_NOT,
@@ -20,6 +20,7 @@ from olc_unary cimport (
     OLC_OP_MISH, OLC_OP_RELU, OLC_OP_SELU, OLC_OP_SIGN, OLC_OP_SOFTPLUS, OLC_OP_SOFTSIGN,
     OLC_OP_SQRT, OLC_OP_THRESHOLDED_RELU, olc_uact_fn, olc_uact_level, olc_uact_select,
 )
+from olc_cpu cimport olc_line_head
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -66,15 +67,6 @@ def level_used(int op, int dtype, int level):
     return olc_unary_level(op, dtype, level)
 
 
-cdef inline int64_t _head(const char *y, int64_t itemsize, int64_t n) noexcept nogil:
-    """The elements before y's first cache line boundary, which the loops
-    below run alone first: their vector stores then fill whole lines.
-    NumPy's buffers start 16 bytes past one, and stores across two lines
-    cost these store-bound loops 14 % (Abs of 1M float32 on a 2-core Zen 4:
-    93.7 us against 82.4 in C; 104 -> 90-92 us a run in the evaluator)."""
-    return min(<int64_t>((-<uintptr_t>y) & 63) // itemsize, n)
-
-
 cdef struct _UnaryJob:
     olc_unary_fn fn
     const char *x
@@ -98,7 +90,7 @@ def apply(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int thread
     cdef int64_t itemsize = cnp.PyArray_ITEMSIZE(x)
     cdef const char *px = <const char *>cnp.PyArray_DATA(x)
     cdef char *py = <char *>cnp.PyArray_DATA(y)
-    cdef int64_t head = _head(py, itemsize, n)
+    cdef int64_t head = olc_line_head(py, itemsize, n)
     if head:
         with nogil:
             fn(px, py, head)
@@ -150,7 +142,7 @@ def clip(cnp.ndarray x, cnp.ndarray y, cnp.ndarray lo, cnp.ndarray hi, int dtype
     cdef char *py = <char *>cnp.PyArray_DATA(y)
     cdef const void *plo = cnp.PyArray_DATA(lo)
     cdef const void *phi = cnp.PyArray_DATA(hi)
-    cdef int64_t head = _head(py, itemsize, n)
+    cdef int64_t head = olc_line_head(py, itemsize, n)
     if head:
         with nogil:
             fn(px, py, head, plo, phi)
@@ -208,7 +200,7 @@ def activate(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int thr
     job.x = <const char *>cnp.PyArray_DATA(x)
     job.y = <char *>cnp.PyArray_DATA(y)
     job.p[0], job.p[1], job.p[2] = alpha, beta, gamma
-    cdef int64_t head = _head(job.y, job.itemsize, job.n)
+    cdef int64_t head = olc_line_head(job.y, job.itemsize, job.n)
     if head:
         with nogil:
             fn(job.x, job.y, head, job.p)

@@ -31,6 +31,18 @@
 #define OLC_HAVE_AVX512 0
 #endif
 
+#include <stdint.h>
+
+/* The elements (of `size` bytes) before the first cache line boundary at or
+ * after y, at most n.  Store-bound loops run them alone first: their
+ * vector stores then fill whole lines.  NumPy's large buffers start 16
+ * bytes past a line, and stores across two lines cost such a loop 14 %
+ * (Abs of 1M float32 on a 2-core Zen 4: 93.7 us against 82.4 in C). */
+static inline int64_t olc_line_head(const void *y, int64_t size, int64_t n) {
+    const int64_t head = (int64_t)((0u - (uintptr_t)y) & 63u) / size;
+    return head < n ? head : n;
+}
+
 /* The level a kernel without int8 dot products runs at: `level` capped to
  * AVX-512 and to the levels this build compiled (the CPU's support is
  * checked once, by olc_detect_simd_level). */
