@@ -945,11 +945,11 @@ def _qembed_layer_norm(c: _Node) -> _Estimate:
     initializers, else on every run the same way.  Then the
     EmbedLayerNormalization core's ids: the int32 arange, int64 rows,
     positions (and segment ids)."""
+    from .ops.qembed_layer_norm import QUANTIZED
     b, s = c.shape(0)
     rows = b * s * c.shape(2)[1]
     peak, live, prepared = 9 * rows, 4 * rows, 0
-    # (table, scale, zero point) of position, segment, gamma, beta
-    for group in ((3, 9, 14), (4, 10, 15), (5, 11, 16), (6, 12, 17)):
+    for group in QUANTIZED[1:]:  # (table, scale, zero point) but the word table
         n = c.size(group[0])
         if all(c.is_const(i) for i in group):
             prepared += 4 * n

@@ -123,9 +123,9 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         if sids is not None:
             self._check_ids(1, sids, seg.shape[0])
         flat = np.arange(b * s, dtype=np.int32).reshape(b, s)
-        _, scale, zero = QUANTIZED[0]
-        word_rows = _dequantized(word[ids].reshape(b * s, word.shape[1]), args[scale],
-                                 args[zero])
+        _, scale_index, zero_index = QUANTIZED[0]
+        word_rows = _dequantized(word[ids].reshape(b * s, word.shape[1]), args[scale_index],
+                                 args[zero_index])
         pos_table, seg_table, gamma_dq, beta_dq = (self._dequantized_table(i, args)
                                                    for i in (1, 2, 3, 4))
         y, _ = self._compute(plan, flat, sids, word_rows, pos_table, seg_table, gamma_dq,
