@@ -521,12 +521,20 @@ def openmp_report() -> dict:
 # -- a competing process -------------------------------------------------------
 
 LOADS = ("idle", "busy", "bursty")
-# What the competing process runs: a pure-Python loop holds one core.
+# What the competing process runs: a pure-Python loop holds one core.  It
+# ends once its parent (argv[1]) is gone: a parent killed by a signal (the
+# out-of-memory killer) cannot stop it, and a load left running skews every
+# measurement after it.
 _LOAD_CODE = {
-    "busy": "while True:\n    pass\n",
+    "busy": (
+        "import os, sys\n"
+        "while os.getppid() == int(sys.argv[1]):\n"
+        "    for _ in range(100_000):\n"
+        "        pass\n"
+    ),
     "bursty": (
-        "import time\n"
-        "while True:\n"
+        "import os, sys, time\n"
+        "while os.getppid() == int(sys.argv[1]):\n"
         "    end = time.perf_counter() + 0.002\n"
         "    while time.perf_counter() < end:\n"
         "        pass\n"
@@ -554,8 +562,9 @@ class competing_load:
     def __enter__(self):
         if self.kind == "idle":
             return self
-        self.proc = subprocess.Popen([sys.executable, "-c", _LOAD_CODE[self.kind]],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _LOAD_CODE[self.kind], str(os.getpid())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         if len(cpus) > 1:
             self.cpu = cpus[-1]

@@ -7,7 +7,10 @@ KV caches, an INT4-typed GatherBlockQuantized embedding."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -148,6 +151,31 @@ def test_competing_load_runs_only_inside_the_block():
         assert load.proc is None
     with pytest.raises(ValueError, match="competing_load"):
         competing_load("heavy")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("kind", ["busy", "bursty"])
+def test_competing_load_ends_with_a_killed_parent(kind):
+    """A parent killed by a signal (the out-of-memory killer) cannot stop
+    its load; the load notices that its parent is gone and ends."""
+    code = ("import os\n"
+            "from benchmarks._harness import competing_load\n"
+            f"load = competing_load({kind!r}).__enter__()\n"
+            "print(load.proc.pid, flush=True)\n"
+            "os.kill(os.getpid(), 9)\n")
+    parent = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=Path(__file__).parents[1], timeout=60)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    stat = Path(f"/proc/{int(parent.stdout.split()[0])}/stat")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:  # gone, or a zombie its new parent has not reaped yet
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the {kind} load outlived its killed parent")
 
 
 def test_decoder_ratio_table(tmp_path):
