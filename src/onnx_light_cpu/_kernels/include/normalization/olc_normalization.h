@@ -49,6 +49,7 @@
 #include "common/olc_level.h"
 #include "common/olc_types.h"
 #include "common/olc_vec.h"
+#include "unary/olc_unary.h"
 
 enum { OLC_NORM_CENTERED = 0, OLC_NORM_SQUARES = 1, OLC_NORM_L1 = 2, OLC_NORM_L2 = 3 };
 
@@ -200,7 +201,6 @@ static olc_norm_apply_fn olc_norm_select_apply(int acc_double, int tx, int ts, i
  * segment while it is in L1.  A plain loop here was compiled at the
  * baseline's 4-wide vectors and took as long as the normalization itself
  * (a 224-channel 56x56 BatchNormalization + Relu, perf). */
-typedef void (*olc_norm_relu_fn)(const void *x, void *y, int64_t n, const double *p);
 static const double olc_norm_relu_params[3] = {0.0, 0.0, 0.0}; /* Relu has none */
 
 /* 1 / sqrt(var + eps) in the arithmetic's precision. */
@@ -273,8 +273,8 @@ typedef struct {
     const double *ch_mul, *ch_add, *ch_mean, *ch_var;   /* per channel, NULL = 1 / 0 */
     double eps;
     int how, mode, acc_double;
-    olc_norm_relu_fn relu;  /* then y = y < 0 ? 0 : y (float32 y only): a Relu after it,
-                             * fused; NULL: none */
+    olc_uact_fn relu;  /* then y = y < 0 ? 0 : y (float32 y only): a Relu after it,
+                        * fused; NULL: none */
     double *row_mean, *row_var;
 } olc_norm_affine_plan;
 

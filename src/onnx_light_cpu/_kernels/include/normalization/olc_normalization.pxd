@@ -1,6 +1,7 @@
 # The C API of normalization/olc_normalization.h that normalization.pyx uses.
 
 from libc.stdint cimport int64_t
+from olc_unary cimport olc_uact_fn
 
 cdef extern from "normalization/olc_normalization.h" nogil:
     ctypedef void (*olc_norm_stats_fn)(const void *x, int64_t n, int mode, double *mean,
@@ -32,8 +33,6 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         int stat_type
     void olc_norm_rows(const olc_norm_rows_plan *p, int64_t r0, int64_t r1)
 
-    ctypedef void (*olc_norm_relu_fn)(const void *x, void *y, int64_t n, const double *p)
-
     ctypedef struct olc_norm_affine_plan:
         olc_norm_stats_fn stats
         olc_norm_affine_fn affine
@@ -46,7 +45,7 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         const double *ch_var
         double eps
         int how, mode, acc_double
-        olc_norm_relu_fn relu
+        olc_uact_fn relu
         double *row_mean
         double *row_var
     void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int64_t r1)
