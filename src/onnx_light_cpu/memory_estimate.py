@@ -940,22 +940,24 @@ def _embed_layer_norm(c: _Node) -> _Estimate:
 def _qembed_layer_norm(c: _Node) -> _Estimate:
     """The word rows a run reads are dequantized on every run: the gathered
     codes, int32, then float32 (9 bytes an element at the peak, 4 kept).
-    The position and segment tables, gamma and beta are dequantized whole:
-    once (prepared) where they, their scales and zero points are
-    initializers, else on every run the same way.  Then the
-    EmbedLayerNormalization core's ids: the int32 arange, int64 rows,
-    positions (and segment ids)."""
+    The position and segment tables, gamma and beta are dequantized whole
+    and once (prepared) where they, their scales and zero points are
+    initializers, else on every run the same way (of the position table
+    only the first S rows).  Then the EmbedLayerNormalization core's ids:
+    the int32 arange, int64 rows, positions (and segment ids)."""
     from .ops.qembed_layer_norm import QUANTIZED
     b, s = c.shape(0)
-    rows = b * s * c.shape(2)[1]
-    peak, live, prepared = 9 * rows, 4 * rows, 0
-    for group in QUANTIZED[1:]:  # (table, scale, zero point) but the word table
+    h = c.shape(2)[1]
+    peak, live, prepared = 9 * b * s * h, 4 * b * s * h, 0
+    for group in QUANTIZED[1:]:  # (table, scale, zero point) but the word table's
         n = c.size(group[0])
         if all(c.is_const(i) for i in group):
             prepared += 4 * n
-        elif n:
-            peak = max(peak, live + 8 * n)
-            live += 4 * n
+            continue
+        if group is QUANTIZED[1]:  # the position table: its first S rows
+            n = min(n, s * h)
+        peak = max(peak, live + 8 * n)
+        live += 4 * n
     ids = b * s * (4 + 8 + 8 + (8 if c.has(1) else 0))
     return _Estimate(numpy=max(peak, live + ids) + b * 4, prepared=prepared)
 

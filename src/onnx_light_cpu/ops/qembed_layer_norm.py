@@ -102,15 +102,17 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         _, level, threads = EmbedLayerNormalizationBase._plan(self, *args[:8], None)
         return T.FLOAT, level, threads
 
-    def _dequantized_table(self, which: int, args) -> np.ndarray | None:
-        """Table ``which`` of QUANTIZED dequantized (None when absent),
-        prepared once when it, its scale and zero point are initializers."""
+    def _dequantized_table(self, which: int, args, rows: int | None = None
+                           ) -> np.ndarray | None:
+        """Table ``which`` of QUANTIZED dequantized (None when absent):
+        whole and once when it, its scale and zero point are initializers,
+        else on each run, its first ``rows`` rows (all by default)."""
         indices = QUANTIZED[which]
         table, scale, zero = (args[i] for i in indices)
         if table is None:
             return None
         if any(self._constant_input(i) is not args[i] for i in indices):
-            return _dequantized(table, scale, zero)
+            return _dequantized(table[:rows], scale, zero)
         return self._prepared_input(("dequantized", which), indices[0], table,
                                     lambda: _dequantized(table, scale, zero))
 
@@ -126,8 +128,9 @@ class QEmbedLayerNormalizationBase(EmbedLayerNormalizationBase):
         _, scale_index, zero_index = QUANTIZED[0]
         word_rows = _dequantized(word[ids].reshape(b * s, word.shape[1]), args[scale_index],
                                  args[zero_index])
-        pos_table, seg_table, gamma_dq, beta_dq = (self._dequantized_table(i, args)
-                                                   for i in (1, 2, 3, 4))
+        # a position table fed at run time: only the s rows the tokens read
+        pos_table = self._dequantized_table(1, args, rows=s)
+        seg_table, gamma_dq, beta_dq = (self._dequantized_table(i, args) for i in (2, 3, 4))
         y, _ = self._compute(plan, flat, sids, word_rows, pos_table, seg_table, gamma_dq,
                              beta_dq, None)
         if self.wants[1]:
