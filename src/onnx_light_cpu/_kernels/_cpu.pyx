@@ -19,8 +19,6 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     int olc_pool_started()
     long olc_pool_spin_ns()
     void olc_pool_set_spin_ns(long ns)
-    long olc_pool_stalls()
-    long olc_pool_serial_ns_left()
     long olc_pool_spin_stopped_ns_left()
     long olc_pool_now_ns()
     void olc_pool_skip_numbers(uint32_t n)
@@ -74,12 +72,6 @@ def pool_skip_task_numbers(uint32_t n):
     wrap past 2**32 in a long-running process)."""
     with nogil:
         olc_pool_skip_numbers(n)
-
-
-def pool_stalls():
-    """(stalls seen so far, µs left of the serial period the last one
-    started): the stall guard of olc_pool_impl.h."""
-    return olc_pool_stalls(), olc_pool_serial_ns_left() / 1000.0
 
 
 cdef struct _CheckJob:

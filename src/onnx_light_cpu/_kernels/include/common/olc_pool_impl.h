@@ -40,18 +40,9 @@
  * ONNX Runtime's pool does with spinning off.  The caller waiting for a
  * task a preempted worker holds spins briefly, then sleeps, which lets the
  * kernel move the worker to the caller's CPU.  A call from inside a task,
- * or while another thread's job runs, runs serially in its caller.
- *
- * Stall guard: when the caller, after its own last task, waits for the
- * tasks workers hold longer than running them itself would have taken (a
- * worker was preempted by another process, or shares its CPU with one),
- * the jobs of the next OLC_POOL_SERIAL_MIN_NS run serially in their
- * callers, doubling on each stall in a row up to OLC_POOL_SERIAL_MAX_NS; a
- * job workers help without a stall resets it.  On a CPU another process
- * keeps busy, two threads then cost what one does instead of a preempted
- * slice per job.  Tasks are the same either way: results do not change.
- * The guard watches, and serialises, only jobs of up to
- * OLC_POOL_GUARD_THREADS threads (see there).
+ * or while another thread's job runs, runs serially in its caller.  Jobs
+ * after a long wait are not run serially (docs/ARCHITECTURE.md, "Threads":
+ * such a stall guard cost more under load than it saved).
  *
  * A worker that wakes on the CPU its caller runs on leaves it for the job
  * (olc_pool_leave_caller_cpu): there it could only run while the caller
@@ -109,9 +100,6 @@ static struct {
     _Atomic long spin_ns;
     _Atomic long spin_from;        /* no worker spins before this time */
     _Atomic long preempted_at;     /* when a worker last lost its CPU */
-    _Atomic long serial_until;     /* jobs before this time run serially */
-    long serial_ns;                /* the last serial period (under busy), 0: none */
-    _Atomic long stalls;           /* stalls seen, for tests and diagnostics */
     int started;                   /* workers created (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with finished: the caller's sleep */
@@ -144,26 +132,6 @@ static struct olc_pool_bed {
    busy CPU may not for milliseconds, and sleeping leaves the caller's CPU
    idle, so that the kernel moves the worker over to it. */
 enum { OLC_POOL_CALLER_SPIN_MIN_NS = 2000, OLC_POOL_CALLER_SPIN_MAX_NS = 50000 };
-enum { OLC_POOL_BACKOFF_MIN = 8, OLC_POOL_BACKOFF_MAX = 256 };
-
-/* A wait after the caller's last task counts as a stall when it is longer
-   than the caller would have taken for the workers' tasks (its own mean
-   task time each) and at least this long: a preempted worker holds its
-   task for a scheduler slice (milliseconds), a running one finishes within
-   about one task time of the caller.  200 us, not 20: at 20 us an idle 2-core
-   VM counted 9 stalls in 23 MobileNet-V2 passes (waits of tens of
-   microseconds, no preemption) and ran their jobs serially: 13-14 ms a
-   pass at 2 threads instead of 11. */
-#define OLC_POOL_STALL_MIN_NS 200000L
-/* Jobs of more threads neither count stalls nor run serially: serialising
-   one loses all but one of its threads, and on many idle cores the
-   "stalls" were late wake-ups.  On a 16-core Intel Xeon (gVisor, idle)
-   ResNet-50 counted 23-28 stalls a measurement at 8 and 16 threads and
-   took 37-43 ms (36-47 with a 1 ms floor), 24-28 ms without the guard.
-   Two threads: the 2-core machines the guard was measured on. */
-#define OLC_POOL_GUARD_THREADS 2
-#define OLC_POOL_SERIAL_MIN_NS 20000000L
-#define OLC_POOL_SERIAL_MAX_NS 80000000L
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -402,26 +370,8 @@ static int olc_pool_grow(int wanted) {
     return olc_pool.started < wanted ? olc_pool.started : wanted;
 }
 
-/* The stall guard, after a job workers helped with (caller holds busy):
-   `waited` is how long the caller waited after its own last task, for
-   `worker_tasks` tasks of workers. */
-static void olc_pool_after_job(long waited, long task_ns, long worker_tasks) {
-    if (waited < OLC_POOL_STALL_MIN_NS || waited <= worker_tasks * task_ns) {
-        olc_pool.serial_ns = 0;
-        return;
-    }
-    long period = 2 * olc_pool.serial_ns;
-    period = period < OLC_POOL_SERIAL_MIN_NS ? OLC_POOL_SERIAL_MIN_NS
-           : period > OLC_POOL_SERIAL_MAX_NS ? OLC_POOL_SERIAL_MAX_NS : period;
-    olc_pool.serial_ns = period;
-    atomic_store(&olc_pool.serial_until, olc_pool_now_ns() + period);
-    atomic_fetch_add(&olc_pool.stalls, 1);
-}
-
 static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
     if (olc_pool_inside || ntasks >= (ptrdiff_t)OLC_POOL_CLOSED
-        || (threads <= OLC_POOL_GUARD_THREADS
-            && olc_pool_now_ns() < atomic_load(&olc_pool.serial_until))
         || pthread_mutex_trylock(&olc_pool.busy) != 0) {
         olc_run_serially(ntasks, fn, arg);
         return;
@@ -456,7 +406,6 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
               : 4 * task_ns > OLC_POOL_CALLER_SPIN_MAX_NS ? OLC_POOL_CALLER_SPIN_MAX_NS
               : 4 * task_ns;
     olc_pool_inside = 0;
-    long own_end = olc_pool_now_ns();
     /* Only tasks a worker claimed are left: spin briefly, then sleep until
        the worker finishing the last one signals. */
     long deadline = 0;
@@ -477,8 +426,6 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
             pthread_mutex_unlock(&olc_pool.lock);
         }
     }
-    if (ran < ntasks && slots + 1 <= OLC_POOL_GUARD_THREADS)
-        olc_pool_after_job(olc_pool_now_ns() - own_end, task_ns, ntasks - ran);
     pthread_mutex_unlock(&olc_pool.busy);
 }
 
@@ -491,9 +438,7 @@ static void olc_pool_after_fork_child(void) {
     pthread_mutex_init(&olc_pool.lock, NULL);
     pthread_cond_init(&olc_pool.finished, NULL);
     atomic_store(&olc_pool.caller_waits, 0);
-    atomic_store(&olc_pool.serial_until, 0);
     atomic_store(&olc_pool.spin_from, 0);
-    olc_pool.serial_ns = 0;
 }
 
 static int olc_pool_init(void) {
@@ -507,7 +452,6 @@ static inline void *olc_pool_entry(void) { return (void *)olc_pool_run_tasks; }
 static inline int olc_pool_started(void) { return olc_pool.started; }
 static inline long olc_pool_spin_ns(void) { return atomic_load(&olc_pool.spin_ns); }
 static inline void olc_pool_set_spin_ns(long ns) { atomic_store(&olc_pool.spin_ns, ns); }
-static inline long olc_pool_stalls(void) { return atomic_load(&olc_pool.stalls); }
 /* Moves the task numbering on by n (tests: numbers that wrap past 2^32). */
 static inline void olc_pool_skip_numbers(uint32_t n) {
     pthread_mutex_lock(&olc_pool.busy);
@@ -516,10 +460,6 @@ static inline void olc_pool_skip_numbers(uint32_t n) {
 }
 static inline long olc_pool_spin_stopped_ns_left(void) {
     long left = atomic_load(&olc_pool.spin_from) - olc_pool_now_ns();
-    return left > 0 ? left : 0;
-}
-static inline long olc_pool_serial_ns_left(void) {
-    long left = atomic_load(&olc_pool.serial_until) - olc_pool_now_ns();
     return left > 0 ? left : 0;
 }
 
