@@ -254,6 +254,26 @@ def test_the_pool_holds_no_buffer_of_a_past_shape_or_a_dropped_output():
     assert pool.nbytes <= 2 * 4 * 8
 
 
+def test_aligned_buffers_are_owned_by_the_pool_and_views_are_not():
+    """aligned_empty's arrays start on a 64-byte boundary; the pool takes
+    one back once its caller lets it go, never a view of it."""
+    from onnx_light_cpu._kernels._runloop import BufferPool, aligned_empty
+
+    for shape in [(0,), (3, 5), (1000, 17)]:
+        a = aligned_empty(shape, np.float32)
+        assert a.shape == shape and a.dtype == np.float32 and a.flags.c_contiguous
+        assert a.flags.writeable and a.ctypes.data % 64 == 0
+    pool = BufferPool()
+    a = aligned_empty((3, 5), np.float32)
+    a[:] = 1.0
+    address, values = a.ctypes.data, [a]
+    del a
+    assert pool.reclaim(values) == [] and pool.nbytes == 60
+    back = pool.take((3, 5), np.dtype(np.float32))
+    assert back is not None and back.ctypes.data == address and back.sum() == 15.0
+    assert pool.reclaim([back[1:]]) == [] and pool.nbytes == 60  # a view: not kept
+
+
 def test_nodes_with_no_input_and_several_outputs_in_the_lean_loop():
     nodes = [oh.make_node("Constant", [], ["k"], value_floats=[1.0, 2.0, 3.0, 4.0]),
              oh.make_node("Exp", ["x"], ["e"]),

@@ -318,6 +318,26 @@ def test_matmul_integer_to_float_prepares_constants_once():
         assert len(shifted) == (2 if 4 in constant else 0), shifted
 
 
+def test_large_float_outputs_stream_the_same_bits():
+    """An output of 8 MB or more is written with streaming stores (whole
+    cache lines, olc_gemm_int8.h) into a buffer on a 64-byte boundary: the
+    same bits as ONNX Runtime at every level and thread count, and the
+    buffer comes back to the pool on the next run."""
+    rng = np.random.default_rng(12)
+    M, K, N = 2048, 8, 1024  # 8 MB of float32
+    inputs = [ints(rng, (M, K), U8), ints(rng, (K, N), S8), np.array(0.05, F32),
+              (rng.random(N) * 0.01).astype(F32), np.array(3, U8), ints(rng, (N,), S8),
+              rng.standard_normal(N).astype(F32)]
+    check("MatMulIntegerToFloat", inputs)
+    sess = ReferenceEvaluator(model("MatMulIntegerToFloat", inputs))
+    olc.register_kernels_for_session(sess)
+    y = sess.run(None, feeds(inputs))[0]
+    address = y.ctypes.data
+    assert address % 64 == 0
+    del y
+    assert sess.run(None, feeds(inputs))[0].ctypes.data == address
+
+
 # -------------------------------------------- QuantizeLinear, DequantizeLinear
 
 Q_TYPES = [U8, S8, np.uint16, np.int16]

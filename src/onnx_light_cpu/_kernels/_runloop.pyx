@@ -200,9 +200,60 @@ cdef extern from "Python.h":
     PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
 
 
+cdef class AlignedBuffer:
+    """Bytes on a 64-byte boundary, for :func:`aligned_empty`: the base of
+    its array, by which :class:`BufferPool` tells that array from a view
+    of someone else's.  The bytes are a NumPy array's (63 more than asked
+    for), so that NumPy's allocator, and tracemalloc, account for them."""
+
+    cdef cnp.ndarray raw
+    cdef char *data
+    cdef Py_ssize_t size
+
+    def __cinit__(self, Py_ssize_t nbytes):
+        self.size = nbytes
+        self.raw = np.empty(nbytes + 63, dtype=np.uint8)
+        cdef char *start = <char *>cnp.PyArray_DATA(self.raw)
+        self.data = start + (-<size_t>start) % 64
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        view.buf = self.data
+        view.obj = self
+        view.len = self.size
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = NULL
+        view.ndim = 1
+        view.shape = &self.size
+        view.strides = NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+def aligned_empty(shape, dtype):
+    """An uninitialised C-contiguous array whose data starts on a 64-byte
+    boundary (NumPy's large arrays start 16 bytes past one), for kernels
+    that store whole cache lines."""
+    dtype = np.dtype(dtype)
+    cdef Py_ssize_t n = dtype.itemsize
+    for d in shape:
+        n *= d
+    return np.ndarray(shape, dtype=dtype, buffer=AlignedBuffer(n))
+
+
 # Runs between two sweeps of the pool, and the runs a shape may go unasked
 # before its free buffers are dropped.
 cdef Py_ssize_t _SWEEP_EVERY = 8
+
+
+cdef bint _owns_its_data(cnp.ndarray arr):
+    """Whether ``arr`` is no view of another array: it owns its data, or
+    its data is an :func:`aligned_empty` buffer."""
+    base = <object>cnp.PyArray_BASE(arr) if cnp.PyArray_BASE(arr) is not NULL else None
+    return base is None or type(base) is AlignedBuffer
 
 
 cdef class BufferPool:
@@ -320,8 +371,8 @@ cdef class BufferPool:
             p = PyList_GET_ITEM(values, i)
             refs = Py_REFCNT(p)  # before any reference of this frame
             arr = <object>p
-            if (not cnp.PyArray_CheckExact(arr) or cnp.PyArray_BASE(<cnp.ndarray>arr) is not NULL
-                    or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)):
+            if (not cnp.PyArray_CheckExact(arr) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)
+                    or not _owns_its_data(<cnp.ndarray>arr)):
                 continue
             if refs == 1:
                 self.keep(arr)

@@ -30,7 +30,7 @@ from ml_dtypes import bfloat16
 from onnx import TensorProto
 from onnx.reference.op_run import OpRun
 
-from .._kernels._runloop import cached_plan, input_signature, same_signature
+from .._kernels._runloop import aligned_empty, cached_plan, input_signature, same_signature
 from ..context import EvaluatorContext
 from ..memory import check_allocation
 from ..threads import decide_num_threads
@@ -309,16 +309,19 @@ class KernelOp(OpRun):
                                                initializers=self._initializers)
         return instance
 
-    def _new_output(self, shape: tuple[int, ...], dtype: np.dtype, slot: int = 0) -> np.ndarray:
+    def _new_output(self, shape: tuple[int, ...], dtype: np.dtype, slot: int = 0,
+                    aligned: bool = False) -> np.ndarray:
         """An uninitialised array for output ``slot`` (or a scratch buffer)
         that no one else references: a free one of the evaluator's pool
-        when there is one."""
+        when there is one.  ``aligned``: a new one starts on a 64-byte
+        boundary (for a kernel that stores whole cache lines; one from the
+        pool may not, and the kernel then stores as usual)."""
         dtype = np.dtype(dtype)
         pool = self._context.buffers
         out = pool.take(shape, dtype)
         if out is None:
             self._check_bytes(f"output {slot} of shape {shape}", math.prod(shape) * dtype.itemsize)
-            out = np.empty(shape, dtype=dtype)
+            out = aligned_empty(shape, dtype) if aligned else np.empty(shape, dtype=dtype)
             pool.keep(out)
         return out
 

@@ -196,7 +196,7 @@ class _IntegerToFloat(_IntegerProduct):
             bias = self._prepared_input("bias", self.BIAS_INDEX, bias, lambda: np.ascontiguousarray(
                 bias.reshape(-1), dtype=np.float32))
         y = self._new_output(product.out_shape, FLOAT32, slot=2 if plan.out_dtype != FLOAT32
-                             else 0)
+                             else 0, aligned=True)  # large ones are streamed to memory
         if K == 0:  # no product: the epilogue on zeros
             acc = self._new_output((batches, M, N), INT32, slot=1)
             acc.fill(0)
