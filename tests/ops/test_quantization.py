@@ -100,8 +100,9 @@ def ints(rng, shape, dtype):
     return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
 
 
-# (M, K, N): 1, odd, off the 16-column panel and the 4-deep K group
-SHAPES = [(1, 1, 1), (3, 7, 17), (9, 13, 31), (17, 64, 33), (40, 257, 47)]
+# (M, K, N): 1, odd, off the 16-column panel and the 4-deep K group; and
+# one whose uint8 A the engine reads in place (rows a multiple of 8, K of 4)
+SHAPES = [(1, 1, 1), (3, 7, 17), (9, 13, 31), (17, 64, 33), (40, 257, 47), (16, 64, 33)]
 
 
 # ------------------------------------------------------ DynamicQuantizeMatMul
@@ -245,7 +246,7 @@ def test_matmul_integer_to_float(pair, shape, form):
 
 @pytest.mark.parametrize("case", ["swapped_scales", "full_b_scale", "full_a_scale",
                                   "one_by_one_a_scale", "bias_2d", "batched",
-                                  "float16", "float16_row_scale"])
+                                  "batched_in_place", "float16", "float16_row_scale"])
 def test_matmul_integer_to_float_forms(case):
     rng = np.random.default_rng(8)
     a, b = ints(rng, (3, 4), U8), ints(rng, (4, 5), S8)
@@ -261,6 +262,9 @@ def test_matmul_integer_to_float_forms(case):
         "batched": [ints(rng, (2, 3, 4), U8), ints(rng, (2, 4, 5), U8), np.array(0.1, f),
                     rng.random((2, 1, 5)).astype(f), np.array(7, U8),
                     ints(rng, (2, 1, 5), U8), rng.random(5).astype(f)],
+        "batched_in_place": [ints(rng, (3, 8, 4), U8), ints(rng, (3, 4, 5), S8),
+                             np.array(0.1, f), rng.random((3, 1, 5)).astype(f),
+                             np.array(7, U8), ints(rng, (3, 1, 5), S8)],
         "float16": [a, b, np.array(0.0123, F16), (rng.random(5) * 0.01).astype(F16),
                     np.array(3, U8), ints(rng, (5,), S8), rng.standard_normal(5).astype(F16)],
         "float16_row_scale": [a, b, rng.random((3, 1)).astype(F16),
