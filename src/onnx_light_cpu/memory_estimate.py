@@ -796,7 +796,9 @@ def _qmoe(c: _Node) -> _Estimate:
 
 def _i8_native(level, batch, M, K) -> int:
     """olc_i8_gemm_run: A packed in row blocks (int16 pairs, bytes at the
-    VNNI level, whose AMX tiles round K to 64 from 16 rows) and the row sums."""
+    VNNI level, whose AMX tiles round K to 64 from 16 rows) and the row sums.
+    An upper bound: where the engine reads a uint8 A in place it packs
+    nothing (the operators' shapes do not say whether A is uint8)."""
     from ._kernels import _cpu
     lvl = level if _cpu.BUILT_WITH_AVX512 else min(level, 1)
     mr = {1: 6, 0: 4}.get(lvl, 8)
