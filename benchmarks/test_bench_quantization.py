@@ -5,9 +5,9 @@
 
 B (int8), its per-column scales and zero points and the bias are
 initializers, as ``onnxruntime.quantization`` writes them: both engines
-pack B once, before timing.  Rows are batch x sequence (1 x 128, 8 x 384),
-K x N the BERT-base projections (768 x 768 attention, 768 x 3072 and 3072 x
-768 the feed-forward).  Outputs must match ORT's bit for bit
+pack B once, before timing.  Rows are batch x sequence (1 x 128, 1 x 384,
+8 x 128, 8 x 384), K x N the BERT-base projections (768 x 768 attention,
+768 x 3072 and 3072 x 768 the feed-forward).  Outputs must match ORT's bit for bit
 (tests/ops/test_quantization.py).  onnx.reference has no kernel for these
 operators: no builtin contender.  Groups read
 ``<op>-float32[M..K..N..]-<M*N>-t<threads>``; extra_info holds ``gops``.
@@ -36,7 +36,8 @@ THREADS = (1, 2)
 CONTENDERS = ("ours", "ort")
 OPS = ("DynamicQuantizeMatMul", "MatMulIntegerToFloat")
 # (M, K, N)
-SHAPES = ((128, 768, 768), (128, 768, 3072), (128, 3072, 768), (3072, 768, 3072))
+SHAPES = tuple((m, k, n) for m in (128, 384, 1024, 3072)
+               for k, n in ((768, 768), (768, 3072), (3072, 768)))
 
 
 def make_model(op_type: str, M: int, K: int, N: int):
