@@ -603,9 +603,9 @@ static void olc_i8_cols_set(const olc_i8_gemm_job *p, int64_t q, int64_t n0, int
  * stores, whole cache lines that skip the read a store to a line not in
  * cache starts with: the next node does not find such an output in cache
  * anyway.  On a 2-core Zen 4 (L3 32 MB), DynamicQuantizeMatMul at 2
- * threads, 3072 x 768 by 768 x 3072 (37.7 MB of output) 19.6-20.9 -> 18.5-19.3
- * ms, 1024 x 768 by 768 x 3072 (12.6 MB) 6.6-6.9 -> 6.2-6.4, 3072 x 768 by
- * 768 x 768 (9.4 MB) 5.8-6.1 -> 4.8-5.3. */
+ * threads, 3072 x 768 by 768 x 3072 (37.7 MB of output) 19.3-19.5 -> 18.1-18.3
+ * ms, 1024 x 768 by 768 x 3072 (12.6 MB) 6.6-6.9 -> 6.0-6.4, 3072 x 768 by
+ * 768 x 768 (9.4 MB) 5.2-5.6 -> 4.7-5.2 (docs/ARCHITECTURE.md). */
 #define OLC_I8_STREAM_BYTES (8 << 20)
 
 /* The rows of a finished tile (row stride OLC_I8_LDACC, 64-byte aligned)
