@@ -568,7 +568,9 @@ typedef struct {
     const float *fm, *fbias;
     int64_t fm_bs, fm_cs;
     float *fy;
-    int stream; /* full tiles of fy go out with streaming stores */
+    /* full tiles of fy go out through this (olc_i8_stream_rows_<level>);
+     * NULL: stored as they are computed */
+    void (*stream)(const float *tile, int64_t rows, int64_t cols, float *dst, int64_t ld);
 } olc_i8_gemm_job;
 
 /* The per-column terms of one tile of B panels (columns n0 .., at most
@@ -652,21 +654,13 @@ static void olc_i8_finish(const olc_i8_gemm_job *p, int64_t q, int64_t m0,
         w[r] = (uint32_t)zar;
     }
     float *fy = p->fy != NULL ? p->fy + (q * M + m0) * N + c->n0 : NULL;
-#if OLC_X86
-    if (p->stream && c->cols == p->width * OLC_I8_NR) {
+    if (p->stream != NULL && c->cols == p->width * OLC_I8_NR) {
         float tile[OLC_I8_MR_MAX * OLC_I8_LDACC] __attribute__((aligned(64)));
         p->epilogue_float(acc, rows, c->cols, u, w, c->zb, c->cs, c->m, c->bias, tile,
                           OLC_I8_LDACC);
-#if OLC_HAVE_AVX512
-        if (p->level >= OLC_AVX512) {
-            olc_i8_stream_rows_avx512(tile, rows, c->cols, fy, N);
-            return;
-        }
-#endif
-        olc_i8_stream_rows_avx2(tile, rows, c->cols, fy, N);
+        p->stream(tile, rows, c->cols, fy, N);
         return;
     }
-#endif
     if (fy != NULL)
         p->epilogue_float(acc, rows, c->cols, u, w, c->zb, c->cs, c->m, c->bias, fy, N);
     else
@@ -700,7 +694,7 @@ static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
             olc_i8_finish(p, q, mb * p->mr, &c, acc);
         }
     }
-    if (p->stream) olc_i8_stream_fence();
+    if (p->stream != NULL) olc_i8_stream_fence();
 }
 
 #if OLC_I8_HAVE_AMX
@@ -764,7 +758,7 @@ static void olc_i8_gemm_amx_task(void *arg, ptrdiff_t t, int slot) {
     (void)slot;
     olc_i8_amx_config();
     for (int64_t j = g * p->group; j < j1; j++) olc_i8_amx_panels(p, q, 2 * j, mb0, mb1);
-    if (p->stream) olc_i8_stream_fence();
+    if (p->stream != NULL) olc_i8_stream_fence();
 }
 #endif
 
@@ -833,9 +827,15 @@ static int olc_i8_gemm_run(const uint8_t *a, const int64_t *a_offsets, int64_t b
     p.y = y;
     p.fy = fy;
     /* whole 64-byte lines: every row starts on one, tiles of 16 or 32 */
-    p.stream = OLC_X86 && fy != NULL && level >= OLC_AVX2 && N % 16 == 0
-            && (uintptr_t)fy % 64 == 0
-            && batch * M * N * (int64_t)sizeof(float) >= OLC_I8_STREAM_BYTES;
+    p.stream = NULL;
+#if OLC_X86
+    if (fy != NULL && level >= OLC_AVX2 && N % 16 == 0 && (uintptr_t)fy % 64 == 0
+        && batch * M * N * (int64_t)sizeof(float) >= OLC_I8_STREAM_BYTES)
+        p.stream = olc_i8_stream_rows_avx2;
+#if OLC_HAVE_AVX512
+    if (p.stream != NULL && level >= OLC_AVX512) p.stream = olc_i8_stream_rows_avx512;
+#endif
+#endif
     p.fm = fm;
     p.fbias = fbias;
     p.fm_bs = fm_bs;
