@@ -287,3 +287,112 @@ def test_norm_relu_left_alone(case):
     feeds = {"X": RNG.standard_normal((2, 6, 5, 7)).astype(np.float32)}
     for a, b in zip(fused.run(None, feeds), plain.run(None, feeds)):
         assert _same_bits(a, b)
+
+
+# ---- Sigmoid + Mul [+ Mul] (SiluGate) ----
+
+def _silu_model(gate=True, extra=(), outputs=None, first=("x", "s"), second=("g", "u")):
+    """Sigmoid(x) -> s, Mul(*first) -> g [, Mul(*second) -> y] as the model
+    builder writes the SwiGLU MLP of Llama and Qwen."""
+    nodes = [oh.make_node("Sigmoid", ["x"], ["s"]), oh.make_node("Mul", list(first), ["g"])]
+    if gate:
+        nodes.append(oh.make_node("Mul", list(second), ["y"]))
+    nodes += list(extra)
+    outputs = outputs or (("y",) if gate else ("g",))
+    graph = oh.make_graph(
+        nodes, "g", [oh.make_tensor_value_info(n, T.FLOAT, None) for n in ("x", "u")],
+        [oh.make_tensor_value_info(o, T.FLOAT, None) for o in outputs])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
+
+
+def _silu_feeds(shape=(2, 3, 6007), dtype=np.float32):
+    x = (RNG.standard_normal(shape) * 8).astype(np.float32)
+    u = RNG.standard_normal(shape).astype(np.float32)
+    flat_x, flat_u = x.reshape(-1), u.reshape(-1)
+    if flat_x.size < 16:
+        return {"x": x.astype(dtype), "u": u.astype(dtype)}
+    flat_x[:10] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, 100.0, -100.0, 88.7]
+    # NaN payloads in both operands: the fused products keep the left one,
+    # as the Mul kernel does (and Sigmoid of a NaN flips its sign)
+    flat_x.view(np.uint32)[10:13] = [0x7FC00123, 0xFFC00456, 0x7F800001]
+    flat_u.view(np.uint32)[10:12] = [0x7FC00789, 0xFFC00777]
+    flat_u.view(np.uint32)[13] = 0x7FC00AAA
+    flat_u[14:16] = [np.inf, 0.0]
+    with np.errstate(invalid="ignore"):  # NaN payloads into float16
+        return {"x": x.astype(dtype), "u": u.astype(dtype)}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("gate", [True, False])
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+def test_silu_gate_runs_as_one_entry_with_the_same_bits(threads, gate, level):
+    model = _silu_model(gate)
+    fused, plain = _session(model, threads=threads), _session(model, fuse_conv=False)
+    assert _plan_ops(fused) == ["Mul"]
+    assert _plan_ops(plain) == ["Sigmoid", "Mul"] + ["Mul"] * gate
+    feeds = _silu_feeds()
+    with olc.simd.capped_simd_level(level) as used:
+        (y,) = fused.run(None, feeds)
+        assert _same_bits(y, plain.run(None, feeds)[0])
+    assert set(olc.used_kernel_paths(fused)) == {
+        f"silu_gate_float32_{olc.simd.code_level_name(used)}"}
+    assert sorted(olc.used_kernel_names(fused)) == ["onnx_light_cpu::Mul", "onnx_light_cpu::Sigmoid"]
+    assert _same_bits(fused.run(["s", "g"], feeds)[1], plain.run(["g"], feeds)[0])
+
+
+def test_silu_gate_of_other_inputs_runs_node_by_node():
+    model = _silu_model()
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    for feeds in (_silu_feeds(dtype=np.float16), _silu_feeds(dtype=np.float64),
+                  {"x": _silu_feeds()["x"], "u": _silu_feeds((2, 1, 6007))["u"]},
+                  {"x": _silu_feeds((3, 0, 4))["x"], "u": _silu_feeds((3, 0, 4))["u"]}):
+        (y,) = fused.run(None, feeds)
+        assert _same_bits(y, plain.run(None, feeds)[0])
+    assert "onnx_light_cpu::Sigmoid" in olc.used_kernel_names(fused)
+
+
+def test_silu_gate_reads_strided_and_read_only_inputs_and_leaves_them():
+    model = _silu_model()
+    fused, plain = _session(model, threads=2), _session(model, fuse_conv=False)
+    feeds = {name: value[:, :, ::2] for name, value in _silu_feeds((2, 3, 40000)).items()}
+    for value in feeds.values():
+        value.flags.writeable = False
+    kept = {name: value.copy() for name, value in feeds.items()}
+    (y,) = fused.run(None, feeds)
+    assert _same_bits(y, plain.run(None, feeds)[0])
+    assert all(_same_bits(feeds[name], kept[name]) for name in feeds)
+
+
+@pytest.mark.parametrize("case,ops", [
+    ("s_is_output", ["Sigmoid", "Mul", "Mul"]),
+    ("s_read_twice", ["Sigmoid", "Mul", "Mul", "Neg"]),
+    ("sigmoid_first", ["Sigmoid", "Mul", "Mul"]),
+    ("g_is_output", ["Mul", "Mul"]),
+    ("g_read_twice", ["Mul", "Mul", "Neg"]),
+    ("u_first", ["Mul", "Mul"]),
+])
+def test_silu_gate_left_alone_or_cut_short(case, ops):
+    """No fusion where s is needed on its own or Mul reads it first; the
+    gate stays a node of its own where g is needed or the Mul reads u first."""
+    kwargs = {
+        "s_is_output": {"outputs": ("y", "s")},
+        "s_read_twice": {"extra": [oh.make_node("Neg", ["s"], ["n"])], "outputs": ("y", "n")},
+        "sigmoid_first": {"first": ("s", "x")},
+        "g_is_output": {"outputs": ("y", "g")},
+        "g_read_twice": {"extra": [oh.make_node("Neg", ["g"], ["n"])], "outputs": ("y", "n")},
+        "u_first": {"second": ("u", "g")},
+    }[case]
+    model = _silu_model(**kwargs)
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    assert _plan_ops(fused) == ops
+    feeds = _silu_feeds()
+    for a, b in zip(fused.run(None, feeds), plain.run(None, feeds)):
+        assert _same_bits(a, b)
+
+
+def test_silu_gate_bad_input_is_the_nodes_error():
+    fused = _session(_silu_model())
+    with pytest.raises(TypeError, match="Sigmoid"):
+        fused.run(None, {"x": np.ones((2, 3), np.int32), "u": np.ones((2, 3), np.int32)})
+    with pytest.raises(ValueError, match="Mul"):
+        fused.run(None, {"x": np.ones((2, 3), np.float32), "u": np.ones((4, 3), np.float32)})

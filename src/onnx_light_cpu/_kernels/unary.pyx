@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t
 from olc_unary cimport (
     OLC_OP_ABS, OLC_OP_EXP, OLC_OP_GELU, OLC_OP_GELU_TANH, OLC_OP_LOG, OLC_OP_NEG, OLC_OP_NOT,
     OLC_OP_RECIPROCAL, OLC_OP_SIGMOID, OLC_OP_TANH, olc_clip_fn, olc_clip_level, olc_clip_select,
-    olc_unary_fn, olc_unary_level, olc_unary_select,
+    olc_silu_gate_fn, olc_silu_gate_select, olc_unary_fn, olc_unary_level, olc_unary_select,
     OLC_OP_CELU, OLC_OP_ELU, OLC_OP_ERF, OLC_OP_HARD_SIGMOID, OLC_OP_HARD_SWISH, OLC_OP_LEAKY_RELU,
     OLC_OP_MISH, OLC_OP_RELU, OLC_OP_SELU, OLC_OP_SIGN, OLC_OP_SOFTPLUS, OLC_OP_SOFTSIGN,
     OLC_OP_SQRT, OLC_OP_THRESHOLDED_RELU, olc_uact_fn, olc_uact_level, olc_uact_select,
@@ -106,6 +106,51 @@ def apply(cnp.ndarray x, cnp.ndarray y, int op, int dtype, int level, int thread
     job.fn, job.x, job.y, job.n, job.itemsize = fn, px, py, n, itemsize
     with nogil:
         olc_parallel_for(nchunks, _unary_task, &job, threads)
+
+
+cdef struct _SiluGateJob:
+    olc_silu_gate_fn fn
+    const float *x
+    const float *u
+    float *y
+    int64_t n
+
+
+cdef void _silu_gate_task(void *arg, Py_ssize_t c, int slot) noexcept nogil:
+    cdef _SiluGateJob *job = <_SiluGateJob *>arg
+    cdef int64_t start = c * CHUNK
+    cdef int64_t count = job.n - start if job.n - start < CHUNK else CHUNK
+    job.fn(job.x + start, NULL if job.u == NULL else job.u + start, job.y + start, count)
+
+
+def silu_gate(cnp.ndarray x, u, cnp.ndarray y, int level, int threads):
+    """y = (x Sigmoid(x)) u, or x Sigmoid(x) where u is None: C-contiguous
+    float32 arrays of one size, each step rounded as its node rounds."""
+    cdef _SiluGateJob job
+    job.fn = olc_silu_gate_select(level)
+    job.x = <const float *>cnp.PyArray_DATA(x)
+    job.u = NULL if u is None else <const float *>cnp.PyArray_DATA(<cnp.ndarray>u)
+    job.y = <float *>cnp.PyArray_DATA(y)
+    job.n = cnp.PyArray_SIZE(x)
+    cdef int64_t head = olc_line_head(job.y, 4, job.n)
+    cdef int64_t nchunks
+    with nogil:
+        if head:  # then the chunks store whole cache lines, as apply's do
+            job.fn(job.x, job.u, job.y, head)
+            job.x += head
+            job.u = NULL if job.u == NULL else job.u + head
+            job.y += head
+            job.n -= head
+        nchunks = (job.n + CHUNK - 1) // CHUNK
+        if threads <= 1 or nchunks <= 1:
+            job.fn(job.x, job.u, job.y, job.n)
+        else:
+            olc_parallel_for(nchunks, _silu_gate_task, &job, threads)
+
+
+def silu_gate_level_used(int level):
+    """The instruction-set level silu_gate runs at."""
+    return olc_unary_level(OLC_OP_SIGMOID, 1, level)
 
 
 cdef struct _ClipJob:

@@ -55,8 +55,9 @@ def register_kernels_global(
     ``fold_constants=False``: evaluators constructed from now on compute
     their constant subgraphs on every run instead of once (registry/fold.py).
     ``fuse_conv=False``: their Conv chains (Conv, residual Add, Relu or
-    Clip) run node by node instead of as one FusedConv
-    (registry/conv_chains.py).
+    Clip) run node by node instead of as one FusedConv, and the other plan
+    fusions of registry/conv_chains.py (BatchNormalization + Relu, the
+    SiLU gate) too.
     """
     _register_support()
     entries = _collect(microsoft_implementation)
@@ -116,8 +117,8 @@ def register_kernels_for_session(
 
     Its matching nodes (subgraphs and function bodies included) are
     re-resolved, its constant subgraphs folded unless
-    ``fold_constants=False`` and its Conv chains fused in the run plan
-    unless ``fuse_conv=False``; the registration lives and dies with the
+    ``fold_constants=False`` and its Conv chains (and the other plan
+    fusions) fused in the run plan unless ``fuse_conv=False``; the registration lives and dies with the
     evaluator.  ``replace=False`` keeps only the evaluator's own earlier
     entries.
     """

@@ -29,7 +29,17 @@ on each channel right after its normalization, while it is in L1, instead
 of one more pass over memory (:class:`NormRelu`); float32 X only, other
 runs take the two nodes one by one; the same bits.
 
-Opt out of both with ``fuse_conv=False`` on ``register_kernels_global`` /
+And it runs the SiLU gate of a SwiGLU MLP (Llama, Qwen)::
+
+    Sigmoid(x) -> s -> Mul(x, s) -> g [-> Mul(g, u) -> y]
+
+as one pass over x and u (:class:`SiluGate`), where ``s`` and ``g`` are
+read by the next node alone, no graph outputs, and each Mul takes its
+operands in that order (the model builder's; the fused kernel returns a
+NaN left operand as the Mul kernel does).  float32 x, and u of x's
+shape, only; other runs take the nodes one by one; the same bits.
+
+Opt out of all three with ``fuse_conv=False`` on ``register_kernels_global`` /
 ``register_kernels_for_session`` or, for the whole process,
 ``ONNX_LIGHT_CPU_FUSE_CONV=0``.
 """
@@ -41,10 +51,12 @@ import os
 import numpy as np
 import onnx
 
-from ..ops.binary import Add
+from .. import simd
+from .._kernels import unary as unary_core
+from ..ops.binary import Add, Mul
 from ..ops.conv import Conv, FusedConv
 from ..ops.normalization import BatchNormalization
-from ..ops.unary import Clip, Relu
+from ..ops.unary import Clip, Relu, Sigmoid
 
 #: The environment variable that turns the fusion off process-wide ("0").
 ENV_VAR = "ONNX_LIGHT_CPU_FUSE_CONV"
@@ -147,10 +159,49 @@ class NormRelu(_PlanEntry):
         return self.relu.run(y)
 
 
+class SiluGate(_PlanEntry):
+    """Sigmoid(x), Mul(x, s) and, where it follows, Mul(g, u) as one plan
+    entry: one pass over float32 x (and u of x's shape), else the nodes one
+    by one."""
+
+    def __init__(self, sigmoid, mul, gate=None):
+        self.sigmoid, self.mul, self.gate = sigmoid, mul, gate
+        last = gate if gate is not None else mul
+        self.input = (sigmoid.onnx_node.input[0],) + (
+            (gate.onnx_node.input[1],) if gate is not None else ())
+        self.output = (last.onnx_node.output[0],)
+        self.onnx_node = last.onnx_node  # the node whose output it writes
+
+    def run(self, x, u=None):
+        if (type(x) is np.ndarray and x.dtype == FLOAT32
+                and (u is None or (type(u) is np.ndarray and u.dtype == FLOAT32
+                                   and u.shape == x.shape))):
+            return self._fused(x, u)
+        (s,) = self.sigmoid.run(x)
+        (y,) = self.mul.run(x, s)
+        if self.gate is not None:
+            (y,) = self.gate.run(y, u)
+        return (y,)
+
+    def _fused(self, x, u):
+        sigmoid = self.sigmoid
+        level = simd.state.level
+        if sigmoid._usage.enabled:
+            label = f"silu_gate_float32_{simd.LEVEL_NAMES[unary_core.silu_gate_level_used(level)]}"
+            for node in (sigmoid, self.mul):  # the gate is a Mul too
+                node._record_path(("silu_gate", level), lambda: label)
+        x = np.ascontiguousarray(x)
+        u = None if u is None else np.ascontiguousarray(u)
+        y = (self.gate or self.mul)._new_output(x.shape, FLOAT32)
+        unary_core.silu_gate(x, u, y, level,
+                             sigmoid._num_threads(x.size, sigmoid.min_work_per_thread))
+        return (y,)
+
+
 def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
     """``nodes`` and their plan input ``names`` with each chain's nodes
-    replaced by one :class:`ConvChain` or :class:`NormRelu` where its last
-    node stood."""
+    replaced by one :class:`ConvChain`, :class:`NormRelu` or
+    :class:`SiluGate` where its last node stood."""
     readers: dict[str, list[int]] = {}
     for j, inputs in enumerate(names):
         for name in inputs:
@@ -164,9 +215,15 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
         found = readers.get(name, ())
         return found[0] if len(found) == 1 and name not in outputs else None
 
-    replaced: dict[int, ConvChain | NormRelu] = {}
+    replaced: dict[int, ConvChain | NormRelu | SiluGate] = {}
     removed: set[int] = set()
     for i, node in enumerate(nodes):
+        if type(node) is Sigmoid:
+            chain = _silu_chain(i, nodes, only_reader)
+            if len(chain) > 1 and not any(k in removed or k in replaced for k in chain):
+                replaced[chain[-1]] = SiluGate(*(nodes[k] for k in chain))
+                removed.update(chain[:-1])
+            continue
         if _inference_norm(node):
             j = only_reader(node.output[0])
             if j is not None and type(nodes[j]) is Relu and j not in replaced:
@@ -199,6 +256,24 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
     kept = [(replaced.get(i, node), tuple(replaced[i].input) if i in replaced else names[i])
             for i, node in enumerate(nodes) if i not in removed]
     return [n for n, _ in kept], [inputs for _, inputs in kept]
+
+
+def _silu_chain(i: int, nodes: list, only_reader) -> list[int]:
+    """The indices of a SiluGate's nodes from the Sigmoid ``nodes[i]`` on:
+    Mul(x, s), ``s`` read by it alone, then Mul(g, u) where that alone
+    reads ``g``; our kernels, in that operand order (the model builder's,
+    and the one the fused kernel's NaN rule follows).  [i] alone where no
+    Mul follows."""
+    x, s = nodes[i].onnx_node.input[0], nodes[i].onnx_node.output[0]
+    j = only_reader(s)
+    if j is None or type(nodes[j]) is not Mul or list(nodes[j].onnx_node.input) != [x, s]:
+        return [i]
+    g = nodes[j].onnx_node.output[0]
+    k = only_reader(g)
+    if (k is not None and type(nodes[k]) is Mul and nodes[k].onnx_node.input[0] == g
+            and nodes[k].onnx_node.input[1] != g):
+        return [i, j, k]
+    return [i, j]
 
 
 def _inference_norm(node) -> bool:

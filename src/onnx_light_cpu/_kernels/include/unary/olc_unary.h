@@ -67,12 +67,20 @@ static inline int32_t olc_clip_key16(uint16_t b) {
 #define OLC_GELU_Z1 (-0x1.988454p+0f)          /* -2 sqrt(2/pi) */
 #define OLC_GELU_Z3 (-0x1.2444f2p-4f)          /* -2 * 0.044715 sqrt(2/pi) */
 static inline float olc_reciprocal_ps_scalar(float x) { return 1.0f / x; }
+/* a * b where a NaN gives a, quieted (a + a), whatever order the compiler
+ * gives the multiply its operands: the NaN the Mul kernel returns for
+ * Mul(a, b) when both are NaN (the SiLU gate below; Sigmoid of a NaN is a
+ * NaN of the other sign). */
+static inline float olc_mul_left_nan_ps_scalar(float a, float b) { return a != a ? a + a : a * b; }
 static inline float olc_gelu_tanh_ps_scalar(float x) {
     return x / olc_onepexpf_(x * olc_fmaf_(OLC_GELU_Z3, x * x, OLC_GELU_Z1));
 }
 #if OLC_X86
 static inline OLC_TARGET_AVX2 __m256 olc_reciprocal_ps_avx2(__m256 x) {
     return _mm256_div_ps(_mm256_set1_ps(1.0f), x);
+}
+static inline OLC_TARGET_AVX2 __m256 olc_mul_left_nan_ps_avx2(__m256 a, __m256 b) {
+    return _mm256_blendv_ps(_mm256_mul_ps(a, b), _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
 }
 static inline OLC_TARGET_AVX2 __m256 olc_gelu_tanh_ps_avx2(__m256 x) {
     __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(OLC_GELU_Z3), _mm256_mul_ps(x, x), _mm256_set1_ps(OLC_GELU_Z1));
@@ -83,6 +91,9 @@ static inline OLC_TARGET_AVX2 __m256 olc_gelu_tanh_ps_avx2(__m256 x) {
 static inline OLC_TARGET_AVX512 __m512 olc_reciprocal_ps_avx512(__m512 x) {
     return _mm512_div_ps(_mm512_set1_ps(1.0f), x);
 }
+static inline OLC_TARGET_AVX512 __m512 olc_mul_left_nan_ps_avx512(__m512 a, __m512 b) {
+    return _mm512_mask_add_ps(_mm512_mul_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a, a);
+}
 static inline OLC_TARGET_AVX512 __m512 olc_gelu_tanh_ps_avx512(__m512 x) {
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(OLC_GELU_Z3), _mm512_mul_ps(x, x), _mm512_set1_ps(OLC_GELU_Z1));
     return _mm512_div_ps(x, olc_onepexp_ps_avx512(_mm512_mul_ps(x, p)));
@@ -90,6 +101,12 @@ static inline OLC_TARGET_AVX512 __m512 olc_gelu_tanh_ps_avx512(__m512 x) {
 #endif
 #define OLC_BODY "unary/olc_unary_math.h"
 #include "common/olc_each_level.h"
+
+/* The SiLU gate's loop (olc_silu_gate_f32) at the level it runs at. */
+typedef void (*olc_silu_gate_fn)(const float *x, const float *u, float *y, int64_t n);
+static olc_silu_gate_fn olc_silu_gate_select(int level) {
+    return OLC_LEVEL_FN(olc_build_level(level), olc_silu_gate_f32);
+}
 
 /* float64 Gelu: engines/activation's olc_gelu_erf_d_ (Phi first, so that
  * x Phi(x) does not overflow). */

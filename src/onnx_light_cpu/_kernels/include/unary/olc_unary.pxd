@@ -10,6 +10,8 @@ cdef extern from "unary/olc_unary.h" nogil:
     int olc_unary_level(int op, int dtype, int level)
     olc_clip_fn olc_clip_select(int dtype, int level)
     int olc_clip_level(int dtype, int level)
+    ctypedef void (*olc_silu_gate_fn)(const float *x, const float *u, float *y, int64_t n)
+    olc_silu_gate_fn olc_silu_gate_select(int level)
     int OLC_OP_ABS, OLC_OP_EXP, OLC_OP_LOG, OLC_OP_SIGMOID, OLC_OP_TANH, OLC_OP_NOT
     int OLC_OP_NEG, OLC_OP_RECIPROCAL, OLC_OP_GELU, OLC_OP_GELU_TANH
     olc_uact_fn olc_uact_select(int op, int dtype, int level)
