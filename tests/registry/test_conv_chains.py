@@ -336,7 +336,8 @@ def test_silu_gate_runs_as_one_entry_with_the_same_bits(threads, gate, level):
         assert _same_bits(y, plain.run(None, feeds)[0])
     assert set(olc.used_kernel_paths(fused)) == {
         f"silu_gate_float32_{olc.simd.code_level_name(used)}"}
-    assert sorted(olc.used_kernel_names(fused)) == ["onnx_light_cpu::Mul", "onnx_light_cpu::Sigmoid"]
+    assert sorted(olc.used_kernel_names(fused)) == [
+        "onnx_light_cpu::Mul", "onnx_light_cpu::Sigmoid"]
     assert _same_bits(fused.run(["s", "g"], feeds)[1], plain.run(["g"], feeds)[0])
 
 

@@ -20,7 +20,7 @@ from olc_unary cimport (
     OLC_OP_MISH, OLC_OP_RELU, OLC_OP_SELU, OLC_OP_SIGN, OLC_OP_SOFTPLUS, OLC_OP_SOFTSIGN,
     OLC_OP_SQRT, OLC_OP_THRESHOLDED_RELU, olc_uact_fn, olc_uact_level, olc_uact_select,
 )
-from olc_cpu cimport olc_line_head
+from olc_cpu cimport olc_build_level, olc_line_head
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -150,7 +150,7 @@ def silu_gate(cnp.ndarray x, u, cnp.ndarray y, int level, int threads):
 
 def silu_gate_level_used(int level):
     """The instruction-set level silu_gate runs at."""
-    return olc_unary_level(OLC_OP_SIGMOID, 1, level)
+    return olc_build_level(level)
 
 
 cdef struct _ClipJob:

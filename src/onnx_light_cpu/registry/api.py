@@ -118,9 +118,9 @@ def register_kernels_for_session(
     Its matching nodes (subgraphs and function bodies included) are
     re-resolved, its constant subgraphs folded unless
     ``fold_constants=False`` and its Conv chains (and the other plan
-    fusions) fused in the run plan unless ``fuse_conv=False``; the registration lives and dies with the
-    evaluator.  ``replace=False`` keeps only the evaluator's own earlier
-    entries.
+    fusions) fused in the run plan unless ``fuse_conv=False``; the
+    registration lives and dies with the evaluator.  ``replace=False``
+    keeps only the evaluator's own earlier entries.
     """
     _register_support()
     entries = _collect(microsoft_implementation)

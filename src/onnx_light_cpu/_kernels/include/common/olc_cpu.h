@@ -43,6 +43,21 @@ static inline int64_t olc_line_head(const void *y, int64_t size, int64_t n) {
     return head < n ? head : n;
 }
 
+/* Whether the CPU is AMD's: a tuning choice, never a correctness one (the
+ * float GEMM's stream prefetch, engines/gemm/olc_gemm.h). */
+static inline int olc_cpu_is_amd(void) {
+#if OLC_X86 && defined(__GNUC__)
+    static int amd = -1;
+    if (amd < 0) {
+        __builtin_cpu_init();
+        amd = __builtin_cpu_is("amd") ? 1 : 0;
+    }
+    return amd;
+#else
+    return 0;
+#endif
+}
+
 /* The level a kernel without int8 dot products runs at: `level` capped to
  * AVX-512 and to the levels this build compiled (the CPU's support is
  * checked once, by olc_detect_simd_level). */
