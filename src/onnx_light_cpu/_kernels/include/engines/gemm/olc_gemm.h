@@ -62,11 +62,10 @@
  * non-temporal hint (locality 0) made it twice as slow. */
 #define OLC_GEMM_STREAM_ROWS 4
 #define OLC_GEMM_AHEAD 1024
-/* Not on AMD's: on a 2-core Zen 4 the prefetch made the Qwen2-0.5B
- * float32 decode step slower at one thread, 70.6 -> 79.7 ms (the LM head
- * alone 18.0 -> 19.5 ms; 2 threads 66 ms either way, 512 to 4096 bytes
- * ahead and every locality no better).  Set by olc_sgemm_config. */
-static int olc_gemm_stream_prefetch = 1;
+/* Not on AMD's (olc_cpu_is_amd): on a 2-core Zen 4 the prefetch made the
+ * Qwen2-0.5B float32 decode step slower at one thread, 70.6 -> 79.7 ms
+ * (the LM head alone 18.0 -> 19.5 ms; 2 threads 66 ms either way, 512 to
+ * 4096 bytes ahead and every locality no better). */
 /* Bytes of A (M x K floats) over which each thread takes 4 column tiles
  * rather than 8 (olc_sgemm_tiling). */
 #define OLC_GEMM_BIG_A (1 << 20)
@@ -289,7 +288,6 @@ static int olc_gemm_level(int level) { return olc_build_level(level); }
 
 static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);
-    olc_gemm_stream_prefetch = !olc_cpu_is_amd();
     level = olc_gemm_level(level);
     cfg->level = level;
 #if OLC_X86 && OLC_HAVE_AVX512

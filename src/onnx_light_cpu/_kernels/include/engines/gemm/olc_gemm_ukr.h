@@ -57,6 +57,8 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
         return;
     }
     int64_t sb = ldb ? ldb : OLC_UKR_NR;
+    /* a few rows of packed weights: ask for them ahead (olc_gemm.h) */
+    const int stream = R <= OLC_GEMM_STREAM_ROWS && ldb == 0 && !olc_cpu_is_amd();
     OLC_UKR_V t0[OLC_UKR_MR], t1[OLC_UKR_MR];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -65,7 +67,7 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
     for (int64_t k = 0; k < kc; ++k) {
         OLC_UKR_V b0 = OLC_FN(olc_gemm_ld)(b + k * sb);
         OLC_UKR_V b1 = OLC_FN(olc_gemm_ld)(b + k * sb + OLC_UKR_W);
-        if (R <= OLC_GEMM_STREAM_ROWS && ldb == 0 && olc_gemm_stream_prefetch) {
+        if (stream) {
             const char *ahead = (const char *)(b + k * OLC_UKR_NR) + OLC_GEMM_AHEAD;
             __builtin_prefetch(ahead, 0, 1);
             if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(ahead + 64, 0, 1);
