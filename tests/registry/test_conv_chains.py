@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto as T
 from onnx import helper as oh
 from onnx import numpy_helper as nh
@@ -397,3 +399,39 @@ def test_silu_gate_bad_input_is_the_nodes_error():
         fused.run(None, {"x": np.ones((2, 3), np.int32), "u": np.ones((2, 3), np.int32)})
     with pytest.raises(ValueError, match="Mul"):
         fused.run(None, {"x": np.ones((2, 3), np.float32), "u": np.ones((4, 3), np.float32)})
+
+
+_SPECIALS = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, 88.7, -88.7, 3.4e38],
+                     np.float32)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(shape=st.lists(st.integers(0, 9), min_size=0, max_size=4), seed=st.integers(0, 2**32 - 1),
+       layout=st.sampled_from(["contiguous", "fortran", "strided", "reversed"]),
+       gate=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_silu_gate_property_same_bits_as_the_nodes(shape, seed, layout, gate, threads):
+    """Any shape (0-d and empty included), layout and special values: the
+    fused entry gives the unfused plan's bits and leaves its inputs alone."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name in ("x", "u"):
+        flat = (rng.standard_normal(max(1, int(np.prod(shape)) * 2)) * 8).astype(np.float32)
+        flat[rng.random(flat.size) < 0.2] = rng.choice(_SPECIALS)
+        flat.view(np.uint32)[rng.random(flat.size) < 0.05] = rng.integers(
+            0x7F800001, 0x80000000, dtype=np.uint32)  # NaN payloads
+        value = flat[:int(np.prod(shape))].reshape(shape)
+        if layout == "fortran":
+            value = np.asfortranarray(value)
+        elif layout == "strided" and value.ndim:
+            value = flat[:2 * value.size:2].reshape(shape) if value.size else value
+        elif layout == "reversed" and value.ndim:
+            value = value[..., ::-1]
+        feeds[name] = value
+    model = _silu_model(gate)
+    fused, plain = _session(model, threads=threads), _session(model, fuse_conv=False)
+    kept = {name: value.copy() for name, value in feeds.items()}
+    (y,) = fused.run(None, feeds)
+    assert _same_bits(y, plain.run(None, feeds)[0])
+    assert all(_same_bits(feeds[name], kept[name]) for name in feeds)
+    assert "onnx_light_cpu::Sigmoid" in olc.used_kernel_names(fused)

@@ -186,12 +186,18 @@ class SiluGate(_PlanEntry):
     def _fused(self, x, u):
         sigmoid = self.sigmoid
         level = simd.state.level
-        if sigmoid._usage.enabled:
-            label = f"silu_gate_float32_{simd.LEVEL_NAMES[unary_core.silu_gate_level_used(level)]}"
+        if sigmoid._usage.enabled:  # the label is built once per level
+            def label():
+                used = unary_core.silu_gate_level_used(level)
+                return f"silu_gate_float32_{simd.LEVEL_NAMES[used]}"
+
             for node in (sigmoid, self.mul):  # the gate is a Mul too
-                node._record_path(("silu_gate", level), lambda: label)
-        x = np.ascontiguousarray(x)
-        u = None if u is None else np.ascontiguousarray(u)
+                node._record_path(("silu_gate", level), label)
+        # (a 0-d array is contiguous; np.ascontiguousarray would make it 1-d)
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if u is not None and not u.flags.c_contiguous:
+            u = np.ascontiguousarray(u)
         y = (self.gate or self.mul)._new_output(x.shape, FLOAT32)
         unary_core.silu_gate(x, u, y, level,
                              sigmoid._num_threads(x.size, sigmoid.min_work_per_thread))
