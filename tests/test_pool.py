@@ -85,8 +85,8 @@ def test_spin_setting():
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs thread affinity")
 def test_workers_stop_spinning_when_they_lose_their_cpu():
     """In a process pinned to one CPU the spinning worker shares it with the
-    caller and loses it for scheduler slices: within seconds the pool stops
-    all spinning (workers then sleep as soon as a job is done); every task
+    caller and loses it for scheduler slices: within seconds the pool cuts
+    the spinning short (workers then sleep soon after a job); every task
     still runs once.  A fresh process: the pool's state is per process."""
     code = textwrap.dedent("""
         import os, time
@@ -151,5 +151,32 @@ def test_a_worker_woken_on_its_callers_cpu_gives_it_back():
             assert runs == [1] * 64
     finally:
         os.sched_setaffinity(0, allowed)
+    after = masks()
+    assert {t: m for t, m in after.items() if t in before} == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs two CPUs and thread affinity")
+def test_a_worker_preempted_mid_task_is_moved_to_the_callers_cpu():
+    """A worker whose CPU time stands still in the middle of a task (here it
+    sleeps 20 ms, as one preempted by another process waits) is moved to the
+    caller's CPU before the caller sleeps (olc_pool_pull), goes back to its
+    own CPUs after the task, and every task runs once."""
+
+    def masks():
+        return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+
+    _cpu.pool_check(64, 2)  # the worker exists
+    before = masks()
+    pulls = _cpu.pool_pulls()
+    for _ in range(5):
+        runs, slots, _ = _cpu.pool_check(200, 2, task_us=20, stall_us=20_000,
+                                         stall_sleeps=True)
+        assert runs == [1] * 200
+        if set(slots) != {0}:
+            break
+    else:
+        pytest.skip("no worker woke during the job (machine too busy)")
+    assert _cpu.pool_pulls() > pulls
     after = masks()
     assert {t: m for t, m in after.items() if t in before} == before

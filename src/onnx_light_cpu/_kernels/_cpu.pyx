@@ -5,6 +5,7 @@ the one worker pool every core's parallel loop runs on (olc_pool_impl.h)."""
 from cpython.pycapsule cimport PyCapsule_New
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc
+from posix.unistd cimport usleep
 
 from olc_openmp cimport OLC_HAVE_OPENMP, omp_get_max_threads
 
@@ -17,6 +18,7 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     void *olc_pool_entry()
     void olc_pool_run_tasks(Py_ssize_t ntasks, olc_task_fn fn, void *arg, int threads)
     int olc_pool_started()
+    long olc_pool_pulls()
     long olc_pool_spin_ns()
     void olc_pool_set_spin_ns(long ns)
     long olc_pool_spin_stopped_ns_left()
@@ -49,14 +51,21 @@ def pool_workers():
     return olc_pool_started()
 
 
+def pool_pulls():
+    """Workers the callers moved to their CPU so far, each found preempted
+    in the middle of a task (olc_pool_pull in olc_pool_impl.h)."""
+    return olc_pool_pulls()
+
+
 def pool_spin_us():
     """How long an idle worker spins for the next job before it sleeps."""
     return olc_pool_spin_ns() / 1000.0
 
 
 def pool_spin_stopped_us():
-    """µs left of the period in which workers sleep at once because one
-    lost its CPU to another process (olc_pool_impl.h); 0 when they spin."""
+    """µs left of the period in which workers spin only briefly after a job
+    because one lost its CPU to another process (olc_pool_impl.h); 0 when
+    they spin the full time."""
     return olc_pool_spin_stopped_ns_left() / 1000.0
 
 
@@ -81,6 +90,7 @@ cdef struct _CheckJob:
     int inner
     long task_ns   # each task spins this long
     long stall_ns  # a worker's first task of the job also spins this long
+    int stall_sleeps  # (or sleeps, its CPU time standing still)
     int stalled    # (set once a worker stalled)
 
 
@@ -99,7 +109,10 @@ cdef void _check_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
         _spin(job.task_ns)
     if slot != 0 and job.stall_ns and not job.stalled:  # a worker preempted mid-task
         job.stalled = 1
-        _spin(job.stall_ns)
+        if job.stall_sleeps:
+            usleep(<unsigned>(job.stall_ns // 1000))
+        else:
+            _spin(job.stall_ns)
     if job.inner:  # a loop inside a task runs serially, in that task
         inner.runs = job.nested + t * job.inner
         inner.slots = NULL
@@ -114,12 +127,13 @@ cdef void _check_nested_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
 
 
 def pool_check(Py_ssize_t ntasks, int threads, int inner=0, double task_us=0,
-               double stall_us=0):
+               double stall_us=0, bint stall_sleeps=False):
     """Run ``ntasks`` tasks on the pool (for tests): the times each task
     ran, the slot that ran each, and, with ``inner``, the times each task
     of the loops nested in them ran (``inner`` per task).  Each task spins
     ``task_us``; the first task a worker takes spins ``stall_us`` more, as
-    a worker preempted mid-task would hold it."""
+    a worker preempted mid-task would hold it (``stall_sleeps``: sleeps,
+    so that its CPU time stands still as a preempted worker's does)."""
     cdef Py_ssize_t size = max(2 * ntasks + ntasks * inner, 1)
     cdef int *buf = <int *>malloc(size * sizeof(int))
     if buf == NULL:
@@ -134,6 +148,7 @@ def pool_check(Py_ssize_t ntasks, int threads, int inner=0, double task_us=0,
     job.inner = inner
     job.task_ns = <long>(task_us * 1000.0)
     job.stall_ns = <long>(stall_us * 1000.0)
+    job.stall_sleeps = stall_sleeps
     job.stalled = 0
     with nogil:
         olc_pool_run_tasks(ntasks, _check_task, &job, threads)

@@ -33,6 +33,13 @@ PROD = OLC_REDX_KIND_PROD
 cdef enum:
     REDX_TASK_WORK = 16384
 
+# Elements of a row softmax per task, the same way.  A few tasks a thread
+# were 16 rows of 32000 (225 us) each: a late or preempted worker held the
+# caller that long (128 x 32000 at 2 threads with the second CPU busy 2 ms
+# out of 4: 0.97-1.06 of ONNX Runtime's time, 0.87-0.88 with one row a task).
+cdef enum:
+    SOFTMAX_TASK_WORK = 16384
+
 
 def level_used(int dtype, int level):
     """The instruction-set level the float cores run at (integers: scalar)."""
@@ -253,9 +260,12 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtyp
         if status != 0:
             raise MemoryError()
         return
-    # Contiguous row ranges, one per task, a few tasks per thread.
+    # Contiguous row ranges, one per task: a few tasks a thread, no more
+    # than SOFTMAX_TASK_WORK elements each unless one row has more.
     job.dtype, job.level, job.x, job.y, job.rows, job.n = dtype, level, px, py, rows, n
     job.per = (rows + 4 * threads - 1) // (4 * threads)
+    if job.per > SOFTMAX_TASK_WORK // n:
+        job.per = max(1, SOFTMAX_TASK_WORK // n)
     ntasks = (rows + job.per - 1) // job.per
     job.status = <int *>malloc(sizeof(int) * ntasks)
     if job.status == NULL:

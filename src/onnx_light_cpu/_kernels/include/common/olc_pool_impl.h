@@ -35,14 +35,15 @@
  * (measured in docs/ARCHITECTURE.md, "Threads").  So each worker watches
  * how much of the time since it last woke it did not run (wall clock less
  * its CPU time): lost twice for over OLC_POOL_PREEMPTED_NS within
- * OLC_POOL_PREEMPTED_WINDOW_NS, no worker spins for
- * OLC_POOL_SPIN_BACKOFF_NS, and workers sleep as soon as a job is done, as
- * ONNX Runtime's pool does with spinning off.  The caller waiting for a
- * task a preempted worker holds spins briefly, then sleeps, which lets the
- * kernel move the worker to the caller's CPU.  A call from inside a task,
- * or while another thread's job runs, runs serially in its caller.  Jobs
- * after a long wait are not run serially (docs/ARCHITECTURE.md, "Threads":
- * such a stall guard cost more under load than it saved).
+ * OLC_POOL_PREEMPTED_WINDOW_NS, workers spin only OLC_POOL_BACKOFF_SPIN_NS
+ * after a job for OLC_POOL_SPIN_BACKOFF_NS (none on their caller's CPU):
+ * enough to catch the next job of back-to-back kernels, not to hold a CPU
+ * another process wants.  The caller waiting for a task a preempted worker
+ * holds spins briefly, then moves that worker to its own CPU and sleeps
+ * (olc_pool_pull).  A call from inside a task, or while another thread's
+ * job runs, runs serially in its caller.  Jobs after a long wait are not
+ * run serially (docs/ARCHITECTURE.md, "Threads": such a stall guard cost
+ * more under load than it saved).
  *
  * A worker that wakes on the CPU its caller runs on leaves it for the job
  * (olc_pool_leave_caller_cpu): there it could only run while the caller
@@ -57,6 +58,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 #include "common/olc_pool.h"
 
@@ -82,9 +85,15 @@
    or busy 2 ms out of 4, every few milliseconds. */
 #define OLC_POOL_PREEMPTED_NS 500000L
 #define OLC_POOL_PREEMPTED_WINDOW_NS 50000000L
-/* How long the workers then sleep at once: with 1 s, each return to
+/* How long the workers then spin only briefly: with 1 s, each return to
    spinning under a load busy in bursts cost a pair of stalls. */
 #define OLC_POOL_SPIN_BACKOFF_NS 4000000000L
+/* A worker's spin after a job meanwhile.  Sleeping at once, every job of
+   back-to-back kernels had to wake it: on the 2-core VM with the second
+   CPU busy 2 ms out of 4, Abs over 1M float32 at 2 threads took longer
+   than at one in 44 % of the calls (a sleeping worker woke 20-100 us late
+   in the free halves too), with 50 us of spin in 28 % (the busy halves). */
+#define OLC_POOL_BACKOFF_SPIN_NS 50000L
 enum { OLC_POOL_MAX_WORKERS = 255 };
 
 static struct {
@@ -98,8 +107,9 @@ static struct {
     _Atomic int caller_waits;      /* the caller sleeps until `done` is complete */
     _Atomic int caller_cpu;        /* the CPU the job's caller ran on when it opened it */
     _Atomic long spin_ns;
-    _Atomic long spin_from;        /* no worker spins before this time */
+    _Atomic long spin_from;        /* workers spin only briefly before this time */
     _Atomic long preempted_at;     /* when a worker last lost its CPU */
+    _Atomic long pulls;            /* workers moved by olc_pool_pull (tests) */
     int started;                   /* workers created (under busy) */
     pthread_mutex_t busy;          /* held by the caller of the running job */
     pthread_mutex_t lock;          /* with finished: the caller's sleep */
@@ -118,20 +128,38 @@ static struct olc_pool_range {
     char pad[56];                  /* ranges on cache lines of their own */
 } olc_pool_ranges[OLC_POOL_MAX_WORKERS + 1];
 
+#if defined(__linux__) && defined(CPU_CLR)
+#define OLC_POOL_AFFINITY 1
+typedef cpu_set_t olc_pool_cpus;
+#else
+#define OLC_POOL_AFFINITY 0
+typedef int olc_pool_cpus;
+#endif
+
 /* A worker's bed, by slot (1..started; made before its worker starts). */
 static struct olc_pool_bed {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     _Atomic int asleep;
+    _Atomic int in_task;           /* the worker runs a task */
+    _Atomic int pulled;            /* the caller moved it to its CPU (olc_pool_pull) */
+    _Atomic int ready;             /* tid, clock and home are set */
+    pid_t tid;
+    clockid_t clock;               /* the worker's CPU time */
+    long cpu_ns;                   /* the caller's reading of it */
+    olc_pool_cpus home;            /* the worker's CPUs when it started */
     char pad[64];                  /* beds on cache lines of their own */
 } olc_pool_beds[OLC_POOL_MAX_WORKERS + 1];
 
 /* How long the caller spins for the tasks workers still run before it
    sleeps: four of its own mean task times, within these bounds.  A worker
    that runs finishes its task in about one; one that was preempted on a
-   busy CPU may not for milliseconds, and sleeping leaves the caller's CPU
-   idle, so that the kernel moves the worker over to it. */
+   busy CPU may not for milliseconds, and the caller then moves it to its
+   own CPU, which it leaves idle while it sleeps (olc_pool_pull). */
 enum { OLC_POOL_CALLER_SPIN_MIN_NS = 2000, OLC_POOL_CALLER_SPIN_MAX_NS = 50000 };
+/* How long the caller watches the CPU time of the workers that hold tasks
+   before it moves those that did not run (olc_pool_pull). */
+#define OLC_POOL_PULL_CHECK_NS 10000L
 
 /* Set in workers for good and in a caller while it runs tasks. */
 static _Thread_local int olc_pool_inside = 0;
@@ -168,6 +196,24 @@ static int olc_pool_claim(int r, int own, uint64_t s, uint32_t *number) {
     return 1;
 }
 
+/* A worker the caller moved to its CPU goes back to its own CPUs. */
+static void olc_pool_go_home(int slot) {
+#if OLC_POOL_AFFINITY
+    struct olc_pool_bed *bed = &olc_pool_beds[slot];
+    if (atomic_load(&bed->pulled) && atomic_exchange(&bed->pulled, 0))
+        sched_setaffinity(0, sizeof bed->home, &bed->home);
+#else
+    (void)slot;
+#endif
+}
+
+static long olc_pool_thread_cpu_ns(clockid_t clock) {
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
 /* Claim and run tasks of job `generation` until none is left to claim:
    this slot's range first, then the others' from their backs; how many
    this thread ran. */
@@ -192,7 +238,13 @@ static long olc_pool_work(uint32_t generation, int slot) {
             found = olc_pool_claim((slot + i) % (slots + 1), i == 0, s, &number);
         if (found != 1)
             return ran;
+        if (slot)
+            atomic_store(&olc_pool_beds[slot].in_task, 1);
         fn(arg, (ptrdiff_t)(uint32_t)(number - base), slot);
+        if (slot) {
+            atomic_store(&olc_pool_beds[slot].in_task, 0);
+            olc_pool_go_home(slot);
+        }
         ran++;
         if (atomic_fetch_add(&olc_pool.done, 1) + 1 == ntasks && slot != 0
             && atomic_load(&olc_pool.caller_waits)) {
@@ -237,14 +289,6 @@ static inline uint32_t olc_pool_new_job(uint32_t seen) {
    leaves that CPU for the job: olc_pool_leave_caller_cpu takes it out of
    the worker's affinity (1: it did, the affinity before in *saved) and
    olc_pool_restore_cpus puts it back. */
-#if defined(__linux__) && defined(CPU_CLR)
-#define OLC_POOL_AFFINITY 1
-typedef cpu_set_t olc_pool_cpus;
-#else
-#define OLC_POOL_AFFINITY 0
-typedef int olc_pool_cpus;
-#endif
-
 static int olc_pool_leave_caller_cpu(olc_pool_cpus *saved) {
 #if OLC_POOL_AFFINITY
     int cpu = sched_getcpu();
@@ -268,6 +312,16 @@ static void olc_pool_restore_cpus(const olc_pool_cpus *saved) {
 #endif
 }
 
+/* Whether this thread runs on the CPU the last job's caller ran on (where
+   spinning would take the caller's time). */
+static int olc_pool_on_caller_cpu(void) {
+#if OLC_POOL_AFFINITY
+    return sched_getcpu() == atomic_load(&olc_pool.caller_cpu);
+#else
+    return 0;
+#endif
+}
+
 /* A worker's wall clock and CPU time.  Between two readings in which it
    did not sleep (it spun or ran tasks), the wall time it did not run is
    time another thread had its CPU: on the 2-core VM, a thread spinning for
@@ -284,8 +338,8 @@ static struct olc_pool_clocks olc_pool_clocks_now(void) {
 }
 
 /* Whether the worker lost its CPU for over OLC_POOL_PREEMPTED_NS since
-   `mark`; after two such losses within OLC_POOL_PREEMPTED_WINDOW_NS no
-   worker spins for OLC_POOL_SPIN_BACKOFF_NS.  The clocks now. */
+   `mark`; after two such losses within OLC_POOL_PREEMPTED_WINDOW_NS the
+   workers spin only briefly for OLC_POOL_SPIN_BACKOFF_NS.  The clocks now. */
 static struct olc_pool_clocks olc_pool_watch(struct olc_pool_clocks mark) {
     struct olc_pool_clocks now = olc_pool_clocks_now();
     if ((now.wall - mark.wall) - (now.cpu - mark.cpu) > OLC_POOL_PREEMPTED_NS
@@ -296,12 +350,15 @@ static struct olc_pool_clocks olc_pool_watch(struct olc_pool_clocks mark) {
 }
 
 /* Waits for a job after generation `seen` and returns its generation:
-   spins for spin_ns (not while spinning is stopped), then sleeps on the
-   worker's bed.  *mark: the clocks when the worker last woke or watched. */
+   spins for spin_ns (at most OLC_POOL_BACKOFF_SPIN_NS while spinning is
+   cut short), then sleeps on the worker's bed.  *mark: the clocks when the
+   worker last woke or watched. */
 static uint32_t olc_pool_await(uint32_t seen, struct olc_pool_bed *bed,
                                struct olc_pool_clocks *mark) {
-    long deadline = mark->wall < atomic_load(&olc_pool.spin_from)
-                  ? mark->wall : mark->wall + atomic_load(&olc_pool.spin_ns);
+    long spin = atomic_load(&olc_pool.spin_ns);
+    if (mark->wall < atomic_load(&olc_pool.spin_from) && spin > OLC_POOL_BACKOFF_SPIN_NS)
+        spin = olc_pool_on_caller_cpu() ? 0 : OLC_POOL_BACKOFF_SPIN_NS;
+    long deadline = mark->wall + spin;
     unsigned spins = 0;
     uint32_t job;
     while ((job = olc_pool_new_job(seen)) == seen) {
@@ -328,6 +385,12 @@ static void *olc_pool_worker(void *slot_as_pointer) {
     int slot = (int)(intptr_t)slot_as_pointer;
     struct olc_pool_bed *bed = &olc_pool_beds[slot];
     olc_pool_inside = 1;
+#if OLC_POOL_AFFINITY
+    bed->tid = (pid_t)syscall(SYS_gettid);
+    if (pthread_getcpuclockid(pthread_self(), &bed->clock) == 0
+        && sched_getaffinity(0, sizeof bed->home, &bed->home) == 0)
+        atomic_store(&bed->ready, 1);
+#endif
     uint32_t seen = olc_pool_generation(atomic_load(&olc_pool.state));
     struct olc_pool_clocks mark = olc_pool_clocks_now();
     for (;;) {
@@ -338,6 +401,7 @@ static void *olc_pool_worker(void *slot_as_pointer) {
         olc_pool_work(seen, slot);
         if (moved)
             olc_pool_restore_cpus(&saved);
+        olc_pool_go_home(slot);
         mark = olc_pool_watch(mark);
     }
     return NULL;
@@ -357,6 +421,10 @@ static int olc_pool_grow(int wanted) {
         pthread_mutex_init(&bed->lock, NULL);
         pthread_cond_init(&bed->wake, NULL);
         atomic_store(&bed->asleep, 0);
+        /* after fork() a bed may still hold a parent's worker's thread id */
+        atomic_store(&bed->ready, 0);
+        atomic_store(&bed->in_task, 0);
+        atomic_store(&bed->pulled, 0);
         sigfillset(&all); /* workers inherit a full mask: signals go to Python's threads */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         int failed = pthread_create(&thread, &attr, olc_pool_worker,
@@ -368,6 +436,46 @@ static int olc_pool_grow(int wanted) {
         olc_pool.started++;
     }
     return olc_pool.started < wanted ? olc_pool.started : wanted;
+}
+
+/* Before the caller sleeps for tasks workers hold: a worker whose CPU
+   time stands still in the middle of a task was preempted by another
+   process; the caller moves it to its own CPU, which it is about to leave
+   idle (the kernel's balancing leaves a thread that ran within the last
+   0.5 ms where it is, so it waited for the other process's slice).  The
+   worker goes back to its CPUs after the task (olc_pool_go_home). */
+static void olc_pool_pull(int slots, uint32_t ntasks) {
+#if OLC_POOL_AFFINITY
+    int cpu = sched_getcpu();
+    if (cpu < 0)
+        return;
+    for (int k = 1; k <= slots; ++k) {
+        struct olc_pool_bed *bed = &olc_pool_beds[k];
+        bed->cpu_ns = atomic_load(&bed->ready) && atomic_load(&bed->in_task)
+                    ? olc_pool_thread_cpu_ns(bed->clock) : -1;
+    }
+    long until = olc_pool_now_ns() + OLC_POOL_PULL_CHECK_NS;
+    while (atomic_load(&olc_pool.done) < ntasks && olc_pool_now_ns() < until)
+        OLC_POOL_PAUSE();
+    cpu_set_t here;
+    CPU_ZERO(&here);
+    CPU_SET(cpu, &here);
+    for (int k = 1; k <= slots && atomic_load(&olc_pool.done) < ntasks; ++k) {
+        struct olc_pool_bed *bed = &olc_pool_beds[k];
+        if (bed->cpu_ns < 0 || !atomic_load(&bed->in_task)
+            || olc_pool_thread_cpu_ns(bed->clock) != bed->cpu_ns)
+            continue;
+        /* moved first, marked after: a worker that finished the task
+           meanwhile goes home after its next one, never stays here */
+        if (sched_setaffinity(bed->tid, sizeof here, &here) == 0) {
+            atomic_store(&bed->pulled, 1);
+            atomic_fetch_add(&olc_pool.pulls, 1);
+        }
+    }
+#else
+    (void)slots;
+    (void)ntasks;
+#endif
 }
 
 static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int threads) {
@@ -418,6 +526,7 @@ static void olc_pool_run_tasks(ptrdiff_t ntasks, olc_task_fn fn, void *arg, int 
         if (deadline == 0) {
             deadline = now + spin;
         } else if (now > deadline) {
+            olc_pool_pull(slots, (uint32_t)ntasks);
             pthread_mutex_lock(&olc_pool.lock);
             atomic_store(&olc_pool.caller_waits, 1);
             while (atomic_load(&olc_pool.done) < (uint32_t)ntasks)
@@ -450,6 +559,7 @@ static int olc_pool_init(void) {
 
 static inline void *olc_pool_entry(void) { return (void *)olc_pool_run_tasks; }
 static inline int olc_pool_started(void) { return olc_pool.started; }
+static inline long olc_pool_pulls(void) { return atomic_load(&olc_pool.pulls); }
 static inline long olc_pool_spin_ns(void) { return atomic_load(&olc_pool.spin_ns); }
 static inline void olc_pool_set_spin_ns(long ns) { atomic_store(&olc_pool.spin_ns, ns); }
 /* Moves the task numbering on by n (tests: numbers that wrap past 2^32). */
