@@ -465,12 +465,17 @@ static void olc_pool_pull(int slots, uint32_t ntasks) {
         if (bed->cpu_ns < 0 || !atomic_load(&bed->in_task)
             || olc_pool_thread_cpu_ns(bed->clock) != bed->cpu_ns)
             continue;
-        /* moved first, marked after: a worker that finished the task
-           meanwhile goes home after its next one, never stays here */
-        if (sched_setaffinity(bed->tid, sizeof here, &here) == 0) {
-            atomic_store(&bed->pulled, 1);
-            atomic_fetch_add(&olc_pool.pulls, 1);
-        }
+        if (sched_setaffinity(bed->tid, sizeof here, &here) != 0)
+            continue;
+        atomic_fetch_add(&olc_pool.pulls, 1);
+        /* Moved first, marked after.  The worker clears in_task before it
+           looks at pulled, and this looks at in_task after marking: one of
+           the two sees the other, so whoever takes the mark back sends
+           the worker home (a worker that finished meanwhile never stays
+           on this CPU). */
+        atomic_store(&bed->pulled, 1);
+        if (!atomic_load(&bed->in_task) && atomic_exchange(&bed->pulled, 0))
+            sched_setaffinity(bed->tid, sizeof bed->home, &bed->home);
     }
 #else
     (void)slots;
