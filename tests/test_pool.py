@@ -130,6 +130,11 @@ def test_jobs_after_a_stalled_worker_still_use_the_workers():
             pytest.fail("the jobs after a stall ran on the caller alone")
 
 
+def _thread_masks():
+    """Each thread of this process (its id) and the CPUs it may run on."""
+    return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs two CPUs and thread affinity")
 def test_a_worker_woken_on_its_callers_cpu_gives_it_back():
@@ -139,11 +144,8 @@ def test_a_worker_woken_on_its_callers_cpu_gives_it_back():
     thread ends with the affinity it had."""
     allowed = os.sched_getaffinity(0)
 
-    def masks():
-        return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
-
     _cpu.pool_check(64, 2)  # the worker exists
-    before = masks()
+    before = _thread_masks()
     try:
         os.sched_setaffinity(0, {min(allowed)})  # this thread only
         for _ in range(50):
@@ -151,7 +153,7 @@ def test_a_worker_woken_on_its_callers_cpu_gives_it_back():
             assert runs == [1] * 64
     finally:
         os.sched_setaffinity(0, allowed)
-    after = masks()
+    after = _thread_masks()
     assert {t: m for t, m in after.items() if t in before} == before
 
 
@@ -162,12 +164,8 @@ def test_a_worker_preempted_mid_task_is_moved_to_the_callers_cpu():
     sleeps 20 ms, as one preempted by another process waits) is moved to the
     caller's CPU before the caller sleeps (olc_pool_pull), goes back to its
     own CPUs after the task, and every task runs once."""
-
-    def masks():
-        return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
-
     _cpu.pool_check(64, 2)  # the worker exists
-    before = masks()
+    before = _thread_masks()
     pulls = _cpu.pool_pulls()
     for _ in range(5):
         runs, slots, _ = _cpu.pool_check(200, 2, task_us=20, stall_us=20_000,
@@ -178,5 +176,5 @@ def test_a_worker_preempted_mid_task_is_moved_to_the_callers_cpu():
     else:
         pytest.skip("no worker woke during the job (machine too busy)")
     assert _cpu.pool_pulls() > pulls
-    after = masks()
+    after = _thread_masks()
     assert {t: m for t, m in after.items() if t in before} == before

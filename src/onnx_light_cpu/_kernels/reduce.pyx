@@ -28,17 +28,11 @@ MAX = OLC_REDX_KIND_MAX
 MIN = OLC_REDX_KIND_MIN
 PROD = OLC_REDX_KIND_PROD
 
-# Elements of a B == 1 reduction per task (Max, Min, Prod): whole rows,
-# at least one; each row is reduced alone, so any split gives the same bits.
+# Elements of a task of the row-wise cores (Max, Min, Prod with B == 1,
+# Softmax over rows): whole rows, at least one; each row is computed alone,
+# so any split gives the same bits.
 cdef enum:
-    REDX_TASK_WORK = 16384
-
-# Elements of a row softmax per task, the same way.  A few tasks a thread
-# were 16 rows of 32000 (225 us) each: a late or preempted worker held the
-# caller that long (128 x 32000 at 2 threads with the second CPU busy 2 ms
-# out of 4: 0.97-1.06 of ONNX Runtime's time, 0.87-0.88 with one row a task).
-cdef enum:
-    SOFTMAX_TASK_WORK = 16384
+    ROW_TASK_WORK = 16384
 
 
 def level_used(int dtype, int level):
@@ -194,7 +188,7 @@ def reduce_ext(cnp.ndarray x, cnp.ndarray out, int64_t A, int64_t R, int64_t B, 
         with nogil:
             olc_parallel_for(ntasks, _redx_cols_task, &job, threads)
         return
-    job.per = REDX_TASK_WORK // R if R < REDX_TASK_WORK else 1
+    job.per = ROW_TASK_WORK // R if R < ROW_TASK_WORK else 1
     ntasks = (A + job.per - 1) // job.per
     if threads <= 1 or ntasks < 2:
         with nogil:
@@ -261,11 +255,15 @@ def softmax_rows(cnp.ndarray x, cnp.ndarray y, int64_t rows, int64_t n, int dtyp
             raise MemoryError()
         return
     # Contiguous row ranges, one per task: a few tasks a thread, no more
-    # than SOFTMAX_TASK_WORK elements each unless one row has more.
+    # than ROW_TASK_WORK elements each unless one row has more.  (Only a few
+    # tasks a thread were 16 rows of 32000, 225 us, each: a late or preempted
+    # worker held the caller that long; 128 x 32000 at 2 threads with the
+    # second CPU busy 2 ms out of 4 took 0.97-1.06 of ONNX Runtime's time,
+    # 0.87-0.88 with one row a task.)
     job.dtype, job.level, job.x, job.y, job.rows, job.n = dtype, level, px, py, rows, n
     job.per = (rows + 4 * threads - 1) // (4 * threads)
-    if job.per > SOFTMAX_TASK_WORK // n:
-        job.per = max(1, SOFTMAX_TASK_WORK // n)
+    if job.per > ROW_TASK_WORK // n:
+        job.per = max(1, ROW_TASK_WORK // n)
     ntasks = (rows + job.per - 1) // job.per
     job.status = <int *>malloc(sizeof(int) * ntasks)
     if job.status == NULL:

@@ -59,13 +59,13 @@
  * (AVX-512), MatMul by a constant 896x151936 B (a Qwen2-0.5B LM head) at
  * one thread: 1 row 38.5 -> 32 ms (1.04 -> 0.86 of ONNX Runtime's time),
  * 4 rows 49 -> 39 ms; 2048 bytes ahead was no better, and the
- * non-temporal hint (locality 0) made it twice as slow. */
+ * non-temporal hint (locality 0) made it twice as slow.  Not on AMD's
+ * (olc_cpu_is_amd): on a 2-core Zen 4 the prefetch made the Qwen2-0.5B
+ * float32 decode step slower at one thread, 70.6 -> 79.7 ms (the LM head
+ * alone 18.0 -> 19.5 ms; 2 threads 66 ms either way, 512 to 4096 bytes
+ * ahead and every locality no better). */
 #define OLC_GEMM_STREAM_ROWS 4
 #define OLC_GEMM_AHEAD 1024
-/* Not on AMD's (olc_cpu_is_amd): on a 2-core Zen 4 the prefetch made the
- * Qwen2-0.5B float32 decode step slower at one thread, 70.6 -> 79.7 ms
- * (the LM head alone 18.0 -> 19.5 ms; 2 threads 66 ms either way, 512 to
- * 4096 bytes ahead and every locality no better). */
 /* Bytes of A (M x K floats) over which each thread takes 4 column tiles
  * rather than 8 (olc_sgemm_tiling). */
 #define OLC_GEMM_BIG_A (1 << 20)
