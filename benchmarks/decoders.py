@@ -466,3 +466,37 @@ def next_step_feeds(config: DecoderConfig, feeds: dict, outputs: dict, token: in
         for kind in ("key", "value"):
             step[f"past_key_values.{i}.{kind}"] = outputs[f"present.{i}.{kind}"]
     return step
+
+
+def genai_config(c: DecoderConfig, *, context_length: int = 128, eos_token_id=(2,),
+                 max_length: int = 64, share_buffer: bool = True, threads: int | None = None,
+                 **model) -> dict:
+    """genai_config.json for a decoder of ``c`` in model.onnx: the fields
+    onnxruntime-genai requires and our Generator reads; ``threads`` its
+    session's intra-op threads; ``model`` overrides fields of the "model"
+    section."""
+    options = {"log_id": "onnxruntime-genai", "provider_options": []}
+    if threads is not None:
+        options["intra_op_num_threads"] = threads
+    return {
+        "model": {
+            "bos_token_id": 1, "context_length": context_length,
+            "eos_token_id": list(eos_token_id), "pad_token_id": 0, "type": "qwen2",
+            "vocab_size": c.vocab,
+            "decoder": {
+                "session_options": options,
+                "filename": "model.onnx", "head_size": c.head_size, "hidden_size": c.hidden,
+                "num_attention_heads": c.heads, "num_hidden_layers": c.layers,
+                "num_key_value_heads": c.kv_heads,
+                "inputs": {"input_ids": "input_ids", "attention_mask": "attention_mask",
+                           "past_key_names": "past_key_values.%d.key",
+                           "past_value_names": "past_key_values.%d.value"},
+                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"},
+            },
+            **model,
+        },
+        "search": {"do_sample": False, "num_beams": 1, "max_length": max_length,
+                   "past_present_share_buffer": share_buffer, "top_k": 1, "top_p": 1.0,
+                   "temperature": 1.0},
+    }

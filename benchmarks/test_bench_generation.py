@@ -19,14 +19,22 @@ Building the decoder and the generators, and the first calls, are not timed.
 
 Each test is one case at one thread count: our Generator and the same loop
 on ONNX Runtime (``engine="onnxruntime"``, ``intra_op_num_threads`` the
-same, its default optimization level, as a Generator builds it).  Both must
-generate the same tokens before timing (float32; int4 records where they
-first differ: at accuracy level 4 each quantizes activations its own way).
-pytest-benchmark times our generate calls; ORT's blocks run between ours'
-(``Interleaver``).  ``extra_info`` holds, from ``Generator.stats``:
+same, its default optimization level, as a Generator builds it), and,
+where ``onnxruntime-genai`` is installed, its generator over the same model
+written to a folder with a ``genai_config.json`` (the same thread count,
+``past_present_share_buffer`` as the case's buffer).  All must generate the
+same tokens before timing (float32; int4 records where they first differ:
+at accuracy level 4 each quantizes activations its own way).
+pytest-benchmark times our generate calls; the others' blocks run between
+ours' (``Interleaver``), in one process: the memory bandwidth a float32
+step streams at varies with the machine's other tenants, and processes
+run minutes apart measured that, not the engines.  ``extra_info`` holds,
+from ``Generator.stats`` (onnxruntime-genai: each ``generate_next_token``
+timed, the first one, which samples from the prompt's logits, left out):
 
-* ``ours_decode_ms_per_token`` / ``ort_decode_ms_per_token``: the median
-  decode step over every timed call, and ``ratio`` = ours / ORT;
+* ``ours_decode_ms_per_token`` / ``ort_decode_ms_per_token`` /
+  ``genai_decode_ms_per_token``: the median decode step over every timed
+  call, ``ratio`` = ours / ORT and ``ratio_genai`` = ours / genai;
 * ``ours_tokens_per_second`` / ``ort_tokens_per_second``: decode steps per
   second of decode time;
 * ``overhead_fraction``: the loop's own share, 1 - ``run_s`` / (prefill +
@@ -42,7 +50,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import os
+import tempfile
+import time
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -52,7 +64,7 @@ import onnx_light_cpu as olc
 from onnx_light_cpu.cli import first_difference
 
 from ._harness import Interleaver, gc_off
-from .decoders import DTYPES, QWEN2_0_5B, TINY, DecoderConfig, build_decoder
+from .decoders import DTYPES, QWEN2_0_5B, TINY, DecoderConfig, build_decoder, genai_config
 
 THREADS = (1, 2)
 # (prompt tokens, new tokens, max_length of the shared static buffer)
@@ -103,6 +115,57 @@ def _generators(config: DecoderConfig, dtype: str, buffer: str, threads: int, re
     return _held[key]
 
 
+def _genai_loop(config: DecoderConfig, dtype: str, buffer: str, threads: int, real: bool,
+                eos: int):
+    """onnxruntime-genai's loop for the current case (``eos``: an end
+    token ours never generates), None where it is not installed."""
+    try:
+        import onnxruntime_genai as og
+    except ImportError:
+        return None
+    key = ("genai", config, dtype, buffer, threads)
+    if key not in _held:
+        max_length = (REAL_STEPS if real else TINY_STEPS)[2]
+        _held[key] = _GenaiLoop(og, _model(config, dtype), config, threads, buffer == "shared",
+                                max_length, eos)
+    return _held[key]
+
+
+class _GenaiLoop:
+    """onnxruntime-genai's greedy loop over ``model`` (its folder in a
+    temporary directory, removed with this object); ``stats`` after each
+    call: the decode steps' seconds, as ``Generator.stats.decode_s``."""
+
+    def __init__(self, og, model: onnx.ModelProto, config: DecoderConfig, threads: int,
+                 shared: bool, max_length: int, eos: int):
+        self._og = og
+        self._dir = tempfile.TemporaryDirectory(prefix="olc-genai-")
+        folder = Path(self._dir.name)
+        written = onnx.ModelProto()
+        written.CopyFrom(model)  # saving moves the weights out of the proto it saves
+        onnx.save(written, str(folder / "model.onnx"), save_as_external_data=True,
+                  location="model.onnx.data")
+        (folder / "genai_config.json").write_text(
+            json.dumps(genai_config(config, context_length=config.max_positions,
+                                    eos_token_id=[eos], max_length=max_length,
+                                    share_buffer=shared, threads=threads)))
+        self.model = og.Model(str(folder))
+        self.stats = None
+
+    def generate(self, prompt: np.ndarray, max_new_tokens: int) -> np.ndarray:
+        params = self._og.GeneratorParams(self.model)
+        params.set_search_options(max_length=prompt.shape[1] + max_new_tokens, do_sample=False)
+        generator = self._og.Generator(self.model, params)
+        generator.append_tokens(prompt.astype(np.int32))
+        steps = []
+        while not generator.is_done():
+            start = time.perf_counter()
+            generator.generate_next_token()
+            steps.append(time.perf_counter() - start)
+        self.stats = steps[1:]
+        return np.asarray(generator.get_sequence(0), np.int64)[None]
+
+
 def _prompt(config: DecoderConfig, tokens: int) -> np.ndarray:
     rng = np.random.default_rng(1)
     return rng.integers(0, config.vocab, size=(1, tokens), dtype=np.int64)
@@ -132,17 +195,29 @@ def test_generation(benchmark, bench_options, competing_load, config, dtype, buf
     prompt = _prompt(config, prompt_tokens)
     ours, theirs = _generators(config, dtype, buffer, threads, real)
 
-    # untimed: both loops generate the same tokens (the first calls prepare)
+    # untimed: the loops generate the same tokens (the first calls prepare)
     got = ours.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
-    want = theirs.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
-    difference = first_difference(got, want)
-    assert dtype != "float32" or difference is None, (
-        f"{config.name} {dtype}: new token {difference} differs from ORT's "
-        f"({got[difference]} vs {want[difference]})")
+    # onnxruntime-genai stops at its end token, which must be in the
+    # vocabulary: one neither the prompt nor our tokens hold
+    eos = min(set(range(config.vocab)) - set(prompt[0].tolist()) - set(got.tolist()))
+    genai = _genai_loop(config, dtype, buffer, threads, real, eos)
+    difference = genai_difference = None
+    for name, engine in (("ORT", theirs), ("onnxruntime-genai", genai)):
+        if engine is None:
+            continue
+        want = engine.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
+        found = first_difference(got, want)
+        assert dtype != "float32" or found is None, (
+            f"{config.name} {dtype}: new token {found} differs from {name}'s "
+            f"({got[found]} vs {want[found]})")
+        if engine is theirs:
+            difference = found
+        else:
+            genai_difference = found
     ours.generate(prompt, max_new_tokens=new_tokens)
     per_call = ours.stats.prefill_s + sum(ours.stats.decode_s)
 
-    recorded: dict = {"ours": [], "ort": []}
+    recorded: dict = {"ours": [], "ort": [], "genai": []}
 
     def run_ours():
         ours.generate(prompt, max_new_tokens=new_tokens)
@@ -152,17 +227,23 @@ def test_generation(benchmark, bench_options, competing_load, config, dtype, buf
         theirs.generate(prompt, max_new_tokens=new_tokens)
         recorded["ort"].append(theirs.stats)
 
+    def run_genai():
+        genai.generate(prompt, max_new_tokens=new_tokens)
+        recorded["genai"].append(genai.stats)
+
     calls = max(1, round(BLOCK_SECONDS / per_call))
     blocks = int(min(MAX_BLOCKS, max(MIN_BLOCKS, bench_options.budget_s / (calls * per_call))))
     # no warm-up calls: every generate call starts from empty caches, and
     # the calls above warmed both engines
-    interleave = Interleaver({"ort": run_ort}, run_ours, calls, 0)
+    others = {"ort": run_ort} if genai is None else {"ort": run_ort, "genai": run_genai}
+    interleave = Interleaver(others, run_ours, calls, 0)
 
     benchmark.group = f"generation-{config.name}-{dtype}-{buffer}-t{threads}"
     benchmark.extra_info.update(
         contender="ours-vs-ort", model=config.name, layers=config.layers, dtype=dtype,
         buffer=buffer, threads=threads, prompt_tokens=prompt_tokens, new_tokens=new_tokens,
         simd=olc.simd_level(), first_token_difference=difference,
+        genai_first_token_difference=genai_difference,
         **competing_load.describe())
     if benchmark.disabled:  # CI: one pass through the machinery
         benchmark.pedantic(run_ours, setup=interleave)
@@ -177,6 +258,13 @@ def test_generation(benchmark, bench_options, competing_load, config, dtype, buf
         **{f"ort_{k}": round(v, 4) for k, v in other.items()},
         overhead_fraction=round(mine["overhead_fraction"], 4),
         ratio=round(mine["decode_ms_per_token"] / other["decode_ms_per_token"], 3))
+    if recorded["genai"]:
+        steps = [s for call in recorded["genai"] for s in call]
+        theirs_ms = 1e3 * float(np.median(steps))
+        benchmark.extra_info.update(
+            genai_decode_ms_per_token=round(theirs_ms, 4),
+            genai_tokens_per_second=round(len(steps) / sum(steps), 4),
+            ratio_genai=round(mine["decode_ms_per_token"] / theirs_ms, 3))
     if real and not benchmark.disabled:
         assert mine["overhead_fraction"] < OVERHEAD_LIMIT, (
             f"{config.name} {dtype}: the loop takes {mine['overhead_fraction']:.1%} of the "

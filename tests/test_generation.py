@@ -34,6 +34,7 @@ from benchmarks.decoders import (  # noqa: E402
     TINY,
     build_decoder,
     build_embedding,
+    genai_config,
 )
 
 QWEN, LLAMA = TINY[:2]
@@ -400,37 +401,9 @@ def test_embedding_model_from_the_folder(tmp_path):
 # -- a model folder ----------------------------------------------------------
 
 
-def genai_config(**model) -> dict:
-    """genai_config.json for a tiny-qwen decoder in model.onnx: the fields
-    Generator reads and those onnxruntime-genai requires; ``model``
-    overrides fields of its "model" section."""
-    c = QWEN
-    return {
-        "model": {
-            "bos_token_id": 1, "context_length": 128, "eos_token_id": [2], "pad_token_id": 0,
-            "type": "qwen2", "vocab_size": c.vocab,
-            "decoder": {
-                "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
-                "filename": "model.onnx", "head_size": c.head_size, "hidden_size": c.hidden,
-                "num_attention_heads": c.heads, "num_hidden_layers": c.layers,
-                "num_key_value_heads": c.kv_heads,
-                "inputs": {"input_ids": "input_ids", "attention_mask": "attention_mask",
-                           "past_key_names": "past_key_values.%d.key",
-                           "past_value_names": "past_key_values.%d.value"},
-                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
-                            "present_value_names": "present.%d.value"},
-            },
-            **model,
-        },
-        "search": {"do_sample": False, "num_beams": 1, "max_length": 64,
-                   "past_present_share_buffer": True, "top_k": 1, "top_p": 1.0,
-                   "temperature": 1.0},
-    }
-
-
 def _folder(tmp_path, dtype="float32", **model):
     onnx.save(_decoder(QWEN, dtype), str(tmp_path / "model.onnx"))
-    (tmp_path / "genai_config.json").write_text(json.dumps(genai_config(**model)))
+    (tmp_path / "genai_config.json").write_text(json.dumps(genai_config(QWEN, **model)))
     return tmp_path
 
 
@@ -446,7 +419,7 @@ def test_model_folder_with_genai_config(tmp_path):
     np.testing.assert_array_equal(out[0, 6:], want[0])
     # the config's EOS stops the loop
     (folder / "genai_config.json").write_text(json.dumps(genai_config(
-        eos_token_id=[int(want[0, 3])])))
+        QWEN, eos_token_id=[int(want[0, 3])])))
     out = olc.Generator(folder).generate([PROMPT], max_new_tokens=NEW)
     first = list(want[0]).index(want[0, 3])
     np.testing.assert_array_equal(out[0, 6:], want[0, :first + 1])

@@ -537,6 +537,44 @@ static int64_t olc_conv_dwc_band(const olc_conv_geom *g, int64_t floats) {
     return rb;
 }
 
+/* d[q * ldd + r] = s[r * lds + q] for r, q < 8: an 8 x 8 block of floats
+ * transposed (olc_conv_dwc's copies into and out of its channel-innermost
+ * layout; the compiler made a gather of single floats of the plain loop). */
+static inline void olc_conv_tr8_f32_scalar(const float *s, int64_t lds, float *d,
+                                           int64_t ldd) {
+    for (int r = 0; r < 8; ++r)
+        for (int q = 0; q < 8; ++q) d[q * ldd + r] = s[r * lds + q];
+}
+static inline void olc_conv_tr8_f64_scalar(const double *s, int64_t lds, double *d,
+                                           int64_t ldd) {
+    for (int r = 0; r < 8; ++r)
+        for (int q = 0; q < 8; ++q) d[q * ldd + r] = s[r * lds + q];
+}
+#if OLC_X86
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void
+olc_conv_tr8_f32_avx2(const float *s, int64_t lds, float *d, int64_t ldd) {
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * lds);
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(d + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(d + (i + 4) * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+#define olc_conv_tr8_f32_avx512 olc_conv_tr8_f32_avx2
+#define olc_conv_tr8_f64_avx2 olc_conv_tr8_f64_scalar
+#define olc_conv_tr8_f64_avx512 olc_conv_tr8_f64_scalar
+#endif
+
 #define OLC_CT float
 #define OLC_CN f32
 #define OLC_BODY "conv/olc_conv_direct.h"

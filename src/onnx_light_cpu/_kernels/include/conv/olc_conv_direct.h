@@ -171,7 +171,10 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dwc, OLC_CN))(
         memset(d + hi * L, 0, (size_t)((Wp - hi) * L) * sizeof(OLC_CT));
         const OLC_CT *xr = x + ih * W + (lo - g->pw);
         if (nc == L) {
-            for (int64_t j = 0; j < hi - lo; ++j)
+            int64_t j = 0;
+            for (; j + 8 <= hi - lo; j += 8)
+                OLC_FN(OLC_CAT(olc_conv_tr8, OLC_CN))(xr + j, H * W, d + (lo + j) * L, L);
+            for (; j < hi - lo; ++j)
                 for (int64_t c = 0; c < L; ++c) d[(lo + j) * L + c] = xr[c * H * W + j];
         } else {
             for (int64_t c = 0; c < nc; ++c)
@@ -207,8 +210,7 @@ OLC_LVL_ATTR static void OLC_FN(OLC_CAT(olc_conv_dwc, OLC_CN))(
     int64_t p = 0;
     if (nc == L) {
         for (; p + L <= P; p += L)
-            for (int64_t c = 0; c < L; ++c)
-                for (int64_t q = 0; q < L; ++q) y[c * plane + p + q] = ob[(p + q) * L + c];
+            OLC_FN(OLC_CAT(olc_conv_tr8, OLC_CN))(ob + p * L, L, y + p, plane);
     }
     for (int64_t c = 0; c < nc; ++c)
         for (int64_t q = p; q < P; ++q) y[c * plane + q] = ob[q * L + c];
