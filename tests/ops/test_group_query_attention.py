@@ -498,6 +498,36 @@ def test_nan_query_row_is_nan(dtype, B, S, P, Pbuf):
 
 
 @pytest.mark.parametrize("naive", [False, True])
+def test_growing_cache_reuses_the_plan(naive, monkeypatch):
+    """A decode step's past is one row longer than the last step's: the
+    plan of the last length is reused (P replaced), and every step gives
+    ORT's result; a past_value whose length differs from past_key's is
+    still refused, by the same words as without a plan."""
+    from onnx_light_cpu.ops import group_query_attention as gqa
+
+    calls = []
+    plan = gqa.GroupQueryAttentionBase._plan
+    monkeypatch.setattr(gqa.GroupQueryAttentionBase, "_plan",
+                        lambda self, *a: calls.append(1) or plan(self, *a))
+    rng = np.random.default_rng(7)
+    attrs = dict(num_heads=4, kv_num_heads=2, do_rotary=1)
+    policy = (olc.MicrosoftKernelImplementation.NAIVE if naive
+              else olc.MicrosoftKernelImplementation.OPTIMIZED)
+    first = make(rng, 1, 1, 4, 2, 16, [5], past=4, rotary=(32, 16))
+    sess = ReferenceEvaluator(model(first, **attrs))
+    olc.register_kernels_for_session(sess, microsoft_implementation=policy)
+    for past in range(4, 12):
+        feeds = make(rng, 1, 1, 4, 2, 16, [past + 1], past=past, rotary=(32, 16))
+        got = sess.run(None, feeds)
+        compare(got, run_ort(feeds, **attrs), ([1], [past + 1]), f"past {past}",
+                TOL[np.dtype(np.float32)])
+    assert len(calls) == 1, f"{len(calls)} plans for 8 steps"
+    feeds["past_value"] = feeds["past_value"][:, :, :-1]
+    with pytest.raises(ValueError, match=r"input 4 \('past_value'\) must have shape"):
+        sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("naive", [False, True])
 @pytest.mark.parametrize("past", [None, 3, 8])
 def test_total_sequence_length_follows_ort(naive, past):
     """Issue 12: without a past, any total_sequence_length was taken (2^24

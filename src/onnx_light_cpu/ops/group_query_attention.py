@@ -71,7 +71,7 @@ from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
 from ..memory import CHECK_FROM_BYTES, check_buffer
 from ..reference.attention_core import dequantize
-from ._base import EVERY_INPUT, Attr, Input, KernelOp
+from ._base import EVERY_INPUT, PLAN_CACHE_SIZE, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
 
@@ -91,6 +91,23 @@ INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
 
 
 _NONES = (None,) * len(INPUTS)
+
+
+def _past_length_free(key: tuple, args: tuple) -> tuple:
+    """``key`` (``_runloop.plan_key``: level, threads, then per input its
+    dtype and shape, or None) with the length axis of past_key and
+    past_value (inputs 3 and 4, both given) as -1."""
+    out = list(key)
+    pos = 2
+    for i, a in enumerate(args):
+        if a is None:
+            pos += 1
+            continue
+        if i in (3, 4):
+            shape = out[pos + 1]
+            out[pos + 1] = shape[:2] + (-1,) + shape[3:]
+        pos += 2
+    return ("past length free",) + tuple(out)
 
 
 def _ready(x: np.ndarray) -> np.ndarray:
@@ -208,6 +225,29 @@ class GroupQueryAttentionBase(KernelOp):
         self._want_qk = self._n_outputs > 3 and bool(outputs[3]) and self.qk_output > 0
 
     # -- validation -------------------------------------------------------
+
+    def _new_plan(self, key: tuple, args: tuple):
+        """A growing cache is one row longer every step, and every step's
+        inputs are then a new signature: the plans are kept per signature
+        with the caches' length left out (``P`` set from past_key, once
+        past_value's length is seen to match it, as ``_plan`` checks), so
+        that a long generation does not build a plan a step."""
+        if len(args) <= 4 or args[3] is None or args[4] is None:
+            return super()._new_plan(key, args)
+        pk, pv = args[3], args[4]
+        general = _past_length_free(key, args)
+        plan = self._plans.get(general)
+        if plan is None or pk.shape[2] != pv.shape[2]:
+            plan = super()._new_plan(key, args)   # its checks word any error
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[general] = plan
+            return plan
+        if self.sliding_window_cache and pk.shape[2] < self.local_window_size:
+            return super()._new_plan(key, args)   # _plan raises
+        plan = plan._replace(P=pk.shape[2])
+        self._last_plan = (key, plan)
+        return plan
 
     def _shape(self, i, x, shape):
         if x.shape != tuple(shape):
