@@ -516,12 +516,15 @@ def test_growing_cache_reuses_the_plan(naive, monkeypatch):
     first = make(rng, 1, 1, 4, 2, 16, [5], past=4, rotary=(32, 16))
     sess = ReferenceEvaluator(model(first, **attrs))
     olc.register_kernels_for_session(sess, microsoft_implementation=policy)
+    olc.set_kernel_usage_recording(sess, True)
     for past in range(4, 12):
         feeds = make(rng, 1, 1, 4, 2, 16, [past + 1], past=past, rotary=(32, 16))
         got = sess.run(None, feeds)
         compare(got, run_ort(feeds, **attrs), ([1], [past + 1]), f"past {past}",
                 TOL[np.dtype(np.float32)])
     assert len(calls) == 1, f"{len(calls)} plans for 8 steps"
+    want = "onnx_light_cpu::" + ("Naive" if naive else "") + "GroupQueryAttention"
+    assert want in olc.used_kernel_names(sess), olc.used_kernel_names(sess)
     feeds["past_value"] = feeds["past_value"][:, :, :-1]
     with pytest.raises(ValueError, match=r"input 4 \('past_value'\) must have shape"):
         sess.run(None, feeds)
