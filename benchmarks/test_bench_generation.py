@@ -201,19 +201,17 @@ def test_generation(benchmark, bench_options, competing_load, config, dtype, buf
     # vocabulary: one neither the prompt nor our tokens hold
     eos = min(set(range(config.vocab)) - set(prompt[0].tolist()) - set(got.tolist()))
     genai = _genai_loop(config, dtype, buffer, threads, real, eos)
-    difference = genai_difference = None
-    for name, engine in (("ORT", theirs), ("onnxruntime-genai", genai)):
-        if engine is None:
-            continue
+
+    def differs_at(name, engine):
         want = engine.generate(prompt, max_new_tokens=new_tokens)[0, prompt_tokens:]
         found = first_difference(got, want)
         assert dtype != "float32" or found is None, (
             f"{config.name} {dtype}: new token {found} differs from {name}'s "
             f"({got[found]} vs {want[found]})")
-        if engine is theirs:
-            difference = found
-        else:
-            genai_difference = found
+        return found
+
+    difference = differs_at("ORT", theirs)
+    genai_difference = None if genai is None else differs_at("onnxruntime-genai", genai)
     ours.generate(prompt, max_new_tokens=new_tokens)
     per_call = ours.stats.prefill_s + sum(ours.stats.decode_s)
 

@@ -71,7 +71,7 @@ from .._kernels.engines import attention as core
 from .._kernels.engines import rotary as rotary_core
 from ..memory import CHECK_FROM_BYTES, check_buffer
 from ..reference.attention_core import dequantize
-from ._base import EVERY_INPUT, PLAN_CACHE_SIZE, Attr, Input, KernelOp
+from ._base import EVERY_INPUT, Attr, Input, KernelOp
 from ._contract import REQUIRED
 from ._layout import engine_ready
 
@@ -96,7 +96,7 @@ _NONES = (None,) * len(INPUTS)
 def _past_length_free(key: tuple, args: tuple) -> tuple:
     """``key`` (``_runloop.plan_key``: level, threads, then per input its
     dtype and shape, or None) with the length axis of past_key and
-    past_value (inputs 3 and 4, both given) as -1."""
+    past_value (inputs 3 and 4, both given) as -1, a length no array has."""
     out = list(key)
     pos = 2
     for i, a in enumerate(args):
@@ -107,7 +107,7 @@ def _past_length_free(key: tuple, args: tuple) -> tuple:
             shape = out[pos + 1]
             out[pos + 1] = shape[:2] + (-1,) + shape[3:]
         pos += 2
-    return ("past length free",) + tuple(out)
+    return tuple(out)
 
 
 def _ready(x: np.ndarray) -> np.ndarray:
@@ -229,23 +229,16 @@ class GroupQueryAttentionBase(KernelOp):
     def _new_plan(self, key: tuple, args: tuple):
         """A growing cache is one row longer every step, and every step's
         inputs are then a new signature: the plans are kept per signature
-        with the caches' length left out (``P`` set from past_key, once
-        past_value's length is seen to match it, as ``_plan`` checks), so
-        that a long generation does not build a plan a step."""
+        with the caches' length left out (``P`` set from past_key), so that
+        a long generation does not build a plan a step.  The checks that
+        depend on that length (past_value's equal to past_key's, a window
+        cache at least the window) go to ``_plan``, which words the error."""
         if len(args) <= 4 or args[3] is None or args[4] is None:
             return super()._new_plan(key, args)
-        pk, pv = args[3], args[4]
-        general = _past_length_free(key, args)
-        plan = self._plans.get(general)
-        if plan is None or pk.shape[2] != pv.shape[2]:
-            plan = super()._new_plan(key, args)   # its checks word any error
-            if len(self._plans) >= PLAN_CACHE_SIZE:
-                self._plans.clear()
-            self._plans[general] = plan
-            return plan
-        if self.sliding_window_cache and pk.shape[2] < self.local_window_size:
-            return super()._new_plan(key, args)   # _plan raises
-        plan = plan._replace(P=pk.shape[2])
+        P = args[3].shape[2]
+        if P != args[4].shape[2] or (self.sliding_window_cache and P < self.local_window_size):
+            return super()._new_plan(key, args)
+        plan = super()._new_plan(_past_length_free(key, args), args)._replace(P=P)
         self._last_plan = (key, plan)
         return plan
 
