@@ -178,3 +178,52 @@ def test_a_worker_preempted_mid_task_is_moved_to_the_callers_cpu():
     assert _cpu.pool_pulls() > pulls
     after = _thread_masks()
     assert {t: m for t, m in after.items() if t in before} == before
+
+
+def test_products_read_the_next_weights_ahead():
+    """A decode-shaped chain of products with constant weights at 2 threads:
+    each product learns the weights of the product that ran after it
+    (EvaluatorContext.streamed; the last one the first's, from the next
+    run), the pool's idle worker prefetches them while the serial kernels
+    between run, and the results are the bits of one thread."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    import onnx_light_cpu as olc
+
+    rng = np.random.default_rng(5)
+    sizes = [1024, 1024, 768, 1024]
+    weights = [numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32), f"w{i}")
+               for i, (k, n) in enumerate(zip(sizes, sizes[1:]))]
+    nodes = []
+    for i in range(3):
+        nodes += [helper.make_node("MatMul", [f"r{i}" if i else "x", f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Relu", [f"m{i}"], [f"r{i + 1}"])]
+    graph = helper.make_graph(nodes, "chain",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+                              [helper.make_tensor_value_info("r3", TensorProto.FLOAT, [1, 1024])],
+                              weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sessions = []
+    for threads in (2, 1):
+        sess = ReferenceEvaluator(model)
+        olc.register_kernels_for_session(sess)
+        olc.set_num_threads_for_session(sess, threads)
+        olc.set_kernel_usage_recording(sess, True)
+        sessions.append(sess)
+    x = {"x": rng.standard_normal((1, 1024)).astype(np.float32)}
+    want = sessions[1].run(None, x)[0]
+    lines = _cpu.read_ahead_lines()
+    for _ in range(50):
+        np.testing.assert_array_equal(sessions[0].run(None, x)[0], want)
+        if _cpu.read_ahead_lines() > lines:
+            break
+    else:
+        if _cpu.pool_spin_stopped_us() == 0:  # the worker spins between jobs
+            pytest.fail("the idle worker prefetched nothing")
+    assert "onnx_light_cpu::MatMul" in olc.used_kernel_names(sessions[0])
+    products = [n for n in sessions[0].rt_nodes_ if n.onnx_node.op_type == "MatMul"]
+    for i, op in enumerate(products):
+        following = products[(i + 1) % 3]
+        assert any(op.weights_after is p for p in following._prepacked.values())

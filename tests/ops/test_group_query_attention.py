@@ -926,7 +926,8 @@ def test_shared_static_buffer_in_place(bits, B, S, lens):
     """The evaluator context's share_kv_buffers (the Generator's shared static
     buffers): the new rows go into the past buffers, which come back as the
     presents, and the output and each entry's cache rows equal a run that
-    copies (the rows after an entry's length keep what they held)."""
+    copies; the rows from total_sequence_length on keep what they held (a
+    static buffer of the whole context is not cleared every step)."""
     from onnx_light_cpu.registry import hook
 
     rng = np.random.default_rng(B * 31 + S + bits)
@@ -951,6 +952,11 @@ def test_shared_static_buffer_in_place(bits, B, S, lens):
     for b, n in enumerate(lens):
         for i in (1, 2):
             np.testing.assert_array_equal(got[i][b, :, :n], want[i][b, :, :n])
+    total = int(feeds["total_sequence_length"].item())
+    assert total < C
+    for i, name in ((1, "past_key"), (2, "past_value")):
+        assert feeds[name][:, :, total:].any()
+        np.testing.assert_array_equal(got[i][:, :, total:], feeds[name][:, :, total:])
     # a read-only past is left alone: the kernel copies as usual
     frozen = {n: feeds[n].copy() for n in ("past_key", "past_value")}
     for a in frozen.values():

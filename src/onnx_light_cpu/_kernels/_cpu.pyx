@@ -2,6 +2,7 @@
 """What this build and this CPU offer (instruction-set level, OpenMP), and
 the one worker pool every core's parallel loop runs on (olc_pool_impl.h)."""
 
+cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc
@@ -24,7 +25,11 @@ cdef extern from "common/olc_pool_impl.h" nogil:
     long olc_pool_spin_stopped_ns_left()
     long olc_pool_now_ns()
     void olc_pool_skip_numbers(uint32_t n)
+    void olc_pool_read_ahead(const void *p, size_t n)
+    long olc_pool_ahead_lines()
 
+
+cnp.import_array()
 
 #: Highest level the CPU and the build support (0 scalar, 1 avx2, 2 avx512,
 #: 3 avx512vnni).
@@ -39,6 +44,19 @@ if olc_pool_init() != 0:
     raise ImportError("onnx_light_cpu: cannot install the worker pool's fork handler")
 #: The pool's entry point, bound by every core module at import (olc_pool.pxd).
 POOL = PyCapsule_New(olc_pool_entry(), "onnx_light_cpu._kernels._cpu.POOL", NULL)
+
+
+def read_ahead(cnp.ndarray a not None, Py_ssize_t nbytes):
+    """Ask the pool's idle worker of slot 1 to prefetch the first ``nbytes``
+    of the C-contiguous array ``a`` until the next parallel loop or request
+    (olc_pool_read_ahead); nothing without a worker."""
+    if olc_pool_started() and a.flags.c_contiguous:
+        olc_pool_read_ahead(cnp.PyArray_DATA(a), min(nbytes, a.nbytes))
+
+
+def read_ahead_lines():
+    """Cache lines the worker has prefetched so far (for tests)."""
+    return olc_pool_ahead_lines()
 
 
 def openmp_max_threads():

@@ -122,6 +122,9 @@ class KernelOp(OpRun):
     #: What the last checked run's inputs were like (``_runloop.input_signature``):
     #: runs with inputs like them skip the checks.
     _signature: tuple | None = None
+    #: The constant weights of the product that ran after this adapter's
+    #: the last time (``EvaluatorContext.streamed``).
+    weights_after = None
 
     def __init_subclass__(cls, **kwargs):
         """What the inventory says of an adapter, derived from its class: the

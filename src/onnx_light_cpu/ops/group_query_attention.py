@@ -579,21 +579,25 @@ class GroupQueryAttentionBase(KernelOp):
             self._windowed(qt, knew, vnew, pk, pv, present_k, present_v, ot, lens, past_len,
                            append, scale, fbias, fsink, kv_quant)
         else:
-            # The new rows now; the engine copies the past rows (while it
-            # reads them).
-            if kv_quant:
-                for new, present, i in ((kv, present_k, 12), (vv, present_v, 13)):
-                    self._quantize(new.astype(np.float32, copy=False), start, count, present,
-                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
-            else:
-                self._append(kv, vv, start, count, present_k, present_v)
-            past = None
-            if pk is not None and P and not shared:
-                past = (_ready(pk), _ready(pv), past32)
             if total == L:
                 kt, vt = present_k, present_v
             else:
                 kt, vt = present_k[:, :, :total], present_v[:, :, :total]
+            # The new rows now, zeros after them; the engine copies the past
+            # rows (while it reads them).  A shared buffer keeps its rows
+            # after total as they are, as ONNX Runtime's does: clearing a
+            # static buffer of the whole context every step cost more than
+            # the attention (4096 rows: Qwen2-0.5B int4 steps 12.6 -> 16.5 ms).
+            ak, av = (kt, vt) if shared else (present_k, present_v)
+            if kv_quant:
+                for new, present, i in ((kv, ak, 12), (vv, av, 13)):
+                    self._quantize(new.astype(np.float32, copy=False), start, count, present,
+                                   self._scales(i, x[i], Nkv * H, inverse=True), self._kv_bits)
+            else:
+                self._append(kv, vv, start, count, ak, av)
+            past = None
+            if pk is not None and P and not shared:
+                past = (_ready(pk), _ready(pv), past32)
             self._attend(qt, kt, vt, ot, scale, fbias, key_begin, key_end, fsink, past,
                          kv_quant)
             if self._want_qk:

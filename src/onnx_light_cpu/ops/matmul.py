@@ -218,6 +218,7 @@ class MatMul(_MatMulEngine):
             core.sgemm(a, ZERO, packed, ZERO, b, ZERO, y, K, 1, rsb, csb, M, N, K, 1.0, False,
                        T.FLOAT, level, threads)
             self._record(element_type, FLOAT32, "prepacked", level)
+            self._context.streamed(self, packed, threads)
             return (y,)
         if empty:
             self._record(element_type, a.dtype, "empty", level)

@@ -533,10 +533,11 @@ def quantize_rows(new, start, count, present, inv, int bits):
     rows [start[b], start[b] + count[b]) of present (int8 [B, N, L, H] for
     bits 8, uint8 [B, N, L, H / 2] for bits 4: code + 8, low nibble the even
     channel) take the codes clamp(round-half-even(x * inv[n * H + d])) of
-    rows [0, count[b]) of new (float32 [B, S, N, H], last axis contiguous),
-    and the rows after them become zero bytes; the rows before start[b] are
-    left (the engine copies the past ones).  inv: float32 C-contiguous
-    [N * H], the reciprocals of the dequantization scales."""
+    rows [0, count[b]) of new (float32 [B, S, N, H]), and the rows after
+    them become zero bytes; the rows before start[b] are left (the engine
+    copies the past ones).  new and present: any strides, the last axis
+    contiguous.  inv: float32 C-contiguous [N * H], the reciprocals of the
+    dequantization scales."""
     cdef cnp.ndarray src = new, dst = present, st = start, ct = count, iv = inv
     if src.dtype != np.float32 or src.ndim != 4 or dst.ndim != 4:
         raise ValueError("quantize_rows: new must be float32 [B, S, N, H], present 4-D")
@@ -545,7 +546,8 @@ def quantize_rows(new, start, count, present, inv, int bits):
     cdef int64_t B = src.shape[0], S = src.shape[1], N = src.shape[2], H = src.shape[3]
     cdef int64_t L = dst.shape[2], Hc = H if bits == 8 else H // 2
     if (dst.shape[0] != B or dst.shape[1] != N or dst.shape[3] != Hc or (bits == 4 and H % 2)
-            or not dst.flags.c_contiguous or (H > 1 and src.strides[3] != 4)):
+            or (Hc > 1 and dst.size and dst.strides[3] != 1)
+            or (H > 1 and src.size and src.strides[3] != 4)):
         raise ValueError(f"quantize_rows: inconsistent shapes {new.shape} -> {present.shape}")
     for x in (st, ct):
         if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous or x.shape[0] != B:
@@ -562,6 +564,7 @@ def quantize_rows(new, start, count, present, inv, int bits):
     cdef uint8_t *dbase = <uint8_t *> cnp.PyArray_DATA(dst)
     cdef const float *ivp = <const float *> cnp.PyArray_DATA(iv)
     cdef int64_t s0 = src.strides[0], s1 = src.strides[1], s2 = src.strides[2]
+    cdef int64_t d0 = dst.strides[0], d1 = dst.strides[1], d2 = dst.strides[2]
     cdef const float *xr
     cdef const float *w
     cdef uint8_t *row
@@ -573,7 +576,7 @@ def quantize_rows(new, start, count, present, inv, int bits):
                 w = ivp + n * H
                 for r in range(r0, r1):
                     xr = <const float *> (sbase + b * s0 + (r - r0) * s1 + n * s2)
-                    row = dbase + ((b * N + n) * L + r) * Hc
+                    row = dbase + b * d0 + n * d1 + r * d2
                     if bits == 8:
                         for d in range(H):
                             (<int8_t *> row)[d] = <int8_t> _code(xr[d], w[d], -128, 127)
@@ -581,8 +584,8 @@ def quantize_rows(new, start, count, present, inv, int bits):
                         for d in range(Hc):
                             row[d] = <uint8_t> ((_code(xr[2 * d], w[2 * d], -8, 7) + 8)
                                                 | ((_code(xr[2 * d + 1], w[2 * d + 1], -8, 7) + 8) << 4))
-                if r1 < L:
-                    memset(dbase + ((b * N + n) * L + r1) * Hc, 0, <size_t> ((L - r1) * Hc))
+                for r in range(r1, L):
+                    memset(dbase + b * d0 + n * d1 + r * d2, 0, <size_t> Hc)
 
 
 def right_padded_key_ends(cnp.ndarray mask, Py_ssize_t s, Py_ssize_t first_end):
