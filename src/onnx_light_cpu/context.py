@@ -10,7 +10,6 @@ from ._kernels._cpu import read_ahead
 from ._kernels._runloop import BufferPool
 from .usage import UsageLog
 
-
 # Bytes of the next product's weights read ahead: what the caches keep of
 # them (L2 of 1 MB a core and a share of L3 on the machine measured,
 # docs/ARCHITECTURE.md, "Threads").
