@@ -530,6 +530,65 @@ def test_growing_cache_reuses_the_plan(naive, monkeypatch):
         sess.run(None, feeds)
 
 
+ONE_ROW_ATTRS = [dict(), dict(do_rotary=1), dict(do_rotary=1, rotary_interleaved=1),
+                 dict(do_rotary=1, softcap=3.0), dict(do_rotary=1, local_window_size=4),
+                 dict(scale=0.3, causal=0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16])
+@pytest.mark.parametrize("attrs", ONE_ROW_ATTRS)
+@pytest.mark.parametrize("P,lens,total,shared", [
+    (7, [8], 8, False),      # growing cache
+    (12, [8], 8, False),     # static buffer, copied
+    (12, [8], 8, True),      # static buffer, shared
+    (12, [6], 8, True),      # a shared buffer with rows between the entry and total
+    (300, [301], 301, False)])   # keys in chunks
+def test_one_row_decode_is_the_general_route(dtype, attrs, P, lens, total, shared, monkeypatch):
+    """One entry and one new token take core.decode_row, one call: the bits
+    of the general route (rows, rotation, append, attend) at every SIMD level
+    and 1 and 2 threads, and ONNX Runtime's result (float32)."""
+    from onnx_light_cpu.ops import group_query_attention as gqa
+    from onnx_light_cpu.registry import hook
+
+    N, Nkv, H = 4, 2, 32
+    rng = np.random.default_rng(P + 7 * len(attrs))
+    rotary = (P + 8, 16) if attrs.get("do_rotary") else None   # half the head rotated
+    feeds = make(rng, 1, 1, N, Nkv, H, lens, past=P, total=total, dtype=dtype, packed=True,
+                 rotary=rotary)
+    attrs = dict(num_heads=N, kv_num_heads=Nkv, **attrs)
+    calls = []
+    decode_row = gqa.core.decode_row
+    monkeypatch.setattr(gqa.core, "decode_row", lambda *a: calls.append(1) or decode_row(*a))
+
+    def runs():
+        outs = []
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                for threads in (1, 2):
+                    sess = ReferenceEvaluator(model(feeds, **attrs))
+                    olc.register_kernels_for_session(sess)
+                    olc.set_num_threads_for_session(sess, threads)
+                    olc.set_kernel_usage_recording(sess, True)
+                    hook.context_of(sess).share_kv_buffers = shared
+                    past = {n: feeds[n].copy() for n in ("past_key", "past_value")}
+                    got = sess.run(None, {**feeds, **past})
+                    assert "onnx_light_cpu::GroupQueryAttention" in olc.used_kernel_names(sess)
+                    assert (got[1] is past["past_key"]) == shared
+                    outs.append(got)
+        return outs
+
+    one_row = runs()
+    assert len(calls) == len(one_row)
+    monkeypatch.setattr(gqa.GroupQueryAttention, "_decode_row", lambda *a: None)
+    general = runs()
+    assert len(calls) == len(one_row)
+    for a, b in zip(one_row, general):
+        assert all(same_bits(x, y) for x, y in zip(a, b))
+    if dtype == np.float32 and attrs.get("causal", 1) and not shared:
+        compare(one_row[0], run_ort(feeds, **attrs), ([1], lens), "one row vs ORT",
+                TOL[np.dtype(dtype)])
+
+
 @pytest.mark.parametrize("naive", [False, True])
 @pytest.mark.parametrize("past", [None, 3, 8])
 def test_total_sequence_length_follows_ort(naive, past):

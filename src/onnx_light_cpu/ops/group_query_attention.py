@@ -132,6 +132,7 @@ class Plan(NamedTuple):
     zero_sink: np.ndarray | None   # smooth_softmax's sink
     cache_dtype: np.dtype          # the present caches': the query's, or the codes'
     Hc: int                        # their last dimension (H, or H / 2 for 4-bit codes)
+    one_row: bool                  # one entry, one new token, nothing else: core.decode_row's case
 
 
 class GroupQueryAttentionBase(KernelOp):
@@ -398,7 +399,12 @@ class GroupQueryAttentionBase(KernelOp):
         else:
             unchecked = (CHECK_FROM_BYTES - 1) // per_row
         zero_sink = np.zeros(N, np.float32) if self.smooth_softmax else None
-        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink, cache_dtype, Hc)
+        one_row = (B == 1 and S == 1 and packed and pk is not None and not bits
+                   and not self.sliding_window_cache and not self._want_qk and qsl is None
+                   and bias is None and x["head_sink"] is None and not self.smooth_softmax
+                   and not (self.do_rotary and x["position_ids"] is not None))
+        return Plan(B, S, N, Nkv, H, packed, P, scale, unchecked, zero_sink, cache_dtype, Hc,
+                    one_row)
 
     def _execute(self, plan, *args):
         # Per-call glue of a decode step costs more than its attention at
@@ -740,6 +746,56 @@ class GroupQueryAttention(GroupQueryAttentionBase):
                            2 * cos.shape[1], simd.state.level, threads)
         return out
 
+    def _execute(self, plan, *args):
+        if plan.one_row:
+            outputs = self._decode_row(plan, args)
+            if outputs is not None:
+                return outputs
+        return super()._execute(plan, *args)
+
+    def _decode_row(self, plan, args):
+        """A decode step of one entry (the plan's ``one_row``) in one core
+        call, core.decode_row: the general route's checks, reduced to this
+        case, hold and the arrays are dense, else None (that route then
+        words the error or copies).  Same bits as that route."""
+        q, pk, pv, cos, sin = args[0], args[3], args[4], None, None
+        total, row = args[6].item(), args[5].item()   # row: seqlens_k, the past length
+        P = plan.P
+        L = max(P, total)
+        if not (0 <= row < total and row <= P and (total == P + 1 or total <= P)
+                and L <= plan.unchecked_length and q.flags.c_contiguous):
+            return None
+        if self.do_rotary:
+            cos, sin = args[7], args[8]
+            if not (row < cos.shape[0] and cos.flags.c_contiguous and sin.flags.c_contiguous):
+                return None
+        shared = (self._context.share_kv_buffers and L == P and self._shareable(pk, plan)
+                  and self._shareable(pv, plan) and not np.shares_memory(pk, pv))
+        if shared:
+            present_k, present_v, past = pk, pv, None
+        elif pk.flags.c_contiguous and pv.flags.c_contiguous:
+            present_k = self._new_output((1, plan.Nkv, L, plan.H), q.dtype, 1)
+            present_v = self._new_output((1, plan.Nkv, L, plan.H), q.dtype, 2)
+            past = (pk, pv)
+        else:
+            return None
+        N, H, window = plan.N, plan.H, self.local_window_size
+        out = self._new_output((1, 1, N, H), q.dtype, 0)
+        level = simd.state.level
+        self._record(q.dtype, level, 0)
+        core.decode_row(q.reshape(1, 1, -1, H), present_k, present_v, out, past, cos, sin, row,
+                        total, total if shared else L,
+                        max(row + 1 - window, 0) if self.causal and window > 0 else 0,
+                        plan.scale, self.softcap, self.rotary_interleaved, level,
+                        self._num_threads(N * total * H, self.min_work_per_thread))
+        outputs = (out.reshape(1, 1, N * H), present_k, present_v, None)
+        return outputs[: max(self._n_outputs, 1)]
+
+    def _record(self, dtype, level, bits):
+        self._record_path((dtype, level, bits), lambda: (
+            f"group_query_attention_{dtype.name}{f'_int{bits}kv' if bits else ''}_"
+            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
+
     def _append(self, new_k, new_v, start, count, present_k, present_v):
         core.append_rows(new_k, new_v, start, count, present_k, present_v)
 
@@ -750,9 +806,7 @@ class GroupQueryAttention(GroupQueryAttentionBase):
                 kv_quant=None):
         level = simd.state.level
         bits = kv_quant[0] if kv_quant else 0
-        self._record_path((out.dtype, level, bits), lambda: (
-            f"group_query_attention_{out.dtype.name}{f'_int{bits}kv' if bits else ''}_"
-            f"{simd.LEVEL_NAMES[core.level_used(level)]}"))
+        self._record(out.dtype, level, bits)
         B, N, S, H = q.shape
         work = B * N * S * max(k.shape[2], 1) * H
         threads = self._num_threads(work, self.min_work_per_thread)

@@ -26,6 +26,7 @@ from olc_attention cimport (
     olc_attn_copy_past, olc_attn_level, olc_attn_scratch_floats, olc_attn_task_fn,
     olc_attn_task_select)
 from olc_gemm cimport olc_sgemm, olc_sgemm_packed_size
+from olc_rotary cimport olc_rope_args, olc_rope_fn, olc_rope_select
 from olc_pool cimport olc_parallel_for, olc_pool_import
 
 cnp.import_array()
@@ -357,25 +358,9 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
     if level is None:
         from .. import simd
         level = simd.state.level
-    cdef int lvl = level
-    cdef olc_attn_task_fn fn = olc_attn_task_select(lvl)
-    cdef olc_attn_combine_fn comb = olc_attn_combine_select(lvl)
-    # Task grid: the query heads of one kv head, then positions, up to RMAX rows.
-    cdef int64_t group = p.Nq // p.Nkv
-    p.hb = group if group < OLC_ATTN_RMAX else OLC_ATTN_RMAX
-    p.sb = max(1, OLC_ATTN_RMAX // p.hb)
-    p.nhb = (group + p.hb - 1) // p.hb
-    p.nsb = (p.S + p.sb - 1) // p.sb
-    p.chunk = p.T if p.T > 0 else 1
-    p.nchunks = 1
-    if p.S == 1 and p.T > OLC_ATTN_KC:
-        p.chunk = OLC_ATTN_KC
-        p.nchunks = (p.T + OLC_ATTN_KC - 1) // OLC_ATTN_KC
-    cdef int64_t ntasks = p.B * p.Nkv * p.nhb * p.nsb * p.nchunks
     cdef cnp.ndarray pka, pva, pl
     p.pk = p.pv = NULL
     p.plen = NULL
-    p.fuse_copy = 0
     if past is not None:
         pka, pva, pl = past
         if (pka.dtype != cdt or pva.dtype != cdt or pka.ndim != 4 or pva.ndim != 4
@@ -393,7 +378,28 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
         p.pk = cnp.PyArray_DATA(pka)
         p.pv = cnp.PyArray_DATA(pva)
         p.plen = <const int32_t *> cnp.PyArray_DATA(pl)
-        p.fuse_copy = 1 if (p.nchunks > 1 and p.nhb == 1) else 0
+    _run(&p, level, threads)
+
+
+cdef void _run(olc_attn_args *p, int level, int threads) except *:
+    """The task grid of the checked problem ``p`` (its past copy, when
+    p.pk is set, fused into the tasks where it can be), the tasks on up to
+    ``threads`` threads, then the decode chunks combined."""
+    cdef olc_attn_task_fn fn = olc_attn_task_select(level)
+    cdef olc_attn_combine_fn comb = olc_attn_combine_select(level)
+    # Task grid: the query heads of one kv head, then positions, up to RMAX rows.
+    cdef int64_t group = p.Nq // p.Nkv
+    p.hb = group if group < OLC_ATTN_RMAX else OLC_ATTN_RMAX
+    p.sb = max(1, OLC_ATTN_RMAX // p.hb)
+    p.nhb = (group + p.hb - 1) // p.hb
+    p.nsb = (p.S + p.sb - 1) // p.sb
+    p.chunk = p.T if p.T > 0 else 1
+    p.nchunks = 1
+    if p.S == 1 and p.T > OLC_ATTN_KC:
+        p.chunk = OLC_ATTN_KC
+        p.nchunks = (p.T + OLC_ATTN_KC - 1) // OLC_ATTN_KC
+    cdef int64_t ntasks = p.B * p.Nkv * p.nhb * p.nsb * p.nchunks
+    p.fuse_copy = 1 if (p.pk != NULL and p.nchunks > 1 and p.nhb == 1) else 0
     cdef int nth = threads if threads > 1 else 1
     if nth > ntasks:
         nth = <int> ntasks
@@ -409,7 +415,7 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
         p.partial = <float *> cnp.PyArray_DATA(part)
     cdef int64_t t, rows = p.B * p.Nq * p.S
     cdef _AttendJob job
-    job.p, job.fn, job.scratch, job.sfl = &p, fn, sp, sfl
+    job.p, job.fn, job.scratch, job.sfl = p, fn, sp, sfl
     with nogil:
         if p.pk != NULL and not p.fuse_copy:
             olc_parallel_for(p.B * p.Nkv, _copy_past_task, &job, nth)
@@ -418,7 +424,117 @@ def attend(q, k, v, out, *, scale, bias=None, key_begin=None, key_end=None, soft
             # Combining the decode chunks is a few microseconds: serially, to
             # spare a second parallel loop.
             for t in range(rows):
-                comb(&p, t)
+                comb(p, t)
+
+
+def decode_row(q, present_k, present_v, out, past, cos, sin, int64_t row, int64_t total,
+               int64_t clear_to, int64_t key_begin, scale, softcap, bint interleaved,
+               int level, int threads):
+    """GroupQueryAttention's decode step for one entry and one new token in
+    one call: the few Python and NumPy calls of the general route (rows,
+    rotation, append, attend) cost more than its attention once a decode
+    step's weight streams have evicted them from the caches.  Same
+    arithmetic as that route, so the same bits.
+
+    q: C-contiguous [1, 1, N + 2 Nkv, H] (query, key and value heads packed);
+    cos, sin: None, or the rotary caches (C-contiguous [P, half], q's dtype
+    or float32, P > row): the query and key heads rotated at position row.
+    present_k, present_v: C-contiguous [1, Nkv, L, H]; row ``row`` takes the
+    new key and value, rows [row + 1, clear_to) become zeros, rows before row
+    come from ``past`` (past_k, past_v: C-contiguous [1, Nkv, P, H]) or
+    are there (a shared buffer, past None).  out: C-contiguous [1, 1, N,
+    H], the query attending keys [key_begin, row + 1) of the first
+    ``total`` rows (softcap before the mask, as ``attend``)."""
+    cdef cnp.ndarray qa = q, pk = present_k, pv = present_v, oa = out, pka, pva, ca, sa
+    dt = qa.dtype
+    if dt not in _DTYPES or pk.dtype != dt or pv.dtype != dt or oa.dtype != dt:
+        raise TypeError(f"decode_row: q, present_k, present_v and out must share one of "
+                        f"float32, float16, bfloat16, got {q.dtype}, {present_k.dtype}, "
+                        f"{present_v.dtype}, {out.dtype}")
+    for a in (qa, pk, pv, oa):
+        if a.ndim != 4 or not a.flags.c_contiguous:
+            raise ValueError("decode_row: q, present_k, present_v and out must be C-contiguous "
+                             "4-D arrays")
+    cdef int64_t Nkv = pk.shape[1], L = pk.shape[2], H = pk.shape[3]
+    cdef int64_t W = qa.shape[2], N = W - 2 * Nkv, es = qa.itemsize
+    if (qa.shape[0] != 1 or qa.shape[1] != 1 or qa.shape[3] != H or N <= 0 or Nkv <= 0
+            or N % Nkv or pk.shape[0] != 1 or (<object>pv).shape != (<object>pk).shape
+            or (<object>oa).shape != (1, 1, N, H)):
+        raise ValueError(f"decode_row: inconsistent shapes q {q.shape}, present "
+                         f"{present_k.shape}, out {out.shape}")
+    if not (0 <= row < total <= L and row < clear_to <= L and 0 <= key_begin <= row):
+        raise ValueError(f"decode_row: row {row}, total {total}, clear_to {clear_to} and "
+                         f"key_begin {key_begin} do not fit {L} rows")
+    cdef olc_attn_args p
+    p.pk = p.pv = NULL
+    p.plen = NULL
+    cdef int32_t plen = <int32_t> row
+    if past is not None:
+        pka, pva = past
+        if (pka.dtype != dt or pva.dtype != dt or pka.ndim != 4 or pva.ndim != 4
+                or not pka.flags.c_contiguous or not pva.flags.c_contiguous
+                or pka.shape[0] != 1 or pka.shape[1] != Nkv or pka.shape[3] != H
+                or (<object>pva).shape != (<object>pka).shape or pka.shape[2] < row):
+            raise ValueError("decode_row: the past caches must be C-contiguous [1, Nkv, P, H] "
+                             "of q's dtype with at least row rows")
+        _strides(pka, p.pks, "past_k")
+        _strides(pva, p.pvs, "past_v")
+        p.pk = cnp.PyArray_DATA(pka)
+        p.pv = cnp.PyArray_DATA(pva)
+        p.plen = &plen
+    cdef int64_t pos = row, g
+    cdef olc_rope_args r
+    cdef olc_rope_fn rope = NULL
+    cdef cnp.ndarray rotated = None
+    cdef char *qk = <char *> cnp.PyArray_DATA(qa)     # the query and key heads
+    cdef int64_t qk_b = W * H                         # their batch stride
+    if cos is not None:
+        ca, sa = cos, sin
+        if (ca.ndim != 2 or (<object>sa).shape != (<object>ca).shape or ca.dtype != sa.dtype
+                or (ca.dtype != dt and ca.dtype != np.float32) or not ca.flags.c_contiguous
+                or not sa.flags.c_contiguous or ca.shape[0] <= row or ca.shape[1] < 1
+                or 2 * ca.shape[1] > H):
+            raise ValueError(f"decode_row: cos and sin must be C-contiguous [P > {row}, "
+                             f"half <= {H // 2}] of q's dtype or float32")
+        rotated = np.empty((N + Nkv) * H, dtype=dt)
+        rope = olc_rope_select(_DTYPES[dt], _DTYPES[ca.dtype], interleaved, level)
+        r.x, r.y = cnp.PyArray_DATA(qa), cnp.PyArray_DATA(rotated)
+        r.cos, r.sin = cnp.PyArray_DATA(ca), cnp.PyArray_DATA(sa)
+        r.pos = &pos
+        r.S, r.N, r.H, r.half = 1, N + Nkv, H, ca.shape[1]
+        r.xs_b, r.xs_s, r.xs_n = W * H, W * H, H
+        r.ys_b, r.ys_s, r.ys_n = (N + Nkv) * H, (N + Nkv) * H, H
+        qk, qk_b = <char *> cnp.PyArray_DATA(rotated), (N + Nkv) * H
+    cdef const char *vnew = <const char *> cnp.PyArray_DATA(qa) + (N + Nkv) * H * es
+    cdef char *kd = <char *> cnp.PyArray_DATA(pk)
+    cdef char *vd = <char *> cnp.PyArray_DATA(pv)
+    cdef size_t row_bytes = H * es
+    cdef int64_t end = row + 1
+    cdef int32_t kb = <int32_t> key_begin, ke = <int32_t> end
+    p.q, p.k, p.v, p.out = qk, kd, vd, cnp.PyArray_DATA(oa)
+    p.B, p.Nq, p.Nkv, p.S, p.T, p.Dk, p.Dv = 1, N, Nkv, 1, total, H, H
+    p.qs[0], p.qs[1], p.qs[2] = qk_b, H, qk_b
+    p.ks[0], p.ks[1], p.ks[2] = Nkv * L * H, L * H, H
+    p.vs[0], p.vs[1], p.vs[2] = Nkv * L * H, L * H, H
+    p.os[0], p.os[1], p.os[2] = N * H, H, N * H
+    p.bias = NULL
+    p.bs[0] = p.bs[1] = p.bs[2] = 0
+    p.kbeg, p.kend = &kb, &ke
+    p.sink = NULL
+    p.scale, p.softcap, p.softcap_first = scale, softcap, 1
+    p.dtype = _DTYPES[dt]
+    p.kvbits = 0
+    p.kscale = p.vscale = NULL
+    with nogil:
+        if rope != NULL:
+            rope(&r, 0, N + Nkv)
+        for g in range(Nkv):
+            memcpy(kd + (g * L + row) * row_bytes, qk + (N + g) * row_bytes, row_bytes)
+            memcpy(vd + (g * L + row) * row_bytes, vnew + g * row_bytes, row_bytes)
+            if clear_to > end:
+                memset(kd + (g * L + end) * row_bytes, 0, (clear_to - end) * row_bytes)
+                memset(vd + (g * L + end) * row_bytes, 0, (clear_to - end) * row_bytes)
+    _run(&p, level, threads)
 
 
 cdef void _row_strides(cnp.ndarray x, int64_t *dst, int64_t D) except *:
