@@ -554,9 +554,7 @@ class GroupQueryAttentionBase(KernelOp):
             fsink = plan.zero_sink
         else:
             fsink = None
-        shared = (self._context.share_kv_buffers and not self.sliding_window_cache
-                  and L == P and self._shareable(pk, plan) and self._shareable(pv, plan)
-                  and not np.shares_memory(pk, pv))   # K rows must not land in V
+        shared = self._in_place(pk, pv, plan, L)
         if shared:   # the past buffers are the presents: no copy of the cache
             present_k, present_v = pk, pv
         else:
@@ -614,6 +612,15 @@ class GroupQueryAttentionBase(KernelOp):
         if self._n_outputs > 3:
             outputs.append(qk)
         return tuple(outputs[: max(self._n_outputs, 1)])
+
+    def _in_place(self, pk, pv, plan, L: int) -> bool:
+        """Whether the new rows go into the past buffers themselves, which
+        come back as the presents (the context's ``share_kv_buffers``): a
+        cache as long as the present one, not windowed, both buffers dense,
+        writable, of the cache's type, and apart (K rows must not land in V)."""
+        return (self._context.share_kv_buffers and not self.sliding_window_cache
+                and L == plan.P and self._shareable(pk, plan) and self._shareable(pv, plan)
+                and not np.shares_memory(pk, pv))
 
     @staticmethod
     def _shareable(past, plan) -> bool:
@@ -769,8 +776,7 @@ class GroupQueryAttention(GroupQueryAttentionBase):
             cos, sin = args[7], args[8]
             if not (row < cos.shape[0] and cos.flags.c_contiguous and sin.flags.c_contiguous):
                 return None
-        shared = (self._context.share_kv_buffers and L == P and self._shareable(pk, plan)
-                  and self._shareable(pv, plan) and not np.shares_memory(pk, pv))
+        shared = self._in_place(pk, pv, plan, L)
         if shared:
             present_k, present_v, past = pk, pv, None
         elif pk.flags.c_contiguous and pv.flags.c_contiguous:
