@@ -342,6 +342,26 @@ def test_large_float_outputs_stream_the_same_bits():
     assert sess.run(None, feeds(inputs))[0].ctypes.data == address
 
 
+@pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
+def test_tiles_finished_in_registers(bias):
+    """At the VNNI level whole 32-column tiles are finished in the micro-kernel's
+    registers (olc_i8_out), the rest by the C epilogue: the same bits as ONNX
+    Runtime for both, with a last row block of 3 rows (A packed), negative
+    multipliers on zero sums (-0.0 kept without a bias) and rows off the
+    64-byte line."""
+    rng = np.random.default_rng(13)
+    M, K, N = 19, 36, 2 * 32 + 5
+    a = ints(rng, (M, K), U8)
+    a[::4] = 7  # rows equal to the zero point: sums of 0
+    b_scale = -(rng.random(N) * 0.01 + 0.001).astype(F32)
+    inputs = [a, ints(rng, (K, N), S8), np.array(0.05, F32), b_scale, np.array(7, U8),
+              ints(rng, (N,), S8), rng.standard_normal(N).astype(F32) if bias else None]
+    check("MatMulIntegerToFloat", inputs)
+    if not bias:
+        got, _ = ours("MatMulIntegerToFloat", inputs)
+        assert np.signbit(got[::4]).all() and not got[::4].any()
+
+
 # -------------------------------------------- QuantizeLinear, DequantizeLinear
 
 Q_TYPES = [U8, S8, np.uint16, np.int16]
