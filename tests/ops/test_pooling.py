@@ -553,6 +553,39 @@ def test_threads_bit_identical(split_always, dtype):
         assert same_bits(one[0], two[0])
 
 
+@pytest.mark.parametrize("shape", [(1, 3, 6, 70), (2, 2, 15, 33), (1, 1, 2, 2)], ids=str)
+def test_two_by_two_at_stride_two(split_always, shape):
+    """2 x 2 windows at stride 2 inside the plane take their own AVX-512 loop
+    (olc_pooling_pairs), the same operations as the row path: AveragePool
+    exactly (0 + (top + bottom) of the even column) + (top + bottom) of the
+    odd one, divided by 4; MaxPool seeded by the first tap (a NaN there
+    stays, later ones never win), whatever the thread count.  Odd heights
+    and widths leave their last row or column out; 35 columns end in a
+    masked vector."""
+    rng = np.random.default_rng(26)
+    x = rand(rng, shape, F32)
+    x.reshape(-1)[::7] = -0.0
+    x.reshape(-1)[3::11] = np.nan
+    H, W = shape[2] // 2 * 2, shape[3] // 2 * 2
+    a, b = x[..., 0:H:2, 0:W:2], x[..., 0:H:2, 1:W:2]
+    c, d = x[..., 1:H:2, 0:W:2], x[..., 1:H:2, 1:W:2]
+    average = ((F32.type(0) + (a + c)) + (b + d)) / F32.type(4)
+    first = a
+    for later in (b, c, d):  # maxps(later, first): first where either is NaN
+        first = np.where(later > first, later, first)
+    for op, want in (("AveragePool", average), ("MaxPool", first)):
+        model = node_model(op, [x], opset=22, kernel_shape=[2, 2], strides=[2, 2])
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                for threads in (1, 2):
+                    got, names, _ = run_ours(model, [x], threads=threads)
+                    assert names == [f"onnx_light_cpu::{op}"]
+                    if op == "MaxPool" or level.startswith("avx512"):
+                        assert same_bits(got[0], want), f"{op} at {level}, {threads} threads"
+                    else:  # other levels sum in other orders
+                        assert_close(got[0], want, f"{op} at {level}")
+
+
 def test_the_split_is_asked(split_always):
     from onnx_light_cpu.ops import pooling
 

@@ -172,6 +172,11 @@ static void olc_pooling_rows_f32_scalar(float *yr, const float *const *rows, int
     olc_pooling_inner_f32(yr, rows, nrows, r, a, b);
     olc_pooling_cols_f32(yr, rows, nrows, r, b, r->OW);
 }
+static int olc_pooling_pairs_scalar(const olc_pooling_args *p, int64_t p0, int64_t p1, int op,
+                                    int divide) {
+    (void)p; (void)p0; (void)p1; (void)op; (void)divide;
+    return 0;
+}
 static void olc_pooling_rows_sep_scalar(float *yr, const float *const *rows, int nrows,
                                      const olc_pooling_rowspec *r) {
     olc_pooling_rows_f32_scalar(yr, rows, nrows, r);

@@ -31,6 +31,11 @@ OLC_LVL_ATTR static void OLC_FN(olc_pooling_rowwise_f32)(const olc_pooling_args 
     float t[op == OLC_POOLING_OP_MAX ? 1 : OLC_POOLING_TROW + 16];  /* once a task; + a vector's tail */
     spec.t = op == OLC_POOLING_OP_MAX ? NULL : t;
     olc_pooling_interior(&spec, &spec.a, &spec.b);
+    if (op != OLC_POOLING_OP_SQ && D == 1 && a->k[0] == 1 && a->pb[0] == 0 && a->k[1] == 2
+        && a->k[2] == 2 && a->s[1] == 2 && a->s[2] == 2 && a->d[1] == 1 && a->d[2] == 1
+        && a->pb[1] == 0 && 2 * OH <= H && spec.a == 0 && spec.b == OW
+        && OLC_FN(olc_pooling_pairs)(a, p0, p1, op, divide))
+        return;
     const float *rows[OLC_POOLING_MAX_ROWS];
     for (int64_t pl = p0; pl < p1; ++pl) {
         const float *xp = (const float *)a->x + pl * D * H * W;

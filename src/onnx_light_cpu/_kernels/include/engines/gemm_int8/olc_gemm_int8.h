@@ -794,7 +794,7 @@ static void olc_i8_gemm_task(void *arg, ptrdiff_t t, int slot) {
         olc_i8_cols_set(p, q, pn * OLC_I8_NR, (two ? 2 : 1) * OLC_I8_NR, &c);
         for (int64_t mb = mb0; mb < mb1; mb++) {
 #if OLC_X86 && OLC_HAVE_AVX512
-            if (p->level == OLC_AVX512_VNNI && c.cols == OLC_I8_LDACC) {
+            if (p->level == OLC_AVX512_VNNI && c.cols == 2 * OLC_I8_NR) {
                 olc_i8_finish_vnni(p, q, mb * p->mr, &c, (const uint8_t *)ap + mb * p->mr * Kp,
                                    bm + pn * panel_bytes);
                 continue;
