@@ -170,6 +170,32 @@ def test_conv_integer_against_builtin_and_ort(pair):
             check_node("ConvInteger", [x, w], oracle="builtin", opset=13, **attrs)
 
 
+# "Same" padding at unit strides: im2col copies each tap's valid rows as
+# one stretch and then sets the columns in the padding (olc_qconv.h).
+SAME_CASES = [
+    ((1, 3, 10, 9), (2, 3, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 3, 6, 8), (2, 3, 3, 3), {"pads": [0, 2, 2, 0]}),
+    ((1, 2, 3, 4), (2, 2, 5, 5), {"pads": [2, 2, 2, 2]}),
+    ((1, 2, 4, 5, 6), (3, 2, 3, 3, 3), {"pads": [1] * 6}),                   # 3-D
+    ((2, 3, 10), (4, 3, 3), {"pads": [1, 1]}),                               # 1-D
+]
+
+
+@pytest.mark.parametrize("xs, ws, attrs", SAME_CASES, ids=str)
+def test_same_padding_columns(xs, ws, attrs):
+    """Exact against ONNX Runtime, every level and thread count (ConvInteger;
+    QLinearConv on the same columns)."""
+    rng = np.random.default_rng(7)
+    bx, bw = _ort_bounds(U8, S8)
+    x, w = _rand(rng, xs, U8, bx), _rand(rng, ws, S8, bw)
+    inputs = [x, w, _rand(rng, (), U8, bx), np.zeros((), S8)]
+    expected = _ort("ConvInteger", inputs, np.int32, **attrs)
+    check_node("ConvInteger", inputs, oracle=lambda *a: expected, opset=13, **attrs)
+    q = _qinputs(rng, U8, S8, xs, ws, per_channel=True, bias=True, bounds=(bx, bw))
+    expected = _ort("QLinearConv", q, U8, **attrs)
+    check_node("QLinearConv", q, oracle=lambda *a: expected, opset=13, **attrs)
+
+
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
 def test_conv_integer_per_channel_zero_point(pair):
     # ORT refuses a per-channel w_zero_point: the built-in is the oracle (in

@@ -68,6 +68,11 @@ static void olc_qconv_im2col_task(void *arg, ptrdiff_t t, int slot) {
     const uint8_t *src = job->x + i * job->img_stride + (gi * C + c) * plane;
     uint8_t *dst = job->col + (q * C + c) * kk * P;
     const uint8_t pad = job->pad;
+    /* Unit strides in the plane and rows as long as the input's ("same" padding):
+     * a tap's valid rows are one shifted stretch of the plane, copied at
+     * once, then the columns that fell into the padding set (a call a
+     * row cost 215 us of a 3x3 64 -> 64 at 56x56, 40 % of its GEMM). */
+    const int whole = g->sw == 1 && g->sh == 1 && g->OW == g->W;
     for (int64_t a = 0; a < g->kd; a++)
         for (int64_t b = 0; b < g->kh; b++)
             for (int64_t e = 0; e < g->kw; e++, dst += P) {
@@ -75,6 +80,29 @@ static void olc_qconv_im2col_task(void *arg, ptrdiff_t t, int slot) {
                 olc_qconv_valid(g->W, g->OW, g->sw, g->pw, e, g->dw, &wlo, &whi);
                 const int64_t woff = e * g->dw - g->pw;
                 uint8_t *row = dst;
+                if (whole && whi > wlo) {
+                    for (int64_t od = 0; od < g->OD; od++, row += g->OH * g->OW) {
+                        const int64_t id = od * g->sd - g->pd + a * g->dd;
+                        int64_t hlo, hhi;
+                        olc_qconv_valid(g->H, g->OH, g->sh, g->ph, b, g->dh, &hlo, &hhi);
+                        if (id < 0 || id >= g->D) hlo = hhi = 0;
+                        if (hhi > hlo) {
+                            /* rows hlo..hhi-1, from column wlo of the first to
+                             * column whi of the last: inside the plane */
+                            const uint8_t *in = src + (id * g->H + hlo + b * g->dh - g->ph) * g->W;
+                            memcpy(row + hlo * g->OW + wlo, in + wlo + woff,
+                                   (size_t)((hhi - hlo - 1) * g->OW + whi - wlo));
+                            for (int64_t oh = hlo; oh < hhi; oh++) {
+                                uint8_t *r = row + oh * g->OW;
+                                for (int64_t ow = 0; ow < wlo; ow++) r[ow] = pad;
+                                for (int64_t ow = whi; ow < g->OW; ow++) r[ow] = pad;
+                            }
+                        }
+                        memset(row, pad, (size_t)(hlo * g->OW));
+                        memset(row + hhi * g->OW, pad, (size_t)((g->OH - hhi) * g->OW));
+                    }
+                    continue;
+                }
                 for (int64_t od = 0; od < g->OD; od++) {
                     const int64_t id = od * g->sd - g->pd + a * g->dd;
                     for (int64_t oh = 0; oh < g->OH; oh++, row += g->OW) {
