@@ -178,6 +178,10 @@ SAME_CASES = [
     ((1, 2, 3, 4), (2, 2, 5, 5), {"pads": [2, 2, 2, 2]}),
     ((1, 2, 4, 5, 6), (3, 2, 3, 3, 3), {"pads": [1] * 6}),                   # 3-D
     ((2, 3, 10), (4, 3, 3), {"pads": [1, 1]}),                               # 1-D
+    # depthwise at unit strides: taps of two columns summed as pairs
+    ((1, 5, 9, 70), (5, 1, 2, 4), {"group": 5, "pads": [1, 1, 0, 2]}),      # even kw
+    ((1, 3, 12, 40), (3, 1, 3, 5), {"group": 3, "pads": [1, 2, 1, 2],
+                                    "dilations": [2, 1]}),                 # odd kw, dh 2
 ]
 
 

@@ -45,15 +45,18 @@ OLC_LVL_ATTR static void OLC_FN(olc_qconv_dw_long)(const olc_conv_geom *g,
                 const int64_t c0 = g->pw < Wp ? g->pw : Wp;
                 const int64_t c1 = g->pw + g->W < Wp ? g->pw + g->W : Wp;
                 memset(xr, 0, (size_t)c0 * sizeof(int16_t));
-                for (int64_t c = c0; c < c1; c++)
-                    xr[c] = (int16_t)((int16_t)(uint8_t)(in[c - g->pw] ^ flip) - z);
+                OLC_FN(olc_qconv_dw_widen)(xr + c0, in + c0 - g->pw, c1 - c0, flip, z);
                 memset(xr + c1, 0, (size_t)(Wp - c1) * sizeof(int16_t));
             }
+            const int64_t done = g->dw == 1 ? OLC_FN(olc_qconv_dw_pairs)(
+                                                  xp, Wp, len, w + a * g->kh * g->kw, g->kh,
+                                                  g->kw, g->dh, acc)
+                                            : 0;
             for (int64_t b = 0; b < g->kh; b++)
                 for (int64_t e = 0; e < g->kw; e++) {
                     const int16_t wv = (int16_t)w[(a * g->kh + b) * g->kw + e];
                     const int16_t *restrict xs = xp + b * g->dh * Wp + e * g->dw;
-                    for (int64_t i = 0; i < len; i++)
+                    for (int64_t i = done; i < len; i++)
                         acc[i] += (uint32_t)((int32_t)xs[i] * (int32_t)wv);
                 }
         }
