@@ -188,7 +188,7 @@ SAME_CASES = [
 @pytest.mark.parametrize("xs, ws, attrs", SAME_CASES, ids=str)
 def test_same_padding_columns(xs, ws, attrs):
     """Exact against ONNX Runtime, every level and thread count (ConvInteger;
-    QLinearConv on the same columns)."""
+    QLinearConv on the same columns, or the same depthwise rows)."""
     rng = np.random.default_rng(7)
     bx, bw = _ort_bounds(U8, S8)
     x, w = _rand(rng, xs, U8, bx), _rand(rng, ws, S8, bw)
