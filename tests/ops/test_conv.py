@@ -585,6 +585,9 @@ PIXEL_ROWS_CASES = [
     ((1, 16, 6, 6), (128, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 2],
                                       "pads": [2, 1, 2, 1]}),
     ((1, 300, 3, 3), (80, 300, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    # 1x1 on at most 64 pixels, few channels: X read in place as X^T
+    ((2, 40, 7, 7), (24, 40, 1, 1), {}),
+    ((1, 33, 8, 8), (70, 33, 1, 1), {}),
 ]
 
 
@@ -656,6 +659,33 @@ def test_conv_transpose_huge_output_shape_is_refused():
     model = node_model("ConvTranspose", [x, w], opset=22, output_shape=[1 << 20, 1 << 20])
     with pytest.raises(MemoryError, match="ConvTranspose"):
         run_ours(model, [x, w])
+
+
+# x, w, attributes, a weight tap some output reads in the padding
+NONFINITE_PAD_CASES = [
+    # 3-D depthwise, strided, the tap under W's start pad (fuzz seed 11, case 19875)
+    ((1, 2, 3, 3, 3), (2, 1, 3, 2, 3), {"group": 2, "strides": [1, 1, 2],
+                                        "pads": [0, 1, 1, 0, 0, 0]}, (1, 0, 0, 1, 0)),
+    # 2-D depthwise at stride 2, the tap under the end pads
+    ((1, 4, 7, 7), (4, 1, 3, 3), {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]},
+     (2, 0, 2, 2)),
+    ((1, 3, 6, 6), (5, 3, 3, 3), {"pads": [1, 1, 1, 1]}, (1, 1, 0, 0)),
+    ((1, 3, 9), (2, 3, 3), {"pads": [2, 0], "dilations": [2]}, (1, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("case", range(len(NONFINITE_PAD_CASES)))
+def test_conv_nonfinite_weight_times_a_pad_is_nan(case, bad):
+    """A padded tap is 0 x weight: NaN for an inf or NaN weight, as ORT
+    computes it, though the paths never read the padding."""
+    xs, ws, attrs, at = NONFINITE_PAD_CASES[case]
+    rng = np.random.default_rng(case)
+    x, w = _rand(rng, xs, np.float32), _rand(rng, ws, np.float32)
+    w[at] = bad
+    expected = ort_oracle("Conv", [x, w], **attrs)[0]
+    assert np.isnan(expected).any()
+    check("Conv", [x, w], expected, **attrs)
 
 
 def test_conv_dilated_inf_as_ort():

@@ -24,7 +24,7 @@ RNG = np.random.default_rng(7)
 PATHS = {
     "winograd": (16, 16, 3, 1, 1, 9),
     "im2col": (5, 8, 3, 2, 1, 11),
-    "gemm": (6, 12, 1, 1, 1, 7),
+    "gemm": (6, 12, 1, 1, 1, 9),
     "gemm_t": (8, 40, 1, 1, 1, 2),
     "depthwise": (8, 8, 3, 1, 8, 10),
 }

@@ -357,6 +357,12 @@ static void olc_pack_a(int dtype, const void *a, int64_t rsa, int64_t csa, int64
         int64_t rows = m1 - i < mr ? m1 - i : mr;
         float *d = dst + (i - m0) * kc;
         if (rsa == 1 && csa != 1) { /* transposed A: its stored rows are our columns */
+            if (dtype == OLC_FLOAT) {
+                const float *s = (const float *)a + pc * csa + i;
+                for (int64_t k = 0; k < kc; ++k)
+                    memcpy(d + k * mr, s + k * csa, (size_t)rows * sizeof(float));
+                continue;
+            }
             for (int64_t k = 0; k < kc; ++k)
                 for (int64_t r = 0; r < rows; ++r)
                     d[k * mr + r] = olc_gemm_load(dtype, a, (pc + k) * csa + i + r);
