@@ -688,6 +688,23 @@ def test_conv_nonfinite_weight_times_a_pad_is_nan(case, bad):
     check("Conv", [x, w], expected, **attrs)
 
 
+def test_conv_nonfinite_initializer_checked_once():
+    """The same for a constant W, whose check is kept (and not counted as
+    prepared weights), on every run."""
+    xs, ws, attrs, at = NONFINITE_PAD_CASES[0]
+    rng = np.random.default_rng(5)
+    x, w = _rand(rng, xs, np.float32), _rand(rng, ws, np.float32)
+    w[at] = np.nan
+    expected = ort_oracle("Conv", [x, w], **attrs)[0]
+    model = _constant(node_model("Conv", [x, w], opset=22, **attrs), [x, w], (1,))
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    for _ in range(2):
+        assert_close(sess.run(None, {"x0": x})[0], expected, "Conv", TOL[np.dtype(np.float32)])
+    node = sess.rt_nodes_[0]
+    assert node.prepared_bytes() == w.nbytes
+
+
 def test_conv_dilated_inf_as_ort():
     """Finding F27: the built-in multiplies inf by the zero taps it inserts
     to dilate the kernel (NaN); ours, as ORT, never reads a skipped tap."""

@@ -325,8 +325,7 @@ class Conv(_ConvAttributes):
             self._record(x.dtype, "empty", level)
             return (np.zeros(out_shape, dtype=x.dtype),)
         xs = _widened(x, work)
-        if padded is not None and not self._prepared_input(
-                "finite", 1, w, lambda: bool(np.isfinite(w).all())):
+        if padded is not None and not self._finite_weights(w):
             # a padded tap is 0 x weight, NaN for an inf or NaN weight (as in
             # ONNX Runtime), but the paths skip padded taps: run them on X
             # with its zeros written out
@@ -374,6 +373,18 @@ class Conv(_ConvAttributes):
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)
         return (y,)
+
+
+    def _finite_weights(self, w: np.ndarray) -> bool:
+        """Whether W has no inf or NaN: checked once for an initializer (kept
+        apart from the prepared weights, which prepared_bytes counts)."""
+        known = self.__dict__.get("_finite")
+        if known is not None and known[0] is w:
+            return known[1]
+        finite = bool(np.isfinite(w).all())
+        if self._constant_input(1) is w:
+            self._finite = (w, finite)
+        return finite
 
 
 class FusedConv(Conv):
