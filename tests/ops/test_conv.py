@@ -22,6 +22,7 @@ from onnx import helper as oh
 from onnx.reference import ReferenceEvaluator
 
 import onnx_light_cpu as olc
+from onnx_light_cpu import simd
 from onnx_light_cpu.simd import available_simd_levels, capped_simd_level
 
 from differential import (
@@ -177,6 +178,38 @@ def test_depthwise_channel_blocks_match_the_row_loop(case, monkeypatch):
                 monkeypatch.setattr(conv_module, "DEPTHWISE_BLOCK_PLANE", block)
                 got.append(run_ours(model, inputs, 2)[0][0])
             assert same_bits(*got), f"depthwise {attrs} at {level}"
+
+
+# 3x3 depthwise at unit strides, planes 14 wide or more: on the planes
+# themselves at AVX-512 (olc_conv_dwp): the narrowest plane, pads of 0 to 2
+# on either side, rows left over from the 2- and 4-row blocks, 1 to 7
+# vectors a row
+DEPTHWISE_PLANES_CASES = [
+    ((1, 5, 14, 14), (5, 1, 3, 3), {"group": 5, "pads": [1, 1, 1, 1]}),
+    ((2, 3, 9, 33), (3, 1, 3, 3), {"group": 3, "pads": [0, 2, 2, 0]}),
+    ((1, 4, 17, 64), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
+    ((1, 2, 6, 100), (2, 1, 3, 3), {"group": 2, "pads": [2, 1, 2, 1]}),
+    ((1, 3, 5, 16), (3, 1, 3, 3), {"group": 3}),
+    ((1, 6, 7, 31), (6, 1, 3, 3), {"group": 6, "auto_pad": "SAME_LOWER"}),
+]
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("case", range(len(DEPTHWISE_PLANES_CASES)))
+def test_depthwise_planes_vs_ort(case, fused):
+    xs, ws, attrs = DEPTHWISE_PLANES_CASES[case]
+    rng = np.random.default_rng(case)
+    inputs = _conv_inputs(rng, xs, ws, np.float32, bias=fused or case % 2 == 0)
+    op, extra = "Conv", {}
+    if fused:  # Z and an activation after the sums
+        inputs.append(_rand(rng, ort_oracle("Conv", inputs, **attrs)[0].shape, np.float32))
+        op, extra = "FusedConv", {"opset": 21, "domain": "com.microsoft",
+                                  "activation": "LeakyRelu", "activation_params": [0.1]}
+    expected = ort_oracle(op, inputs, **extra, **attrs)[0]
+    check(op, inputs, expected, **extra, **attrs)
+    if simd.state.level >= simd.LEVEL_NAMES.index("avx512"):
+        paths = run_ours(node_model(op, inputs, **extra, **attrs), inputs, 2)[2]
+        assert any("_depthwise_planes_" in p for p in paths), paths
 
 
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))

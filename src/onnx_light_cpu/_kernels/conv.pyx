@@ -19,7 +19,8 @@ from libc.string cimport memset
 from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc_conv_dw3_width,
                        olc_conv_dwc_band, olc_conv_dwc_f32_fn, olc_conv_dwc_fits,
                        olc_conv_dwc_floats,
-                       olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32)
+                       olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32,
+                       olc_conv_pick_dwp_f32)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
@@ -287,7 +288,9 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     """y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the direct loop, float32
     or float64 (act and z: float32 only); tasks are (plane, block of rows),
     or, for depthwise planes that olc_conv_dwc takes of at most block_plane
-    output positions, (image, block of OLC_CONV_DWC channels)."""
+    output positions, (image, block of OLC_CONV_DWC channels).  Returns
+    "planes" where olc_conv_dwp ran (3x3 depthwise at unit strides, AVX-512),
+    else ""."""
     cdef _DirectJob j
     _geom(geom, &j.g)
     j.level = level
@@ -310,13 +313,21 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.rb < 1:
         j.rb = 1
     if j.R == 0 or N * G * Mg == 0:
-        return
+        return ""
     j.nrb = (j.R + j.rb - 1) // j.rb
     j.dw3 = NULL
     j.dwc = NULL
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
     cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
+    cdef olc_conv_direct_f32_fn dwp = olc_conv_pick_dwp_f32(level, &j.g) \
+        if j.f32 != NULL and Mg == 1 else NULL
+    if dwp != NULL:
+        # 3x3 depthwise at unit strides: on the planes themselves
+        j.f32 = dwp
+        with nogil:
+            olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
+        return "planes"
     if (j.f32 != NULL and Mg == 1
             and olc_conv_dwc_fits(&j.g, block_plane)
             and olc_conv_dwc_floats(&j.g, band) * slots <= (1 << 22)):
@@ -332,7 +343,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
         with nogil:
             olc_parallel_for(N * j.nrb * j.nband, _direct_task, &j, threads)
         free(j.pad)
-        return
+        return ""
     if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
         # a zero-padded copy of the rows a task reads and room for its
         # output rows at that width, one buffer a slot
@@ -347,6 +358,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     with nogil:
         olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
     free(j.pad)
+    return ""
 
 
 cdef struct _TransJob:

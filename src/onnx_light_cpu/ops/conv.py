@@ -363,8 +363,10 @@ class Conv(_ConvAttributes):
         elif kind in ("direct", "depthwise"):
             ws = self._prepared_input(("w", work), 1, w,
                                       lambda: _widened(w, work).reshape(M, -1))
-            core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level, threads,
-                             DEPTHWISE_BLOCK_PLANE)
+            loop = core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level,
+                                    threads, DEPTHWISE_BLOCK_PLANE)
+            if loop == "planes":  # 3x3 at unit strides, AVX-512 (olc_conv_dwp)
+                kind = "depthwise_planes"
         else:
             ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
             core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,

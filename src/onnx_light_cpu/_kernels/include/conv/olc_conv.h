@@ -682,6 +682,130 @@ static olc_conv_direct_f32_fn olc_conv_pick_direct_f32(int level) {
     return OLC_LEVEL_FN(level, olc_conv_direct_f32);
 }
 
+/* ---- depthwise 3x3 at unit strides on the planes themselves (AVX-512) ----
+ *
+ * Output rows r0..r1 of one plane y (OH x OW) from its input plane x (H x
+ * W), 3 x 3 taps w, no dilation: each output vector of 16 columns sums its
+ * nine taps as nine unaligned loads of the three input rows, the lanes in
+ * the padding masked to zero, so there is no copy into another layout
+ * (olc_conv_dwc transposes 8 planes in and out: half its time).  Blocks of
+ * 2 or 4 rows by 1 to 4 vectors keep eight sums or more in flight, each
+ * input row loaded once for the block's rows that read it.  Each output is
+ * bias, then the taps row by row, each one fused multiply-add (other bits
+ * than olc_conv_dwc, within rounding); a row of taps wholly in the padding
+ * is skipped.  Planes narrower than 14 stay with olc_conv_dwc, whose
+ * vectors run across channels. */
+enum { OLC_CONV_DWP_MIN_WIDTH = 14, OLC_CONV_DWP_MAX_VECTORS = 64 };
+
+/* Whether olc_conv_dwp takes a depthwise plane at this level. */
+static int olc_conv_dwp_fits(const olc_conv_geom *g, int level) {
+    return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C == 1 && g->D == 1
+        && g->kd == 1 && g->OD == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1
+        && g->dh == 1 && g->dw == 1 && g->OW >= OLC_CONV_DWP_MIN_WIDTH
+        && g->OW <= 16 * OLC_CONV_DWP_MAX_VECTORS;
+}
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* Lanes l < 16 of the load at column `start` with 0 <= start + l < W. */
+static inline __mmask16 olc_conv_dwp_mask(int64_t start, int64_t W) {
+    int64_t lo = start < 0 ? -start : 0, hi = W - start < 16 ? W - start : 16;
+    if (hi <= lo) return 0;
+    uint32_t m = ((uint32_t)1 << hi) - 1;
+    return (__mmask16)(m & ~(((uint32_t)1 << lo) - 1));
+}
+
+/* Output rows oh..oh+nr, vectors v0..v0+n of one plane (nr and n constants
+ * once inlined, nr * n <= 16 sums in registers).  Each input row is loaded
+ * once for the output rows it serves. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_dwp_block(const int nr, const int n, const olc_conv_geom *g, const float *x,
+                   const __m512 *wv, __m512 vb, __mmask16 masks[3][OLC_CONV_DWP_MAX_VECTORS],
+                   const __mmask16 *out, int64_t oh, int64_t v0, float *y) {
+    __m512 acc[4][4];
+    const float *rows[6]; /* input rows oh - ph .. + nr + 1, NULL in the padding;
+                           * masked lanes are not read: the column may be -pw */
+#pragma GCC unroll 6
+    for (int r = 0; r < nr + 2; ++r) {
+        int64_t ih = oh - g->ph + r;
+        rows[r] = ih >= 0 && ih < g->H ? x + ih * g->W - g->pw + v0 * 16 : NULL;
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < nr; ++o)
+#pragma GCC unroll 4
+        for (int i = 0; i < n; ++i) acc[o][i] = vb;
+#pragma GCC unroll 6
+    for (int r = 0; r < nr + 2; ++r) {
+        if (rows[r] == NULL) continue;
+#pragma GCC unroll 3
+        for (int e = 0; e < 3; ++e)
+#pragma GCC unroll 4
+            for (int i = 0; i < n; ++i) {
+                __m512 xv = _mm512_maskz_loadu_ps(masks[e][v0 + i], rows[r] + i * 16 + e);
+#pragma GCC unroll 4
+                for (int o = 0; o < nr; ++o)
+                    if (r - o >= 0 && r - o < 3)
+                        acc[o][i] = _mm512_fmadd_ps(wv[3 * (r - o) + e], xv, acc[o][i]);
+            }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < nr; ++o)
+#pragma GCC unroll 4
+        for (int i = 0; i < n; ++i)
+            _mm512_mask_storeu_ps(y + (oh + o) * g->OW + (v0 + i) * 16, out[v0 + i], acc[o][i]);
+}
+
+static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const float *x,
+                                               const float *w, float bias, float *y,
+                                               int64_t r0, int64_t r1) {
+    const int64_t OW = g->OW, nv = (OW + 15) / 16;
+    __mmask16 masks[3][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
+    for (int64_t v = 0; v < nv; ++v) {
+        for (int e = 0; e < 3; ++e) masks[e][v] = olc_conv_dwp_mask(v * 16 - g->pw + e, g->W);
+        out[v] = OW - v * 16 >= 16 ? (__mmask16)0xFFFF
+                                   : (__mmask16)(((uint32_t)1 << (OW - v * 16)) - 1);
+    }
+    __m512 wv[9];
+    for (int i = 0; i < 9; ++i) wv[i] = _mm512_set1_ps(w[i]);
+    const __m512 vb = _mm512_set1_ps(bias);
+    /* eight chains of multiply-adds or more in flight: four rows of one or
+     * two vectors, two rows of three or four */
+    for (int64_t v0 = 0; v0 < nv; v0 += 4) {
+        const int64_t n = nv - v0 < 4 ? nv - v0 : 4;
+        int64_t oh = r0;
+        if (n <= 2) {
+            for (; oh + 4 <= r1; oh += 4) {
+                if (n == 1) olc_conv_dwp_block(4, 1, g, x, wv, vb, masks, out, oh, v0, y);
+                else olc_conv_dwp_block(4, 2, g, x, wv, vb, masks, out, oh, v0, y);
+            }
+        } else {
+            for (; oh + 2 <= r1; oh += 2) {
+                if (n == 3) olc_conv_dwp_block(2, 3, g, x, wv, vb, masks, out, oh, v0, y);
+                else olc_conv_dwp_block(2, 4, g, x, wv, vb, masks, out, oh, v0, y);
+            }
+        }
+        for (; oh < r1; ++oh) {
+            switch (n) {
+            case 1: olc_conv_dwp_block(1, 1, g, x, wv, vb, masks, out, oh, v0, y); break;
+            case 2: olc_conv_dwp_block(1, 2, g, x, wv, vb, masks, out, oh, v0, y); break;
+            case 3: olc_conv_dwp_block(1, 3, g, x, wv, vb, masks, out, oh, v0, y); break;
+            default: olc_conv_dwp_block(1, 4, g, x, wv, vb, masks, out, oh, v0, y); break;
+            }
+        }
+    }
+}
+#endif
+
+/* olc_conv_dwp at this level, NULL where it does not take the plane. */
+static olc_conv_direct_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g) {
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (olc_conv_dwp_fits(g, level)) return olc_conv_dwp_f32;
+#else
+    (void)level;
+    (void)g;
+#endif
+    return NULL;
+}
+
 static olc_conv_direct_f64_fn olc_conv_pick_direct_f64(int level) {
     level = olc_build_level(level);
     return OLC_LEVEL_FN(level, olc_conv_direct_f64);
