@@ -180,7 +180,7 @@ def test_depthwise_channel_blocks_match_the_row_loop(case, monkeypatch):
             assert same_bits(*got), f"depthwise {attrs} at {level}"
 
 
-# 3x3 depthwise at unit strides, planes 14 wide or more: on the planes
+# 3x3 depthwise at strides 1 and 2, outputs 14 wide or more: on the planes
 # themselves at AVX-512 (olc_conv_dwp): the narrowest plane, pads of 0 to 2
 # on either side, rows left over from the 2- and 4-row blocks, 1 to 7
 # vectors a row
@@ -191,6 +191,10 @@ DEPTHWISE_PLANES_CASES = [
     ((1, 2, 6, 100), (2, 1, 3, 3), {"group": 2, "pads": [2, 1, 2, 1]}),
     ((1, 3, 5, 16), (3, 1, 3, 3), {"group": 3}),
     ((1, 6, 7, 31), (6, 1, 3, 3), {"group": 6, "auto_pad": "SAME_LOWER"}),
+    # stride 2: pairs of loads split into even and odd columns
+    ((1, 4, 12, 28), (4, 1, 3, 3), {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 3, 9, 61), (3, 1, 3, 3), {"group": 3, "strides": [2, 2], "pads": [0, 2, 2, 0]}),
+    ((1, 2, 20, 150), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [2, 1, 1, 2]}),
 ]
 
 

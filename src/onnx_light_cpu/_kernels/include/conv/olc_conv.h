@@ -682,26 +682,30 @@ static olc_conv_direct_f32_fn olc_conv_pick_direct_f32(int level) {
     return OLC_LEVEL_FN(level, olc_conv_direct_f32);
 }
 
-/* ---- depthwise 3x3 at unit strides on the planes themselves (AVX-512) ----
+/* ---- depthwise 3x3 on the planes themselves (AVX-512) ----
  *
  * Output rows r0..r1 of one plane y (OH x OW) from its input plane x (H x
- * W), 3 x 3 taps w, no dilation: each output vector of 16 columns sums its
- * nine taps as nine unaligned loads of the three input rows, the lanes in
- * the padding masked to zero, so there is no copy into another layout
- * (olc_conv_dwc transposes 8 planes in and out: half its time).  Blocks of
- * 2 or 4 rows by 1 to 4 vectors keep eight sums or more in flight, each
- * input row loaded once for the block's rows that read it.  Each output is
- * bias, then the taps row by row, each one fused multiply-add (other bits
- * than olc_conv_dwc, within rounding); a row of taps wholly in the padding
- * is skipped.  Planes narrower than 14 stay with olc_conv_dwc, whose
- * vectors run across channels. */
+ * W), 3 x 3 taps w, strides 1 or 2 (both axes alike), no dilation: each
+ * output vector of 16 columns sums its nine taps from unaligned loads of
+ * the three input rows, the lanes in the padding masked to zero, so there
+ * is no copy into another layout (olc_conv_dwc transposes 8 planes in and
+ * out: half its time).  At stride 2 a pair of loads (32 columns) gives the
+ * taps of the even and odd columns by one permute each, a second pair two
+ * columns on the third tap.  Blocks of 2 or 4 output rows by 1 to 4
+ * vectors keep eight sums or more in flight, each input row loaded once
+ * for the block's rows that read it.  Each output is bias, then the taps
+ * row by row, each one fused multiply-add (other bits than olc_conv_dwc,
+ * within rounding); a row of taps wholly in the padding is skipped.
+ * Planes narrower than 14 stay with olc_conv_dwc, whose vectors run
+ * across channels. */
 enum { OLC_CONV_DWP_MIN_WIDTH = 14, OLC_CONV_DWP_MAX_VECTORS = 64 };
 
 /* Whether olc_conv_dwp takes a depthwise plane at this level. */
 static int olc_conv_dwp_fits(const olc_conv_geom *g, int level) {
     return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C == 1 && g->D == 1
-        && g->kd == 1 && g->OD == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1
-        && g->dh == 1 && g->dw == 1 && g->OW >= OLC_CONV_DWP_MIN_WIDTH
+        && g->kd == 1 && g->OD == 1 && g->kh == 3 && g->kw == 3
+        && ((g->sh == 1 && g->sw == 1) || (g->sh == 2 && g->sw == 2)) && g->dh == 1
+        && g->dw == 1 && g->OW >= OLC_CONV_DWP_MIN_WIDTH
         && g->OW <= 16 * OLC_CONV_DWP_MAX_VECTORS;
 }
 
@@ -714,38 +718,62 @@ static inline __mmask16 olc_conv_dwp_mask(int64_t start, int64_t W) {
     return (__mmask16)(m & ~(((uint32_t)1 << lo) - 1));
 }
 
-/* Output rows oh..oh+nr, vectors v0..v0+n of one plane (nr and n constants
- * once inlined, nr * n <= 16 sums in registers).  Each input row is loaded
- * once for the output rows it serves. */
+/* Output rows oh..oh+nr, vectors v0..v0+n of one plane at stride s (nr, n
+ * and s constants once inlined, nr * n <= 16 sums in registers).
+ * masks[j][v]: the loads of vector v, stride 1: tap column j (0 to 2),
+ * stride 2: columns +0, +16, +2, +18 of its pair of pairs. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
-olc_conv_dwp_block(const int nr, const int n, const olc_conv_geom *g, const float *x,
-                   const __m512 *wv, __m512 vb, __mmask16 masks[3][OLC_CONV_DWP_MAX_VECTORS],
-                   const __mmask16 *out, int64_t oh, int64_t v0, float *y) {
+olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *g,
+                   const float *x, const __m512 *wv, __m512 vb,
+                   __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], const __mmask16 *out,
+                   int64_t oh, int64_t v0, float *y) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                          4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
+                                         3, 1);
+    const int nin = (nr - 1) * s + 3;
     __m512 acc[4][4];
-    const float *rows[6]; /* input rows oh - ph .. + nr + 1, NULL in the padding;
+    const float *rows[9]; /* input rows oh * s - ph .. + nin, NULL in the padding;
                            * masked lanes are not read: the column may be -pw */
-#pragma GCC unroll 6
-    for (int r = 0; r < nr + 2; ++r) {
-        int64_t ih = oh - g->ph + r;
-        rows[r] = ih >= 0 && ih < g->H ? x + ih * g->W - g->pw + v0 * 16 : NULL;
+#pragma GCC unroll 9
+    for (int r = 0; r < nin; ++r) {
+        int64_t ih = oh * s - g->ph + r;
+        rows[r] = ih >= 0 && ih < g->H ? x + ih * g->W - g->pw + v0 * 16 * s : NULL;
     }
 #pragma GCC unroll 4
     for (int o = 0; o < nr; ++o)
 #pragma GCC unroll 4
         for (int i = 0; i < n; ++i) acc[o][i] = vb;
-#pragma GCC unroll 6
-    for (int r = 0; r < nr + 2; ++r) {
+#pragma GCC unroll 9
+    for (int r = 0; r < nin; ++r) {
         if (rows[r] == NULL) continue;
+#pragma GCC unroll 4
+        for (int i = 0; i < n; ++i) {
+            const int64_t v = v0 + i;
+            __m512 xe[3];
+            if (s == 1) {
+                const float *p = rows[r] + i * 16;
 #pragma GCC unroll 3
-        for (int e = 0; e < 3; ++e)
-#pragma GCC unroll 4
-            for (int i = 0; i < n; ++i) {
-                __m512 xv = _mm512_maskz_loadu_ps(masks[e][v0 + i], rows[r] + i * 16 + e);
-#pragma GCC unroll 4
-                for (int o = 0; o < nr; ++o)
-                    if (r - o >= 0 && r - o < 3)
-                        acc[o][i] = _mm512_fmadd_ps(wv[3 * (r - o) + e], xv, acc[o][i]);
+                for (int e = 0; e < 3; ++e) xe[e] = _mm512_maskz_loadu_ps(masks[e][v], p + e);
+            } else {
+                const float *p = rows[r] + i * 32;
+                __m512 a0 = _mm512_maskz_loadu_ps(masks[0][v], p);
+                __m512 a1 = _mm512_maskz_loadu_ps(masks[1][v], p + 16);
+                __m512 b0 = _mm512_maskz_loadu_ps(masks[2][v], p + 2);
+                __m512 b1 = _mm512_maskz_loadu_ps(masks[3][v], p + 18);
+                xe[0] = _mm512_permutex2var_ps(a0, even, a1);
+                xe[1] = _mm512_permutex2var_ps(a0, odd, a1);
+                xe[2] = _mm512_permutex2var_ps(b0, even, b1);
             }
+#pragma GCC unroll 4
+            for (int o = 0; o < nr; ++o) {
+                const int b = r - s * o; /* the output row's tap row */
+                if (b >= 0 && b < 3)
+#pragma GCC unroll 3
+                    for (int e = 0; e < 3; ++e)
+                        acc[o][i] = _mm512_fmadd_ps(wv[3 * b + e], xe[e], acc[o][i]);
+            }
+        }
     }
 #pragma GCC unroll 4
     for (int o = 0; o < nr; ++o)
@@ -754,44 +782,59 @@ olc_conv_dwp_block(const int nr, const int n, const olc_conv_geom *g, const floa
             _mm512_mask_storeu_ps(y + (oh + o) * g->OW + (v0 + i) * 16, out[v0 + i], acc[o][i]);
 }
 
+/* Rows r0..r1 at stride s (a constant once inlined): eight chains of
+ * multiply-adds or more in flight, four rows of one or two vectors, two
+ * rows of three or four. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_dwp_rows(const int s, const olc_conv_geom *g, const float *x, const __m512 *wv,
+                  __m512 vb, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
+                  const __mmask16 *out, float *y, int64_t r0, int64_t r1) {
+    const int64_t nv = (g->OW + 15) / 16;
+    for (int64_t v0 = 0; v0 < nv; v0 += 4) {
+        const int64_t n = nv - v0 < 4 ? nv - v0 : 4;
+        int64_t oh = r0;
+        if (n <= 2) {
+            for (; oh + 4 <= r1; oh += 4) {
+                if (n == 1) olc_conv_dwp_block(4, 1, s, g, x, wv, vb, masks, out, oh, v0, y);
+                else olc_conv_dwp_block(4, 2, s, g, x, wv, vb, masks, out, oh, v0, y);
+            }
+        } else {
+            for (; oh + 2 <= r1; oh += 2) {
+                if (n == 3) olc_conv_dwp_block(2, 3, s, g, x, wv, vb, masks, out, oh, v0, y);
+                else olc_conv_dwp_block(2, 4, s, g, x, wv, vb, masks, out, oh, v0, y);
+            }
+        }
+        for (; oh < r1; ++oh) {
+            switch (n) {
+            case 1: olc_conv_dwp_block(1, 1, s, g, x, wv, vb, masks, out, oh, v0, y); break;
+            case 2: olc_conv_dwp_block(1, 2, s, g, x, wv, vb, masks, out, oh, v0, y); break;
+            case 3: olc_conv_dwp_block(1, 3, s, g, x, wv, vb, masks, out, oh, v0, y); break;
+            default: olc_conv_dwp_block(1, 4, s, g, x, wv, vb, masks, out, oh, v0, y); break;
+            }
+        }
+    }
+}
+
 static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const float *x,
                                                const float *w, float bias, float *y,
                                                int64_t r0, int64_t r1) {
     const int64_t OW = g->OW, nv = (OW + 15) / 16;
-    __mmask16 masks[3][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
+    __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
+    static const int pair[4] = {0, 16, 2, 18};
     for (int64_t v = 0; v < nv; ++v) {
-        for (int e = 0; e < 3; ++e) masks[e][v] = olc_conv_dwp_mask(v * 16 - g->pw + e, g->W);
+        for (int j = 0; j < 4; ++j)
+            masks[j][v] = g->sw == 1 ? olc_conv_dwp_mask(v * 16 - g->pw + j, g->W)
+                                     : olc_conv_dwp_mask(v * 32 - g->pw + pair[j], g->W);
         out[v] = OW - v * 16 >= 16 ? (__mmask16)0xFFFF
                                    : (__mmask16)(((uint32_t)1 << (OW - v * 16)) - 1);
     }
     __m512 wv[9];
     for (int i = 0; i < 9; ++i) wv[i] = _mm512_set1_ps(w[i]);
     const __m512 vb = _mm512_set1_ps(bias);
-    /* eight chains of multiply-adds or more in flight: four rows of one or
-     * two vectors, two rows of three or four */
-    for (int64_t v0 = 0; v0 < nv; v0 += 4) {
-        const int64_t n = nv - v0 < 4 ? nv - v0 : 4;
-        int64_t oh = r0;
-        if (n <= 2) {
-            for (; oh + 4 <= r1; oh += 4) {
-                if (n == 1) olc_conv_dwp_block(4, 1, g, x, wv, vb, masks, out, oh, v0, y);
-                else olc_conv_dwp_block(4, 2, g, x, wv, vb, masks, out, oh, v0, y);
-            }
-        } else {
-            for (; oh + 2 <= r1; oh += 2) {
-                if (n == 3) olc_conv_dwp_block(2, 3, g, x, wv, vb, masks, out, oh, v0, y);
-                else olc_conv_dwp_block(2, 4, g, x, wv, vb, masks, out, oh, v0, y);
-            }
-        }
-        for (; oh < r1; ++oh) {
-            switch (n) {
-            case 1: olc_conv_dwp_block(1, 1, g, x, wv, vb, masks, out, oh, v0, y); break;
-            case 2: olc_conv_dwp_block(1, 2, g, x, wv, vb, masks, out, oh, v0, y); break;
-            case 3: olc_conv_dwp_block(1, 3, g, x, wv, vb, masks, out, oh, v0, y); break;
-            default: olc_conv_dwp_block(1, 4, g, x, wv, vb, masks, out, oh, v0, y); break;
-            }
-        }
-    }
+    if (g->sw == 1)
+        olc_conv_dwp_rows(1, g, x, wv, vb, masks, out, y, r0, r1);
+    else
+        olc_conv_dwp_rows(2, g, x, wv, vb, masks, out, y, r0, r1);
 }
 #endif
 
