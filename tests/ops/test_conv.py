@@ -198,22 +198,57 @@ DEPTHWISE_PLANES_CASES = [
 ]
 
 
-@pytest.mark.parametrize("fused", [False, True])
+# FusedConv after the sums: Z then an activation (applied after the loop),
+# or an activation alone (in registers where it is piecewise linear)
+PLANES_FUSED = [None, ("LeakyRelu", [0.1], True), ("Clip", [0.0, 6.0], False),
+                ("Relu", [], False), ("LeakyRelu", [0.2], False), ("Sigmoid", [], False)]
+
+
+@pytest.mark.parametrize("fused", range(len(PLANES_FUSED)))
 @pytest.mark.parametrize("case", range(len(DEPTHWISE_PLANES_CASES)))
 def test_depthwise_planes_vs_ort(case, fused):
     xs, ws, attrs = DEPTHWISE_PLANES_CASES[case]
     rng = np.random.default_rng(case)
     inputs = _conv_inputs(rng, xs, ws, np.float32, bias=fused or case % 2 == 0)
     op, extra = "Conv", {}
-    if fused:  # Z and an activation after the sums
-        inputs.append(_rand(rng, ort_oracle("Conv", inputs, **attrs)[0].shape, np.float32))
+    if PLANES_FUSED[fused]:
+        activation, params, with_z = PLANES_FUSED[fused]
+        if with_z:
+            inputs.append(_rand(rng, ort_oracle("Conv", inputs, **attrs)[0].shape, np.float32))
         op, extra = "FusedConv", {"opset": 21, "domain": "com.microsoft",
-                                  "activation": "LeakyRelu", "activation_params": [0.1]}
+                                  "activation": activation}
+        if params:
+            extra["activation_params"] = params
     expected = ort_oracle(op, inputs, **extra, **attrs)[0]
     check(op, inputs, expected, **extra, **attrs)
     if simd.state.level >= simd.LEVEL_NAMES.index("avx512"):
         paths = run_ours(node_model(op, inputs, **extra, **attrs), inputs, 2)[2]
         assert any("_depthwise_planes_" in p for p in paths), paths
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Clip", "LeakyRelu"])
+def test_depthwise_planes_activation_keeps_nan_and_signed_zero(activation):
+    """The activation in registers gives the bits of the separate pass (the
+    loop of 8 channels, AVX2), NaN and -0 included."""
+    # small integers: every sum is exact, whatever its order
+    x = np.random.default_rng(3).integers(-3, 4, (1, 2, 6, 20)).astype(np.float32)
+    x[0, 0, 2, 5] = np.nan
+    w = np.zeros((2, 1, 3, 3), np.float32)
+    w[1] = -1.0  # channel 1: -(sum of 9 inputs), channel 0: +0 or NaN
+    b = np.array([-0.0, 0.0], np.float32)
+    params = {"Relu": {}, "Clip": {"activation_params": [-0.5, 0.5]},
+              "LeakyRelu": {"activation_params": [0.5]}}[activation]
+    model = node_model("FusedConv", [x, w, b], opset=21, domain="com.microsoft", group=2,
+                       pads=[1, 1, 1, 1], activation=activation, **params)
+    got = {}
+    for level in ("avx2", "avx512"):
+        if level not in available_simd_levels():
+            pytest.skip(f"no {level}")
+        with capped_simd_level(level):
+            got[level], _, paths = run_ours(model, [x, w, b])
+    assert any("_depthwise_planes_" in p for p in paths), paths
+    assert np.isnan(got["avx512"][0]).any()
+    assert same_bits(got["avx512"][0], got["avx2"][0]), activation
 
 
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))

@@ -20,7 +20,7 @@ from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc
                        olc_conv_dwc_band, olc_conv_dwc_f32_fn, olc_conv_dwc_fits,
                        olc_conv_dwc_floats,
                        olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32,
-                       olc_conv_pick_dwp_f32)
+                       olc_conv_dwp_f32_fn, olc_conv_dwp_fuses, olc_conv_pick_dwp_f32)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
@@ -210,6 +210,8 @@ cdef struct _DirectJob:
     olc_conv_direct_f64_fn f64
     olc_conv_dw3_f32_fn dw3
     olc_conv_dwc_f32_fn dwc
+    olc_conv_dwp_f32_fn dwp
+    int dwp_act  # the activation olc_conv_dwp applies (0: none, or after Z)
     float *pad
     int64_t pad_floats, in_floats, Wp
     const void *x
@@ -234,6 +236,15 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
     cdef float *xp
     cdef int64_t c0, nc, c
+    if j.dwp != NULL:
+        j.dwp(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
+              (<const float *>j.bias)[m] if j.bias != NULL else 0.0, j.dwp_act, j.a, j.b,
+              <float *>j.y + plane * j.P, r0, r1)
+        if j.dwp_act == 0 and (j.z != NULL or j.act != 0):  # the rows are one run
+            olc_conv_epilogue(j.level, <float *>j.y + yoff,
+                              j.z + yoff if j.z != NULL else NULL, (r1 - r0) * j.g.OW, 1,
+                              (r1 - r0) * j.g.OW, NULL, j.act, j.a, j.b)
+        return
     if j.dwc != NULL:
         # a band of rows of a block of OLC_CONV_DWC planes of one image
         # (t: image, block, band)
@@ -289,7 +300,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     or float64 (act and z: float32 only); tasks are (plane, block of rows),
     or, for depthwise planes that olc_conv_dwc takes of at most block_plane
     output positions, (image, block of OLC_CONV_DWC channels).  Returns
-    "planes" where olc_conv_dwp ran (3x3 depthwise at unit strides, AVX-512),
+    "planes" where olc_conv_dwp ran (3x3 depthwise at strides 1 or 2, AVX-512),
     else ""."""
     cdef _DirectJob j
     _geom(geom, &j.g)
@@ -320,11 +331,11 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
     cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
-    cdef olc_conv_direct_f32_fn dwp = olc_conv_pick_dwp_f32(level, &j.g) \
-        if j.f32 != NULL and Mg == 1 else NULL
-    if dwp != NULL:
-        # 3x3 depthwise at unit strides: on the planes themselves
-        j.f32 = dwp
+    j.dwp = olc_conv_pick_dwp_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
+    if j.dwp != NULL:
+        # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
+        # activation in registers where nothing (Z) comes before it
+        j.dwp_act = act if z is None and olc_conv_dwp_fuses(act) else 0
         with nogil:
             olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
         return "planes"

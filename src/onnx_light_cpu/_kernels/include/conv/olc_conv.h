@@ -700,6 +700,10 @@ static olc_conv_direct_f32_fn olc_conv_pick_direct_f32(int level) {
  * across channels. */
 enum { OLC_CONV_DWP_MIN_WIDTH = 14, OLC_CONV_DWP_MAX_VECTORS = 64 };
 
+typedef void (*olc_conv_dwp_f32_fn)(const olc_conv_geom *g, const float *x, const float *w,
+                                    float bias, int act, float a, float b, float *y,
+                                    int64_t r0, int64_t r1);
+
 /* Whether olc_conv_dwp takes a depthwise plane at this level. */
 static int olc_conv_dwp_fits(const olc_conv_geom *g, int level) {
     return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C == 1 && g->D == 1
@@ -718,6 +722,20 @@ static inline __mmask16 olc_conv_dwp_mask(int64_t start, int64_t W) {
     return (__mmask16)(m & ~(((uint32_t)1 << lo) - 1));
 }
 
+/* olc_conv_epilogue's piecewise-linear activations (olc_conv_dwp_fuses) on
+ * one vector, the same bits: max(a, v) is v < a ? a : v, NaN kept. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 __m512
+olc_conv_dwp_act(__m512 v, int act, float a, float b) {
+    if (act == OLC_CONV_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
+    if (act == OLC_CONV_CLIP)
+        return _mm512_min_ps(_mm512_set1_ps(b), _mm512_max_ps(_mm512_set1_ps(a), v));
+    if (act == OLC_CONV_LEAKY) {
+        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NGE_UQ);
+        return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(a));
+    }
+    return v;
+}
+
 /* Output rows oh..oh+nr, vectors v0..v0+n of one plane at stride s (nr, n
  * and s constants once inlined, nr * n <= 16 sums in registers).
  * masks[j][v]: the loads of vector v, stride 1: tap column j (0 to 2),
@@ -726,7 +744,7 @@ static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
 olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *g,
                    const float *x, const __m512 *wv, __m512 vb,
                    __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], const __mmask16 *out,
-                   int64_t oh, int64_t v0, float *y) {
+                   int act, float a, float b, int64_t oh, int64_t v0, float *y) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
                                           4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
@@ -779,7 +797,8 @@ olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *
     for (int o = 0; o < nr; ++o)
 #pragma GCC unroll 4
         for (int i = 0; i < n; ++i)
-            _mm512_mask_storeu_ps(y + (oh + o) * g->OW + (v0 + i) * 16, out[v0 + i], acc[o][i]);
+            _mm512_mask_storeu_ps(y + (oh + o) * g->OW + (v0 + i) * 16, out[v0 + i],
+                                  olc_conv_dwp_act(acc[o][i], act, a, b));
 }
 
 /* Rows r0..r1 at stride s (a constant once inlined): eight chains of
@@ -788,36 +807,37 @@ olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
 olc_conv_dwp_rows(const int s, const olc_conv_geom *g, const float *x, const __m512 *wv,
                   __m512 vb, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
-                  const __mmask16 *out, float *y, int64_t r0, int64_t r1) {
+                  const __mmask16 *out, int act, float a, float b, float *y, int64_t r0,
+                  int64_t r1) {
     const int64_t nv = (g->OW + 15) / 16;
     for (int64_t v0 = 0; v0 < nv; v0 += 4) {
         const int64_t n = nv - v0 < 4 ? nv - v0 : 4;
         int64_t oh = r0;
         if (n <= 2) {
             for (; oh + 4 <= r1; oh += 4) {
-                if (n == 1) olc_conv_dwp_block(4, 1, s, g, x, wv, vb, masks, out, oh, v0, y);
-                else olc_conv_dwp_block(4, 2, s, g, x, wv, vb, masks, out, oh, v0, y);
+                if (n == 1) olc_conv_dwp_block(4, 1, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y);
+                else olc_conv_dwp_block(4, 2, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y);
             }
         } else {
             for (; oh + 2 <= r1; oh += 2) {
-                if (n == 3) olc_conv_dwp_block(2, 3, s, g, x, wv, vb, masks, out, oh, v0, y);
-                else olc_conv_dwp_block(2, 4, s, g, x, wv, vb, masks, out, oh, v0, y);
+                if (n == 3) olc_conv_dwp_block(2, 3, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y);
+                else olc_conv_dwp_block(2, 4, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y);
             }
         }
         for (; oh < r1; ++oh) {
             switch (n) {
-            case 1: olc_conv_dwp_block(1, 1, s, g, x, wv, vb, masks, out, oh, v0, y); break;
-            case 2: olc_conv_dwp_block(1, 2, s, g, x, wv, vb, masks, out, oh, v0, y); break;
-            case 3: olc_conv_dwp_block(1, 3, s, g, x, wv, vb, masks, out, oh, v0, y); break;
-            default: olc_conv_dwp_block(1, 4, s, g, x, wv, vb, masks, out, oh, v0, y); break;
+            case 1: olc_conv_dwp_block(1, 1, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y); break;
+            case 2: olc_conv_dwp_block(1, 2, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y); break;
+            case 3: olc_conv_dwp_block(1, 3, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y); break;
+            default: olc_conv_dwp_block(1, 4, s, g, x, wv, vb, masks, out, act, a, b, oh, v0, y); break;
             }
         }
     }
 }
 
 static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const float *x,
-                                               const float *w, float bias, float *y,
-                                               int64_t r0, int64_t r1) {
+                                               const float *w, float bias, int act, float a,
+                                               float b, float *y, int64_t r0, int64_t r1) {
     const int64_t OW = g->OW, nv = (OW + 15) / 16;
     __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
     static const int pair[4] = {0, 16, 2, 18};
@@ -832,14 +852,21 @@ static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const flo
     for (int i = 0; i < 9; ++i) wv[i] = _mm512_set1_ps(w[i]);
     const __m512 vb = _mm512_set1_ps(bias);
     if (g->sw == 1)
-        olc_conv_dwp_rows(1, g, x, wv, vb, masks, out, y, r0, r1);
+        olc_conv_dwp_rows(1, g, x, wv, vb, masks, out, act, a, b, y, r0, r1);
     else
-        olc_conv_dwp_rows(2, g, x, wv, vb, masks, out, y, r0, r1);
+        olc_conv_dwp_rows(2, g, x, wv, vb, masks, out, act, a, b, y, r0, r1);
 }
 #endif
 
+/* Whether olc_conv_dwp applies the activation itself (else act 0, and
+ * olc_conv_epilogue after). */
+static int olc_conv_dwp_fuses(int act) {
+    return act == OLC_CONV_NONE || act == OLC_CONV_RELU || act == OLC_CONV_CLIP
+        || act == OLC_CONV_LEAKY;
+}
+
 /* olc_conv_dwp at this level, NULL where it does not take the plane. */
-static olc_conv_direct_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g) {
+static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g) {
 #if OLC_X86 && OLC_HAVE_AVX512
     if (olc_conv_dwp_fits(g, level)) return olc_conv_dwp_f32;
 #else

@@ -35,7 +35,11 @@ cdef extern from "conv/olc_conv.h" nogil:
                                              const double *w, int64_t Mg, int64_t m,
                                              double bias, double *y)
     olc_conv_direct_f32_fn olc_conv_pick_direct_f32(int level)
-    olc_conv_direct_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g)
+    ctypedef void (*olc_conv_dwp_f32_fn)(const olc_conv_geom *g, const float *x,
+                                         const float *w, float bias, int act, float a,
+                                         float b, float *y, int64_t r0, int64_t r1)
+    olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g)
+    int olc_conv_dwp_fuses(int act)
     olc_conv_direct_f64_fn olc_conv_pick_direct_f64(int level)
     olc_conv_tdirect_f64_fn olc_conv_pick_tdirect_f64(int level)
     int olc_conv_level(int level)
