@@ -251,6 +251,44 @@ def test_depthwise_planes_activation_keeps_nan_and_signed_zero(activation):
     assert same_bits(got["avx512"][0], got["avx2"][0]), activation
 
 
+# 3x3 stride-2 Conv of 1 to 4 input channels (the stems): 8 output channels
+# a task at AVX-512 (olc_conv_fewc): a last block of fewer channels, pads
+# of 0 to 2, 1 or 2 vectors a row, images in a batch
+FEW_CHANNELS_CASES = [
+    ((1, 3, 32, 32), (32, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 1, 9, 40), (5, 1, 3, 3), {"pads": [0, 2, 2, 0]}),
+    ((1, 4, 17, 97), (11, 4, 3, 3), {"pads": [2, 1, 1, 2]}),
+    ((1, 2, 6, 33), (16, 2, 3, 3), {"auto_pad": "SAME_UPPER"}),
+]
+
+
+@pytest.mark.parametrize("fused", range(3))
+@pytest.mark.parametrize("case", range(len(FEW_CHANNELS_CASES)))
+def test_few_channels_vs_ort_and_im2col(case, fused, monkeypatch):
+    from onnx_light_cpu.ops import conv as conv_module
+    xs, ws, attrs = FEW_CHANNELS_CASES[case]
+    attrs = {"strides": [2, 2], **attrs}
+    rng = np.random.default_rng(case)
+    inputs = _conv_inputs(rng, xs, ws, np.float32, bias=fused > 0 or case % 2 == 0)
+    op, extra = "Conv", {}
+    if fused:  # Clip in registers, or Z then LeakyRelu after the loop
+        op, extra = "FusedConv", {"opset": 21, "domain": "com.microsoft",
+                                  "activation": "Clip", "activation_params": [-0.5, 0.5]}
+        if fused == 2:
+            inputs.append(_rand(rng, ort_oracle("Conv", inputs, **attrs)[0].shape, np.float32))
+            extra.update(activation="LeakyRelu", activation_params=[0.1])
+    expected = ort_oracle(op, inputs, **extra, **attrs)[0]
+    check(op, inputs, expected, **extra, **attrs)
+    if simd.state.level >= simd.LEVEL_NAMES.index("avx512"):
+        model = node_model(op, inputs, **extra, **attrs)
+        got, _, paths = run_ours(model, inputs, 2)
+        assert any("_few_channels_" in p for p in paths), paths
+        monkeypatch.setattr(conv_module.core, "few_channels_fits", lambda geom, level: False)
+        plain, _, paths = run_ours(model, inputs, 1)
+        assert any("_im2col_" in p for p in paths), paths
+        assert same_bits(got[0], plain[0]), "the im2col path's bits"
+
+
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
 def test_conv_double_vs_builtin(case):
     xs, ws, attrs = CONV_CASES[case]

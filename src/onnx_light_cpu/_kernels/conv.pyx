@@ -20,7 +20,8 @@ from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc
                        olc_conv_dwc_band, olc_conv_dwc_f32_fn, olc_conv_dwc_fits,
                        olc_conv_dwc_floats,
                        olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32,
-                       olc_conv_dwp_f32_fn, olc_conv_dwp_fuses, olc_conv_pick_dwp_f32)
+                       olc_conv_dwp_f32_fn, olc_conv_dwp_fuses, olc_conv_pick_dwp_f32,
+                       olc_conv_fewc_f32, olc_conv_fewc_fits)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
@@ -112,6 +113,31 @@ def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y
                               alpha, beta, threads)
     if status != 0:
         raise MemoryError("conv core: no memory for the column tile")
+
+
+def few_channels_fits(cnp.ndarray geom, int level):
+    """Whether conv_few_channels takes this geometry (one group) at level."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return bool(olc_conv_fewc_fits(&g, level))
+
+
+def conv_few_channels(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
+                      cnp.ndarray geom, int64_t N, int64_t M, int act, float alpha, float beta,
+                      int level, int threads):
+    """float32 y (N, M, P) = act(conv(x, w) + bias + z) for a 3x3 stride-2 Conv
+    of 1 to 4 input channels (few_channels_fits at level); w is (M, C*9)."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    if not olc_conv_fewc_fits(&g, level) or w.shape[1] != g.C * 9:
+        raise ValueError("conv_few_channels: not a 3x3 stride-2 Conv of 1 to 4 channels")
+    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
+    cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
+    cdef const float *pb = <const float *>_data(bias)
+    cdef const float *pz = <const float *>_data(z)
+    cdef float *py = <float *>cnp.PyArray_DATA(y)
+    with nogil:
+        olc_conv_fewc_f32(&g, px, pw, pb, pz, py, N, M, act, alpha, beta, threads)
 
 
 def t_scratch(cnp.ndarray geom, int64_t M):

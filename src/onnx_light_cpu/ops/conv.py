@@ -292,6 +292,8 @@ class Conv(_ConvAttributes):
               and all(d == 1 for d in dilations) and Cg >= WINOGRAD_MIN_CHANNELS
               and M >= WINOGRAD_MIN_CHANNELS):
             kind = "winograd"
+        elif G == 1 and core.few_channels_fits(geom, simd.state.level):
+            kind = "few_channels"  # a 3x3 stride-2 stem (olc_conv_fewc)
         else:
             kind = "gemm" if pointwise else "im2col"
         level = simd.state.level
@@ -360,6 +362,10 @@ class Conv(_ConvAttributes):
             core.conv_winograd(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
                                threads)
             del scratch  # back to the pool
+        elif kind == "few_channels" and core.few_channels_fits(geom, level):
+            ws = self._prepared_input(("w", work), 1, w,
+                                      lambda: _widened(w, work).reshape(M, -1))
+            core.conv_few_channels(xs, ws, bs, zs, y, geom, N, M, act, a, bb, level, threads)
         elif kind in ("direct", "depthwise"):
             ws = self._prepared_input(("w", work), 1, w,
                                       lambda: _widened(w, work).reshape(M, -1))
@@ -367,7 +373,8 @@ class Conv(_ConvAttributes):
                                     threads, DEPTHWISE_BLOCK_PLANE)
             if loop == "planes":  # 3x3 at unit strides, AVX-512 (olc_conv_dwp)
                 kind = "depthwise_planes"
-        else:
+        else:  # also a few_channels plan made at a higher SIMD level
+            kind = "gemm" if kind == "gemm" else "im2col"
             ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
             core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
                            level, threads)

@@ -876,6 +876,165 @@ static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom 
     return NULL;
 }
 
+/* ---- 3x3 stride-2 Conv of few input channels (the stems) ----
+ *
+ * MobileNet's and EfficientNet's first layer (3 -> 16 or 32 channels, 3x3,
+ * stride 2) has K = 27: through im2col its columns cost as much as the
+ * product (the stride-2 gathers, a micro-kernel call of 27 steps a tile).
+ * Here each task takes rows of the output and 8 output channels: the 9
+ * taps of every input channel come from pairs of loads split into even and
+ * odd columns (olc_conv_dwp's stride 2), each shared by the 8 channels, and
+ * the sums stay in registers.  Each output is summed as the GEMM sums it
+ * (from zero, the taps in W's order, each one fused multiply-add, then
+ * bias, then the activation): the bits of the im2col path. */
+enum { OLC_CONV_FEWC_MAX_C = 4, OLC_CONV_FEWC_M = 8, OLC_CONV_FEWC_ROWS = 8 };
+
+/* Whether olc_conv_fewc takes a Conv (one group) at this level. */
+static int olc_conv_fewc_fits(const olc_conv_geom *g, int level) {
+    return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C >= 1
+        && g->C <= OLC_CONV_FEWC_MAX_C && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kh == 3
+        && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1
+        && g->OW >= 16 && g->OW <= 16 * OLC_CONV_DWP_MAX_VECTORS;
+}
+
+typedef struct {
+    olc_conv_geom g;
+    const float *x, *w, *bias, *z;
+    float *y;
+    int64_t M, nrb, nmb;
+    int act, fused; /* fused: the activation in registers (no Z) */
+    float a, b;
+} olc_conv_fewc_job;
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* Output row oh, vectors v0..v0+n (n 1 or 2, a constant once inlined) of
+ * the 8 output channels whose weights are wb (8 x C*9, zeros past the
+ * last channel); mc of them are stored. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, const float *wb,
+                    const float *bias, int64_t mc, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
+                    const __mmask16 *out, int64_t oh, int64_t v0, float *y) {
+    const olc_conv_geom *g = &p->g;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                          4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
+                                         3, 1);
+    const int64_t K = g->C * 9, plane = g->H * g->W;
+    __m512 acc[OLC_CONV_FEWC_M][2];
+#pragma GCC unroll 8
+    for (int m = 0; m < OLC_CONV_FEWC_M; ++m)
+#pragma GCC unroll 2
+        for (int i = 0; i < n; ++i) acc[m][i] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < g->C; ++c)
+        for (int r = 0; r < 3; ++r) {
+            int64_t ih = oh * 2 - g->ph + r;
+            if (ih < 0 || ih >= g->H) continue; /* zeros: the sums do not change */
+            /* masked lanes are not read: the column may be -pw */
+            const float *row = x + c * plane + ih * g->W - g->pw + v0 * 32;
+            __m512 xe[3][2];
+#pragma GCC unroll 2
+            for (int i = 0; i < n; ++i) {
+                const float *q = row + i * 32;
+                __m512 a0 = _mm512_maskz_loadu_ps(masks[0][v0 + i], q);
+                __m512 a1 = _mm512_maskz_loadu_ps(masks[1][v0 + i], q + 16);
+                __m512 b0 = _mm512_maskz_loadu_ps(masks[2][v0 + i], q + 2);
+                __m512 b1 = _mm512_maskz_loadu_ps(masks[3][v0 + i], q + 18);
+                xe[0][i] = _mm512_permutex2var_ps(a0, even, a1);
+                xe[1][i] = _mm512_permutex2var_ps(a0, odd, a1);
+                xe[2][i] = _mm512_permutex2var_ps(b0, even, b1);
+            }
+            const float *wk = wb + c * 9 + r * 3;
+#pragma GCC unroll 8
+            for (int m = 0; m < OLC_CONV_FEWC_M; ++m)
+#pragma GCC unroll 3
+                for (int e = 0; e < 3; ++e) {
+                    const __m512 wv = _mm512_set1_ps(wk[m * K + e]);
+#pragma GCC unroll 2
+                    for (int i = 0; i < n; ++i)
+                        acc[m][i] = _mm512_fmadd_ps(wv, xe[e][i], acc[m][i]);
+                }
+        }
+    /* constant indices into acc (a runtime one would keep it in memory) */
+#pragma GCC unroll 8
+    for (int m = 0; m < OLC_CONV_FEWC_M; ++m) {
+        if (m >= mc) break;
+        const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[m] : 0.0f);
+        float *ym = y + m * g->OH * g->OW + oh * g->OW;
+#pragma GCC unroll 2
+        for (int i = 0; i < n; ++i) {
+            __m512 v = bias != NULL ? _mm512_add_ps(acc[m][i], bv) : acc[m][i];
+            if (p->fused) v = olc_conv_dwp_act(v, p->act, p->a, p->b);
+            _mm512_mask_storeu_ps(ym + (v0 + i) * 16, out[v0 + i], v);
+        }
+    }
+}
+
+/* Task u: image, block of 8 output channels, block of output rows. */
+static OLC_TARGET_AVX512 void olc_conv_fewc_task(void *arg, ptrdiff_t u, int slot) {
+    const olc_conv_fewc_job *p = (const olc_conv_fewc_job *)arg;
+    const olc_conv_geom *g = &p->g;
+    (void)slot;
+    int64_t rb = (int64_t)u % p->nrb, mb = (int64_t)u / p->nrb % p->nmb;
+    int64_t n = (int64_t)u / (p->nrb * p->nmb);
+    int64_t m0 = mb * OLC_CONV_FEWC_M, mc = p->M - m0 < OLC_CONV_FEWC_M ? p->M - m0
+                                                                        : OLC_CONV_FEWC_M;
+    int64_t r0 = rb * OLC_CONV_FEWC_ROWS;
+    int64_t r1 = r0 + OLC_CONV_FEWC_ROWS < g->OH ? r0 + OLC_CONV_FEWC_ROWS : g->OH;
+    const int64_t K = g->C * 9, OW = g->OW, nv = (OW + 15) / 16, P = g->OH * OW;
+    float wb[OLC_CONV_FEWC_M * OLC_CONV_FEWC_MAX_C * 9];
+    for (int64_t i = 0; i < OLC_CONV_FEWC_M * K; ++i)
+        wb[i] = i < mc * K ? p->w[m0 * K + i] : 0.0f;
+    __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
+    static const int pair[4] = {0, 16, 2, 18};
+    for (int64_t v = 0; v < nv; ++v) {
+        for (int j = 0; j < 4; ++j) masks[j][v] = olc_conv_dwp_mask(v * 32 - g->pw + pair[j], g->W);
+        out[v] = OW - v * 16 >= 16 ? (__mmask16)0xFFFF
+                                   : (__mmask16)(((uint32_t)1 << (OW - v * 16)) - 1);
+    }
+    const float *x = p->x + n * g->C * g->H * g->W;
+    float *y = p->y + (n * p->M + m0) * P;
+    const float *bias = p->bias != NULL ? p->bias + m0 : NULL;
+    for (int64_t oh = r0; oh < r1; ++oh) {
+        int64_t v0 = 0;
+        for (; v0 + 2 <= nv; v0 += 2)
+            olc_conv_fewc_block(2, p, x, wb, bias, mc, masks, out, oh, v0, y);
+        if (v0 < nv) olc_conv_fewc_block(1, p, x, wb, bias, mc, masks, out, oh, v0, y);
+    }
+    if (!p->fused && (p->z != NULL || p->act != OLC_CONV_NONE))
+        for (int64_t m = 0; m < mc; ++m)
+            olc_conv_epilogue(OLC_AVX512, y + m * P + r0 * OW,
+                              p->z != NULL ? p->z + (n * p->M + m0 + m) * P + r0 * OW : NULL,
+                              (r1 - r0) * OW, 1, (r1 - r0) * OW, NULL, p->act, p->a, p->b);
+}
+#endif
+
+/* y (N x M x OH x OW) = act(conv(x, w) + bias + z) for olc_conv_fewc_fits
+ * geometries; w is M x C*9 (W's own layout). */
+static void olc_conv_fewc_f32(const olc_conv_geom *g, const float *x, const float *w,
+                              const float *bias, const float *z, float *y, int64_t N, int64_t M,
+                              int act, float a, float b, int nthreads) {
+#if OLC_X86 && OLC_HAVE_AVX512
+    olc_conv_fewc_job p;
+    p.g = *g;
+    p.x = x;
+    p.w = w;
+    p.bias = bias;
+    p.z = z;
+    p.y = y;
+    p.M = M;
+    p.nrb = (g->OH + OLC_CONV_FEWC_ROWS - 1) / OLC_CONV_FEWC_ROWS;
+    p.nmb = (M + OLC_CONV_FEWC_M - 1) / OLC_CONV_FEWC_M;
+    p.fused = z == NULL && olc_conv_dwp_fuses(act);
+    p.act = act;
+    p.a = a;
+    p.b = b;
+    olc_parallel_for(N * p.nmb * p.nrb, olc_conv_fewc_task, &p, nthreads);
+#else
+    (void)g; (void)x; (void)w; (void)bias; (void)z; (void)y; (void)N; (void)M; (void)act;
+    (void)a; (void)b; (void)nthreads;
+#endif
+}
+
 static olc_conv_direct_f64_fn olc_conv_pick_direct_f64(int level) {
     level = olc_build_level(level);
     return OLC_LEVEL_FN(level, olc_conv_direct_f64);
