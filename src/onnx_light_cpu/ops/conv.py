@@ -371,7 +371,7 @@ class Conv(_ConvAttributes):
                                       lambda: _widened(w, work).reshape(M, -1))
             loop = core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level,
                                     threads, DEPTHWISE_BLOCK_PLANE)
-            if loop == "planes":  # 3x3 at unit strides, AVX-512 (olc_conv_dwp)
+            if loop == "planes":  # 3x3 at strides 1 or 2, AVX-512 (olc_conv_dwp)
                 kind = "depthwise_planes"
         else:  # also a few_channels plan made at a higher SIMD level
             kind = "gemm" if kind == "gemm" else "im2col"
@@ -382,7 +382,6 @@ class Conv(_ConvAttributes):
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)
         return (y,)
-
 
     def _finite_weights(self, w: np.ndarray) -> bool:
         """Whether W has no inf or NaN: checked once for an initializer (kept

@@ -17,7 +17,9 @@
  *
  * Depthwise (group == C == M) and double run a direct loop
  * (olc_conv_direct.h, per level and type), vectorised over the output
- * width; ConvTranspose in float32 is W_g^T X_g by the GEMM engine into a
+ * width; at AVX-512, 3x3 depthwise at strides 1 and 2 runs on the planes
+ * themselves (olc_conv_dwp) and a 3x3 stride-2 Conv of 1 to 4 input
+ * channels (a stem) its own loop (olc_conv_fewc); ConvTranspose in float32 is W_g^T X_g by the GEMM engine into a
  * column tile, then a scatter-add (olc_conv_col2im) per output channel, in
  * a fixed order.  Col2Im is that scatter-add alone.
  */
