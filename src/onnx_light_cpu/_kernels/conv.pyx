@@ -20,7 +20,7 @@ from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc
                        olc_conv_dwc_band, olc_conv_dwc_f32_fn, olc_conv_dwc_fits,
                        olc_conv_dwc_floats,
                        olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32,
-                       olc_conv_dwp_f32_fn, olc_conv_dwp_fuses, olc_conv_pick_dwp_f32,
+                       olc_conv_dwp_f32_fn, olc_conv_act_fusable, olc_conv_pick_dwp_f32,
                        olc_conv_fewc_f32, olc_conv_fewc_fits)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
@@ -237,7 +237,7 @@ cdef struct _DirectJob:
     olc_conv_dw3_f32_fn dw3
     olc_conv_dwc_f32_fn dwc
     olc_conv_dwp_f32_fn dwp
-    int dwp_act  # the activation olc_conv_dwp applies (0: none, or after Z)
+    int dwp_act  # the activation olc_conv_dwp applies (0: none, or the epilogue's after Z)
     float *pad
     int64_t pad_floats, in_floats, Wp
     const void *x
@@ -262,15 +262,6 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
     cdef float *xp
     cdef int64_t c0, nc, c
-    if j.dwp != NULL:
-        j.dwp(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
-              (<const float *>j.bias)[m] if j.bias != NULL else 0.0, j.dwp_act, j.a, j.b,
-              <float *>j.y + plane * j.P, r0, r1)
-        if j.dwp_act == 0 and (j.z != NULL or j.act != 0):  # the rows are one run
-            olc_conv_epilogue(j.level, <float *>j.y + yoff,
-                              j.z + yoff if j.z != NULL else NULL, (r1 - r0) * j.g.OW, 1,
-                              (r1 - r0) * j.g.OW, NULL, j.act, j.a, j.b)
-        return
     if j.dwc != NULL:
         # a band of rows of a block of OLC_CONV_DWC planes of one image
         # (t: image, block, band)
@@ -298,7 +289,11 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
                                       (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
                                       j.a, j.b)
         return
-    if j.dw3 != NULL:
+    if j.dwp != NULL:
+        j.dwp(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
+              (<const float *>j.bias)[m] if j.bias != NULL else 0.0, j.dwp_act, j.a, j.b,
+              <float *>j.y + plane * j.P, r0, r1)
+    elif j.dw3 != NULL:
         xp = j.pad + slot * j.pad_floats
         olc_conv_pad_rows(&j.g, <const float *>j.x + xoff, r0, r1, xp, xp + j.in_floats)
         j.dw3(&j.g, xp, j.Wp, <const float *>j.w + woff,
@@ -309,7 +304,7 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0,
               <float *>j.y + plane * j.P, r0, r1)
     if j.f32 != NULL:
-        if j.z != NULL or j.act != 0:  # the rows are one run of floats
+        if j.dwp_act == 0 and (j.z != NULL or j.act != 0):  # the rows are one run of floats
             olc_conv_epilogue(j.level, <float *>j.y + yoff,
                               j.z + yoff if j.z != NULL else NULL, (r1 - r0) * j.g.OW, 1,
                               (r1 - r0) * j.g.OW, NULL, j.act, j.a, j.b)
@@ -354,6 +349,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     j.nrb = (j.R + j.rb - 1) // j.rb
     j.dw3 = NULL
     j.dwc = NULL
+    j.dwp_act = 0
     j.pad = NULL
     cdef int slots = threads if threads > 1 else 1
     cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
@@ -361,7 +357,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.dwp != NULL:
         # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
         # activation in registers where nothing (Z) comes before it
-        j.dwp_act = act if z is None and olc_conv_dwp_fuses(act) else 0
+        j.dwp_act = act if z is None and olc_conv_act_fusable(act) else 0
         with nogil:
             olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
         return "planes"

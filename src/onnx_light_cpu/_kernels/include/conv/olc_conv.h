@@ -715,19 +715,61 @@ static int olc_conv_dwp_fits(const olc_conv_geom *g, int level) {
         && g->OW <= 16 * OLC_CONV_DWP_MAX_VECTORS;
 }
 
+/* Whether olc_conv_act_avx512 applies an activation (else the loops that
+ * use it leave it, and olc_conv_epilogue runs after). */
+static int olc_conv_act_fusable(int act) {
+    return act == OLC_CONV_NONE || act == OLC_CONV_RELU || act == OLC_CONV_CLIP
+        || act == OLC_CONV_LEAKY;
+}
+
 #if OLC_X86 && OLC_HAVE_AVX512
 /* Lanes l < 16 of the load at column `start` with 0 <= start + l < W. */
-static inline __mmask16 olc_conv_dwp_mask(int64_t start, int64_t W) {
+static inline __mmask16 olc_conv_window16(int64_t start, int64_t W) {
     int64_t lo = start < 0 ? -start : 0, hi = W - start < 16 ? W - start : 16;
     if (hi <= lo) return 0;
     uint32_t m = ((uint32_t)1 << hi) - 1;
     return (__mmask16)(m & ~(((uint32_t)1 << lo) - 1));
 }
 
-/* olc_conv_epilogue's piecewise-linear activations (olc_conv_dwp_fuses) on
- * one vector, the same bits: max(a, v) is v < a ? a : v, NaN kept. */
+/* The masks of an output row's vectors v at width stride sw (1 or 2):
+ * masks[j][v] for the loads, at stride 1 of tap column j (0 to 2), at
+ * stride 2 of columns +0, +16, +2, +18 of its two pairs
+ * (olc_conv_taps_s2); out[v] for the store. */
+static inline void olc_conv_row_masks(const olc_conv_geom *g,
+                                      __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
+                                      __mmask16 *out) {
+    static const int pair[4] = {0, 16, 2, 18};
+    for (int64_t v = 0; v < (g->OW + 15) / 16; ++v) {
+        for (int j = 0; j < 4; ++j)
+            masks[j][v] = g->sw == 1 ? olc_conv_window16(v * 16 - g->pw + j, g->W)
+                                     : olc_conv_window16(v * 32 - g->pw + pair[j], g->W);
+        out[v] = olc_tail_mask16(g->OW - v * 16);
+    }
+}
+
+/* The three taps of output vector v of a row at stride 2, q its first
+ * input column: a pair of loads (32 columns) split into even and odd
+ * columns, and a second pair two columns on for the third tap. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_taps_s2(const float *q, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], int64_t v,
+                 __m512 xe[3]) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+                                          4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
+                                         3, 1);
+    __m512 a0 = _mm512_maskz_loadu_ps(masks[0][v], q);
+    __m512 a1 = _mm512_maskz_loadu_ps(masks[1][v], q + 16);
+    __m512 b0 = _mm512_maskz_loadu_ps(masks[2][v], q + 2);
+    __m512 b1 = _mm512_maskz_loadu_ps(masks[3][v], q + 18);
+    xe[0] = _mm512_permutex2var_ps(a0, even, a1);
+    xe[1] = _mm512_permutex2var_ps(a0, odd, a1);
+    xe[2] = _mm512_permutex2var_ps(b0, even, b1);
+}
+
+/* olc_conv_epilogue's piecewise-linear activations (olc_conv_act_fusable)
+ * on one vector, the same bits: max(a, v) is v < a ? a : v, NaN kept. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 __m512
-olc_conv_dwp_act(__m512 v, int act, float a, float b) {
+olc_conv_act_avx512(__m512 v, int act, float a, float b) {
     if (act == OLC_CONV_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
     if (act == OLC_CONV_CLIP)
         return _mm512_min_ps(_mm512_set1_ps(b), _mm512_max_ps(_mm512_set1_ps(a), v));
@@ -739,18 +781,13 @@ olc_conv_dwp_act(__m512 v, int act, float a, float b) {
 }
 
 /* Output rows oh..oh+nr, vectors v0..v0+n of one plane at stride s (nr, n
- * and s constants once inlined, nr * n <= 16 sums in registers).
- * masks[j][v]: the loads of vector v, stride 1: tap column j (0 to 2),
- * stride 2: columns +0, +16, +2, +18 of its pair of pairs. */
+ * and s constants once inlined, nr * n <= 16 sums in registers); masks
+ * from olc_conv_row_masks. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
 olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *g,
                    const float *x, const __m512 *wv, __m512 vb,
                    __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], const __mmask16 *out,
                    int act, float a, float b, int64_t oh, int64_t v0, float *y) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
-                                          4, 2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
-                                         3, 1);
     const int nin = (nr - 1) * s + 3;
     __m512 acc[4][4];
     const float *rows[9]; /* input rows oh * s - ph .. + nin, NULL in the padding;
@@ -776,14 +813,7 @@ olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *
 #pragma GCC unroll 3
                 for (int e = 0; e < 3; ++e) xe[e] = _mm512_maskz_loadu_ps(masks[e][v], p + e);
             } else {
-                const float *p = rows[r] + i * 32;
-                __m512 a0 = _mm512_maskz_loadu_ps(masks[0][v], p);
-                __m512 a1 = _mm512_maskz_loadu_ps(masks[1][v], p + 16);
-                __m512 b0 = _mm512_maskz_loadu_ps(masks[2][v], p + 2);
-                __m512 b1 = _mm512_maskz_loadu_ps(masks[3][v], p + 18);
-                xe[0] = _mm512_permutex2var_ps(a0, even, a1);
-                xe[1] = _mm512_permutex2var_ps(a0, odd, a1);
-                xe[2] = _mm512_permutex2var_ps(b0, even, b1);
+                olc_conv_taps_s2(rows[r] + i * 32, masks, v, xe);
             }
 #pragma GCC unroll 4
             for (int o = 0; o < nr; ++o) {
@@ -800,7 +830,7 @@ olc_conv_dwp_block(const int nr, const int n, const int s, const olc_conv_geom *
 #pragma GCC unroll 4
         for (int i = 0; i < n; ++i)
             _mm512_mask_storeu_ps(y + (oh + o) * g->OW + (v0 + i) * 16, out[v0 + i],
-                                  olc_conv_dwp_act(acc[o][i], act, a, b));
+                                  olc_conv_act_avx512(acc[o][i], act, a, b));
 }
 
 /* Rows r0..r1 at stride s (a constant once inlined): eight chains of
@@ -840,16 +870,8 @@ olc_conv_dwp_rows(const int s, const olc_conv_geom *g, const float *x, const __m
 static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const float *x,
                                                const float *w, float bias, int act, float a,
                                                float b, float *y, int64_t r0, int64_t r1) {
-    const int64_t OW = g->OW, nv = (OW + 15) / 16;
     __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
-    static const int pair[4] = {0, 16, 2, 18};
-    for (int64_t v = 0; v < nv; ++v) {
-        for (int j = 0; j < 4; ++j)
-            masks[j][v] = g->sw == 1 ? olc_conv_dwp_mask(v * 16 - g->pw + j, g->W)
-                                     : olc_conv_dwp_mask(v * 32 - g->pw + pair[j], g->W);
-        out[v] = OW - v * 16 >= 16 ? (__mmask16)0xFFFF
-                                   : (__mmask16)(((uint32_t)1 << (OW - v * 16)) - 1);
-    }
+    olc_conv_row_masks(g, masks, out);
     __m512 wv[9];
     for (int i = 0; i < 9; ++i) wv[i] = _mm512_set1_ps(w[i]);
     const __m512 vb = _mm512_set1_ps(bias);
@@ -859,13 +881,6 @@ static OLC_TARGET_AVX512 void olc_conv_dwp_f32(const olc_conv_geom *g, const flo
         olc_conv_dwp_rows(2, g, x, wv, vb, masks, out, act, a, b, y, r0, r1);
 }
 #endif
-
-/* Whether olc_conv_dwp applies the activation itself (else act 0, and
- * olc_conv_epilogue after). */
-static int olc_conv_dwp_fuses(int act) {
-    return act == OLC_CONV_NONE || act == OLC_CONV_RELU || act == OLC_CONV_CLIP
-        || act == OLC_CONV_LEAKY;
-}
 
 /* olc_conv_dwp at this level, NULL where it does not take the plane. */
 static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g) {
@@ -885,7 +900,8 @@ static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom 
  * product (the stride-2 gathers, a micro-kernel call of 27 steps a tile).
  * Here each task takes rows of the output and 8 output channels: the 9
  * taps of every input channel come from pairs of loads split into even and
- * odd columns (olc_conv_dwp's stride 2), each shared by the 8 channels, and
+ * odd columns (olc_conv_taps_s2, as olc_conv_dwp's stride 2), each shared by
+ * the 8 channels, and
  * the sums stay in registers.  Each output is summed as the GEMM sums it
  * (from zero, the taps in W's order, each one fused multiply-add, then
  * bias, then the activation): the bits of the im2col path. */
@@ -917,10 +933,6 @@ olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, con
                     const float *bias, int64_t mc, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
                     const __mmask16 *out, int64_t oh, int64_t v0, float *y) {
     const olc_conv_geom *g = &p->g;
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
-                                          4, 2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5,
-                                         3, 1);
     const int64_t K = g->C * 9, plane = g->H * g->W;
     __m512 acc[OLC_CONV_FEWC_M][2];
 #pragma GCC unroll 8
@@ -933,18 +945,9 @@ olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, con
             if (ih < 0 || ih >= g->H) continue; /* zeros: the sums do not change */
             /* masked lanes are not read: the column may be -pw */
             const float *row = x + c * plane + ih * g->W - g->pw + v0 * 32;
-            __m512 xe[3][2];
+            __m512 xe[2][3];
 #pragma GCC unroll 2
-            for (int i = 0; i < n; ++i) {
-                const float *q = row + i * 32;
-                __m512 a0 = _mm512_maskz_loadu_ps(masks[0][v0 + i], q);
-                __m512 a1 = _mm512_maskz_loadu_ps(masks[1][v0 + i], q + 16);
-                __m512 b0 = _mm512_maskz_loadu_ps(masks[2][v0 + i], q + 2);
-                __m512 b1 = _mm512_maskz_loadu_ps(masks[3][v0 + i], q + 18);
-                xe[0][i] = _mm512_permutex2var_ps(a0, even, a1);
-                xe[1][i] = _mm512_permutex2var_ps(a0, odd, a1);
-                xe[2][i] = _mm512_permutex2var_ps(b0, even, b1);
-            }
+            for (int i = 0; i < n; ++i) olc_conv_taps_s2(row + i * 32, masks, v0 + i, xe[i]);
             const float *wk = wb + c * 9 + r * 3;
 #pragma GCC unroll 8
             for (int m = 0; m < OLC_CONV_FEWC_M; ++m)
@@ -953,7 +956,7 @@ olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, con
                     const __m512 wv = _mm512_set1_ps(wk[m * K + e]);
 #pragma GCC unroll 2
                     for (int i = 0; i < n; ++i)
-                        acc[m][i] = _mm512_fmadd_ps(wv, xe[e][i], acc[m][i]);
+                        acc[m][i] = _mm512_fmadd_ps(wv, xe[i][e], acc[m][i]);
                 }
         }
     /* constant indices into acc (a runtime one would keep it in memory) */
@@ -965,7 +968,7 @@ olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, con
 #pragma GCC unroll 2
         for (int i = 0; i < n; ++i) {
             __m512 v = bias != NULL ? _mm512_add_ps(acc[m][i], bv) : acc[m][i];
-            if (p->fused) v = olc_conv_dwp_act(v, p->act, p->a, p->b);
+            if (p->fused) v = olc_conv_act_avx512(v, p->act, p->a, p->b);
             _mm512_mask_storeu_ps(ym + (v0 + i) * 16, out[v0 + i], v);
         }
     }
@@ -987,12 +990,7 @@ static OLC_TARGET_AVX512 void olc_conv_fewc_task(void *arg, ptrdiff_t u, int slo
     for (int64_t i = 0; i < OLC_CONV_FEWC_M * K; ++i)
         wb[i] = i < mc * K ? p->w[m0 * K + i] : 0.0f;
     __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
-    static const int pair[4] = {0, 16, 2, 18};
-    for (int64_t v = 0; v < nv; ++v) {
-        for (int j = 0; j < 4; ++j) masks[j][v] = olc_conv_dwp_mask(v * 32 - g->pw + pair[j], g->W);
-        out[v] = OW - v * 16 >= 16 ? (__mmask16)0xFFFF
-                                   : (__mmask16)(((uint32_t)1 << (OW - v * 16)) - 1);
-    }
+    olc_conv_row_masks(g, masks, out);
     const float *x = p->x + n * g->C * g->H * g->W;
     float *y = p->y + (n * p->M + m0) * P;
     const float *bias = p->bias != NULL ? p->bias + m0 : NULL;
@@ -1002,11 +1000,10 @@ static OLC_TARGET_AVX512 void olc_conv_fewc_task(void *arg, ptrdiff_t u, int slo
             olc_conv_fewc_block(2, p, x, wb, bias, mc, masks, out, oh, v0, y);
         if (v0 < nv) olc_conv_fewc_block(1, p, x, wb, bias, mc, masks, out, oh, v0, y);
     }
-    if (!p->fused && (p->z != NULL || p->act != OLC_CONV_NONE))
-        for (int64_t m = 0; m < mc; ++m)
-            olc_conv_epilogue(OLC_AVX512, y + m * P + r0 * OW,
-                              p->z != NULL ? p->z + (n * p->M + m0 + m) * P + r0 * OW : NULL,
-                              (r1 - r0) * OW, 1, (r1 - r0) * OW, NULL, p->act, p->a, p->b);
+    if (!p->fused && (p->z != NULL || p->act != OLC_CONV_NONE)) /* the band of each channel */
+        olc_conv_epilogue(OLC_AVX512, y + r0 * OW,
+                          p->z != NULL ? p->z + (n * p->M + m0) * P + r0 * OW : NULL, P, mc,
+                          (r1 - r0) * OW, NULL, p->act, p->a, p->b);
 }
 #endif
 
@@ -1026,7 +1023,7 @@ static void olc_conv_fewc_f32(const olc_conv_geom *g, const float *x, const floa
     p.M = M;
     p.nrb = (g->OH + OLC_CONV_FEWC_ROWS - 1) / OLC_CONV_FEWC_ROWS;
     p.nmb = (M + OLC_CONV_FEWC_M - 1) / OLC_CONV_FEWC_M;
-    p.fused = z == NULL && olc_conv_dwp_fuses(act);
+    p.fused = z == NULL && olc_conv_act_fusable(act);
     p.act = act;
     p.a = a;
     p.b = b;
