@@ -125,12 +125,13 @@ def few_channels_fits(cnp.ndarray geom, int level):
 def conv_few_channels(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
                       cnp.ndarray geom, int64_t N, int64_t M, int act, float alpha, float beta,
                       int level, int threads):
-    """float32 y (N, M, P) = act(conv(x, w) + bias + z) for a 3x3 stride-2 Conv
-    of 1 to 4 input channels (few_channels_fits at level); w is (M, C*9)."""
+    """float32 y (N, M, P) = act(conv(x, w) + bias + z) for a 3x3, 5x5 or 7x7
+    stride-2 Conv of 1 to 4 input channels (few_channels_fits at level); w is
+    (M, C*kh*kw)."""
     cdef olc_conv_geom g
     _geom(geom, &g)
-    if not olc_conv_fewc_fits(&g, level) or w.shape[1] != g.C * 9:
-        raise ValueError("conv_few_channels: not a 3x3 stride-2 Conv of 1 to 4 channels")
+    if not olc_conv_fewc_fits(&g, level) or w.shape[1] != g.C * g.kh * g.kw:
+        raise ValueError("conv_few_channels: not a stride-2 Conv of 1 to 4 channels")
     cdef const float *px = <const float *>cnp.PyArray_DATA(x)
     cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
     cdef const float *pb = <const float *>_data(bias)

@@ -293,7 +293,7 @@ class Conv(_ConvAttributes):
               and M >= WINOGRAD_MIN_CHANNELS):
             kind = "winograd"
         elif G == 1 and core.few_channels_fits(geom, simd.state.level):
-            kind = "few_channels"  # a 3x3 stride-2 stem (olc_conv_fewc)
+            kind = "few_channels"  # a stride-2 stem (olc_conv_fewc)
         else:
             kind = "gemm" if pointwise else "im2col"
         level = simd.state.level

@@ -18,10 +18,11 @@
  * Depthwise (group == C == M) and double run a direct loop
  * (olc_conv_direct.h, per level and type), vectorised over the output
  * width; at AVX-512, 3x3 depthwise at strides 1 and 2 runs on the planes
- * themselves (olc_conv_dwp) and a 3x3 stride-2 Conv of 1 to 4 input
- * channels (a stem) its own loop (olc_conv_fewc); ConvTranspose in float32 is W_g^T X_g by the GEMM engine into a
- * column tile, then a scatter-add (olc_conv_col2im) per output channel, in
- * a fixed order.  Col2Im is that scatter-add alone.
+ * themselves (olc_conv_dwp) and a 3x3, 5x5 or 7x7 stride-2 Conv of 1 to 4
+ * input channels (a stem) its own loop (olc_conv_fewc).  ConvTranspose in
+ * float32 is W_g^T X_g by the GEMM engine into a column tile, then a
+ * scatter-add (olc_conv_col2im) per output channel, in a fixed order.
+ * Col2Im is that scatter-add alone.
  */
 #ifndef OLC_CONV_H
 #define OLC_CONV_H
@@ -893,26 +894,35 @@ static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom 
     return NULL;
 }
 
-/* ---- 3x3 stride-2 Conv of few input channels (the stems) ----
+/* ---- stride-2 Conv of few input channels (the stems) ----
  *
- * MobileNet's and EfficientNet's first layer (3 -> 16 or 32 channels, 3x3,
- * stride 2) has K = 27: through im2col its columns cost as much as the
- * product (the stride-2 gathers, a micro-kernel call of 27 steps a tile).
- * Here each task takes rows of the output and 8 output channels: the 9
- * taps of every input channel come from pairs of loads split into even and
- * odd columns (olc_conv_taps_s2, as olc_conv_dwp's stride 2), each shared by
- * the 8 channels, and
- * the sums stay in registers.  Each output is summed as the GEMM sums it
- * (from zero, the taps in W's order, each one fused multiply-add, then
- * bias, then the activation): the bits of the im2col path. */
-enum { OLC_CONV_FEWC_MAX_C = 4, OLC_CONV_FEWC_M = 8, OLC_CONV_FEWC_ROWS = 8 };
+ * The first layer of most CNNs reads 1 to 4 channels at stride 2 with a
+ * 3x3 kernel (MobileNet, EfficientNet: 3 -> 16 or 32 channels, K = 27) or
+ * a 7x7 one (ResNet, DenseNet: 3 -> 64, K = 147): through im2col its
+ * columns cost as much as the product (the stride-2 gathers of K rows,
+ * written and read again; a micro-kernel call of K steps a tile).  Here a
+ * block is 16 output pixels of a row by 16 output channels, one vector a
+ * pixel with the channels in its lanes: each tap is one load of its 16
+ * channels' weights and 16 multiply-adds, each taking its pixel's input
+ * value as a broadcast operand (the stride is only in those addresses),
+ * then the block goes back to channel planes by a 16 x 16 transpose in
+ * registers.  A block whose taps reach past the row reads a zero-padded
+ * copy of its stretch.  Each output is summed as the GEMM sums it (from
+ * zero, the taps in W's order, each one fused multiply-add, then bias,
+ * then the activation): the bits of the im2col path. */
+enum {
+    OLC_CONV_FEWC_MAX_C = 4,
+    OLC_CONV_FEWC_MAX_K = 7,
+    OLC_CONV_FEWC_ROWS = 8
+};
 
-/* Whether olc_conv_fewc takes a Conv (one group) at this level. */
+/* Whether olc_conv_fewc takes a Conv (one group) at this level: square
+ * kernels of 3, 5 or 7 taps. */
 static int olc_conv_fewc_fits(const olc_conv_geom *g, int level) {
     return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C >= 1
-        && g->C <= OLC_CONV_FEWC_MAX_C && g->D == 1 && g->kd == 1 && g->OD == 1 && g->kh == 3
-        && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1
-        && g->OW >= 16 && g->OW <= 16 * OLC_CONV_DWP_MAX_VECTORS;
+        && g->C <= OLC_CONV_FEWC_MAX_C && g->D == 1 && g->kd == 1 && g->OD == 1
+        && g->kh == g->kw && (g->kw == 3 || g->kw == 5 || g->kw == 7) && g->sh == 2
+        && g->sw == 2 && g->dh == 1 && g->dw == 1 && g->OW >= 16;
 }
 
 typedef struct {
@@ -925,81 +935,94 @@ typedef struct {
 } olc_conv_fewc_job;
 
 #if OLC_X86 && OLC_HAVE_AVX512
-/* Output row oh, vectors v0..v0+n (n 1 or 2, a constant once inlined) of
- * the 8 output channels whose weights are wb (8 x C*9, zeros past the
- * last channel); mc of them are stored. */
+/* Output pixels ow0..ow0+16 of row oh (nw of them stored) of the 16
+ * channels whose weights are wp (tap k's 16 at wp + 16 k, zeros past the
+ * last channel; mc stored); ks a constant once inlined. */
 static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
-olc_conv_fewc_block(const int n, const olc_conv_fewc_job *p, const float *x, const float *wb,
-                    const float *bias, int64_t mc, __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS],
-                    const __mmask16 *out, int64_t oh, int64_t v0, float *y) {
+olc_conv_fewc_block(const int ks, const olc_conv_fewc_job *p, const float *x, const float *wp,
+                    __m512 vb, int64_t mc, int64_t oh, int64_t ow0, int64_t nw, float *y) {
     const olc_conv_geom *g = &p->g;
-    const int64_t K = g->C * 9, plane = g->H * g->W;
-    __m512 acc[OLC_CONV_FEWC_M][2];
-#pragma GCC unroll 8
-    for (int m = 0; m < OLC_CONV_FEWC_M; ++m)
-#pragma GCC unroll 2
-        for (int i = 0; i < n; ++i) acc[m][i] = _mm512_setzero_ps();
+    const int64_t plane = g->H * g->W, iw0 = ow0 * 2 - g->pw;
+    /* the 2 * 15 + ks input columns the block reads, inside the row? */
+    const int inside = iw0 >= 0 && iw0 + 30 + ks <= g->W;
+    float edge[30 + OLC_CONV_FEWC_MAX_K];
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t c = 0; c < g->C; ++c)
-        for (int r = 0; r < 3; ++r) {
+        for (int r = 0; r < ks; ++r) {
             int64_t ih = oh * 2 - g->ph + r;
             if (ih < 0 || ih >= g->H) continue; /* zeros: the sums do not change */
-            /* masked lanes are not read: the column may be -pw */
-            const float *row = x + c * plane + ih * g->W - g->pw + v0 * 32;
-            __m512 xe[2][3];
-#pragma GCC unroll 2
-            for (int i = 0; i < n; ++i) olc_conv_taps_s2(row + i * 32, masks, v0 + i, xe[i]);
-            const float *wk = wb + c * 9 + r * 3;
-#pragma GCC unroll 8
-            for (int m = 0; m < OLC_CONV_FEWC_M; ++m)
-#pragma GCC unroll 3
-                for (int e = 0; e < 3; ++e) {
-                    const __m512 wv = _mm512_set1_ps(wk[m * K + e]);
-#pragma GCC unroll 2
-                    for (int i = 0; i < n; ++i)
-                        acc[m][i] = _mm512_fmadd_ps(wv, xe[i][e], acc[m][i]);
-                }
+            const float *row = x + c * plane + ih * g->W, *q = row + iw0;
+            if (!inside) {
+                for (int j = 0; j < 30 + ks; ++j)
+                    edge[j] = iw0 + j >= 0 && iw0 + j < g->W ? row[iw0 + j] : 0.0f;
+                q = edge;
+            }
+            const float *wk = wp + (c * ks + r) * ks * 16;
+            __m512 wv[OLC_CONV_FEWC_MAX_K];
+#pragma GCC unroll 7
+            for (int e = 0; e < ks; ++e) wv[e] = _mm512_loadu_ps(wk + e * 16);
+            /* input column j is tap j - 2i of pixel i: each broadcast once,
+             * and each pixel still takes its taps in order */
+#pragma GCC unroll 37
+            for (int j = 0; j < 30 + ks; ++j) {
+                const __m512 xb = _mm512_set1_ps(q[j]);
+#pragma GCC unroll 7
+                for (int e = 0; e < ks; ++e)
+                    if (j - e >= 0 && (j - e) % 2 == 0 && (j - e) / 2 < 16)
+                        acc[(j - e) / 2] = _mm512_fmadd_ps(xb, wv[e], acc[(j - e) / 2]);
+            }
         }
-    /* constant indices into acc (a runtime one would keep it in memory) */
-#pragma GCC unroll 8
-    for (int m = 0; m < OLC_CONV_FEWC_M; ++m) {
-        if (m >= mc) break;
-        const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[m] : 0.0f);
-        float *ym = y + m * g->OH * g->OW + oh * g->OW;
-#pragma GCC unroll 2
-        for (int i = 0; i < n; ++i) {
-            __m512 v = bias != NULL ? _mm512_add_ps(acc[m][i], bv) : acc[m][i];
-            if (p->fused) v = olc_conv_act_avx512(v, p->act, p->a, p->b);
-            _mm512_mask_storeu_ps(ym + (v0 + i) * 16, out[v0 + i], v);
-        }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+        acc[i] = _mm512_add_ps(acc[i], vb);
+        if (p->fused) acc[i] = olc_conv_act_avx512(acc[i], p->act, p->a, p->b);
     }
+    olc_transpose16_regs_avx512(acc); /* acc[m]: channel m's 16 pixels */
+    const __mmask16 out = olc_tail_mask16(nw);
+    float *ym = y + oh * g->OW + ow0;
+    const int64_t P = g->OH * g->OW;
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m)
+        if (m < mc) _mm512_mask_storeu_ps(ym + m * P, out, acc[m]);
 }
 
-/* Task u: image, block of 8 output channels, block of output rows. */
+/* Output rows r0..r1 of a task, 16 pixels at a time (ks a constant once
+ * inlined). */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_fewc_rows(const int ks, const olc_conv_fewc_job *p, const float *x, const float *wp,
+                   __m512 vb, int64_t mc, int64_t r0, int64_t r1, float *y) {
+    const int64_t OW = p->g.OW;
+    for (int64_t oh = r0; oh < r1; ++oh)
+        for (int64_t ow0 = 0; ow0 < OW; ow0 += 16)
+            olc_conv_fewc_block(ks, p, x, wp, vb, mc, oh, ow0, OW - ow0 < 16 ? OW - ow0 : 16,
+                                y);
+}
+
+/* Task u: image, block of 16 output channels, block of output rows. */
 static OLC_TARGET_AVX512 void olc_conv_fewc_task(void *arg, ptrdiff_t u, int slot) {
     const olc_conv_fewc_job *p = (const olc_conv_fewc_job *)arg;
     const olc_conv_geom *g = &p->g;
     (void)slot;
     int64_t rb = (int64_t)u % p->nrb, mb = (int64_t)u / p->nrb % p->nmb;
     int64_t n = (int64_t)u / (p->nrb * p->nmb);
-    int64_t m0 = mb * OLC_CONV_FEWC_M, mc = p->M - m0 < OLC_CONV_FEWC_M ? p->M - m0
-                                                                        : OLC_CONV_FEWC_M;
+    int64_t m0 = mb * 16, mc = p->M - m0 < 16 ? p->M - m0 : 16;
     int64_t r0 = rb * OLC_CONV_FEWC_ROWS;
     int64_t r1 = r0 + OLC_CONV_FEWC_ROWS < g->OH ? r0 + OLC_CONV_FEWC_ROWS : g->OH;
-    const int64_t K = g->C * 9, OW = g->OW, nv = (OW + 15) / 16, P = g->OH * OW;
-    float wb[OLC_CONV_FEWC_M * OLC_CONV_FEWC_MAX_C * 9];
-    for (int64_t i = 0; i < OLC_CONV_FEWC_M * K; ++i)
-        wb[i] = i < mc * K ? p->w[m0 * K + i] : 0.0f;
-    __mmask16 masks[4][OLC_CONV_DWP_MAX_VECTORS], out[OLC_CONV_DWP_MAX_VECTORS];
-    olc_conv_row_masks(g, masks, out);
+    const int64_t K = g->C * g->kh * g->kw, OW = g->OW, P = g->OH * OW;
+    /* the block's weights tap by tap, 16 channels each */
+    float wp[OLC_CONV_FEWC_MAX_C * OLC_CONV_FEWC_MAX_K * OLC_CONV_FEWC_MAX_K * 16];
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t m = 0; m < 16; ++m) wp[k * 16 + m] = m < mc ? p->w[(m0 + m) * K + k] : 0.0f;
+    float bias[16];
+    for (int64_t m = 0; m < 16; ++m) bias[m] = p->bias != NULL && m < mc ? p->bias[m0 + m] : 0.0f;
+    const __m512 vb = _mm512_loadu_ps(bias);
     const float *x = p->x + n * g->C * g->H * g->W;
     float *y = p->y + (n * p->M + m0) * P;
-    const float *bias = p->bias != NULL ? p->bias + m0 : NULL;
-    for (int64_t oh = r0; oh < r1; ++oh) {
-        int64_t v0 = 0;
-        for (; v0 + 2 <= nv; v0 += 2)
-            olc_conv_fewc_block(2, p, x, wb, bias, mc, masks, out, oh, v0, y);
-        if (v0 < nv) olc_conv_fewc_block(1, p, x, wb, bias, mc, masks, out, oh, v0, y);
-    }
+    if (g->kw == 3) olc_conv_fewc_rows(3, p, x, wp, vb, mc, r0, r1, y);
+    else if (g->kw == 5) olc_conv_fewc_rows(5, p, x, wp, vb, mc, r0, r1, y);
+    else olc_conv_fewc_rows(7, p, x, wp, vb, mc, r0, r1, y);
     if (!p->fused && (p->z != NULL || p->act != OLC_CONV_NONE)) /* the band of each channel */
         olc_conv_epilogue(OLC_AVX512, y + r0 * OW,
                           p->z != NULL ? p->z + (n * p->M + m0) * P + r0 * OW : NULL, P, mc,
@@ -1008,7 +1031,7 @@ static OLC_TARGET_AVX512 void olc_conv_fewc_task(void *arg, ptrdiff_t u, int slo
 #endif
 
 /* y (N x M x OH x OW) = act(conv(x, w) + bias + z) for olc_conv_fewc_fits
- * geometries; w is M x C*9 (W's own layout). */
+ * geometries; w is M x C*kh*kw (W's own layout). */
 static void olc_conv_fewc_f32(const olc_conv_geom *g, const float *x, const float *w,
                               const float *bias, const float *z, float *y, int64_t N, int64_t M,
                               int act, float a, float b, int nthreads) {
@@ -1022,7 +1045,7 @@ static void olc_conv_fewc_f32(const olc_conv_geom *g, const float *x, const floa
     p.y = y;
     p.M = M;
     p.nrb = (g->OH + OLC_CONV_FEWC_ROWS - 1) / OLC_CONV_FEWC_ROWS;
-    p.nmb = (M + OLC_CONV_FEWC_M - 1) / OLC_CONV_FEWC_M;
+    p.nmb = (M + 15) / 16;
     p.fused = z == NULL && olc_conv_act_fusable(act);
     p.act = act;
     p.a = a;
