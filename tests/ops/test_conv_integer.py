@@ -200,6 +200,53 @@ def test_same_padding_columns(xs, ws, attrs):
     check_node("QLinearConv", q, oracle=lambda *a: expected, opset=13, **attrs)
 
 
+# Unit strides, int8 weights of zero point 0, 16 input channels or more:
+# at VNNI the product reads a padded copy of X in groups of 4 channels, no
+# columns (olc_qconv_direct): odd channel and output counts, rows under 16
+# wide, dilations, asymmetric pads, 1-D, two images.
+DIRECT_CASES = [
+    ((1, 16, 19, 21), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 19, 9, 7), (21, 19, 3, 3), {"pads": [0, 2, 1, 0]}),
+    ((1, 18, 11, 23), (5, 18, 5, 3), {"dilations": [2, 1], "pads": [2, 1, 3, 1]}),
+    ((1, 33, 17), (40, 33, 4), {"pads": [2, 1]}),                              # 1-D
+    ((1, 64, 12, 40), (32, 64, 3, 3), {"auto_pad": "SAME_UPPER"}),           # two threads
+]
+
+
+@pytest.mark.parametrize("tx", [U8, S8], ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("xs, ws, attrs", DIRECT_CASES, ids=str)
+def test_direct_unit_stride(xs, ws, attrs, tx, monkeypatch):
+    """Exact against ONNX Runtime at every level and thread count, and at
+    VNNI on the direct path with im2col's int32 sums (ConvInteger) and
+    bytes (QLinearConv, per-channel and per-tensor; ConvInteger against the
+    exact oracle, as ORT refuses its per-channel zero point)."""
+    from onnx_light_cpu.ops import conv as conv_module
+    rng = np.random.default_rng(len(xs) + ws[0])
+    bx, bw = _ort_bounds(tx, S8)
+    x, w = _rand(rng, xs, tx, bx), _rand(rng, ws, S8, bw)
+    integer = [x, w, _rand(rng, (), tx, bx), np.zeros((ws[0],), S8)]
+    for op, inputs, out in (
+            ("ConvInteger", integer, np.int32),
+            ("QLinearConv", _qinputs(rng, tx, S8, xs, ws, per_channel=True, bias=True,
+                                     bounds=(bx, bw)), tx),
+            ("QLinearConv", _qinputs(rng, tx, S8, xs, ws, per_channel=False, bias=False,
+                                     bounds=(bx, bw)), tx)):
+        # ORT refuses ConvInteger's per-channel zero point: the exact oracle
+        expected = (_integer_oracle(attrs)(*inputs) if op == "ConvInteger"
+                    else _ort(op, inputs, out, **attrs))
+        check_node(op, inputs, oracle=lambda *a, e=expected: e, opset=13, **attrs)
+        if "avx512vnni" not in available_simd_levels():
+            continue
+        model = node_model(op, inputs, opset=13, **attrs)
+        got, _, paths = run_ours(model, inputs, 2)
+        assert any("_direct_" in p for p in paths), paths
+        with monkeypatch.context() as m:
+            m.setattr(conv_module.core, "qconv_direct_fits", lambda geom, level: False)
+            plain, _, paths = run_ours(model, inputs, 1)
+        assert any("_im2col_" in p for p in paths), paths
+        np.testing.assert_array_equal(got[0], plain[0])
+
+
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
 def test_conv_integer_per_channel_zero_point(pair):
     # ORT refuses a per-channel w_zero_point: the built-in is the oracle (in

@@ -12,7 +12,7 @@ boundaries, so results do not depend on the thread count.
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -32,7 +32,8 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
 from olc_gemm cimport (olc_gemm_level, olc_gemm_spread_ld, olc_sgemm, olc_sgemm_nr,
                        olc_sgemm_pack_b, olc_sgemm_packed_size)
 from olc_pool cimport olc_parallel_for, olc_pool_import
-from olc_qconv cimport olc_qconv_depthwise, olc_qconv_im2col, olc_qconv_requantize
+from olc_qconv cimport (olc_qconv_depthwise, olc_qconv_direct, olc_qconv_direct_fits,
+                        olc_qconv_direct_scratch, olc_qconv_im2col, olc_qconv_requantize)
 
 cnp.import_array()
 olc_pool_import()
@@ -553,6 +554,44 @@ def qconv_im2col(cnp.ndarray x, int64_t img_stride, int64_t nimg, int64_t G, int
     cdef uint8_t *pc = <uint8_t *>cnp.PyArray_DATA(col)
     with nogil:
         olc_qconv_im2col(&g, px, img_stride, nimg, G, <uint8_t>pad, pc, threads)
+
+
+def qconv_direct_fits(cnp.ndarray geom, int level):
+    """Whether qconv_direct takes this geometry (one group) at level."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return bool(olc_qconv_direct_fits(&g, level))
+
+
+def qconv_direct_scratch(cnp.ndarray geom, int64_t nimg):
+    """Bytes of the padded copy qconv_direct takes for nimg images."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return olc_qconv_direct_scratch(&g, nimg)
+
+
+def qconv_direct(cnp.ndarray x, int64_t img_stride, int64_t nimg, bint x_signed, int xzp,
+                 cnp.ndarray w, cnp.ndarray wsum, int64_t M, cnp.ndarray xp, cnp.ndarray y,
+                 cnp.ndarray geom, int level, int threads):
+    """int32 y (nimg, M, P) = sum (x - xzp) w of nimg images of x (bytes,
+    image i at i * img_stride) for qconv_direct_fits geometries: w int8
+    packed [M/16][kh*kw][C/4][16][4] with wsum its sums per channel (the
+    weights' zero point 0), xp the scratch."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    cdef int64_t kk = g.kh * g.kw, g4 = (g.C + 3) // 4, mb = (M + 15) // 16
+    if (not olc_qconv_direct_fits(&g, level)
+            or cnp.PyArray_NBYTES(w) < mb * kk * g4 * 64 or cnp.PyArray_SIZE(wsum) < M
+            or cnp.PyArray_NBYTES(xp) < olc_qconv_direct_scratch(&g, nimg)
+            or cnp.PyArray_NBYTES(y) < nimg * M * g.OH * g.OW * 4):
+        raise ValueError("qconv_direct: a geometry or buffer it does not take")
+    cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
+    cdef const int8_t *pw = <const int8_t *>cnp.PyArray_DATA(w)
+    cdef const int32_t *ps = <const int32_t *>cnp.PyArray_DATA(wsum)
+    cdef uint8_t *pxp = <uint8_t *>cnp.PyArray_DATA(xp)
+    cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y)
+    with nogil:
+        olc_qconv_direct(&g, px, img_stride, nimg, x_signed, xzp, pw, ps, M, pxp, py, threads)
 
 
 def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.ndarray y,

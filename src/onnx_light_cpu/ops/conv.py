@@ -647,6 +647,7 @@ class _QPlan(NamedTuple):
     threads: int
     mats: np.ndarray | None = None   # 0 .. per_pass * G - 1: the matrices of a pass
     a_off: np.ndarray | None = None  # W_g's offset per matrix
+    direct: bool = False  # the geometry qconv_direct takes (an im2col plan's alternative)
 
 
 class _QuantizedConv(_ConvAttributes):
@@ -700,11 +701,17 @@ class _QuantizedConv(_ConvAttributes):
             self._check_bytes("the columns and their packed copy", per_pass * per_image)
         threads = self._num_threads(N * M * P * K, QCONV_MIN_WORK_PER_THREAD)
         mats = np.arange(per_pass * G, dtype=np.int64)
+        direct = kind == "im2col" and G == 1 and w.dtype == np.int8 \
+            and core.qconv_direct_fits(geom, used)
+        if direct:
+            self._check_bytes("the input's padded copy",
+                              core.qconv_direct_scratch(geom, per_pass))
         return _QPlan(out_shape, geom, N, G, Mg, K, P, kind, per_pass, used, threads, mats,
-                      np.ascontiguousarray((mats % G) * (Mg * K)))
+                      np.ascontiguousarray((mats % G) * (Mg * K)), direct)
 
-    def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc) -> None:
-        """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp)."""
+    def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc) -> str:
+        """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp);
+        returns the kind of loop that ran."""
         N, G, Mg, K, P = plan.N, plan.G, plan.Mg, plan.K, plan.P
         M = G * Mg
         x_signed, w_signed = x.dtype == np.int8, w.dtype == np.int8
@@ -712,9 +719,12 @@ class _QuantizedConv(_ConvAttributes):
         xs = np.ascontiguousarray(x).view(UINT8)
         if K == 0:
             acc.fill(0)
-            return
+            return plan.kind
         wzp_constant = w_zero_point is None or \
             self._constant_input(self.WZP_INDEX) is w_zero_point
+        if plan.direct and (w_zero_point is None or not w_zero_point.any()):
+            self._accumulate_direct(plan, xs, x_signed, xzp, w, acc)
+            return "direct"
         if plan.kind == "depthwise":
             def centred():
                 wi = w.reshape(M, -1).astype(np.int32)
@@ -725,7 +735,7 @@ class _QuantizedConv(_ConvAttributes):
                 else centred()
             core.qconv_depthwise(xs, x_signed, xzp, wc, acc, plan.geom, N * M, M,
                                  simd.state.level, plan.threads)
-            return
+            return plan.kind
         # the engine: A = W_g (Mg x K), B = the columns of group g (K x P)
         wa = self._prepared_input(("w",), self.W_INDEX, w,
                                   lambda: np.ascontiguousarray(w).reshape(M, K).view(UINT8))
@@ -764,6 +774,31 @@ class _QuantizedConv(_ConvAttributes):
             i8core.gemm(wa, a_off, packed, sums, q, za, zb, y, za_bs, za_rs, 0, 0, Mg, P, K,
                         w_signed, used, threads)
             del b, packed, sums
+        return plan.kind
+
+    def _accumulate_direct(self, plan: _QPlan, xs, x_signed: bool, xzp: int, w, acc) -> None:
+        """_accumulate by qconv_direct (int8 weights, zero point 0): no columns."""
+        M = plan.Mg
+
+        def packed():
+            """W as [M/16][taps][C/4][16][4], zeros past M and C, and its
+            sums per output channel (modulo 2^32, as int32 sums wrap)."""
+            m, c, kk = w.shape[0], w.shape[1], math.prod(w.shape[2:])
+            g4, m16 = (c + 3) // 4, (m + 15) // 16 * 16
+            wp = np.zeros((m16, g4 * 4, kk), np.int8)
+            wp[:m, :c] = w.reshape(m, c, kk)
+            wp = wp.reshape(m16 // 16, 16, g4, 4, kk).transpose(0, 4, 2, 1, 3)
+            sums = w.reshape(m, -1).sum(axis=1, dtype=np.int64).astype(np.int32)
+            return np.ascontiguousarray(wp), sums
+        wp, wsum = self._prepared_input(("direct",), self.W_INDEX, w, packed)
+        img = math.prod(xs.shape[1:])
+        for n0 in range(0, plan.N, plan.per_pass):
+            nimg = min(plan.per_pass, plan.N - n0)
+            scratch = self._new_output((core.qconv_direct_scratch(plan.geom, nimg),), UINT8,
+                                       slot=2)
+            core.qconv_direct(xs[n0:n0 + nimg], img, nimg, x_signed, xzp, wp, wsum, M, scratch,
+                              acc[n0:n0 + nimg], plan.geom, plan.used, plan.threads)
+            del scratch
 
     def _qrecord(self, x, w, kind: str, used: int) -> None:
         if not self._usage.enabled:
@@ -793,9 +828,9 @@ class ConvInteger(_QuantizedConv):
             self._qrecord(x, w, "empty", 0)
             return (np.zeros(plan.out_shape, dtype=INT32),)
         y = self._new_output(plan.out_shape, INT32)
-        self._accumulate(plan, x, w, x_zero_point, w_zero_point,
-                         y.reshape(plan.N, -1, plan.P))
-        self._qrecord(x, w, plan.kind, plan.used)
+        kind = self._accumulate(plan, x, w, x_zero_point, w_zero_point,
+                                y.reshape(plan.N, -1, plan.P))
+        self._qrecord(x, w, kind, plan.used)
         return (y,)
 
 
@@ -843,14 +878,14 @@ class QLinearConv(_QuantizedConv):
         scale = self._prepared_input(("scale",), 4, w_scale, channel_scales) if constant \
             else channel_scales()
         acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)
-        self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)
+        kind = self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)
         y = self._new_output(plan.out_shape, out_dtype)
         bias = None if b is None else np.ascontiguousarray(b)
         core.qconv_requantize(acc, bias, scale, y, plan.N * M, M, plan.P,
                               int(y_zero_point.reshape(-1)[0]), out_dtype == np.int8,
                               simd.state.level, plan.threads)
         del acc
-        self._qrecord(x, w, plan.kind, plan.used)
+        self._qrecord(x, w, kind, plan.used)
         return (y,)
 class DeformConv(_ConvAttributes):
     """Y = deformable conv(X, W, offset, mask) + B, 2-D: every tap of every

@@ -131,6 +131,215 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
     olc_parallel_for(nimg * G * g->C, olc_qconv_im2col_task, &job, nthreads);
 }
 
+/* ---- unit stride at VNNI: pixels by channels, no columns ----
+ *
+ * olc_qconv_direct: a 2-D convolution of one group, unit strides, int8
+ * weights whose zero point is 0, as a product whose rows are output
+ * positions and whose columns are output channels, read straight from a
+ * rearranged copy of the input (no im2col, no packed B).  The copy
+ * (olc_qconv_direct_pack) holds each image padded with its zero point, in
+ * groups of 4 channels: byte (g, i, c) at (g * L + i) * 4 + c, position i
+ * = row * Wp + column of the padded image (Wp = OW + (kw - 1) * dw).  Tap
+ * (b, e) of output position q = oh * Wp + ow is then position q + b * dh
+ * * Wp + e * dw: one offset per tap whatever the position, so 16
+ * consecutive positions take 4 channels of a tap as 16 dwords, each the
+ * broadcast operand of one vpdpbusd against the 16 channels' weights of
+ * those 4 input channels (positions past a row's OW are computed and
+ * dropped).  With x' the input as unsigned bytes (int8 shifted by 128,
+ * its zero point too):
+ *
+ *   sum (x - x_zp) w = sum x' w - x_zp' sum w,
+ *
+ * the weights' sums taken when they are packed (olc_qconv_direct_weights
+ * layout: [M / 16][kh * kw][C / 4][16][4], zeros past M and C).  Exact
+ * modulo 2^32 like the GEMM path, so its int32 results are the same.  A
+ * block's 16 x 16 sums go back to channel rows by a transpose in
+ * registers. */
+#if OLC_X86 && OLC_HAVE_AVX512
+/* Positions of a task: blocks of 16. */
+enum { OLC_QCONV_DIRECT_BLOCKS = 8 };
+
+/* Positions of one channel group of the padded copy (with the overrun of
+ * the last block and the last taps). */
+static inline int64_t olc_qconv_direct_len(const olc_conv_geom *g) {
+    int64_t Hp = g->OH + (g->kh - 1) * g->dh, Wp = g->OW + (g->kw - 1) * g->dw;
+    return Hp * Wp + (g->kw - 1) * g->dw + 16;
+}
+
+typedef struct {
+    const olc_conv_geom *g;
+    const uint8_t *x;
+    int64_t img_stride;
+    uint8_t flip, pad; /* flip: 0x80 for int8 input; pad: x_zp' */
+    uint8_t *xp;
+} olc_qconv_direct_pack_job;
+
+/* Task t: channel group t % G4 of image t / G4, row by padded row; the
+ * columns inside the image 16 at a time, four channel rows interleaved
+ * by SSE2 (the x86-64 baseline) as olc_i8_pack_b interleaves B. */
+static void olc_qconv_direct_pack_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_direct_pack_job *p = (const olc_qconv_direct_pack_job *)arg;
+    const olc_conv_geom *g = p->g;
+    (void)slot;
+    const int64_t G4 = (g->C + 3) / 4, L = olc_qconv_direct_len(g);
+    const int64_t Wp = g->OW + (g->kw - 1) * g->dw, Hp = g->OH + (g->kh - 1) * g->dh;
+    const int64_t n = t / G4, g4 = t % G4, plane = g->H * g->W;
+    const uint8_t *rows[4];
+    uint8_t fill[4];
+    for (int c4 = 0; c4 < 4; ++c4) {
+        const int64_t c = g4 * 4 + c4;
+        /* channels past C: zeros (their weights are zeros); rows[c4] NULL */
+        rows[c4] = c < g->C ? p->x + n * p->img_stride + c * plane : NULL;
+        fill[c4] = c < g->C ? p->pad : 0;
+    }
+    uint32_t pad4;
+    memcpy(&pad4, fill, 4);
+    uint8_t *dst = p->xp + (n * G4 + g4) * L * 4;
+    for (int64_t rp = 0; rp < Hp; ++rp) {
+        uint8_t *d = dst + rp * Wp * 4;
+        const int64_t ih = rp - g->ph;
+        int64_t col = 0;
+        if (ih >= 0 && ih < g->H) {
+            for (; col < g->pw && col < Wp; ++col) memcpy(d + col * 4, &pad4, 4);
+            const int64_t end = g->pw + g->W < Wp ? g->pw + g->W : Wp;
+#if OLC_X86
+            if (rows[3] != NULL) /* four real channels */
+                for (; col + 16 <= end; col += 16) {
+                    const int64_t iw = col - g->pw;
+                    const __m128i f = _mm_set1_epi8((char)p->flip);
+                    __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[0] + ih * g->W + iw)), f);
+                    __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[1] + ih * g->W + iw)), f);
+                    __m128i r2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[2] + ih * g->W + iw)), f);
+                    __m128i r3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[3] + ih * g->W + iw)), f);
+                    const __m128i l01 = _mm_unpacklo_epi8(r0, r1), h01 = _mm_unpackhi_epi8(r0, r1);
+                    const __m128i l23 = _mm_unpacklo_epi8(r2, r3), h23 = _mm_unpackhi_epi8(r2, r3);
+                    uint8_t *o = d + col * 4;
+                    _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(l01, l23));
+                    _mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(l01, l23));
+                    _mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(h01, h23));
+                    _mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(h01, h23));
+                }
+#endif
+            for (; col < end; ++col)
+                for (int c4 = 0; c4 < 4; ++c4)
+                    d[col * 4 + c4] = rows[c4] != NULL
+                                          ? (uint8_t)(rows[c4][ih * g->W + col - g->pw] ^ p->flip)
+                                          : 0;
+        }
+        for (; col < Wp; ++col) memcpy(d + col * 4, &pad4, 4);
+    }
+    /* the overrun past the image: read by positions that are dropped */
+    memset(dst + Hp * Wp * 4, 0, (size_t)((L - Hp * Wp) * 4));
+}
+
+typedef struct {
+    const olc_conv_geom *g;
+    const uint8_t *xp;
+    const int8_t *w;
+    const int32_t *wsum;
+    int32_t xzp; /* x_zp' */
+    int64_t M, nmb, nqb, chunks;
+    int32_t *y;  /* (images, M, OH * OW) */
+} olc_qconv_direct_job;
+
+/* Task t: image, 16 output channels, OLC_QCONV_DIRECT_BLOCKS blocks of 16
+ * positions. */
+static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_direct_job *p = (const olc_qconv_direct_job *)arg;
+    const olc_conv_geom *g = p->g;
+    (void)slot;
+    const int64_t chunk = t % p->chunks, mb = t / p->chunks % p->nmb, n = t / (p->chunks * p->nmb);
+    const int64_t G4 = (g->C + 3) / 4, L = olc_qconv_direct_len(g), kk = g->kh * g->kw;
+    const int64_t Wp = g->OW + (g->kw - 1) * g->dw, Q = g->OH * Wp, P = g->OH * g->OW;
+    const int64_t m0 = mb * 16, mc = p->M - m0 < 16 ? p->M - m0 : 16;
+    const uint8_t *xp = p->xp + n * G4 * L * 4;
+    const int8_t *w = p->w + mb * kk * G4 * 64;
+    int32_t sums[16];
+    for (int m = 0; m < 16; ++m) sums[m] = m < mc ? p->wsum[m0 + m] : 0;
+    /* x_zp' * sum w, modulo 2^32 like the sums */
+    const __m512i corr = _mm512_mullo_epi32(_mm512_set1_epi32(p->xzp),
+                                            _mm512_loadu_si512((const void *)sums));
+    int32_t *y = p->y + (n * p->M + m0) * P;
+    int64_t qb1 = (chunk + 1) * OLC_QCONV_DIRECT_BLOCKS;
+    if (qb1 > p->nqb) qb1 = p->nqb;
+    for (int64_t qb = chunk * OLC_QCONV_DIRECT_BLOCKS; qb < qb1; ++qb) {
+        const int64_t q = qb * 16;
+        __m512i acc[16];
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_si512();
+        for (int64_t b = 0; b < g->kh; ++b)
+            for (int64_t e = 0; e < g->kw; ++e) {
+                const int32_t *xq = (const int32_t *)(xp + (q + b * g->dh * Wp + e * g->dw) * 4);
+                const int8_t *wt = w + (b * g->kw + e) * G4 * 64;
+                for (int64_t g4 = 0; g4 < G4; ++g4) {
+                    const __m512i wv = _mm512_loadu_si512((const void *)(wt + g4 * 64));
+                    const int32_t *xg = xq + g4 * L;
+#pragma GCC unroll 16
+                    for (int i = 0; i < 16; ++i)
+                        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_set1_epi32(xg[i]), wv);
+                }
+            }
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(_mm512_sub_epi32(acc[i], corr));
+        olc_transpose16_regs_avx512(r); /* r[m]: channel m at positions q..q+15 */
+        /* the positions that are outputs: row segments, columns < OW */
+        for (int64_t i = 0; i < 16 && q + i < Q;) {
+            const int64_t oh = (q + i) / Wp, ow = (q + i) % Wp;
+            int64_t len = Wp - ow < 16 - i ? Wp - ow : 16 - i;
+            int64_t keep = ow < g->OW ? (g->OW - ow < len ? g->OW - ow : len) : 0;
+            if (keep > 0) {
+                const __mmask16 mask = (__mmask16)(((1u << keep) - 1) << i);
+                int32_t *dst = y + oh * g->OW + ow - i;
+                for (int64_t m = 0; m < mc; ++m)
+                    _mm512_mask_storeu_epi32(dst + m * P, mask, _mm512_castps_si512(r[m]));
+            }
+            i += len;
+        }
+    }
+}
+#endif
+
+/* Whether olc_qconv_direct takes a convolution (one group) at this level. */
+static int olc_qconv_direct_fits(const olc_conv_geom *g, int level) {
+    return OLC_HAVE_AVX512 && level == OLC_AVX512_VNNI && g->D == 1 && g->kd == 1
+        && g->OD == 1 && g->sh == 1 && g->sw == 1 && g->kh * g->kw > 1 && g->C >= 16
+        && g->OH > 0 && g->OW > 0;
+}
+
+/* Bytes of the padded copy of nimg images. */
+static int64_t olc_qconv_direct_scratch(const olc_conv_geom *g, int64_t nimg) {
+    return nimg * (g->C + 3) / 4 * olc_qconv_direct_len(g) * 4;
+}
+
+/* y (nimg, M, OH * OW) int32 = sum (x - x_zp) w for olc_qconv_direct_fits
+ * geometries; w packed by the adapter (see above) with wsum its sums per
+ * output channel; xp the scratch (olc_qconv_direct_scratch bytes). */
+static void olc_qconv_direct(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
+                             int64_t nimg, int x_signed, int32_t xzp, const int8_t *w,
+                             const int32_t *wsum, int64_t M, uint8_t *xp, int32_t *y,
+                             int nthreads) {
+#if OLC_X86 && OLC_HAVE_AVX512
+    const uint8_t flip = x_signed ? 0x80 : 0;
+    const int32_t xzs = x_signed ? xzp + 128 : xzp;
+    olc_qconv_direct_pack_job pj = {g, x, img_stride, flip, (uint8_t)xzs, xp};
+    olc_parallel_for(nimg * ((g->C + 3) / 4), olc_qconv_direct_pack_task, &pj, nthreads);
+    olc_qconv_direct_job j;
+    j.g = g;
+    j.xp = xp;
+    j.w = w;
+    j.wsum = wsum;
+    j.xzp = xzs;
+    j.M = M;
+    j.nmb = (M + 15) / 16;
+    j.nqb = (g->OH * (g->OW + (g->kw - 1) * g->dw) + 15) / 16;
+    j.chunks = (j.nqb + OLC_QCONV_DIRECT_BLOCKS - 1) / OLC_QCONV_DIRECT_BLOCKS;
+    j.y = y;
+    olc_parallel_for(nimg * j.nmb * j.chunks, olc_qconv_direct_task, &j, nthreads);
+#else
+    (void)g; (void)x; (void)img_stride; (void)nimg; (void)x_signed; (void)xzp; (void)w;
+    (void)wsum; (void)M; (void)xp; (void)y; (void)nthreads;
+#endif
+}
+
 /* ---- depthwise ---- */
 
 /* The unit-stride depthwise loop's sums over one depth slice's taps, for

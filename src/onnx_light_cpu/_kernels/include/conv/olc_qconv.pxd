@@ -1,6 +1,6 @@
 # The C API of olc_qconv.h that conv.pyx uses.
 
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from olc_conv cimport olc_conv_geom
 
 cdef extern from "conv/olc_qconv.h" nogil:
@@ -12,3 +12,9 @@ cdef extern from "conv/olc_qconv.h" nogil:
     void olc_qconv_requantize(const int32_t *acc, const int32_t *bias, const float *scale,
                               int64_t rows, int64_t M, int64_t P, int32_t zp, int out_signed,
                               void *y, int level, int nthreads)
+    int olc_qconv_direct_fits(const olc_conv_geom *g, int level)
+    int64_t olc_qconv_direct_scratch(const olc_conv_geom *g, int64_t nimg)
+    void olc_qconv_direct(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
+                          int64_t nimg, int x_signed, int32_t xzp, const int8_t *w,
+                          const int32_t *wsum, int64_t M, uint8_t *xp, int32_t *y,
+                          int nthreads)
