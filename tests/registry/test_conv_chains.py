@@ -291,6 +291,94 @@ def test_norm_relu_left_alone(case):
         assert _same_bits(a, b)
 
 
+# ---- Concat + BatchNormalization + Relu (NormRelu with its Concat) ----
+
+def _dense_model(axis=1, extra=(), outputs=("y",), parts=(3, 1, 2)):
+    """DenseNet's pre-activation: Concat(A, B, C) along the channels, then
+    BatchNormalization and Relu; the parts stay graph inputs."""
+    c = sum(parts)
+    names = [f"p{i}" for i in range(len(parts))]
+    inits = [nh.from_array(RNG.standard_normal(c).astype(np.float32), name)
+             for name in ("scale", "bias", "mean")]
+    inits.append(nh.from_array((RNG.random(c) + 0.5).astype(np.float32), "var"))
+    nodes = [oh.make_node("Concat", names, ["j"], axis=axis),
+             oh.make_node("BatchNormalization", ["j", "scale", "bias", "mean", "var"], ["n"],
+                          epsilon=1e-3),
+             oh.make_node("Relu", ["n"], ["y"]), *extra]
+    graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info(n, T.FLOAT, None)
+                                       for n in names],
+                          [oh.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], inits)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 15)])
+
+
+def _dense_feeds(parts=(3, 1, 2), n=2, dtype=np.float32):
+    feeds = {f"p{i}": RNG.standard_normal((n, c, 5, 7)).astype(dtype)
+             for i, c in enumerate(parts)}
+    feeds["p0"][0, 0, 0, :2] = np.nan
+    feeds["p1"][1, 0] = -np.inf
+    return feeds
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("axis", [1, -3])
+def test_concat_norm_relu_reads_the_parts_with_the_same_bits(axis, threads):
+    model = _dense_model(axis=axis)
+    fused, plain = _session(model, threads=threads), _session(model, fuse_conv=False)
+    assert _plan_ops(fused) == ["BatchNormalization"]
+    assert _plan_ops(plain) == ["Concat", "BatchNormalization", "Relu"]
+    feeds = _dense_feeds()
+    kept = {k: v.copy() for k, v in feeds.items()}
+    (y,) = fused.run(None, feeds)
+    assert _same_bits(y, plain.run(None, feeds)[0])
+    assert all(_same_bits(feeds[k], kept[k]) for k in feeds)
+    assert sorted(olc.used_kernel_names(fused)) == ["onnx_light_cpu::BatchNormalization",
+                                                    "onnx_light_cpu::Concat"]
+    assert _same_bits(fused.run(["j", "y"], feeds)[1], y)  # the unfused plan
+
+
+@pytest.mark.parametrize("case", ["strided", "float64", "wrong_channels", "one_image_1d"])
+def test_concat_norm_relu_other_inputs_run_the_concat(case):
+    """Parts it does not read in place go through the Concat node: the
+    same results or the same errors as the nodes one by one."""
+    model = _dense_model()
+    feeds = _dense_feeds()
+    if case == "strided":
+        feeds["p1"] = np.repeat(feeds["p1"], 2, axis=3)[..., ::2]
+    elif case == "float64":
+        model = _dense_model()
+        feeds = _dense_feeds(dtype=np.float64)
+    elif case == "wrong_channels":
+        feeds["p2"] = feeds["p2"][:, :1]
+    else:
+        feeds = {k: v[:1, :, 0] for k, v in feeds.items()}
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    try:
+        expected = plain.run(None, feeds)
+    except (ValueError, TypeError) as e:
+        with pytest.raises(type(e)):
+            fused.run(None, feeds)
+        return
+    for a, b in zip(fused.run(None, feeds), expected):
+        assert _same_bits(a, b)
+
+
+@pytest.mark.parametrize("case", ["join_is_output", "join_read_twice", "axis_2"])
+def test_concat_norm_relu_keeps_the_concat(case):
+    if case == "join_is_output":
+        model = _dense_model(outputs=("y", "j"))
+    elif case == "join_read_twice":
+        model = _dense_model(extra=[oh.make_node("Neg", ["j"], ["m"])], outputs=("y", "m"))
+    else:
+        model = _dense_model(axis=2)
+    fused, plain = _session(model), _session(model, fuse_conv=False)
+    assert "Concat" in _plan_ops(fused)
+    feeds = _dense_feeds() if case != "axis_2" else {
+        f"p{i}": RNG.standard_normal((2, 6, c, 7)).astype(np.float32)
+        for i, c in enumerate((3, 1, 2))}
+    for a, b in zip(fused.run(None, feeds), plain.run(None, feeds)):
+        assert _same_bits(a, b)
+
+
 # ---- Sigmoid + Mul [+ Mul] (SiluGate) ----
 
 def _silu_model(gate=True, extra=(), outputs=None, first=("x", "s"), second=("g", "u")):

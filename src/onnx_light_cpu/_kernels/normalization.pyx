@@ -12,6 +12,7 @@ changes a result.
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
 
 from olc_normalization cimport (
     OLC_NORM_CENTERED, OLC_NORM_HOW_GIVEN, OLC_NORM_HOW_LP, OLC_NORM_HOW_MVN, OLC_NORM_HOW_STATS,
@@ -121,12 +122,18 @@ def rows(cnp.ndarray x, cnp.ndarray scale, object bias, object scale_row, cnp.nd
 def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object ch_var,
            cnp.ndarray y, object row_mean, object row_var, int64_t nrows, int64_t segs,
            int64_t seg_len, int64_t groups, int how, int mode, double eps, int acc_double,
-           int dtype, int level, int threads, bint relu=False):
+           int dtype, int level, int threads, bint relu=False, list parts=None):
     """Per-segment y = (x - mean) * mul + add over ``nrows`` rows of
     ``segs * seg_len`` elements; channel arrays are float64 (see
     olc_normalization.h); y is None for HOW_STATS (row_mean, row_var).
-    relu: then y = max(y, 0) as Relu computes it (float32 y only)."""
+    relu: then y = max(y, 0) as Relu computes it (float32 y only).
+    parts: x's rows are those of these C-contiguous arrays of x's type
+    joined along axis 1 (a Concat's inputs, each (N, C_i, ...) with
+    C_i * segs * seg_len elements an image; x is then the first of them)."""
     cdef olc_norm_affine_plan p
+    cdef const char **table = NULL
+    cdef int64_t n_img, i, c, r, ci, row_bytes
+    cdef cnp.ndarray part
     if relu and (y is None or y.dtype.num != cnp.NPY_FLOAT32):
         raise ValueError("norm core: relu needs a float32 y")
     # the Relu kernel of this level, run on each segment in place
@@ -151,13 +158,41 @@ def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object c
     p.acc_double = acc_double
     p.row_mean = <double *>_ptr(row_mean)
     p.row_var = <double *>_ptr(row_var)
+    p.row_x = NULL
     cdef _AffineJob job
     if nrows <= 0:
         return
-    if threads <= 1 or nrows == 1:
+    if parts is not None:
+        # row r of image n: channel r % groups, in the part holding it
+        row_bytes = segs * seg_len * p.item
+        n_img = nrows // groups
+        table = <const char **>malloc(nrows * sizeof(char *))
+        if table == NULL:
+            raise MemoryError()
+        c = 0
+        for part in parts:
+            if (not cnp.PyArray_IS_C_CONTIGUOUS(part) or part.dtype.num != x.dtype.num
+                    or cnp.PyArray_NBYTES(part) % (n_img * row_bytes)
+                    or c + cnp.PyArray_NBYTES(part) // (n_img * row_bytes) > groups):
+                free(table)
+                raise ValueError("norm core: parts that do not make x's rows")
+            ci = cnp.PyArray_NBYTES(part) // (n_img * row_bytes)
+            for i in range(n_img):
+                for r in range(ci):
+                    table[i * groups + c + r] = (<const char *>cnp.PyArray_DATA(part)
+                                                 + (i * ci + r) * row_bytes)
+            c += ci
+        if c != groups:
+            free(table)
+            raise ValueError("norm core: parts that do not make x's rows")
+        p.row_x = table
+    try:
+        if threads <= 1 or nrows == 1:
+            with nogil:
+                olc_norm_affine_rows(&p, 0, nrows)
+            return
+        job.p, job.nrows, job.nchunks = &p, nrows, _chunks(nrows, threads)
         with nogil:
-            olc_norm_affine_rows(&p, 0, nrows)
-        return
-    job.p, job.nrows, job.nchunks = &p, nrows, _chunks(nrows, threads)
-    with nogil:
-        olc_parallel_for(job.nchunks, _affine_task, &job, threads)
+            olc_parallel_for(job.nchunks, _affine_task, &job, threads)
+    finally:
+        free(table)

@@ -286,12 +286,16 @@ class _ChannelNorm(_Norm):
                            self._path(tx, tx, level, label))
 
     def _affine(self, p: _AffinePlan, x, mul=None, add=None, mean=None, var=None,
-                relu: bool = False):
-        x = np.ascontiguousarray(x)
+                relu: bool = False, parts: list | None = None):
+        """y = the affine of x, or with ``parts`` of the C-contiguous arrays
+        whose join along axis 1 is x (``x`` then only gives the shape)."""
         self._record_path(*p.path)
         y = self._new_output(x.shape, x.dtype)
-        core.affine(x, mul, add, mean, var, y, None, None, p.rows, p.segs, p.seg_len, p.groups,
-                    p.how, p.mode, p.eps, p.acc_double, p.tx, p.level, p.threads, relu)
+        if parts is None:
+            x = np.ascontiguousarray(x)
+        core.affine(x if parts is None else parts[0], mul, add, mean, var, y, None, None,
+                    p.rows, p.segs, p.seg_len, p.groups, p.how, p.mode, p.eps, p.acc_double,
+                    p.tx, p.level, p.threads, relu, parts)
         return y
 
 
@@ -396,6 +400,17 @@ class BatchNormalization(_ChannelNorm):
         return (self._affine_plan(x, core.HOW_STATS, core.CENTERED, 0.0, n * c, 1, spatial, c),
                 self._affine_plan(x, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1,
                                   spatial, c, label="training"))
+
+    def run_joined(self, parts: list, scale, b, mean, var):
+        """Inference on the join of ``parts`` along axis 1 (a Concat's
+        inputs, float32, C-contiguous, alike but for that axis), read where
+        they lie: the bits of run(Concat(parts), ...)."""
+        shape = list(parts[0].shape)
+        shape[1] = sum(part.shape[1] for part in parts)
+        x = np.broadcast_to(np.zeros((), parts[0].dtype), tuple(shape))  # shape and type
+        plan = self._plan_for((x, scale, b, mean, var))
+        return (self._affine(plan, x, _as_f64(scale), _as_f64(b), _as_f64(mean),
+                             _as_f64(var), self.relu, list(parts)),)
 
     def _execute(self, plan, x, scale, b, mean, var):
         mul, add = _as_f64(scale), _as_f64(b)

@@ -27,7 +27,12 @@ alone reads its output (DenseNet's pre-activation layers; ONNX Runtime's
 NCHWc BatchNormalization takes the Relu as its activation): the Relu runs
 on each channel right after its normalization, while it is in L1, instead
 of one more pass over memory (:class:`NormRelu`); float32 X only, other
-runs take the two nodes one by one; the same bits.
+runs take the two nodes one by one; the same bits.  Where a Concat along
+the channels alone feeds that BatchNormalization (DenseNet: each layer
+normalizes the join of every earlier output), the normalization reads each
+channel from the Concat input that holds it and the join is never written;
+inputs it cannot read in place (not float32, not C-contiguous, not alike
+outside the channels) go through the Concat node first.
 
 And it runs the SiLU gate of a SwiGLU MLP (Llama, Qwen)::
 
@@ -56,6 +61,7 @@ from .._kernels import unary as unary_core
 from ..ops.binary import Add, Mul
 from ..ops.conv import Conv, FusedConv
 from ..ops.normalization import BatchNormalization
+from ..ops.tensor import Concat
 from ..ops.unary import Clip, Relu, Sigmoid
 
 #: The environment variable that turns the fusion off process-wide ("0").
@@ -137,14 +143,20 @@ class ConvChain(_PlanEntry):
 
 class NormRelu(_PlanEntry):
     """BatchNormalization + Relu as one plan entry: the normalization with
-    its Relu applied per channel when X is float32, else the two nodes."""
+    its Relu applied per channel when X is float32, else the two nodes.
+    With ``concat``, the Concat along the channels that alone feeds the
+    normalization joins it (DenseNet's layers: Concat, BatchNormalization,
+    Relu): the normalization reads each channel from the Concat's input
+    holding it, and the join is never written."""
 
-    def __init__(self, norm, relu):
-        self.norm, self.relu = norm, relu
+    def __init__(self, norm, relu, concat=None):
+        self.norm, self.relu, self.concat = norm, relu, concat
         proto = norm.onnx_node
-        self.input = tuple(proto.input)
+        self.parts = len(concat.onnx_node.input) if concat is not None else 0
+        self.input = (tuple(concat.onnx_node.input) + tuple(proto.input[1:])
+                      if concat is not None else tuple(proto.input))
         self.output = (relu.onnx_node.output[0],)
-        node = onnx.helper.make_node("BatchNormalization", list(self.input), list(self.output),
+        node = onnx.helper.make_node("BatchNormalization", list(proto.input), list(self.output),
                                      name=proto.name)
         node.attribute.extend(proto.attribute)
         self.fused = BatchNormalization(node, norm.run_params, context=norm._context,
@@ -152,11 +164,38 @@ class NormRelu(_PlanEntry):
         self.fused.relu = True
         self.onnx_node = node  # what the plan runs, for whoever reads it
 
-    def run(self, x, *args):
+    def run(self, *args):
+        if self.concat is not None:
+            parts, args = args[:self.parts], args[self.parts:]
+            if self._joinable(parts, args):
+                first = parts[0]
+                self.concat._record_path(first.dtype, lambda: f"concat_{first.dtype.name}")
+                return self.fused.run_joined(parts, *args)
+            (x,) = self.concat.run(*parts)
+            args = (x,) + args
+        x = args[0]
         if type(x) is np.ndarray and x.dtype == FLOAT32:
-            return self.fused.run(x, *args)
-        (y,) = self.norm.run(x, *args)
+            return self.fused.run(*args)
+        (y,) = self.norm.run(*args)
         return self.relu.run(y)
+
+    def _joinable(self, parts: tuple, params: tuple) -> bool:
+        """Whether the parts join along axis 1 into the float32 X the fused
+        normalization takes, with its four float32 vectors of channels."""
+        first = parts[0]
+        if type(first) is not np.ndarray or first.ndim < 2 or self.concat.axis not in (
+                1, 1 - first.ndim) or self.concat._attribute_error is not None:
+            return False
+        outer, inner = first.shape[:1], first.shape[2:]
+        channels = 0
+        for part in parts:
+            if (type(part) is not np.ndarray or part.dtype != FLOAT32
+                    or not part.flags.c_contiguous or part.shape[:1] != outer
+                    or part.shape[2:] != inner):
+                return False
+            channels += part.shape[1]
+        return all(type(p) is np.ndarray and p.dtype == FLOAT32 and p.shape == (channels,)
+                   for p in params)
 
 
 class SiluGate(_PlanEntry):
@@ -212,6 +251,7 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
     for j, inputs in enumerate(names):
         for name in inputs:
             readers.setdefault(name, []).append(j)
+    producer = {name: j for j, node in enumerate(nodes) for name in node.onnx_node.output}
     outputs = set(evaluator.output_names_)
     fed = set(evaluator.input_names_)
     constants = {k: v for k, v in evaluator.rt_inits_.items() if k not in fed}
@@ -233,7 +273,16 @@ def fuse(evaluator, nodes: list, names: list) -> tuple[list, list]:
         if _inference_norm(node):
             j = only_reader(node.output[0])
             if j is not None and type(nodes[j]) is Relu and j not in replaced:
-                replaced[j] = NormRelu(node, nodes[j])
+                k = producer.get(node.input[0])
+                concat = nodes[k] if k is not None else None
+                # along the channels: axis 1, or a negative one (the rank decides)
+                if (type(concat) is Concat and only_reader(node.input[0]) == i
+                        and k not in replaced and k not in removed and concat.axis is not None
+                        and (concat.axis == 1 or concat.axis < 0)):
+                    removed.add(k)
+                else:
+                    concat = None
+                replaced[j] = NormRelu(node, nodes[j], concat)
                 removed.add(i)
             continue
         if type(node) is not Conv or node._attribute_error is not None:

@@ -276,12 +276,13 @@ typedef struct {
     olc_uact_fn relu;  /* then y = y < 0 ? 0 : y (float32 y only): a Relu after it,
                         * fused; NULL: none */
     double *row_mean, *row_var;
+    const char *const *row_x; /* row r at row_x[r] (a Concat's inputs); NULL: x + r * row */
 } olc_norm_affine_plan;
 
 static void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int64_t r1) {
     const int64_t n = p->segs * p->seg_len;
     for (int64_t r = r0; r < r1; ++r) {
-        const char *x = p->x + r * n * p->item;
+        const char *x = p->row_x != NULL ? p->row_x[r] : p->x + r * n * p->item;
         double mean = 0.0, var = 0.0, inv = 1.0;
         if (p->how != OLC_NORM_HOW_GIVEN) {
             p->stats(x, n, p->mode, &mean, &var);

@@ -48,4 +48,5 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         olc_uact_fn relu
         double *row_mean
         double *row_var
+        const char *const *row_x
     void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int64_t r1)
