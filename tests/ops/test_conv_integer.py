@@ -429,10 +429,13 @@ def _initializer_model(op, inputs, constant, **attrs):
     return model, keep
 
 
-@pytest.mark.parametrize("kind", ["im2col", "gemm", "depthwise"])
+@pytest.mark.parametrize("kind", ["im2col", "gemm", "depthwise", "direct"])
 def test_constant_weights_prepared_once(kind):
+    if kind == "direct" and "avx512vnni" not in available_simd_levels():
+        pytest.skip("the direct loop runs at VNNI")
     rng = np.random.default_rng(8)
-    xs, ws, attrs = {"im2col": CASES[2], "gemm": CASES[4], "depthwise": CASES[6]}[kind]
+    xs, ws, attrs = {"im2col": CASES[2], "gemm": CASES[4], "depthwise": CASES[6],
+                     "direct": DIRECT_CASES[1]}[kind]
     inputs = _qinputs(rng, U8, S8, xs, ws, True, True, _ort_bounds(U8, S8))
     expected = _ort("QLinearConv", inputs, U8, **attrs)[0]
     model, keep = _initializer_model("QLinearConv", inputs, (1, 3, 4, 5, 6, 7, 8), **attrs)

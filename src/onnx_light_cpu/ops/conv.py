@@ -781,16 +781,19 @@ class _QuantizedConv(_ConvAttributes):
         M = plan.Mg
 
         def packed():
-            """W as [M/16][taps][C/4][16][4], zeros past M and C, and its
-            sums per output channel (modulo 2^32, as int32 sums wrap)."""
+            """W as [M/16][taps][C/4][16][4], zeros past M and C."""
             m, c, kk = w.shape[0], w.shape[1], math.prod(w.shape[2:])
             g4, m16 = (c + 3) // 4, (m + 15) // 16 * 16
             wp = np.zeros((m16, g4 * 4, kk), np.int8)
             wp[:m, :c] = w.reshape(m, c, kk)
-            wp = wp.reshape(m16 // 16, 16, g4, 4, kk).transpose(0, 4, 2, 1, 3)
-            sums = w.reshape(m, -1).sum(axis=1, dtype=np.int64).astype(np.int32)
-            return np.ascontiguousarray(wp), sums
-        wp, wsum = self._prepared_input(("direct",), self.W_INDEX, w, packed)
+            return np.ascontiguousarray(
+                wp.reshape(m16 // 16, 16, g4, 4, kk).transpose(0, 4, 2, 1, 3))
+
+        def sums():
+            """W's sums per output channel (modulo 2^32, as int32 sums wrap)."""
+            return w.reshape(w.shape[0], -1).sum(axis=1, dtype=np.int64).astype(np.int32)
+        wp = self._prepared_input(("direct",), self.W_INDEX, w, packed)
+        wsum = self._prepared_input(("direct_sums",), self.W_INDEX, w, sums)
         img = math.prod(xs.shape[1:])
         for n0 in range(0, plan.N, plan.per_pass):
             nimg = min(plan.per_pass, plan.N - n0)

@@ -137,7 +137,7 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
  * weights whose zero point is 0, as a product whose rows are output
  * positions and whose columns are output channels, read straight from a
  * rearranged copy of the input (no im2col, no packed B).  The copy
- * (olc_qconv_direct_pack) holds each image padded with its zero point, in
+ * (olc_qconv_direct_pack_task) holds each image padded with its zero point, in
  * groups of 4 channels: byte (g, i, c) at (g * L + i) * 4 + c, position i
  * = row * Wp + column of the padded image (Wp = OW + (kw - 1) * dw).  Tap
  * (b, e) of output position q = oh * Wp + ow is then position q + b * dh
@@ -150,8 +150,8 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
  *
  *   sum (x - x_zp) w = sum x' w - x_zp' sum w,
  *
- * the weights' sums taken when they are packed (olc_qconv_direct_weights
- * layout: [M / 16][kh * kw][C / 4][16][4], zeros past M and C).  Exact
+ * the weights' sums taken when the adapter packs them (as [M / 16][kh * kw]
+ * [C / 4][16][4], zeros past M and C).  Exact
  * modulo 2^32 like the GEMM path, so its int32 results are the same.  A
  * block's 16 x 16 sums go back to channel rows by a transpose in
  * registers. */
@@ -207,10 +207,11 @@ static void olc_qconv_direct_pack_task(void *arg, ptrdiff_t t, int slot) {
                 for (; col + 16 <= end; col += 16) {
                     const int64_t iw = col - g->pw;
                     const __m128i f = _mm_set1_epi8((char)p->flip);
-                    __m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[0] + ih * g->W + iw)), f);
-                    __m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[1] + ih * g->W + iw)), f);
-                    __m128i r2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[2] + ih * g->W + iw)), f);
-                    __m128i r3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(rows[3] + ih * g->W + iw)), f);
+                    __m128i r[4];
+                    for (int c4 = 0; c4 < 4; ++c4)
+                        r[c4] = _mm_xor_si128(
+                            _mm_loadu_si128((const __m128i *)(rows[c4] + ih * g->W + iw)), f);
+                    const __m128i r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
                     const __m128i l01 = _mm_unpacklo_epi8(r0, r1), h01 = _mm_unpackhi_epi8(r0, r1);
                     const __m128i l23 = _mm_unpacklo_epi8(r2, r3), h23 = _mm_unpackhi_epi8(r2, r3);
                     uint8_t *o = d + col * 4;
@@ -248,7 +249,8 @@ static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t,
     const olc_qconv_direct_job *p = (const olc_qconv_direct_job *)arg;
     const olc_conv_geom *g = p->g;
     (void)slot;
-    const int64_t chunk = t % p->chunks, mb = t / p->chunks % p->nmb, n = t / (p->chunks * p->nmb);
+    const int64_t chunk = t % p->chunks, mb = t / p->chunks % p->nmb;
+    const int64_t n = t / (p->chunks * p->nmb);
     const int64_t G4 = (g->C + 3) / 4, L = olc_qconv_direct_len(g), kk = g->kh * g->kw;
     const int64_t Wp = g->OW + (g->kw - 1) * g->dw, Q = g->OH * Wp, P = g->OH * g->OW;
     const int64_t m0 = mb * 16, mc = p->M - m0 < 16 ? p->M - m0 : 16;
@@ -268,7 +270,8 @@ static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t,
         for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_si512();
         for (int64_t b = 0; b < g->kh; ++b)
             for (int64_t e = 0; e < g->kw; ++e) {
-                const int32_t *xq = (const int32_t *)(xp + (q + b * g->dh * Wp + e * g->dw) * 4);
+                const int32_t *xq =
+                    (const int32_t *)(xp + (q + b * g->dh * Wp + e * g->dw) * 4);
                 const int8_t *wt = w + (b * g->kw + e) * G4 * 64;
                 for (int64_t g4 = 0; g4 < G4; ++g4) {
                     const __m512i wv = _mm512_loadu_si512((const void *)(wt + g4 * 64));
@@ -307,7 +310,7 @@ static int olc_qconv_direct_fits(const olc_conv_geom *g, int level) {
 
 /* Bytes of the padded copy of nimg images. */
 static int64_t olc_qconv_direct_scratch(const olc_conv_geom *g, int64_t nimg) {
-    return nimg * (g->C + 3) / 4 * olc_qconv_direct_len(g) * 4;
+    return nimg * ((g->C + 3) / 4) * olc_qconv_direct_len(g) * 4;
 }
 
 /* y (nimg, M, OH * OW) int32 = sum (x - x_zp) w for olc_qconv_direct_fits
