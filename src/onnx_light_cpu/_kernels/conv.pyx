@@ -33,7 +33,8 @@ from olc_gemm cimport (olc_gemm_level, olc_gemm_spread_ld, olc_sgemm, olc_sgemm_
                        olc_sgemm_pack_b, olc_sgemm_packed_size)
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_qconv cimport (olc_qconv_depthwise, olc_qconv_direct, olc_qconv_direct_fits,
-                        olc_qconv_direct_scratch, olc_qconv_im2col, olc_qconv_requantize)
+                        olc_qconv_direct_rq, olc_qconv_direct_scratch, olc_qconv_im2col,
+                        olc_qconv_requantize)
 
 cnp.import_array()
 olc_pool_import()
@@ -572,26 +573,42 @@ def qconv_direct_scratch(cnp.ndarray geom, int64_t nimg):
 
 def qconv_direct(cnp.ndarray x, int64_t img_stride, int64_t nimg, bint x_signed, int xzp,
                  cnp.ndarray w, cnp.ndarray wsum, int64_t M, cnp.ndarray xp, cnp.ndarray y,
-                 cnp.ndarray geom, int level, int threads):
-    """int32 y (nimg, M, P) = sum (x - xzp) w of nimg images of x (bytes,
-    image i at i * img_stride) for qconv_direct_fits geometries: w int8
-    packed [M/16][kh*kw][C/4][16][4] with wsum its sums per channel (the
-    weights' zero point 0), xp the scratch."""
+                 cnp.ndarray geom, int level, int threads, object bias=None, object scale=None,
+                 int zp=0):
+    """y (nimg, M, P) = sum (x - xzp) w of nimg images of x (bytes, image i
+    at i * img_stride) for qconv_direct_fits geometries: w int8 packed
+    [M/16][kh*kw][C/4][16][4] with wsum its sums per channel (the weights'
+    zero point 0), xp the scratch.  y int32, or uint8/int8 with ``scale``
+    (float32 per channel; ``bias`` int32 or None; ``zp`` the output's zero
+    point): those sums requantised as qconv_requantize does."""
     cdef olc_conv_geom g
     _geom(geom, &g)
     cdef int64_t kk = g.kh * g.kw, g4 = (g.C + 3) // 4, mb = (M + 15) // 16
+    cdef int64_t item = 1 if scale is not None else 4
     if (not olc_qconv_direct_fits(&g, level)
             or cnp.PyArray_NBYTES(w) < mb * kk * g4 * 64 or cnp.PyArray_SIZE(wsum) < M
             or cnp.PyArray_NBYTES(xp) < olc_qconv_direct_scratch(&g, nimg)
-            or cnp.PyArray_NBYTES(y) < nimg * M * g.OH * g.OW * 4):
+            or cnp.PyArray_NBYTES(y) < nimg * M * g.OH * g.OW * item
+            or cnp.PyArray_ITEMSIZE(y) != item
+            or (scale is not None and cnp.PyArray_SIZE(scale) < M)
+            or (bias is not None and cnp.PyArray_SIZE(bias) < M)):
         raise ValueError("qconv_direct: a geometry or buffer it does not take")
+    cdef olc_qconv_direct_rq rq
+    cdef const olc_qconv_direct_rq *prq = NULL
+    if scale is not None:
+        rq.bias = <const int32_t *>_data(bias)
+        rq.scale = <const float *>cnp.PyArray_DATA(scale)
+        rq.zp = zp
+        rq.out_signed = y.dtype.num == cnp.NPY_INT8
+        prq = &rq
     cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
     cdef const int8_t *pw = <const int8_t *>cnp.PyArray_DATA(w)
     cdef const int32_t *ps = <const int32_t *>cnp.PyArray_DATA(wsum)
     cdef uint8_t *pxp = <uint8_t *>cnp.PyArray_DATA(xp)
-    cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y)
+    cdef void *py = cnp.PyArray_DATA(y)
     with nogil:
-        olc_qconv_direct(&g, px, img_stride, nimg, x_signed, xzp, pw, ps, M, pxp, py, threads)
+        olc_qconv_direct(&g, px, img_stride, nimg, x_signed, xzp, pw, ps, M, pxp, py, prq,
+                         threads)
 
 
 def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.ndarray y,

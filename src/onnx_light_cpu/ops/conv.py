@@ -722,7 +722,7 @@ class _QuantizedConv(_ConvAttributes):
             return plan.kind
         wzp_constant = w_zero_point is None or \
             self._constant_input(self.WZP_INDEX) is w_zero_point
-        if plan.direct and (w_zero_point is None or not w_zero_point.any()):
+        if self._direct(plan, w_zero_point):
             self._accumulate_direct(plan, xs, x_signed, xzp, w, acc)
             return "direct"
         if plan.kind == "depthwise":
@@ -776,9 +776,19 @@ class _QuantizedConv(_ConvAttributes):
             del b, packed, sums
         return plan.kind
 
-    def _accumulate_direct(self, plan: _QPlan, xs, x_signed: bool, xzp: int, w, acc) -> None:
-        """_accumulate by qconv_direct (int8 weights, zero point 0): no columns."""
+    @staticmethod
+    def _direct(plan: _QPlan, w_zero_point) -> bool:
+        """Whether qconv_direct runs: its geometry, and a zero point of 0."""
+        return plan.direct and (w_zero_point is None or not w_zero_point.any())
+
+    def _accumulate_direct(self, plan: _QPlan, xs, x_signed: bool, xzp: int, w, out,
+                           requantise: tuple | None = None) -> None:
+        """out (N, M, P) = _accumulate's int32 sums by qconv_direct (int8
+        weights, zero point 0): no columns; or with ``requantise`` (bias or
+        None, scale per channel, the output's zero point) QLinearConv's
+        8-bit output, requantised as qconv_requantize does."""
         M = plan.Mg
+        bias, scale, zp = requantise if requantise is not None else (None, None, 0)
 
         def packed():
             """W as [M/16][taps][C/4][16][4], zeros past M and C."""
@@ -800,7 +810,8 @@ class _QuantizedConv(_ConvAttributes):
             scratch = self._new_output((core.qconv_direct_scratch(plan.geom, nimg),), UINT8,
                                        slot=2)
             core.qconv_direct(xs[n0:n0 + nimg], img, nimg, x_signed, xzp, wp, wsum, M, scratch,
-                              acc[n0:n0 + nimg], plan.geom, plan.used, plan.threads)
+                              out[n0:n0 + nimg], plan.geom, plan.used, plan.threads, bias,
+                              scale, zp)
             del scratch
 
     def _qrecord(self, x, w, kind: str, used: int) -> None:
@@ -880,13 +891,19 @@ class QLinearConv(_QuantizedConv):
         constant = self._constant_input(1) is x_scale and self._constant_input(6) is y_scale
         scale = self._prepared_input(("scale",), 4, w_scale, channel_scales) if constant \
             else channel_scales()
+        bias = None if b is None else np.ascontiguousarray(b)
+        zp = int(y_zero_point.reshape(-1)[0])
+        y = self._new_output(plan.out_shape, out_dtype)
+        if self._direct(plan, w_zero_point) and plan.K > 0:  # requantised in its epilogue
+            xzp = 0 if x_zero_point is None else int(x_zero_point.reshape(-1)[0])
+            self._accumulate_direct(plan, np.ascontiguousarray(x).view(UINT8), x.dtype == np.int8,
+                                    xzp, w, y.reshape(plan.N, M, plan.P), (bias, scale, zp))
+            self._qrecord(x, w, "direct", plan.used)
+            return (y,)
         acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)
         kind = self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)
-        y = self._new_output(plan.out_shape, out_dtype)
-        bias = None if b is None else np.ascontiguousarray(b)
-        core.qconv_requantize(acc, bias, scale, y, plan.N * M, M, plan.P,
-                              int(y_zero_point.reshape(-1)[0]), out_dtype == np.int8,
-                              simd.state.level, plan.threads)
+        core.qconv_requantize(acc, bias, scale, y, plan.N * M, M, plan.P, zp,
+                              out_dtype == np.int8, simd.state.level, plan.threads)
         del acc
         self._qrecord(x, w, kind, plan.used)
         return (y,)

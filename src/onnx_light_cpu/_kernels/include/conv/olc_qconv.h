@@ -154,7 +154,9 @@ static void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t i
  * [C / 4][16][4], zeros past M and C).  Exact
  * modulo 2^32 like the GEMM path, so its int32 results are the same.  A
  * block's 16 x 16 sums go back to channel rows by a transpose in
- * registers. */
+ * registers, and for QLinearConv are requantised there (olc_qconv_direct_rq,
+ * the operations of olc_qconv_rq_avx512) instead of stored as int32 for the
+ * separate pass. */
 #if OLC_X86 && OLC_HAVE_AVX512
 /* Positions of a task: blocks of 16. */
 enum { OLC_QCONV_DIRECT_BLOCKS = 8 };
@@ -233,6 +235,16 @@ static void olc_qconv_direct_pack_task(void *arg, ptrdiff_t t, int slot) {
     memset(dst + Hp * Wp * 4, 0, (size_t)((L - Hp * Wp) * 4));
 }
 
+/* QLinearConv's requantisation in the direct loop's epilogue (as
+ * olc_qconv_rq_avx512, the same bits): bias (NULL: none) and scale per
+ * output channel, the output's zero point and type. */
+typedef struct {
+    const int32_t *bias;
+    const float *scale;
+    int32_t zp;
+    int out_signed;
+} olc_qconv_direct_rq;
+
 typedef struct {
     const olc_conv_geom *g;
     const uint8_t *xp;
@@ -240,7 +252,8 @@ typedef struct {
     const int32_t *wsum;
     int32_t xzp; /* x_zp' */
     int64_t M, nmb, nqb, chunks;
-    int32_t *y;  /* (images, M, OH * OW) */
+    void *y;     /* (images, M, OH * OW): int32 sums, or bytes with rq */
+    const olc_qconv_direct_rq *rq;
 } olc_qconv_direct_job;
 
 /* Task t: image, 16 output channels, OLC_QCONV_DIRECT_BLOCKS blocks of 16
@@ -261,7 +274,20 @@ static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t,
     /* x_zp' * sum w, modulo 2^32 like the sums */
     const __m512i corr = _mm512_mullo_epi32(_mm512_set1_epi32(p->xzp),
                                             _mm512_loadu_si512((const void *)sums));
-    int32_t *y = p->y + (n * p->M + m0) * P;
+    int32_t *y = (int32_t *)p->y + (n * p->M + m0) * P;
+    uint8_t *y8 = (uint8_t *)p->y + (n * p->M + m0) * P;
+    /* the requantisation's constants per channel of the block */
+    __m512 rq_scale[16];
+    __m512i rq_bias[16];
+    const int32_t qmin = p->rq != NULL && p->rq->out_signed ? -128 : 0, qmax = qmin + 255;
+    const int32_t zp = p->rq != NULL ? p->rq->zp : 0;
+    const __m512 vlo = _mm512_set1_ps((float)(qmin - zp)), vhi = _mm512_set1_ps((float)(qmax - zp));
+    const __m512i vz = _mm512_set1_epi32(zp);
+    if (p->rq != NULL)
+        for (int64_t m = 0; m < mc; ++m) {
+            rq_scale[m] = _mm512_set1_ps(p->rq->scale[m0 + m]);
+            rq_bias[m] = _mm512_set1_epi32(p->rq->bias != NULL ? p->rq->bias[m0 + m] : 0);
+        }
     int64_t qb1 = (chunk + 1) * OLC_QCONV_DIRECT_BLOCKS;
     if (qb1 > p->nqb) qb1 = p->nqb;
     for (int64_t qb = chunk * OLC_QCONV_DIRECT_BLOCKS; qb < qb1; ++qb) {
@@ -284,6 +310,14 @@ static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t,
         __m512 r[16];
         for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(_mm512_sub_epi32(acc[i], corr));
         olc_transpose16_regs_avx512(r); /* r[m]: channel m at positions q..q+15 */
+        __m128i bytes[16];
+        if (p->rq != NULL)
+            for (int64_t m = 0; m < mc; ++m) {
+                const __m512i a = _mm512_add_epi32(_mm512_castps_si512(r[m]), rq_bias[m]);
+                __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(a), rq_scale[m]);
+                f = _mm512_min_ps(_mm512_max_ps(f, vlo), vhi);
+                bytes[m] = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), vz));
+            }
         /* the positions that are outputs: row segments, columns < OW */
         for (int64_t i = 0; i < 16 && q + i < Q;) {
             const int64_t oh = (q + i) / Wp, ow = (q + i) % Wp;
@@ -291,9 +325,14 @@ static OLC_TARGET_AVX512_VNNI void olc_qconv_direct_task(void *arg, ptrdiff_t t,
             int64_t keep = ow < g->OW ? (g->OW - ow < len ? g->OW - ow : len) : 0;
             if (keep > 0) {
                 const __mmask16 mask = (__mmask16)(((1u << keep) - 1) << i);
-                int32_t *dst = y + oh * g->OW + ow - i;
-                for (int64_t m = 0; m < mc; ++m)
-                    _mm512_mask_storeu_epi32(dst + m * P, mask, _mm512_castps_si512(r[m]));
+                const int64_t at = oh * g->OW + ow - i;
+                if (p->rq != NULL)
+                    for (int64_t m = 0; m < mc; ++m)
+                        _mm_mask_storeu_epi8(y8 + m * P + at, mask, bytes[m]);
+                else
+                    for (int64_t m = 0; m < mc; ++m)
+                        _mm512_mask_storeu_epi32(y + m * P + at, mask,
+                                                 _mm512_castps_si512(r[m]));
             }
             i += len;
         }
@@ -314,12 +353,13 @@ static int64_t olc_qconv_direct_scratch(const olc_conv_geom *g, int64_t nimg) {
 }
 
 /* y (nimg, M, OH * OW) int32 = sum (x - x_zp) w for olc_qconv_direct_fits
- * geometries; w packed by the adapter (see above) with wsum its sums per
- * output channel; xp the scratch (olc_qconv_direct_scratch bytes). */
+ * geometries, or with rq those sums requantised (8-bit y); w packed by the
+ * adapter (see above) with wsum its sums per output channel; xp the
+ * scratch (olc_qconv_direct_scratch bytes). */
 static void olc_qconv_direct(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
                              int64_t nimg, int x_signed, int32_t xzp, const int8_t *w,
-                             const int32_t *wsum, int64_t M, uint8_t *xp, int32_t *y,
-                             int nthreads) {
+                             const int32_t *wsum, int64_t M, uint8_t *xp, void *y,
+                             const olc_qconv_direct_rq *rq, int nthreads) {
 #if OLC_X86 && OLC_HAVE_AVX512
     const uint8_t flip = x_signed ? 0x80 : 0;
     const int32_t xzs = x_signed ? xzp + 128 : xzp;
@@ -336,10 +376,11 @@ static void olc_qconv_direct(const olc_conv_geom *g, const uint8_t *x, int64_t i
     j.nqb = (g->OH * (g->OW + (g->kw - 1) * g->dw) + 15) / 16;
     j.chunks = (j.nqb + OLC_QCONV_DIRECT_BLOCKS - 1) / OLC_QCONV_DIRECT_BLOCKS;
     j.y = y;
+    j.rq = rq;
     olc_parallel_for(nimg * j.nmb * j.chunks, olc_qconv_direct_task, &j, nthreads);
 #else
     (void)g; (void)x; (void)img_stride; (void)nimg; (void)x_signed; (void)xzp; (void)w;
-    (void)wsum; (void)M; (void)xp; (void)y; (void)nthreads;
+    (void)wsum; (void)M; (void)xp; (void)y; (void)rq; (void)nthreads;
 #endif
 }
 

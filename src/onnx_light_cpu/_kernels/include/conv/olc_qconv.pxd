@@ -14,7 +14,12 @@ cdef extern from "conv/olc_qconv.h" nogil:
                               void *y, int level, int nthreads)
     int olc_qconv_direct_fits(const olc_conv_geom *g, int level)
     int64_t olc_qconv_direct_scratch(const olc_conv_geom *g, int64_t nimg)
+    ctypedef struct olc_qconv_direct_rq:
+        const int32_t *bias
+        const float *scale
+        int32_t zp
+        int out_signed
     void olc_qconv_direct(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
                           int64_t nimg, int x_signed, int32_t xzp, const int8_t *w,
-                          const int32_t *wsum, int64_t M, uint8_t *xp, int32_t *y,
-                          int nthreads)
+                          const int32_t *wsum, int64_t M, uint8_t *xp, void *y,
+                          const olc_qconv_direct_rq *rq, int nthreads)
