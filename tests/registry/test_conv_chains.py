@@ -315,7 +315,7 @@ def _dense_feeds(parts=(3, 1, 2), n=2, dtype=np.float32):
     feeds = {f"p{i}": RNG.standard_normal((n, c, 5, 7)).astype(dtype)
              for i, c in enumerate(parts)}
     feeds["p0"][0, 0, 0, :2] = np.nan
-    feeds["p1"][1, 0] = -np.inf
+    feeds["p2"][1, 0] = -np.inf
     return feeds
 
 
@@ -336,7 +336,8 @@ def test_concat_norm_relu_reads_the_parts_with_the_same_bits(axis, threads):
     assert _same_bits(fused.run(["j", "y"], feeds)[1], y)  # the unfused plan
 
 
-@pytest.mark.parametrize("case", ["strided", "float64", "wrong_channels", "one_image_1d"])
+@pytest.mark.parametrize("case", ["strided", "float64", "wrong_channels", "one_image_1d",
+                                  "empty_rows", "empty_batch", "empty_part"])
 def test_concat_norm_relu_other_inputs_run_the_concat(case):
     """Parts it does not read in place go through the Concat node: the
     same results or the same errors as the nodes one by one."""
@@ -349,6 +350,12 @@ def test_concat_norm_relu_other_inputs_run_the_concat(case):
         feeds = _dense_feeds(dtype=np.float64)
     elif case == "wrong_channels":
         feeds["p2"] = feeds["p2"][:, :1]
+    elif case.startswith("empty"):
+        sl = {"empty_rows": np.s_[:, :, :0], "empty_batch": np.s_[:0]}.get(case)
+        feeds = {k: np.ascontiguousarray(v[sl]) for k, v in feeds.items()} if sl else feeds
+        if case == "empty_part":  # a part of no channels: still the join of the others
+            model = _dense_model(parts=(3, 0, 3))
+            feeds = _dense_feeds(parts=(3, 0, 3))
     else:
         feeds = {k: v[:1, :, 0] for k, v in feeds.items()}
     fused, plain = _session(model), _session(model, fuse_conv=False)

@@ -187,6 +187,8 @@ class NormRelu(_PlanEntry):
                 1, 1 - first.ndim) or self.concat._attribute_error is not None:
             return False
         outer, inner = first.shape[:1], first.shape[2:]
+        if first.shape[0] == 0 or 0 in inner:  # empty: the nodes' own way
+            return False
         channels = 0
         for part in parts:
             if (type(part) is not np.ndarray or part.dtype != FLOAT32
