@@ -712,6 +712,9 @@ class _QuantizedConv(_ConvAttributes):
     def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc) -> str:
         """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp);
         returns the kind of loop that ran."""
+        if self._direct(plan, w_zero_point):
+            self._accumulate_direct(plan, x, x_zero_point, w, acc)
+            return "direct"
         N, G, Mg, K, P = plan.N, plan.G, plan.Mg, plan.K, plan.P
         M = G * Mg
         x_signed, w_signed = x.dtype == np.int8, w.dtype == np.int8
@@ -722,9 +725,6 @@ class _QuantizedConv(_ConvAttributes):
             return plan.kind
         wzp_constant = w_zero_point is None or \
             self._constant_input(self.WZP_INDEX) is w_zero_point
-        if self._direct(plan, w_zero_point):
-            self._accumulate_direct(plan, xs, x_signed, xzp, w, acc)
-            return "direct"
         if plan.kind == "depthwise":
             def centred():
                 wi = w.reshape(M, -1).astype(np.int32)
@@ -778,15 +778,18 @@ class _QuantizedConv(_ConvAttributes):
 
     @staticmethod
     def _direct(plan: _QPlan, w_zero_point) -> bool:
-        """Whether qconv_direct runs: its geometry, and a zero point of 0."""
-        return plan.direct and (w_zero_point is None or not w_zero_point.any())
+        """Whether qconv_direct runs: its geometry, a sum over taps (K > 0),
+        and a zero point of 0."""
+        return plan.direct and plan.K > 0 and (w_zero_point is None or not w_zero_point.any())
 
-    def _accumulate_direct(self, plan: _QPlan, xs, x_signed: bool, xzp: int, w, out,
+    def _accumulate_direct(self, plan: _QPlan, x, x_zero_point, w, out,
                            requantise: tuple | None = None) -> None:
         """out (N, M, P) = _accumulate's int32 sums by qconv_direct (int8
         weights, zero point 0): no columns; or with ``requantise`` (bias or
         None, scale per channel, the output's zero point) QLinearConv's
         8-bit output, requantised as qconv_requantize does."""
+        xs, x_signed = np.ascontiguousarray(x).view(UINT8), x.dtype == np.int8
+        xzp = 0 if x_zero_point is None else int(x_zero_point.reshape(-1)[0])
         M = plan.Mg
         bias, scale, zp = requantise if requantise is not None else (None, None, 0)
 
@@ -894,10 +897,9 @@ class QLinearConv(_QuantizedConv):
         bias = None if b is None else np.ascontiguousarray(b)
         zp = int(y_zero_point.reshape(-1)[0])
         y = self._new_output(plan.out_shape, out_dtype)
-        if self._direct(plan, w_zero_point) and plan.K > 0:  # requantised in its epilogue
-            xzp = 0 if x_zero_point is None else int(x_zero_point.reshape(-1)[0])
-            self._accumulate_direct(plan, np.ascontiguousarray(x).view(UINT8), x.dtype == np.int8,
-                                    xzp, w, y.reshape(plan.N, M, plan.P), (bias, scale, zp))
+        if self._direct(plan, w_zero_point):  # requantised in its epilogue
+            self._accumulate_direct(plan, x, x_zero_point, w, y.reshape(plan.N, M, plan.P),
+                                    (bias, scale, zp))
             self._qrecord(x, w, "direct", plan.used)
             return (y,)
         acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)

@@ -119,12 +119,17 @@ class Concat(_Movement):
         rows = tuple(x.shape[axis] * inner for x in (first, *rest))
         return _ConcatPlan(axis, shape, math.prod(shape[:axis]), total * inner, rows)
 
+    def record(self, dtype: np.dtype) -> None:
+        """Record that the numeric copy ran (also where a plan entry reads
+        the inputs in place of the join: registry/conv_chains.py)."""
+        self._record_path(dtype, lambda: f"concat_{dtype.name}")
+
     def _execute(self, plan: _ConcatPlan, *inputs):
         first = inputs[0]
         if _is_string(first):
             self._label("concat_string_builtin")
             return (np.concatenate(inputs, axis=plan.axis),)
-        self._record_path(first.dtype, lambda: f"concat_{first.dtype.name}")
+        self.record(first.dtype)
         out = self._new_output(plan.shape, first.dtype)
         srcs, dsts, rows = [], [], []
         offset = 0

@@ -168,8 +168,7 @@ class NormRelu(_PlanEntry):
         if self.concat is not None:
             parts, args = args[:self.parts], args[self.parts:]
             if self._joinable(parts, args):
-                first = parts[0]
-                self.concat._record_path(first.dtype, lambda: f"concat_{first.dtype.name}")
+                self.concat.record(parts[0].dtype)
                 return self.fused.run_joined(parts, *args)
             (x,) = self.concat.run(*parts)
             args = (x,) + args
