@@ -72,6 +72,16 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
             __builtin_prefetch(ahead, 0, 1);
             if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(ahead + 64, 0, 1);
         }
+        if (ldb) {
+            /* B read in place: row k of the next panel.  Its rows are a
+             * plane apart (a 1x1 Conv's input channels), too many streams
+             * for the prefetcher; a block's first row of A reads B from L3
+             * in a model (MobileNet-V2 at 2 threads 5.53 -> 5.39 ms, alone
+             * each 1x1 layer the same or up to 6 % faster) */
+            const char *next = (const char *)(b + k * sb + OLC_UKR_NR);
+            __builtin_prefetch(next, 0, 3);
+            if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(next + 64, 0, 3);
+        }
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             OLC_UKR_V ar = OLC_FN(olc_gemm_bcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
