@@ -25,6 +25,11 @@ PATHS = {
     "winograd": (16, 16, 3, 1, 1, 9),
     "im2col": (5, 8, 3, 2, 1, 11),
     "gemm": (6, 12, 1, 1, 1, 9),
+    # two blocks of k (the micro-kernels add the bias, Z and the
+    # activation to the second block's sums), a partial row block, 81
+    # pixels: two whole panels (epilogue in registers) and a part (not)
+    "gemm_deep": (300, 30, 1, 1, 1, 9),
+    "im2col_deep": (40, 20, 3, 2, 1, 11),
     "gemm_t": (8, 40, 1, 1, 1, 2),
     "depthwise": (8, 8, 3, 1, 8, 10),
 }

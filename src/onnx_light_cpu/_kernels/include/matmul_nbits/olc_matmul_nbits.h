@@ -1144,7 +1144,8 @@ static void olc_nb_gemm_task(void *arg, ptrdiff_t t, int slot) {
             int rows = (int)(m1 - m < mr ? m1 - m : mr);
             for (int q = 0; q < np; ++q)
                 p->cfg.direct[rows](kc, a + m * K + k0, K, panels + q * nr * KC,
-                                    ctile + (m - m0) * tw + q * nr, tw, 1.0f, k0 > 0, nr);
+                                    ctile + (m - m0) * tw + q * nr, tw, 1.0f, k0 > 0, nr,
+                                    NULL);
         }
     }
     /* the first chunk stored its sums: the bias joins on the way out */

@@ -82,18 +82,37 @@
 #define OLC_GEMM_NC 512
 #endif
 
+/* What the AVX2 and AVX-512 micro-kernels apply to a whole micro-tile (NR
+ * columns) before they store it, when the caller passes one: + bias[r]
+ * (NULL: none), + z[r * ldz + column] (NULL: none), then the activation:
+ * max(0, v) (ReLU) or min(b, max(a, v)) (Clip, a <= b).  The operations
+ * of olc_conv_epilogue in its order, on values still in registers: the
+ * same bits, one pass over C fewer (olc_sgemm_tile). */
+enum { OLC_UKR_EPI_NONE = 0, OLC_UKR_EPI_RELU, OLC_UKR_EPI_CLIP };
+typedef struct {
+    const float *bias, *z;
+    int64_t ldz;
+    int act;
+    float a, b;
+} olc_ukr_epi;
+
 /* Micro-kernel: c[r][0:ncols] = alpha * sum_k a[k][r] b[k][:] (+ c if acc)
  * for r < rows; a is a packed micro-panel (kc x MR; lda unused), b one
  * (kc x NR).  The "direct" AVX2/AVX-512 kernels read A where it lies instead,
- * row r at a + r * lda (float32 A with unit column stride: no A packing). */
+ * row r at a + r * lda (float32 A with unit column stride: no A packing).
+ * epi (NULL: none) is applied before the store: callers pass one for
+ * whole panels (ncols == NR) only, at levels with cfg.epi. */
 typedef void (*olc_ukr_fn)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                           int64_t ldc, float alpha, int acc, int64_t ncols);
+                           int64_t ldc, float alpha, int acc, int64_t ncols,
+                           const olc_ukr_epi *epi);
 /* A and B both read in place, NR whole columns: row k of B at b + k * ldb. */
 typedef void (*olc_ukr_strided_fn)(int64_t kc, const float *a, int64_t lda, const float *b,
-                                   int64_t ldb, float *c, int64_t ldc, float alpha, int acc);
+                                   int64_t ldb, float *c, int64_t ldc, float alpha, int acc,
+                                   const olc_ukr_epi *epi);
 
 typedef struct {
     int mr, nr, level;
+    int epi; /* whether the kernels apply an olc_ukr_epi (the portable ones do not) */
     olc_ukr_fn ukr[17];             /* by number of rows, 1..mr */
     olc_ukr_fn direct[17];          /* A read in place; NULL where the level has none */
     olc_ukr_strided_fn strided[17]; /* A and B read in place; NULL likewise */
@@ -130,26 +149,30 @@ olc_ukr_scalar_rows(const int R, int64_t kc, const float *a, const float *b, flo
 
 static void
 olc_ukr_scalar_1(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+                 int64_t ldc, float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     (void)lda;
+    (void)epi;
     olc_ukr_scalar_rows(1, kc, a, b, c, ldc, alpha, acc, ncols);
 }
 static void
 olc_ukr_scalar_2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+                 int64_t ldc, float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     (void)lda;
+    (void)epi;
     olc_ukr_scalar_rows(2, kc, a, b, c, ldc, alpha, acc, ncols);
 }
 static void
 olc_ukr_scalar_3(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+                 int64_t ldc, float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     (void)lda;
+    (void)epi;
     olc_ukr_scalar_rows(3, kc, a, b, c, ldc, alpha, acc, ncols);
 }
 static void
 olc_ukr_scalar_4(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                 int64_t ldc, float alpha, int acc, int64_t ncols) {
+                 int64_t ldc, float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     (void)lda;
+    (void)epi;
     olc_ukr_scalar_rows(4, kc, a, b, c, ldc, alpha, acc, ncols);
 }
 
@@ -183,6 +206,16 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_fma_avx2(__m256 
 }
 static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_mul_avx2(__m256 x, __m256 y) {
     return _mm256_mul_ps(x, y);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_add_avx2(__m256 x, __m256 y) {
+    return _mm256_add_ps(x, y);
+}
+/* x > y ? x : y and x < y ? x : y: y where either is NaN */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_max_avx2(__m256 x, __m256 y) {
+    return _mm256_max_ps(x, y);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 __m256 olc_gemm_min_avx2(__m256 x, __m256 y) {
+    return _mm256_min_ps(x, y);
 }
 /* cr[0:n] = va * t0 (+ cr[0:n] if acc), n <= 8, through a buffer. */
 static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX2 void
@@ -247,6 +280,18 @@ static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_mul_avx512(__m
                                                                                __m512 y) {
     return _mm512_mul_ps(x, y);
 }
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_add_avx512(__m512 x,
+                                                                               __m512 y) {
+    return _mm512_add_ps(x, y);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_max_avx512(__m512 x,
+                                                                               __m512 y) {
+    return _mm512_max_ps(x, y);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m512 olc_gemm_min_avx512(__m512 x,
+                                                                               __m512 y) {
+    return _mm512_min_ps(x, y);
+}
 /* cr[0:n] = va * t0 (+ cr[0:n] if acc), n <= 16, masked. */
 static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void
 olc_gemm_edge1_avx512(float *cr, int64_t n, __m512 va, __m512 t0, int acc) {
@@ -308,7 +353,7 @@ static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
                                   olc_ukr_avx512_strided_7, olc_ukr_avx512_strided_8,
                                   olc_ukr_avx512_strided_9, olc_ukr_avx512_strided_10,
                                   olc_ukr_avx512_strided_11, olc_ukr_avx512_strided_12};
-        cfg->mr = OLC_A5_MR; cfg->nr = OLC_A5_NR;
+        cfg->mr = OLC_A5_MR; cfg->nr = OLC_A5_NR; cfg->epi = 1;
         for (int i = 0; i < OLC_A5_MR; ++i) {
             cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; cfg->strided[i + 1] = s[i];
         }
@@ -324,7 +369,7 @@ static void olc_sgemm_config(int level, olc_sgemm_cfg *cfg) {
         olc_ukr_strided_fn s[] = {olc_ukr_avx2_strided_1, olc_ukr_avx2_strided_2,
                                   olc_ukr_avx2_strided_3, olc_ukr_avx2_strided_4,
                                   olc_ukr_avx2_strided_5, olc_ukr_avx2_strided_6};
-        cfg->mr = OLC_A2_MR; cfg->nr = OLC_A2_NR;
+        cfg->mr = OLC_A2_MR; cfg->nr = OLC_A2_NR; cfg->epi = 1;
         for (int i = 0; i < OLC_A2_MR; ++i) {
             cfg->ukr[i + 1] = f[i]; cfg->direct[i + 1] = d[i]; cfg->strided[i + 1] = s[i];
         }
@@ -556,13 +601,28 @@ static void olc_sgemm_pack_b(int level, int dtype, int64_t nb, const void *b,
 static inline void olc_sgemm_micro(const olc_sgemm_cfg *cfg, const float *ablock,
                                    const float *adirect, int64_t lda, const float *panel,
                                    int64_t pc, int64_t kc, int64_t i, int64_t rows, int64_t j,
-                                   int64_t ncols, float *c, int64_t ldc, float alpha, int acc) {
+                                   int64_t ncols, float *c, int64_t ldc, float alpha, int acc,
+                                   const olc_ukr_epi *epi) {
     if (adirect != NULL)
         cfg->direct[rows](kc, adirect + i * lda + pc, lda, panel, c + i * ldc + j, ldc, alpha,
-                          acc, ncols);
+                          acc, ncols, epi);
     else
-        cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha, acc, ncols);
+        cfg->ukr[rows](kc, ablock + i * kc, 1, panel, c + i * ldc + j, ldc, alpha, acc, ncols,
+                       epi);
 }
+
+/* What a caller does to the finished outputs of matrix q, rows m0..m1 and
+ * columns n0..n1 of C[q], on the thread that computed them (olc_sgemm_tile):
+ * a bias, a residual, an activation.  With `fused`, regs says the same for
+ * a single matrix (batch 1) as an olc_ukr_epi whose bias is C's row 0's
+ * and z its element (0, 0), with C's row stride: the micro-kernels then
+ * apply it in registers to whole panels, and fn does the rest. */
+typedef struct {
+    void (*fn)(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+    void *arg;
+    int fused;
+    olc_ukr_epi regs;
+} olc_sgemm_epilogue;
 
 /* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
  * micro-tile).  ap is this matrix's packed A (block pc at pc * mpad, its
@@ -576,6 +636,10 @@ static inline void olc_sgemm_micro(const olc_sgemm_cfg *cfg, const float *ablock
  * 1.06-1.10 -> 0.96-1.00 ms).  With many, packing wins where B comes
  * from L3: the copy streams whole rows, which the prefetcher follows (64
  * -> 256 at 56x56: 1.20 ms packed, 1.30-1.36 in place).
+ *
+ * With an epilogue, the last block of k stores whole panels with it
+ * applied in registers where it is `fused` (olc_ukr_epi), and each row
+ * block's other outputs get epilogue->fn as soon as they are final.
  *
  * The order of the micro-tiles changes no sum.  The row blocks go outer:
  * one block of A (12 rows of kc floats) stays in L1 while the tile's
@@ -595,7 +659,8 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
                            const float *adirect, int64_t lda, const float *bp, const void *b,
                            int64_t rsb, int64_t csb, int64_t K,
                            int64_t M, int64_t N, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                           float *c, int64_t ldc, float alpha, int accumulate, float *bbuf) {
+                           float *c, int64_t ldc, float alpha, int accumulate, float *bbuf,
+                           const olc_sgemm_epilogue *epilogue, int64_t q) {
     int mr = cfg->mr, nr = cfg->nr;
     int64_t npad = (N + nr - 1) / nr * nr;
     /* columns n0..nb read in place, nb..n1 packed */
@@ -603,9 +668,14 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
     if (bp == NULL && adirect != NULL && dtype == OLC_FLOAT && csb == 1 && cfg->strided[1] != NULL
         && m1 - m0 <= OLC_GEMM_STRIDED_ROWS)
         nb = n1 < N ? n1 : n0 + (N - n0) / nr * nr;
+    /* the whole panels whose last block of k applies the epilogue in
+     * registers (alpha 1: the product alone is the sum, as stored) */
+    const int fuse = epilogue != NULL && epilogue->fused && q == 0 && cfg->epi && alpha == 1.0f;
+    const int64_t nfull = fuse ? n0 + (n1 - n0) / nr * nr : n0;
     for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
         int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
         int acc = accumulate || pc > 0;
+        const int last = pc + kc >= K;
         const float *ablock = ap != NULL ? ap + pc * mpad : NULL;
         const float *bk = nb > n0 ? (const float *)b + pc * rsb : NULL;
         /* the packed panel of column nb; the next ones follow it */
@@ -614,15 +684,33 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
             olc_pack_b_block(cfg->level, dtype, b, rsb, csb, N, pc, kc, nb, n1, nr, bbuf);
         for (int64_t i = m0; i < m1; i += mr) {
             int64_t rows = M - i < mr ? M - i : mr;
+            olc_ukr_epi e;
+            const olc_ukr_epi *ep = NULL;
+            if (fuse && last) {
+                e = epilogue->regs;
+                if (e.bias != NULL) e.bias += i;
+                if (e.z != NULL) e.z += i * e.ldz;
+                ep = &e;
+            }
+            const float *zrow = ep != NULL ? ep->z : NULL;
             int64_t j = n0;
-            for (; j < nb; j += nr)
+            for (; j < nb; j += nr) {
+                if (zrow != NULL) e.z = zrow + j;
                 cfg->strided[rows](kc, adirect + i * lda + pc, lda, bk + j, rsb,
-                                   c + i * ldc + j, ldc, alpha, acc);
-            for (; j < n1; j += nr)
+                                   c + i * ldc + j, ldc, alpha, acc, j < nfull ? ep : NULL);
+            }
+            for (; j < n1; j += nr) {
+                if (zrow != NULL) e.z = zrow + j;
                 olc_sgemm_micro(cfg, ablock, adirect, lda, panels + (j - nb) * kc, pc, kc, i,
-                                rows, j, N - j < nr ? N - j : nr, c, ldc, alpha, acc);
+                                rows, j, N - j < nr ? N - j : nr, c, ldc, alpha, acc,
+                                j < nfull ? ep : NULL);
+            }
+            /* the rest of the row block's outputs, while they are in L1 */
+            if (epilogue != NULL && last && nfull < n1)
+                epilogue->fn(epilogue->arg, q, i, i + rows, nfull, n1);
         }
     }
+    if (epilogue != NULL && K == 0) epilogue->fn(epilogue->arg, q, m0, m1, n0, n1);
 }
 
 /* A row stride for n floats that spreads rows over the cache sets: whole
@@ -696,14 +784,6 @@ static void olc_sgemm_tiling(const olc_sgemm_cfg *cfg, int64_t batch, int64_t M,
     }
 }
 
-/* What a caller does to each output tile of matrix q, rows m0..m1 and
- * columns n0..n1 of C[q], right after the thread that computed the tile
- * (so while it is in that core's cache): a bias, an activation. */
-typedef struct {
-    void (*fn)(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
-    void *arg;
-} olc_sgemm_epilogue;
-
 typedef struct {
     olc_sgemm_cfg cfg;
     int dtype, direct, accumulate;
@@ -754,8 +834,8 @@ static void olc_sgemm_tile_task(void *arg, ptrdiff_t t, int slot) {
     const float *aq = p->direct ? (const float *)p->a + p->a_offsets[q] : NULL;
     olc_sgemm_tile(&p->cfg, p->dtype, p->direct ? NULL : p->apack + q * p->K * p->mpad, p->mpad,
                    aq, p->rsa, bq, rq, p->rsb, p->csb, p->K, p->M, p->N, m0, m1, n0, n1,
-                   p->c + q * p->c_stride, p->ldc, p->alpha, p->accumulate, bbuf);
-    if (p->epilogue != NULL) p->epilogue->fn(p->epilogue->arg, q, m0, m1, n0, n1);
+                   p->c + q * p->c_stride, p->ldc, p->alpha, p->accumulate, bbuf, p->epilogue,
+                   q);
 }
 
 /* C[q] = alpha * A[q] B[q] (+ C[q] when accumulate) for q < batch.  A[q]
