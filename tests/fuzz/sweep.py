@@ -228,6 +228,7 @@ KNOWN_FINDINGS = (
     ("F26", r"::Clip$", r"mismatch", r".*", r"shape \(\) != oracle \(1,\)"),
     ("F27", r"::Conv$", r"mismatch", r".*", r"NaN positions"),
     ("F30", r"::(ConvInteger|QLinearConv)$", r"mismatch", r"zero_size", r"^output 0: shape"),
+    ("F33", r"::FusedMatMul$", r"mismatch", r"bad_attribute", r"NaN positions"),
 )
 
 

@@ -138,6 +138,16 @@ def test_fused_matmul_empty(shapes):
     check("FusedMatMul", [a, b], alpha=3.0)
 
 
+@pytest.mark.parametrize("alpha", [float("inf"), float("nan")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_fused_matmul_empty_k_non_finite_alpha(alpha, dtype):
+    # no products: zeros, as ONNX Runtime gives, not alpha x 0 = NaN as
+    # onnx.reference's FusedMatMul (fuzz finding F33)
+    a, b = np.ones((1, 0), dtype), np.ones((0, 19), dtype)
+    check("FusedMatMul", [a, b], alpha=alpha)
+    assert not ours("FusedMatMul", [a, b], alpha=alpha)[0].any()
+
+
 def test_fused_matmul_empty_trans_batch():
     a, b = np.ones((4, 0, 3), np.float32), np.ones((0, 3, 5), np.float32)
     check("FusedMatMul", [a, b], transBatchA=1)
