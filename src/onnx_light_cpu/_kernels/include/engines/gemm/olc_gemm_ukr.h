@@ -49,8 +49,8 @@ OLC_UKR(half)(const int R, const int direct, int64_t kc, const float *a, int64_t
  * the plain store makes it, then + bias, + z and the activation, each
  * rounded as olc_conv_epilogue rounds it (max(a, v) keeps a NaN v). */
 static inline __attribute__((always_inline)) OLC_LVL_ATTR void
-OLC_UKR(store_epi)(const int R, float *c, int64_t ldc, OLC_UKR_V va, int acc, const OLC_UKR_V *t0,
-                   const OLC_UKR_V *t1, const olc_ukr_epi *epi) {
+OLC_UKR(store_epi)(const int R, float *c, int64_t ldc, OLC_UKR_V va, int acc,
+                   const OLC_UKR_V *t0, const OLC_UKR_V *t1, const olc_ukr_epi *epi) {
     const int act = epi->act;
     const OLC_UKR_V lo = OLC_FN(olc_gemm_set1)(act == OLC_UKR_EPI_CLIP ? epi->a : 0.0f);
     const OLC_UKR_V hi = OLC_FN(olc_gemm_set1)(epi->b);
@@ -63,9 +63,12 @@ OLC_UKR(store_epi)(const int R, float *c, int64_t ldc, OLC_UKR_V va, int acc, co
             float *p = cr + h * OLC_UKR_W;
             OLC_UKR_V x = acc ? OLC_FN(olc_gemm_fma)(va, v[h], OLC_FN(olc_gemm_ld)(p))
                               : OLC_FN(olc_gemm_mul)(va, v[h]);
-            if (epi->bias != NULL) x = OLC_FN(olc_gemm_add)(x, OLC_FN(olc_gemm_set1)(epi->bias[r]));
-            if (epi->z != NULL)
-                x = OLC_FN(olc_gemm_add)(x, OLC_FN(olc_gemm_ld)(epi->z + r * epi->ldz + h * OLC_UKR_W));
+            if (epi->bias != NULL)
+                x = OLC_FN(olc_gemm_add)(x, OLC_FN(olc_gemm_set1)(epi->bias[r]));
+            if (epi->z != NULL) {
+                const float *zr = epi->z + r * epi->ldz + h * OLC_UKR_W;
+                x = OLC_FN(olc_gemm_add)(x, OLC_FN(olc_gemm_ld)(zr));
+            }
             if (act != OLC_UKR_EPI_NONE) x = OLC_FN(olc_gemm_max)(lo, x);
             if (act == OLC_UKR_EPI_CLIP) x = OLC_FN(olc_gemm_min)(hi, x);
             OLC_FN(olc_gemm_st)(p, x);
@@ -150,223 +153,187 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
  * read in place (whole panels only). */
 OLC_LVL_ATTR static void
 OLC_UKR(1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(1, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(2, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(3, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(4, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(5, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(6, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 #if OLC_UKR_MR >= 12
 OLC_LVL_ATTR static void
 OLC_UKR(7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(7, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(8, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-           float alpha, int acc, int64_t ncols,
-           const olc_ukr_epi *epi) {
+           float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(9, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols,
-            const olc_ukr_epi *epi) {
+            float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(10, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols,
-            const olc_ukr_epi *epi) {
+            float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(11, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-            float alpha, int acc, int64_t ncols,
-            const olc_ukr_epi *epi) {
+            float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(12, 0, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 #endif
 OLC_LVL_ATTR static void
 OLC_UKR(direct_1)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(1, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_2)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(2, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_3)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(3, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_4)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(4, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_5)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(5, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_6)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(6, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 #if OLC_UKR_MR >= 12
 OLC_LVL_ATTR static void
 OLC_UKR(direct_7)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(7, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_8)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(8, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_9)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                  float alpha, int acc, int64_t ncols,
-                  const olc_ukr_epi *epi) {
+                  float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(9, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_10)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols,
-                   const olc_ukr_epi *epi) {
+                   float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(10, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_11)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols,
-                   const olc_ukr_epi *epi) {
+                   float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(11, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(direct_12)(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                   float alpha, int acc, int64_t ncols,
-                   const olc_ukr_epi *epi) {
+                   float alpha, int acc, int64_t ncols, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(12, 1, kc, a, lda, b, 0, c, ldc, alpha, acc, ncols, epi);
 }
 #endif
 OLC_LVL_ATTR static void
 OLC_UKR(strided_1)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(1, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_2)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(2, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_3)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(3, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_4)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(4, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_5)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(5, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_6)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(6, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 #if OLC_UKR_MR >= 12
 OLC_LVL_ATTR static void
 OLC_UKR(strided_7)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(7, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_8)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(8, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_9)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, int acc,
-                   const olc_ukr_epi *epi) {
+                   float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(9, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_10)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float *c, int64_t ldc, float alpha, int acc,
-                    const olc_ukr_epi *epi) {
+                    float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(10, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_11)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float *c, int64_t ldc, float alpha, int acc,
-                    const olc_ukr_epi *epi) {
+                    float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(11, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 OLC_LVL_ATTR static void
 OLC_UKR(strided_12)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float *c, int64_t ldc, float alpha, int acc,
-                    const olc_ukr_epi *epi) {
+                    float *c, int64_t ldc, float alpha, int acc, const olc_ukr_epi *epi) {
     OLC_UKR(rows)(12, 1, kc, a, lda, b, ldb, c, ldc, alpha, acc, OLC_UKR_NR, epi);
 }
 #endif
