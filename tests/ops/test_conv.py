@@ -132,6 +132,8 @@ CONV_CASES = [
     # small planes and width stride 2: blocks of 8 channels, channel
     # innermost (a last block of 5 and of 4 lanes; 1x3 and 5x3 kernels)
     ((2, 21, 7, 7), (21, 1, 3, 3), {"group": 21, "pads": [1, 1, 1, 1]}),
+    # 78 small planes, 4 a task at 2 threads (conv_direct's ppt), the last short
+    ((2, 39, 7, 7), (39, 1, 3, 3), {"group": 39, "pads": [1, 1, 1, 1]}),
     ((1, 13, 9, 12), (13, 1, 3, 3), {"group": 13, "strides": [2, 2], "pads": [0, 1, 1, 1]}),
     ((2, 12, 5, 9), (12, 1, 1, 3), {"group": 12, "strides": [1, 2], "dilations": [1, 2],
                                     "pads": [0, 2, 0, 1]}),
@@ -700,9 +702,12 @@ PIXEL_ROWS_CASES = [
     ((1, 16, 6, 6), (128, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 2],
                                       "pads": [2, 1, 2, 1]}),
     ((1, 300, 3, 3), (80, 300, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
-    # 1x1 on at most 64 pixels, few channels: X read in place as X^T
+    # 1x1 on at most 64 pixels, few channels: X read in place as X^T (one
+    # image), else the images' pixels the rows of one GEMM (olc_conv_t_images)
     ((2, 40, 7, 7), (24, 40, 1, 1), {}),
     ((1, 33, 8, 8), (70, 33, 1, 1), {}),
+    ((11, 40, 7, 7), (24, 40, 1, 1), {}),  # chunks of 10 images and of 1
+    ((3, 32, 20, 20), (800, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 
 

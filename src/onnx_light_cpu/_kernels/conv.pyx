@@ -143,11 +143,11 @@ def conv_few_channels(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.n
         olc_conv_fewc_f32(&g, px, pw, pb, pz, py, N, M, act, alpha, beta, threads)
 
 
-def t_scratch(cnp.ndarray geom, int64_t M):
-    """float32 elements of the scratch conv_t takes."""
+def t_scratch(cnp.ndarray geom, int64_t M, int64_t N):
+    """float32 elements of the scratch conv_t takes for N images."""
     cdef olc_conv_geom g
     _geom(geom, &g)
-    return olc_conv_t_scratch(&g, M)
+    return olc_conv_t_scratch(&g, M, N)
 
 
 def conv_t(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.ndarray y,
@@ -250,13 +250,25 @@ cdef struct _DirectJob:
     void *y
     int64_t G, Mg, R, rb, nrb, P, xplane, kk
     int64_t nband  # olc_conv_dwc: bands of rb rows a block of channels
+    int64_t ppt, nplanes  # planes a task (whole planes, nrb == 1), planes in all
     int act
     float a, b
 
 
 cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef _DirectJob *j = <_DirectJob *>arg
-    cdef int64_t plane = t // j.nrb, blk = t % j.nrb
+    cdef int64_t plane
+    if j.dwc != NULL:
+        _direct_rows(j, t, 0, slot)
+        return
+    for plane in range(t // j.nrb * j.ppt, min((t // j.nrb + 1) * j.ppt, j.nplanes)):
+        _direct_rows(j, plane, t % j.nrb, slot)
+
+
+cdef void _direct_rows(_DirectJob *j, int64_t plane, int64_t blk, int slot) noexcept nogil:
+    """Row block blk of output plane `plane`; for olc_conv_dwc, plane is
+    the task (image, block of channels, band)."""
+    cdef int64_t t = plane
     cdef int64_t M = j.G * j.Mg
     cdef int64_t n = plane // M, m = plane % M, gi = m // j.Mg
     cdef int64_t r0 = blk * j.rb
@@ -350,6 +362,14 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.R == 0 or N * G * Mg == 0:
         return ""
     j.nrb = (j.R + j.rb - 1) // j.rb
+    # small whole planes go several a task: a 7x7 depthwise plane is 441
+    # multiply-adds, less than claiming its task costs two threads
+    j.nplanes = N * G * Mg
+    j.ppt = 1
+    if j.nrb == 1 and j.P * j.g.C * j.kk > 0:
+        j.ppt = max(1, min(DIRECT_TASK_WORK // (j.P * j.g.C * j.kk),
+                           j.nplanes // (8 * threads if threads > 1 else 1)))
+    cdef int64_t ntasks = (j.nplanes + j.ppt - 1) // j.ppt * j.nrb
     j.dw3 = NULL
     j.dwc = NULL
     j.dwp_act = 0
@@ -362,7 +382,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
         # activation in registers where nothing (Z) comes before it
         j.dwp_act = act if z is None and olc_conv_act_fusable(act) else 0
         with nogil:
-            olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
+            olc_parallel_for(ntasks, _direct_task, &j, threads)
         return "planes"
     if (j.f32 != NULL and Mg == 1
             and olc_conv_dwc_fits(&j.g, block_plane)
@@ -392,7 +412,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
                 raise MemoryError("conv core: no memory for the padded rows")
             j.dw3 = olc_conv_pick_dw3_f32(level)
     with nogil:
-        olc_parallel_for(N * G * Mg * j.nrb, _direct_task, &j, threads)
+        olc_parallel_for(ntasks, _direct_task, &j, threads)
     free(j.pad)
     return ""
 

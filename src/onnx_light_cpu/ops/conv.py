@@ -347,7 +347,7 @@ class Conv(_ConvAttributes):
         if kind == "gemm_t":
             packed = self._prepared_input(("gemm_t", level), 1, w,
                                           lambda: _packed_t(_widened(w, FLOAT32), level, threads))
-            scratch = self._new_output((core.t_scratch(geom, M),), FLOAT32, slot=1)
+            scratch = self._new_output((core.t_scratch(geom, M, N),), FLOAT32, slot=1)
             core.conv_t(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level, threads)
             del scratch  # back to the pool
         elif kind == "winograd":

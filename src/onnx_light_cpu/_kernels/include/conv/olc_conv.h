@@ -159,12 +159,12 @@ static void olc_conv_pack_task(void *arg, ptrdiff_t t, int slot) {
 }
 
 /* Bias, residual and activation of the GEMM's output tile (rows m0..m1,
- * columns n0..n1 of the current block), on the thread that computed it. */
+ * columns n0..n1 of matrix q: the current block, or with one group the
+ * q-th image from it), on the thread that computed it. */
 static void olc_conv_tile_epilogue(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0,
                                    int64_t n1) {
     const olc_conv_job *p = (const olc_conv_job *)arg;
-    int64_t off = m0 * p->P + p->p0 + n0;
-    (void)q;
+    int64_t off = q * p->Mg * p->P + m0 * p->P + p->p0 + n0;
     olc_conv_epilogue(p->level, p->yb + off, p->zb != NULL ? p->zb + off : NULL, p->P, m1 - m0,
                       n1 - n0, p->bb != NULL ? p->bb + m0 : NULL, p->act, p->a, p->b);
 }
@@ -251,6 +251,7 @@ static olc_sgemm_epilogue olc_conv_gemm_epilogue(olc_conv_job *p, int64_t p0) {
     e.regs.act = act;
     e.regs.a = p->a;
     e.regs.b = p->b;
+    e.zq = p->Mg * p->P;
     return e;
 }
 
@@ -346,6 +347,23 @@ static int olc_conv_f32(int level, const olc_conv_geom *g, const float *x, const
     olc_sgemm_epilogue tile_epilogue;
     const olc_sgemm_epilogue *epilogue = p.epi ? &tile_epilogue : NULL;
     int status = 0;
+    if (pointwise && G == 1) {
+        /* every image in one GEMM, A = W for each: one parallel loop, not
+         * one an image (at batch 8, MobileNet-V2's 1x1 layers made 8) */
+        int64_t *offsets = (int64_t *)malloc((size_t)(2 * N) * sizeof(int64_t));
+        if (offsets == NULL) return -1;
+        for (int64_t n = 0; n < N; ++n) {
+            offsets[n] = 0;
+            offsets[N + n] = n * p.K * p.P;
+        }
+        olc_conv_block(&p, 0);
+        tile_epilogue = olc_conv_gemm_epilogue(&p, 0);
+        status = olc_sgemm_then(p.level, OLC_FLOAT, N, p.w, offsets, p.ldw, 1, NULL, &ZERO, p.x,
+                                offsets + N, p.P, 1, Mg, p.P, p.K, p.y, p.P, Mg * p.P, 1.0f, 0,
+                                epilogue, nthreads);
+        free(offsets);
+        return status;
+    }
     for (int64_t n = 0; n < N && status == 0; ++n) {
         for (int64_t gi = 0; gi < G && status == 0; ++gi) {
             olc_conv_block(&p, n * G + gi);
@@ -401,11 +419,13 @@ typedef struct {
     olc_conv_geom g;
     int level, act;
     float a, b;
-    const float *x, *bias, *z; /* x, z: the current image */
-    float *cols, *t, *y;       /* y: the current image */
+    const float *x, *bias, *z; /* x, z: the chunk's first image */
+    float *cols, *t, *y;       /* y: the chunk's first image */
     const int64_t *at;         /* per pixel and kernel offset: where in a plane, -1: padding */
     int64_t M, K, P, kk;
     int64_t ldcols, ldt;       /* row strides of cols and T (olc_gemm_spread_ld) */
+    int64_t xplane;            /* floats of one input image */
+    int64_t ptasks, mtasks;    /* tasks of one image: pixel blocks, channel blocks */
 } olc_conv_t_job;
 
 /* at[q * kk + r]: the element of an input plane that pixel q reads at
@@ -427,64 +447,87 @@ static void olc_conv_t_offsets(const olc_conv_geom *g, int64_t *at) {
     }
 }
 
-/* cols[q][k] for pixels q of task u, k in W's order (channel, then kernel
- * offset r).  Channel innermost: the input (one image, in L2) is read a
- * plane apart, each row written at a constant stride. */
+/* cols[i * P + q][k] for image i of the chunk and pixels q of task u, k in
+ * W's order (channel, then kernel offset r).  Channel innermost: the input
+ * (one image, in L2) is read a plane apart, each row written at a
+ * constant stride. */
 static void olc_conv_t_cols_task(void *arg, ptrdiff_t u, int slot) {
     const olc_conv_t_job *p = (const olc_conv_t_job *)arg;
-    int64_t q0 = (int64_t)u * OLC_CONV_T_PIXELS;
+    int64_t i = (int64_t)u / p->ptasks, q0 = (int64_t)u % p->ptasks * OLC_CONV_T_PIXELS;
     int64_t q1 = q0 + OLC_CONV_T_PIXELS < p->P ? q0 + OLC_CONV_T_PIXELS : p->P;
     int64_t plane = p->g.D * p->g.H * p->g.W, kk = p->kk, C = p->g.C;
+    const float *x = p->x + i * p->xplane;
+    float *cols = p->cols + i * p->P * p->ldcols;
     (void)slot;
     for (int64_t q = q0; q < q1; ++q) {
         for (int64_t r = 0; r < kk; ++r) {
-            float *out = p->cols + q * p->ldcols + r;
+            float *out = cols + q * p->ldcols + r;
             int64_t at = p->at[q * kk + r];
             if (at < 0) {
                 for (int64_t c = 0; c < C; ++c) out[c * kk] = 0.0f;
             } else {
-                const float *in = p->x + at;
+                const float *in = x + at;
                 for (int64_t c = 0; c < C; ++c) out[c * kk] = in[c * plane];
             }
         }
     }
 }
 
-/* y's channels of task u = T's columns, then bias, Z and activation. */
+/* Image i's channels m0..m1 of task u = T's columns (its rows i * P on),
+ * then bias, Z and activation. */
 static void olc_conv_t_out_task(void *arg, ptrdiff_t u, int slot) {
     const olc_conv_t_job *p = (const olc_conv_t_job *)arg;
-    int64_t m0 = (int64_t)u * OLC_CONV_T_CHANNELS;
+    int64_t i = (int64_t)u / p->mtasks, m0 = (int64_t)u % p->mtasks * OLC_CONV_T_CHANNELS;
     int64_t m1 = m0 + OLC_CONV_T_CHANNELS < p->M ? m0 + OLC_CONV_T_CHANNELS : p->M;
     int64_t q0 = 0;
+    const float *t = p->t + i * p->P * p->ldt;
+    float *y = p->y + i * p->M * p->P;
+    const float *z = p->z != NULL ? p->z + i * p->M * p->P : NULL;
     (void)slot;
 #if OLC_X86 && OLC_HAVE_AVX512
     /* whole 16 x 16 blocks in registers: the scalar loop below reads T a
      * row apart per element (13% of a 960 -> 320 1x1 layer at 7x7) */
     if (p->level >= OLC_AVX512 && m1 - m0 == 16)
         for (; q0 + 16 <= p->P; q0 += 16)
-            olc_transpose16_avx512(p->t + q0 * p->ldt + m0, p->ldt, p->y + m0 * p->P + q0, p->P);
+            olc_transpose16_avx512(t + q0 * p->ldt + m0, p->ldt, y + m0 * p->P + q0, p->P);
 #endif
     for (int64_t q = q0; q < p->P; ++q)
-        for (int64_t m = m0; m < m1; ++m) p->y[m * p->P + q] = p->t[q * p->ldt + m];
-    olc_conv_epilogue(p->level, p->y + m0 * p->P, p->z != NULL ? p->z + m0 * p->P : NULL, p->P,
-                      m1 - m0, p->P, p->bias != NULL ? p->bias + m0 : NULL, p->act, p->a, p->b);
+        for (int64_t m = m0; m < m1; ++m) y[m * p->P + q] = t[q * p->ldt + m];
+    olc_conv_epilogue(p->level, y + m0 * p->P, z != NULL ? z + m0 * p->P : NULL, p->P, m1 - m0,
+                      p->P, p->bias != NULL ? p->bias + m0 : NULL, p->act, p->a, p->b);
 }
 
-/* Floats of the scratch olc_conv_f32_t takes: cols (P x K), then T (P x M),
- * each row olc_gemm_spread_ld floats. */
-static int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M) {
+/* Images whose pixels one GEMM takes as its rows: as many as fill one row
+ * tile of the engine (OLC_GEMM_MC rows), at least one.  The GEMM then reads
+ * W^T once for all of them rather than once an image: at batch 8, 49-pixel
+ * images and 0.6-1.6 MB of weights (MobileNet-V2's last stage) came from
+ * L3 eight times, and 49 rows made four row blocks of 12 and one of 1. */
+static int64_t olc_conv_t_images(const olc_conv_geom *g, int64_t N) {
     int64_t P = g->OD * g->OH * g->OW;
-    return P * olc_gemm_spread_ld(g->C * g->kd * g->kh * g->kw) + P * olc_gemm_spread_ld(M);
+    int64_t n = P > 0 ? OLC_GEMM_MC / P : 1;
+    if (n > N) n = N;
+    return n > 1 ? n : 1;
+}
+
+/* Floats of the scratch olc_conv_f32_t takes for N images: cols (P x K),
+ * then T (P x M) for each image of a chunk, each row olc_gemm_spread_ld
+ * floats. */
+static int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M, int64_t N) {
+    int64_t P = g->OD * g->OH * g->OW;
+    return olc_conv_t_images(g, N) * P
+           * (olc_gemm_spread_ld(g->C * g->kd * g->kh * g->kw) + olc_gemm_spread_ld(M));
 }
 
 /* y (N x M x P) = act(conv(x, W) + bias + z), one group, from wt (W^T packed
  * as the engine's B at level) and scratch of olc_conv_t_scratch floats.
- * Returns -1 without memory (the offsets table, the engine's scratch). */
+ * Images go in chunks of olc_conv_t_images, their pixels the rows of one
+ * GEMM.  Returns -1 without memory (the offsets table, the engine's
+ * scratch). */
 static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, const float *wt,
                           const float *bias, const float *z, float *y, int64_t N, int64_t M,
                           int act, float a, float b, float *scratch, int nthreads) {
     olc_conv_t_job p;
-    int64_t ZERO = 0, xplane = g->C * g->D * g->H * g->W;
+    int64_t ZERO = 0, chunk = olc_conv_t_images(g, N);
     p.g = *g;
     p.level = olc_gemm_level(level);
     p.act = act;
@@ -497,35 +540,39 @@ static int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, con
     p.kk = g->kd * g->kh * g->kw;
     p.ldcols = olc_gemm_spread_ld(p.K);
     p.ldt = olc_gemm_spread_ld(M);
+    p.xplane = g->C * g->D * g->H * g->W;
+    p.ptasks = (p.P + OLC_CONV_T_PIXELS - 1) / OLC_CONV_T_PIXELS;
+    p.mtasks = (M + OLC_CONV_T_CHANNELS - 1) / OLC_CONV_T_CHANNELS;
     p.cols = scratch;
-    p.t = scratch + p.P * p.ldcols;
+    p.t = scratch + chunk * p.P * p.ldcols;
     if (p.P == 0 || M == 0) return 0;
     int64_t *at = (int64_t *)malloc((size_t)(p.P * p.kk) * sizeof(int64_t));
     if (at == NULL) return -1;
     olc_conv_t_offsets(g, at);
     p.at = at;
-    /* pixel q reading element q of each plane (1x1, stride 1, no pads): the
-     * columns are X^T, which the engine packs from X itself (rows of A one
-     * float apart, columns a plane apart), the same sums without a copy */
-    int pointwise = p.kk == 1 && p.P == g->D * g->H * g->W;
+    /* one image whose pixel q reads element q of each plane (1x1, stride
+     * 1, no pads): the columns are X^T, which the engine packs from X
+     * itself (rows of A one float apart, columns a plane apart), the same
+     * sums without a copy */
+    int pointwise = chunk == 1 && p.kk == 1 && p.P == g->D * g->H * g->W;
     for (int64_t q = 0; q < p.P && pointwise; ++q) pointwise = at[q] == q;
     int status = 0;
-    for (int64_t n = 0; n < N && status == 0; ++n) {
-        p.x = x + n * xplane;
+    for (int64_t n = 0; n < N && status == 0; n += chunk) {
+        int64_t images = N - n < chunk ? N - n : chunk;
+        p.x = x + n * p.xplane;
         p.y = y + n * M * p.P;
         p.z = z != NULL ? z + n * M * p.P : NULL;
         if (pointwise) {
             status = olc_sgemm(p.level, OLC_FLOAT, 1, p.x, &ZERO, 1, p.P, wt, &ZERO, NULL,
                                &ZERO, 0, 0, p.P, M, p.K, p.t, p.ldt, 0, 1.0f, 0, nthreads);
         } else {
-            olc_parallel_for((p.P + OLC_CONV_T_PIXELS - 1) / OLC_CONV_T_PIXELS,
-                             olc_conv_t_cols_task, &p, nthreads);
+            olc_parallel_for(images * p.ptasks, olc_conv_t_cols_task, &p, nthreads);
             status = olc_sgemm(p.level, OLC_FLOAT, 1, p.cols, &ZERO, p.ldcols, 1, wt, &ZERO,
-                               NULL, &ZERO, 0, 0, p.P, M, p.K, p.t, p.ldt, 0, 1.0f, 0, nthreads);
+                               NULL, &ZERO, 0, 0, images * p.P, M, p.K, p.t, p.ldt, 0, 1.0f, 0,
+                               nthreads);
         }
         if (status == 0)
-            olc_parallel_for((M + OLC_CONV_T_CHANNELS - 1) / OLC_CONV_T_CHANNELS,
-                             olc_conv_t_out_task, &p, nthreads);
+            olc_parallel_for(images * p.mtasks, olc_conv_t_out_task, &p, nthreads);
     }
     free(at);
     return status;

@@ -613,15 +613,17 @@ static inline void olc_sgemm_micro(const olc_sgemm_cfg *cfg, const float *ablock
 
 /* What a caller does to the finished outputs of matrix q, rows m0..m1 and
  * columns n0..n1 of C[q], on the thread that computed them (olc_sgemm_tile):
- * a bias, a residual, an activation.  With `fused`, regs says the same for
- * a single matrix (batch 1) as an olc_ukr_epi whose bias is C's row 0's
- * and z its element (0, 0), with C's row stride: the micro-kernels then
- * apply it in registers to whole panels, and fn does the rest. */
+ * a bias, a residual, an activation.  With `fused`, regs says the same as
+ * an olc_ukr_epi whose bias is C's row 0's and z the element (0, 0) of
+ * matrix 0 (matrix q's at + q * zq), with C's row stride: the
+ * micro-kernels then apply it in registers to whole panels, and fn does
+ * the rest. */
 typedef struct {
     void (*fn)(void *arg, int64_t q, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
     void *arg;
     int fused;
     olc_ukr_epi regs;
+    int64_t zq;
 } olc_sgemm_epilogue;
 
 /* One output tile: rows m0..m1, columns n0..n1 (both multiples of the
@@ -670,7 +672,7 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
         nb = n1 < N ? n1 : n0 + (N - n0) / nr * nr;
     /* the whole panels whose last block of k applies the epilogue in
      * registers (alpha 1: the product alone is the sum, as stored) */
-    const int fuse = epilogue != NULL && epilogue->fused && q == 0 && cfg->epi && alpha == 1.0f;
+    const int fuse = epilogue != NULL && epilogue->fused && cfg->epi && alpha == 1.0f;
     const int64_t nfull = fuse ? n0 + (n1 - n0) / nr * nr : n0;
     for (int64_t pc = 0; pc < K; pc += OLC_GEMM_KC) {
         int64_t kc = K - pc < OLC_GEMM_KC ? K - pc : OLC_GEMM_KC;
@@ -689,7 +691,7 @@ static void olc_sgemm_tile(const olc_sgemm_cfg *cfg, int dtype, const float *ap,
             if (fuse && last) {
                 e = epilogue->regs;
                 if (e.bias != NULL) e.bias += i;
-                if (e.z != NULL) e.z += i * e.ldz;
+                if (e.z != NULL) e.z += q * epilogue->zq + i * e.ldz;
                 ep = &e;
             }
             const float *zrow = ep != NULL ? ep->z : NULL;
