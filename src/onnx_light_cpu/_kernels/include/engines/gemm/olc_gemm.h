@@ -72,7 +72,7 @@
 /* Rows of an output tile up to which a raw float32 B is read in place
  * rather than packed (olc_sgemm_tile). */
 #ifndef OLC_GEMM_STRIDED_ROWS
-#define OLC_GEMM_STRIDED_ROWS 128
+#define OLC_GEMM_STRIDED_ROWS 64
 #endif
 /* Rows and columns of an output tile, at most. */
 #ifndef OLC_GEMM_MC
@@ -637,7 +637,11 @@ typedef struct {
  * amortised (1x1 Conv 256 -> 64 at 56x56 in ResNet-50, 1 thread:
  * 1.06-1.10 -> 0.96-1.00 ms).  With many, packing wins where B comes
  * from L3: the copy streams whole rows, which the prefetcher follows (64
- * -> 256 at 56x56: 1.20 ms packed, 1.30-1.36 in place).
+ * -> 256 at 56x56: 1.20 ms packed, 1.30-1.36 in place).  The bound was
+ * 128 rows; at 64, whole models at 2 threads in one process, alternating:
+ * MobileNet-V2 batch 8 38.4 -> 37.4 ms (its 16 -> 96 layer at 112x112),
+ * DenseNet-121 batch 8 269 -> 262 ms (128-row 1x1 layers), at batch 1
+ * and ResNet-50 the same within the noise.
  *
  * With an epilogue, the last block of k stores whole panels with it
  * applied in registers where it is `fused` (olc_ukr_epi), and each row
