@@ -104,12 +104,18 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
             if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(ahead + 64, 0, 1);
         }
         if (ldb) {
-            /* B read in place: row k of the next panel.  Its rows are a
-             * plane apart (a 1x1 Conv's input channels), too many streams
-             * for the prefetcher; a block's first row of A reads B from L3
-             * in a model (MobileNet-V2 at 2 threads 5.53 -> 5.39 ms, alone
-             * each 1x1 layer the same or up to 6 % faster) */
-            const char *next = (const char *)(b + k * sb + OLC_UKR_NR);
+            /* B read in place: row k of the panel after next.  Its rows
+             * are a plane apart (a 1x1 Conv's input channels), too many
+             * streams for the prefetcher; a block's first row of A reads B
+             * from L3 in a model (MobileNet-V2 at 2 threads 5.53 -> 5.39
+             * ms, alone each 1x1 layer the same or up to 6 % faster).  At
+             * batch 8 B comes from memory, and one panel ahead was too
+             * short for few rows of A: two panels, 2 threads, in one
+             * process alternating: 1x1 32 -> 16 at 112x112 1.57-1.74 ->
+             * 0.75-0.87 ms, 256 -> 64 at 56x56 6.5 -> 5.3 ms; MobileNet-V2
+             * 38.9 -> 37.8 ms, DenseNet-121 260 -> 249 ms; batch 1 and 1
+             * thread the same within the noise */
+            const char *next = (const char *)(b + k * sb + 2 * OLC_UKR_NR);
             __builtin_prefetch(next, 0, 3);
             if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(next + 64, 0, 3);
         }
