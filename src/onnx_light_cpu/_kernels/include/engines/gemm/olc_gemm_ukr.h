@@ -88,6 +88,23 @@ OLC_UKR(rows)(const int R, const int direct, int64_t kc, const float *a, int64_t
         return;
     }
     int64_t sb = ldb ? ldb : OLC_UKR_NR;
+    if (ncols == OLC_UKR_NR) {
+        /* ask for the lines this call stores (for writing) and the
+         * residual it adds, while the sums run: at batch 8 a Conv's output
+         * and Z come from memory (2 threads, in one process alternating:
+         * ResNet-50 340 -> 321 ms, DenseNet-121 290 -> 274-281, MobileNet-V2
+         * 35.6-39.1 -> 34.6-38.4; batch 1 the same within the noise) */
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            __builtin_prefetch(c + r * ldc, 1, 3);
+            if (OLC_UKR_NR * sizeof(float) > 64) __builtin_prefetch(c + r * ldc + 16, 1, 3);
+            if (epi != NULL && epi->z != NULL) {
+                __builtin_prefetch(epi->z + r * epi->ldz, 0, 3);
+                if (OLC_UKR_NR * sizeof(float) > 64)
+                    __builtin_prefetch(epi->z + r * epi->ldz + 16, 0, 3);
+            }
+        }
+    }
     /* a few rows of packed weights: ask for them ahead (olc_gemm.h) */
     const int stream = R <= OLC_GEMM_STREAM_ROWS && ldb == 0 && !olc_cpu_is_amd();
     OLC_UKR_V t0[OLC_UKR_MR], t1[OLC_UKR_MR];
