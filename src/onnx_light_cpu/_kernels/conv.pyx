@@ -31,10 +31,11 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_task_floats)
 from olc_gemm cimport (olc_gemm_level, olc_gemm_spread_ld, olc_sgemm, olc_sgemm_nr,
                        olc_sgemm_pack_b, olc_sgemm_packed_size)
+from olc_cpu cimport olc_build_level
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_qconv cimport (olc_qconv_depthwise, olc_qconv_direct, olc_qconv_direct_fits,
                         olc_qconv_direct_rq, olc_qconv_direct_scratch, olc_qconv_im2col,
-                        olc_qconv_requantize)
+                        olc_qconv_requantize, olc_qconv_rq_job)
 
 cnp.import_array()
 olc_pool_import()
@@ -632,20 +633,44 @@ def qconv_direct(cnp.ndarray x, int64_t img_stride, int64_t nimg, bint x_signed,
 
 
 def qconv_depthwise(cnp.ndarray x, bint x_signed, int xzp, cnp.ndarray w, cnp.ndarray y,
-                    cnp.ndarray geom, int64_t planes, int64_t channels, int level, int threads):
+                    cnp.ndarray geom, int64_t planes, int64_t channels, int level, int threads,
+                    object bias=None, object scale=None, int zp=0):
     """int32 y (planes, P) of a depthwise convolution: x (planes images of
     one channel, uint8/int8 bytes), w (channels, kk) int32 minus its zero
-    point, xzp x's zero point."""
+    point, xzp x's zero point.  With ``scale`` (float32 per channel; ``bias``
+    int32 or None; ``zp`` the output's zero point) y is uint8/int8: each
+    plane's sums requantised as qconv_requantize does, while in cache."""
     cdef olc_conv_geom g
     _geom(geom, &g)
-    if (cnp.PyArray_SIZE(y) < planes * g.OD * g.OH * g.OW
-            or cnp.PyArray_SIZE(w) < channels * g.kd * g.kh * g.kw):
+    cdef int64_t P = g.OD * g.OH * g.OW
+    cdef int64_t item = 1 if scale is not None else 4
+    if (cnp.PyArray_NBYTES(y) < planes * P * item or cnp.PyArray_ITEMSIZE(y) != item
+            or cnp.PyArray_SIZE(w) < channels * g.kd * g.kh * g.kw
+            or (scale is not None and cnp.PyArray_SIZE(scale) < channels)
+            or (bias is not None and cnp.PyArray_SIZE(bias) < channels)):
         raise ValueError("conv core: depthwise buffers too small")
+    cdef olc_qconv_rq_job rq
+    cdef const olc_qconv_rq_job *prq = NULL
+    if scale is not None:
+        rq.acc = NULL
+        rq.bias = <const int32_t *>_data(bias)
+        rq.scale = <const float *>cnp.PyArray_DATA(scale)
+        rq.M = channels
+        rq.P = P
+        rq.zp = zp
+        rq.out_signed = y.dtype.num == cnp.NPY_INT8
+        rq.level = olc_build_level(level)
+        rq.y = cnp.PyArray_DATA(y)
+        prq = &rq
     cdef const uint8_t *px = <const uint8_t *>cnp.PyArray_DATA(x)
     cdef const int32_t *pw = <const int32_t *>cnp.PyArray_DATA(w)
-    cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y)
+    cdef int32_t *py = <int32_t *>cnp.PyArray_DATA(y) if prq == NULL else NULL
+    cdef int status
     with nogil:
-        olc_qconv_depthwise(&g, px, x_signed, xzp, pw, planes, channels, py, level, threads)
+        status = olc_qconv_depthwise(&g, px, x_signed, xzp, pw, planes, channels, py, prq,
+                                     level, threads)
+    if status != 0:
+        raise MemoryError("conv core: no memory for the depthwise planes' sums")
 
 
 def qconv_requantize(cnp.ndarray acc, object bias, cnp.ndarray scale, cnp.ndarray y,

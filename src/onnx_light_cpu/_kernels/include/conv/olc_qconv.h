@@ -474,67 +474,6 @@ OLC_TARGET_AVX512 static void olc_qconv_dw_widen_avx512(int16_t *xr, const uint8
 }
 #endif
 
-#define OLC_BODY "conv/olc_qconv_dw.h"
-#include "common/olc_each_level.h"
-
-typedef void (*olc_qconv_dw_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
-                                const int32_t *, int32_t *);
-typedef void (*olc_qconv_dw_long_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
-                                     const int32_t *, int32_t *, int16_t *, uint32_t *);
-
-typedef struct {
-    const olc_conv_geom *g;
-    const uint8_t *x;
-    uint8_t flip;  /* 0x80 for int8 x: (u ^ 0x80) - 128 is the signed value */
-    int32_t xzp;   /* the zero point in the flipped domain */
-    const int32_t *w;
-    int64_t channels;
-    int32_t *y;
-    olc_qconv_dw_fn plane;
-    olc_qconv_dw_long_fn plane_long; /* NULL: the short-row loop only */
-} olc_qconv_dw_job;
-
-/* Task t: plane t (image t / channels, channel t % channels). */
-static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
-    const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
-    const olc_conv_geom *g = job->g;
-    (void)slot;
-    const int64_t kk = g->kd * g->kh * g->kw;
-    const uint8_t *x = job->x + t * g->D * g->H * g->W;
-    const int32_t *w = job->w + (t % job->channels) * kk;
-    int32_t *y = job->y + t * g->OD * g->OH * g->OW;
-    if (job->plane_long) {
-        const int64_t Hp = g->OH + (g->kh - 1) * g->dh, Wp = g->OW + (g->kw - 1) * g->dw;
-        void *scratch = malloc((size_t)(Hp * Wp * sizeof(int16_t) + g->OH * Wp * sizeof(uint32_t)
-                                        + 64));
-        if (scratch) {
-            uint32_t *acc = (uint32_t *)scratch;
-            int16_t *xp = (int16_t *)(acc + g->OH * Wp);
-            job->plane_long(g, x, job->flip, job->xzp, w, y, xp, acc);
-            free(scratch);
-            return;
-        }
-    }
-    job->plane(g, x, job->flip, job->xzp, w, y);
-}
-
-/* y (planes x P int32) for planes = images * channels; w is channels x
- * kd*kh*kw int32 (minus its zero point); xzp the zero point of x, and for
- * int8 x (x_signed) the bytes are read shifted by 128.  The plane loop of
- * the level (olc_conv_level's capping). */
-static void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
-                                int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
-                                int32_t *y, int level, int nthreads) {
-    level = olc_build_level(level);
-    /* the long rows where both strides in the plane are 1 */
-    olc_qconv_dw_long_fn plane_long = g->sh == 1 && g->sw == 1 && g->OH > 0 && g->OW > 0
-                                          ? OLC_LEVEL_FN(level, olc_qconv_dw_long)
-                                          : NULL;
-    olc_qconv_dw_job job = {g, x, (uint8_t)(x_signed ? 0x80 : 0), xzp + (x_signed ? 128 : 0), w,
-                            channels, y, OLC_LEVEL_FN(level, olc_qconv_dw_plane), plane_long};
-    olc_parallel_for(planes, olc_qconv_dw_task, &job, nthreads);
-}
-
 /* ---- requantization ---- */
 
 typedef struct {
@@ -581,10 +520,10 @@ OLC_TARGET_AVX512 static int64_t olc_qconv_rq_avx512(const int32_t *acc, int64_t
 }
 #endif
 
-/* One stretch [p0, p1) of row r. */
-static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, int64_t p0, int64_t p1) {
+/* One stretch [p0, p1) of row r, whose sums are acc. */
+static void olc_qconv_rq_span(const olc_qconv_rq_job *job, int64_t r, const int32_t *acc,
+                              int64_t p0, int64_t p1) {
     const int64_t m = r % job->M;
-    const int32_t *acc = job->acc + r * job->P;
     const int32_t bias = job->bias ? job->bias[m] : 0;
     const float scale = job->scale[m];
     const int32_t qmin = job->out_signed ? -128 : 0, qmax = job->out_signed ? 127 : 255;
@@ -631,7 +570,7 @@ static void olc_qconv_rq_task(void *arg, ptrdiff_t t, int slot) {
     const int64_t per_row = (job->P + OLC_QCONV_RQ_COLS - 1) / OLC_QCONV_RQ_COLS;
     const int64_t r = t / per_row, p0 = t % per_row * OLC_QCONV_RQ_COLS;
     const int64_t p1 = p0 + OLC_QCONV_RQ_COLS < job->P ? p0 + OLC_QCONV_RQ_COLS : job->P;
-    olc_qconv_rq_span(job, r, p0, p1);
+    olc_qconv_rq_span(job, r, job->acc + r * job->P, p0, p1);
 }
 
 /* y (rows x P, rows = images * M) = requantized acc; bias (M int32) may be
@@ -644,6 +583,92 @@ static void olc_qconv_requantize(const int32_t *acc, const int32_t *bias, const 
     if (P == 0) return;
     olc_parallel_for(rows * ((P + OLC_QCONV_RQ_COLS - 1) / OLC_QCONV_RQ_COLS), olc_qconv_rq_task,
                      &job, nthreads);
+}
+
+#define OLC_BODY "conv/olc_qconv_dw.h"
+#include "common/olc_each_level.h"
+
+typedef void (*olc_qconv_dw_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
+                                const int32_t *, int32_t *);
+typedef void (*olc_qconv_dw_long_fn)(const olc_conv_geom *, const uint8_t *, uint8_t, int32_t,
+                                     const int32_t *, int32_t *, int16_t *, uint32_t *);
+
+typedef struct {
+    const olc_conv_geom *g;
+    const uint8_t *x;
+    uint8_t flip;  /* 0x80 for int8 x: (u ^ 0x80) - 128 is the signed value */
+    int32_t xzp;   /* the zero point in the flipped domain */
+    const int32_t *w;
+    int64_t channels;
+    int32_t *y;
+    olc_qconv_dw_fn plane;
+    olc_qconv_dw_long_fn plane_long; /* NULL: the short-row loop only */
+    const olc_qconv_rq_job *rq;      /* NULL: y holds the sums */
+    int32_t *slot_sums;              /* with rq: a plane's sums a slot */
+} olc_qconv_dw_job;
+
+static void olc_qconv_dw_sums(const olc_qconv_dw_job *job, const uint8_t *x, const int32_t *w,
+                              int32_t *y);
+
+/* Task t: plane t (image t / channels, channel t % channels), its sums
+ * requantized at once where the job says how (at batch 8 the int32 sums
+ * of every plane, 4 bytes an output, went through memory). */
+static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
+    const olc_conv_geom *g = job->g;
+    const int64_t kk = g->kd * g->kh * g->kw;
+    const uint8_t *x = job->x + t * g->D * g->H * g->W;
+    const int32_t *w = job->w + (t % job->channels) * kk;
+    const int64_t P = g->OD * g->OH * g->OW;
+    int32_t *y = job->rq != NULL ? job->slot_sums + slot * P : job->y + t * P;
+    olc_qconv_dw_sums(job, x, w, y);
+    if (job->rq != NULL) olc_qconv_rq_span(job->rq, t, y, 0, P);
+}
+
+/* The int32 sums of one plane into y. */
+static void olc_qconv_dw_sums(const olc_qconv_dw_job *job, const uint8_t *x, const int32_t *w,
+                              int32_t *y) {
+    const olc_conv_geom *g = job->g;
+    if (job->plane_long) {
+        const int64_t Hp = g->OH + (g->kh - 1) * g->dh, Wp = g->OW + (g->kw - 1) * g->dw;
+        void *scratch = malloc((size_t)(Hp * Wp * sizeof(int16_t) + g->OH * Wp * sizeof(uint32_t)
+                                        + 64));
+        if (scratch) {
+            uint32_t *acc = (uint32_t *)scratch;
+            int16_t *xp = (int16_t *)(acc + g->OH * Wp);
+            job->plane_long(g, x, job->flip, job->xzp, w, y, xp, acc);
+            free(scratch);
+            return;
+        }
+    }
+    job->plane(g, x, job->flip, job->xzp, w, y);
+}
+
+/* y (planes x P int32) for planes = images * channels; w is channels x
+ * kd*kh*kw int32 (minus its zero point); xzp the zero point of x, and for
+ * int8 x (x_signed) the bytes are read shifted by 128.  With rq (channels
+ * rows of it), the 8-bit output rq->y instead, y unused.  The plane loop
+ * of the level (olc_conv_level's capping).  Returns -1 without memory. */
+static int olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
+                               int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
+                               int32_t *y, const olc_qconv_rq_job *rq, int level, int nthreads) {
+    level = olc_build_level(level);
+    /* the long rows where both strides in the plane are 1 */
+    olc_qconv_dw_long_fn plane_long = g->sh == 1 && g->sw == 1 && g->OH > 0 && g->OW > 0
+                                          ? OLC_LEVEL_FN(level, olc_qconv_dw_long)
+                                          : NULL;
+    olc_qconv_dw_job job = {g, x, (uint8_t)(x_signed ? 0x80 : 0), xzp + (x_signed ? 128 : 0), w,
+                            channels, y, OLC_LEVEL_FN(level, olc_qconv_dw_plane), plane_long,
+                            rq, NULL};
+    if (rq != NULL) {
+        size_t P = (size_t)(g->OD * g->OH * g->OW);
+        job.slot_sums = (int32_t *)malloc((nthreads > 1 ? (size_t)nthreads : 1) * P
+                                          * sizeof(int32_t) + 64);
+        if (job.slot_sums == NULL) return -1;
+    }
+    olc_parallel_for(planes, olc_qconv_dw_task, &job, nthreads);
+    free(job.slot_sums);
+    return 0;
 }
 
 #endif

@@ -6,9 +6,17 @@ from olc_conv cimport olc_conv_geom
 cdef extern from "conv/olc_qconv.h" nogil:
     void olc_qconv_im2col(const olc_conv_geom *g, const uint8_t *x, int64_t img_stride,
                           int64_t nimg, int64_t G, uint8_t pad, uint8_t *col, int nthreads)
-    void olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
-                             int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
-                             int32_t *y, int level, int nthreads)
+    ctypedef struct olc_qconv_rq_job:
+        const int32_t *acc
+        const int32_t *bias
+        const float *scale
+        int64_t M, P
+        int32_t zp
+        int out_signed, level
+        void *y
+    int olc_qconv_depthwise(const olc_conv_geom *g, const uint8_t *x, int x_signed,
+                            int32_t xzp, const int32_t *w, int64_t planes, int64_t channels,
+                            int32_t *y, const olc_qconv_rq_job *rq, int level, int nthreads)
     void olc_qconv_requantize(const int32_t *acc, const int32_t *bias, const float *scale,
                               int64_t rows, int64_t M, int64_t P, int32_t zp, int out_signed,
                               void *y, int level, int nthreads)
