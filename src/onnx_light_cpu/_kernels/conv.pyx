@@ -260,16 +260,44 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef _DirectJob *j = <_DirectJob *>arg
     cdef int64_t plane
     if j.dwc != NULL:
-        _direct_rows(j, t, 0, slot)
+        _dwc_band(j, t, slot)
         return
     for plane in range(t // j.nrb * j.ppt, min((t // j.nrb + 1) * j.ppt, j.nplanes)):
         _direct_rows(j, plane, t % j.nrb, slot)
 
 
+cdef void _dwc_band(_DirectJob *j, int64_t t, int slot) noexcept nogil:
+    """Task t of olc_conv_dwc: a band of rows of a block of OLC_CONV_DWC
+    planes of one image (t: image, block, band)."""
+    cdef int64_t M = j.G * j.Mg
+    cdef int64_t n = t // (j.nrb * j.nband), c0 = (t // j.nband % j.nrb) * OLC_CONV_DWC
+    cdef int64_t r0 = t % j.nband * j.rb
+    cdef int64_t r1 = r0 + j.rb if r0 + j.rb < j.R else j.R
+    cdef int64_t nc = min(<int64_t>OLC_CONV_DWC, M - c0)
+    cdef int64_t yoff = (n * M + c0) * j.P
+    cdef int64_t c
+    j.dwc(&j.g, <const float *>j.x + (n * M + c0) * j.xplane, <const float *>j.w + c0 * j.kk,
+          <const float *>j.bias + c0 if j.bias != NULL else NULL, nc,
+          j.pad + slot * j.pad_floats, <float *>j.y + yoff, r0, r1)
+    if j.z != NULL or j.act != 0:
+        # Z and the activation over the band as one run of floats a
+        # plane (the block's planes as one when the band is all rows):
+        # row by row, a 7-wide plane's loops cost as much as the sums
+        if r0 == 0 and r1 == j.R:
+            olc_conv_epilogue(j.level, <float *>j.y + yoff,
+                              j.z + yoff if j.z != NULL else NULL, nc * j.P, 1, nc * j.P,
+                              NULL, j.act, j.a, j.b)
+        else:
+            for c in range(nc):
+                olc_conv_epilogue(j.level, <float *>j.y + yoff + c * j.P + r0 * j.g.OW,
+                                  j.z + yoff + c * j.P + r0 * j.g.OW
+                                  if j.z != NULL else NULL,
+                                  (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
+                                  j.a, j.b)
+
+
 cdef void _direct_rows(_DirectJob *j, int64_t plane, int64_t blk, int slot) noexcept nogil:
-    """Row block blk of output plane `plane`; for olc_conv_dwc, plane is
-    the task (image, block of channels, band)."""
-    cdef int64_t t = plane
+    """Row block blk of output plane ``plane`` (image, output channel)."""
     cdef int64_t M = j.G * j.Mg
     cdef int64_t n = plane // M, m = plane % M, gi = m // j.Mg
     cdef int64_t r0 = blk * j.rb
@@ -277,34 +305,6 @@ cdef void _direct_rows(_DirectJob *j, int64_t plane, int64_t blk, int slot) noex
     cdef int64_t xoff = (n * j.G + gi) * j.xplane, woff = m * j.g.C * j.kk
     cdef int64_t yoff = plane * j.P + r0 * j.g.OW
     cdef float *xp
-    cdef int64_t c0, nc, c
-    if j.dwc != NULL:
-        # a band of rows of a block of OLC_CONV_DWC planes of one image
-        # (t: image, block, band)
-        n, c0 = t // (j.nrb * j.nband), (t // j.nband % j.nrb) * OLC_CONV_DWC
-        r0 = t % j.nband * j.rb
-        r1 = r0 + j.rb if r0 + j.rb < j.R else j.R
-        nc = min(<int64_t>OLC_CONV_DWC, M - c0)
-        yoff = (n * M + c0) * j.P
-        j.dwc(&j.g, <const float *>j.x + (n * M + c0) * j.xplane, <const float *>j.w + c0 * j.kk,
-              <const float *>j.bias + c0 if j.bias != NULL else NULL, nc,
-              j.pad + slot * j.pad_floats, <float *>j.y + yoff, r0, r1)
-        if j.z != NULL or j.act != 0:
-            # Z and the activation over the band as one run of floats a
-            # plane (the block's planes as one when the band is all rows):
-            # row by row, a 7-wide plane's loops cost as much as the sums
-            if r0 == 0 and r1 == j.R:
-                olc_conv_epilogue(j.level, <float *>j.y + yoff,
-                                  j.z + yoff if j.z != NULL else NULL, nc * j.P, 1, nc * j.P,
-                                  NULL, j.act, j.a, j.b)
-            else:
-                for c in range(nc):
-                    olc_conv_epilogue(j.level, <float *>j.y + yoff + c * j.P + r0 * j.g.OW,
-                                      j.z + yoff + c * j.P + r0 * j.g.OW
-                                      if j.z != NULL else NULL,
-                                      (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
-                                      j.a, j.b)
-        return
     if j.dwp != NULL:
         j.dwp(&j.g, <const float *>j.x + xoff, <const float *>j.w + woff,
               (<const float *>j.bias)[m] if j.bias != NULL else 0.0, j.dwp_act, j.a, j.b,

@@ -607,24 +607,6 @@ typedef struct {
     int32_t *slot_sums;              /* with rq: a plane's sums a slot */
 } olc_qconv_dw_job;
 
-static void olc_qconv_dw_sums(const olc_qconv_dw_job *job, const uint8_t *x, const int32_t *w,
-                              int32_t *y);
-
-/* Task t: plane t (image t / channels, channel t % channels), its sums
- * requantized at once where the job says how (at batch 8 the int32 sums
- * of every plane, 4 bytes an output, went through memory). */
-static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
-    const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
-    const olc_conv_geom *g = job->g;
-    const int64_t kk = g->kd * g->kh * g->kw;
-    const uint8_t *x = job->x + t * g->D * g->H * g->W;
-    const int32_t *w = job->w + (t % job->channels) * kk;
-    const int64_t P = g->OD * g->OH * g->OW;
-    int32_t *y = job->rq != NULL ? job->slot_sums + slot * P : job->y + t * P;
-    olc_qconv_dw_sums(job, x, w, y);
-    if (job->rq != NULL) olc_qconv_rq_span(job->rq, t, y, 0, P);
-}
-
 /* The int32 sums of one plane into y. */
 static void olc_qconv_dw_sums(const olc_qconv_dw_job *job, const uint8_t *x, const int32_t *w,
                               int32_t *y) {
@@ -642,6 +624,21 @@ static void olc_qconv_dw_sums(const olc_qconv_dw_job *job, const uint8_t *x, con
         }
     }
     job->plane(g, x, job->flip, job->xzp, w, y);
+}
+
+/* Task t: plane t (image t / channels, channel t % channels), its sums
+ * requantized at once where the job says how (at batch 8 the int32 sums
+ * of every plane, 4 bytes an output, went through memory). */
+static void olc_qconv_dw_task(void *arg, ptrdiff_t t, int slot) {
+    const olc_qconv_dw_job *job = (const olc_qconv_dw_job *)arg;
+    const olc_conv_geom *g = job->g;
+    const int64_t kk = g->kd * g->kh * g->kw;
+    const uint8_t *x = job->x + t * g->D * g->H * g->W;
+    const int32_t *w = job->w + (t % job->channels) * kk;
+    const int64_t P = g->OD * g->OH * g->OW;
+    int32_t *y = job->rq != NULL ? job->slot_sums + slot * P : job->y + t * P;
+    olc_qconv_dw_sums(job, x, w, y);
+    if (job->rq != NULL) olc_qconv_rq_span(job->rq, t, y, 0, P);
 }
 
 /* y (planes x P int32) for planes = images * channels; w is channels x
