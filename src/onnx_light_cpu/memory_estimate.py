@@ -1155,7 +1155,7 @@ def _conv_t(c: _Node, x, M, K, P, kk, geom) -> _Estimate:
     from ._kernels import conv as core
     threads = c.threads_for(x[0] * M * P * K, 1 << 20)
     scratch = core.t_scratch(geom, M, x[0]) * 4
-    rows = min(max(1, 512 // P), x[0]) * P  # a chunk's pixels (olc_conv_t_images)
+    rows = core.t_images(geom, x[0]) * P  # a chunk's pixels
     native = P * kk * 8 + _sgemm_native(c.level, 1, rows, M, K, threads, b_packed=True,
                                         a_direct=True)
     prepared = (_sgemm_packed_floats(c.level, K, M) + 16) * 4

@@ -27,8 +27,8 @@ from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct
                        olc_conv_direct_f64_fn, olc_conv_epilogue, olc_conv_f32, olc_conv_geom,
                        olc_conv_level, olc_conv_pick_direct_f32, olc_conv_pick_direct_f64,
                        olc_conv_pick_tdirect_f64, olc_conv_scratch, olc_conv_tdirect_f64_fn,
-                       olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_scratch, olc_conv_tasked,
-                       olc_conv_task_floats)
+                       olc_conv_tile_cols, olc_conv_f32_t, olc_conv_t_images, olc_conv_t_scratch,
+                       olc_conv_tasked, olc_conv_task_floats)
 from olc_gemm cimport (olc_gemm_level, olc_gemm_spread_ld, olc_sgemm, olc_sgemm_nr,
                        olc_sgemm_pack_b, olc_sgemm_packed_size)
 from olc_cpu cimport olc_build_level
@@ -142,6 +142,13 @@ def conv_few_channels(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.n
     cdef float *py = <float *>cnp.PyArray_DATA(y)
     with nogil:
         olc_conv_fewc_f32(&g, px, pw, pb, pz, py, N, M, act, alpha, beta, threads)
+
+
+def t_images(cnp.ndarray geom, int64_t N):
+    """Images of the N whose pixels conv_t multiplies in one GEMM."""
+    cdef olc_conv_geom g
+    _geom(geom, &g)
+    return olc_conv_t_images(&g, N)
 
 
 def t_scratch(cnp.ndarray geom, int64_t M, int64_t N):

@@ -710,13 +710,13 @@ class _QuantizedConv(_ConvAttributes):
                       np.ascontiguousarray((mats % G) * (Mg * K)), direct)
 
     def _accumulate(self, plan: _QPlan, x, w, x_zero_point, w_zero_point, acc,
-                    requant=None) -> str:
+                    requantise: tuple | None = None) -> str:
         """acc (N, M, P) int32 = the convolution of (x - x_zp) by (w - w_zp);
-        returns the kind of loop that ran.  With ``requant`` (bias, scale,
-        zp; depthwise only) acc is the 8-bit output, requantised plane by
-        plane."""
+        returns the kind of loop that ran.  With ``requantise`` (bias, scale,
+        zp; the direct and depthwise loops only) acc is the 8-bit output,
+        requantised in the loop."""
         if self._direct(plan, w_zero_point):
-            self._accumulate_direct(plan, x, x_zero_point, w, acc)
+            self._accumulate_direct(plan, x, x_zero_point, w, acc, requantise)
             return "direct"
         N, G, Mg, K, P = plan.N, plan.G, plan.Mg, plan.K, plan.P
         M = G * Mg
@@ -737,7 +737,7 @@ class _QuantizedConv(_ConvAttributes):
             wc = self._prepared_input(("dw",), self.W_INDEX, w, centred) if wzp_constant \
                 else centred()
             core.qconv_depthwise(xs, x_signed, xzp, wc, acc, plan.geom, N * M, M,
-                                 simd.state.level, plan.threads, *(requant or ()))
+                                 simd.state.level, plan.threads, *(requantise or ()))
             return plan.kind
         # the engine: A = W_g (Mg x K), B = the columns of group g (K x P)
         wa = self._prepared_input(("w",), self.W_INDEX, w,
@@ -900,15 +900,12 @@ class QLinearConv(_QuantizedConv):
         bias = None if b is None else np.ascontiguousarray(b)
         zp = int(y_zero_point.reshape(-1)[0])
         y = self._new_output(plan.out_shape, out_dtype)
-        if self._direct(plan, w_zero_point):  # requantised in its epilogue
-            self._accumulate_direct(plan, x, x_zero_point, w, y.reshape(plan.N, M, plan.P),
-                                    (bias, scale, zp))
-            self._qrecord(x, w, "direct", plan.used)
-            return (y,)
-        if plan.kind == "depthwise" and plan.K > 0:  # requantised plane by plane
-            self._accumulate(plan, x, w, x_zero_point, w_zero_point,
-                             y.reshape(plan.N, M, plan.P), (bias, scale, zp))
-            self._qrecord(x, w, plan.kind, plan.used)
+        # requantised in the loop: the direct loop's epilogue, depthwise
+        # plane by plane
+        if self._direct(plan, w_zero_point) or (plan.kind == "depthwise" and plan.K > 0):
+            kind = self._accumulate(plan, x, w, x_zero_point, w_zero_point,
+                                    y.reshape(plan.N, M, plan.P), (bias, scale, zp))
+            self._qrecord(x, w, kind, plan.used)
             return (y,)
         acc = self._new_output((plan.N, M, plan.P), INT32, slot=1)
         kind = self._accumulate(plan, x, w, x_zero_point, w_zero_point, acc)

@@ -17,6 +17,7 @@ cdef extern from "conv/olc_conv.h" nogil:
                      int64_t ldw, const float *bias, const float *z, float *y, int64_t N,
                      int64_t G, int64_t Mg, int pointwise, int act, float a, float b,
                      int nthreads)
+    int64_t olc_conv_t_images(const olc_conv_geom *g, int64_t N)
     int64_t olc_conv_t_scratch(const olc_conv_geom *g, int64_t M, int64_t N)
     int olc_conv_f32_t(int level, const olc_conv_geom *g, const float *x, const float *wt,
                        const float *bias, const float *z, float *y, int64_t N, int64_t M,
