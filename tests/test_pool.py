@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -131,8 +132,18 @@ def test_jobs_after_a_stalled_worker_still_use_the_workers():
 
 
 def _thread_masks():
-    """Each thread of this process (its id) and the CPUs it may run on."""
-    return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+    """Each thread of this process (its id) and the CPUs it may run on, once
+    two reads 20 ms apart agree: a worker restores its affinity just after
+    the caller saw the job's last task done, so one read may catch it moved."""
+    def read():
+        return {tid: os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+    masks = read()
+    for _ in range(50):
+        time.sleep(0.02)
+        masks, last = read(), masks
+        if masks == last:
+            break
+    return masks
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
