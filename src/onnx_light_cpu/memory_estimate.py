@@ -1109,15 +1109,15 @@ def _fused_conv(c: _Node) -> _Estimate:
         floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
-    if G == 1 and K > 0 and P * ops_conv.GEMM_T_CHANNELS_PER_PIXEL <= M and c.is_const(1):
-        geom = ops_conv._geometry(Cg, x[2:], kernel, strides, begins, dilations, out)
-        return _conv_t(c, x, M, K, P, kk, geom)
-    if (n == 2 and G == 1 and list(kernel) == [3, 3] and strides == [1, 1]
-            and dilations == [1, 1] and Cg >= 16 and M >= 16):
-        return _winograd(c, x, M, Cg, out, begins)
-    threads = c.threads_for(x[0] * M * P * K, 1 << 20)
     pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
         tuple(out) == tuple(x[2:])
+    winograd = ops_conv._winograd_fits(G, kernel, strides, dilations, Cg, M)
+    if c.is_const(1) and ops_conv._pixel_rows_fits(G, K, M, P, pointwise, winograd):
+        geom = ops_conv._geometry(Cg, x[2:], kernel, strides, begins, dilations, out)
+        return _conv_t(c, x, M, K, P, kk, geom)
+    if winograd:
+        return _winograd(c, x, M, Cg, out, begins)
+    threads = c.threads_for(x[0] * M * P * K, 1 << 20)
     if K == 0:
         return _Estimate()
     # W with its rows spread over the cache sets (conv.weight_ld): made once

@@ -85,6 +85,11 @@ GEMM_T_CHANNELS_PER_PIXEL = 8
 # then read in place as X^T.  At 7x7, 576-960 -> 128-320 channels, 1 thread:
 # 1.20-1.24 -> 1.03-1.06 of ONNX Runtime's time; at 14x14 no change.
 GEMM_T_MAX_POINTWISE_PIXELS = 64
+# A Conv that would write im2col's columns (strided or padded, not
+# Winograd's) takes that path from this many output channels a pixel:
+# ResNet-50's 3x3/2 256 -> 256 at 28x28 and 1x1/2 512 -> 1024 (196
+# pixels) lost 10 % and 5 % on im2col's (ARCHITECTURE.md, Convolution)
+GEMM_T_IM2COL_CHANNELS_PER_PIXEL = 1
 
 ACTIVATIONS = {"": 0, "Relu": 1, "Tanh": 2, "Sigmoid": 3, "LeakyRelu": 4, "Clip": 5,
                "HardSigmoid": 6}
@@ -216,6 +221,25 @@ class _ConvAttributes(KernelOp):
             f"{op}_{dtype.name}_{kind}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
 
 
+def _winograd_fits(G, kernel, strides, dilations, Cg, M) -> bool:
+    """Whether a float32 Conv runs Winograd F(2x2, 3x3)."""
+    return (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
+            and all(d == 1 for d in dilations) and Cg >= WINOGRAD_MIN_CHANNELS
+            and M >= WINOGRAD_MIN_CHANNELS)
+
+
+def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
+    """Whether a float32 Conv with constant weights takes the pixels as the
+    GEMM's rows (kind gemm_t, olc_conv_f32_t): K multiply-adds a output,
+    P pixels an image, M output channels."""
+    if G != 1 or K == 0 or P == 0:
+        return False
+    if pointwise:
+        return P * GEMM_T_CHANNELS_PER_PIXEL <= M or P <= GEMM_T_MAX_POINTWISE_PIXELS
+    return P * (GEMM_T_CHANNELS_PER_PIXEL if winograd
+                else GEMM_T_IM2COL_CHANNELS_PER_PIXEL) <= M
+
+
 def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
@@ -280,17 +304,15 @@ class Conv(_ConvAttributes):
         geom = _geometry(Cg, spatial, kernel, strides, begins, dilations, out)
         pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
             tuple(out) == tuple(spatial)
+        winograd = _winograd_fits(G, kernel, strides, dilations, Cg, M)
         if element_type == T.DOUBLE:
             kind = "direct"
         elif G > 1 and Cg == 1 and Mg == 1:
             kind = "depthwise"
-        elif (G == 1 and Cg * kk > 0 and self._constant_input(1) is w
-              and (0 < P * GEMM_T_CHANNELS_PER_PIXEL <= M
-                   or (pointwise and 0 < P <= GEMM_T_MAX_POINTWISE_PIXELS))):
+        elif (self._constant_input(1) is w
+              and _pixel_rows_fits(G, Cg * kk, M, P, pointwise, winograd)):
             kind = "gemm_t"
-        elif (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
-              and all(d == 1 for d in dilations) and Cg >= WINOGRAD_MIN_CHANNELS
-              and M >= WINOGRAD_MIN_CHANNELS):
+        elif winograd:
             kind = "winograd"
         elif G == 1 and core.few_channels_fits(geom, simd.state.level):
             kind = "few_channels"  # a stride-2 stem (olc_conv_fewc)
