@@ -230,7 +230,7 @@ def _winograd_fits(G, kernel, strides, dilations, Cg, M) -> bool:
 
 def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
     """Whether a float32 Conv with constant weights takes the pixels as the
-    GEMM's rows (kind gemm_t, olc_conv_f32_t): K multiply-adds a output,
+    GEMM's rows (kind gemm_t, olc_conv_f32_t): K multiply-adds an output,
     P pixels an image, M output channels."""
     if G != 1 or K == 0 or P == 0:
         return False
