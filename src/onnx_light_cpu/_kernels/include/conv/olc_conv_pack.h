@@ -8,10 +8,14 @@ OLC_LVL_ATTR static void OLC_FN(olc_conv_pack_cols)(const olc_conv_geom *g, cons
                                                     int64_t nr, float *lines, float *dst) {
     int64_t kk = g->kd * g->kh * g->kw, K = g->C * kk, s = g->sw;
     int64_t npad = (pt + nr - 1) / nr * nr;
+    /* row k is input channel c, tap (a, b, e): stepped row by row, not
+     * divided out (with the segment bounds' divisions gone and
+     * olc_conv_even: 3x3/2 128 -> 128 at 56x56, 1 thread, 2484 -> 2393 us,
+     * of which the columns took about 436) */
+    int64_t c = k0 / kk, r = k0 % kk;
+    int64_t a = r / (g->kh * g->kw), b = (r / g->kw) % g->kh, e = r % g->kw;
     for (int64_t k = k0; k < k1; ++k) {
         float *line = lines + (k - k0) * npad;
-        int64_t c = k / kk, r = k % kk;
-        int64_t a = r / (g->kh * g->kw), b = (r / g->kw) % g->kh, e = r % g->kw;
         const float *xc = x + c * g->D * g->H * g->W;
         for (int64_t j = pt; j < npad; ++j) line[j] = 0.0f;
         for (int64_t t = 0; t < nseg; ++t) {
@@ -23,20 +27,30 @@ OLC_LVL_ATTR static void OLC_FN(olc_conv_pack_cols)(const olc_conv_geom *g, cons
                 continue;
             }
             const float *xr = xc + (id * g->H + ih) * g->W;
+            /* columns lo..hi of the segment read the row, the others are pads */
             int64_t iw0 = seg[t].w0 + e * g->dw;
-            int64_t lo = iw0 >= 0 ? 0 : (-iw0 + s - 1) / s;
-            int64_t hi = g->W - iw0 > 0 ? (g->W - iw0 + s - 1) / s : 0;
+            int64_t lo = iw0 >= 0 ? 0 : olc_conv_ceil_div(-iw0, s);
+            int64_t hi = g->W - iw0 > 0 ? olc_conv_ceil_div(g->W - iw0, s) : 0;
             if (hi > L) hi = L;
             if (lo > hi) lo = hi;
             for (int64_t q = 0; q < lo; ++q) out[q] = 0.0f;
-            if (s == 1) {
+            if (s == 1)
                 memcpy(out + lo, xr + iw0 + lo, (size_t)(hi - lo) * sizeof(float));
-            } else if (s == 2) { /* a constant stride: the compiler vectorises it */
-                const float *x2 = xr + iw0;
-                for (int64_t q = lo; q < hi; ++q) out[q] = x2[2 * q];
-            } else
+            else if (s == 2)
+                OLC_FN(olc_conv_even)(out + lo, xr + iw0 + 2 * lo, hi - lo);
+            else
                 for (int64_t q = lo; q < hi; ++q) out[q] = xr[iw0 + q * s];
             for (int64_t q = hi; q < L; ++q) out[q] = 0.0f;
+        }
+        if (++e == g->kw) {
+            e = 0;
+            if (++b == g->kh) {
+                b = 0;
+                if (++a == g->kd) {
+                    a = 0;
+                    ++c;
+                }
+            }
         }
     }
     /* k0..k1 never cross a block of OLC_GEMM_KC rows (both multiples of 16) */
