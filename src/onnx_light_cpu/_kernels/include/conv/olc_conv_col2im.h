@@ -6,21 +6,25 @@
  * D x H x W grid.  Order: tap, then column: fixed. */
 static void OLC_CAT(olc_conv_col2im, OLC_CN)(const olc_conv_geom *g, const OLC_CT *col, int64_t ld,
                                              int64_t l0, int64_t lt, OLC_CT *plane) {
-    int64_t kk = g->kd * g->kh * g->kw;
+    int64_t kk = g->kd * g->kh * g->kw, s = g->sw;
+    /* the grid position of column l0 and the tap's offsets, stepped along
+     * (a division per row cost more than the adds of a 32-column row:
+     * ConvTranspose 4x4/2 64 -> 32 at 32x32, in one process alternating,
+     * 1 thread 989 -> 930 us, 2 threads 607 -> 574, batch 8 4.61 -> 4.33 ms) */
+    int64_t iw0 = l0 % g->W, ih0 = (l0 / g->W) % g->H, id0 = l0 / (g->W * g->H);
+    int64_t a = 0, b = 0, e = 0;
     for (int64_t tap = 0; tap < kk; ++tap) {
-        int64_t a = tap / (g->kh * g->kw), b = (tap / g->kw) % g->kh, e = tap % g->kw;
         const OLC_CT *cr = col + tap * ld;
-        int64_t l = l0, j = 0;
-        while (j < lt) {
-            int64_t iw = l % g->W, ih = (l / g->W) % g->H, id = l / (g->W * g->H);
+        int64_t iw = iw0, ih = ih0, id = id0;
+        for (int64_t j = 0; j < lt;) {
             int64_t L = g->W - iw < lt - j ? g->W - iw : lt - j;
             int64_t od = id * g->sd - g->pd + a * g->dd, oh = ih * g->sh - g->ph + b * g->dh;
             if (od >= 0 && od < g->OD && oh >= 0 && oh < g->OH) {
                 OLC_CT *yr = plane + (od * g->OH + oh) * g->OW;
                 const OLC_CT *src = cr + j;
-                int64_t ow0 = iw * g->sw - g->pw + e * g->dw, s = g->sw;
-                int64_t lo = ow0 >= 0 ? 0 : (-ow0 + s - 1) / s;
-                int64_t hi = g->OW - ow0 > 0 ? (g->OW - ow0 + s - 1) / s : 0;
+                int64_t ow0 = iw * s - g->pw + e * g->dw;
+                int64_t lo = ow0 >= 0 ? 0 : olc_conv_ceil_div(-ow0, s);
+                int64_t hi = g->OW - ow0 > 0 ? olc_conv_ceil_div(g->OW - ow0, s) : 0;
                 if (hi > L) hi = L;
                 if (s == 1) {
                     OLC_CT *yo = yr + ow0;
@@ -29,8 +33,19 @@ static void OLC_CAT(olc_conv_col2im, OLC_CN)(const olc_conv_geom *g, const OLC_C
                     for (int64_t t = lo; t < hi; ++t) yr[ow0 + t * s] += src[t];
                 }
             }
-            j += L;
-            l += L;
+            j += L; /* the next row of the grid */
+            iw = 0;
+            if (++ih == g->H) {
+                ih = 0;
+                ++id;
+            }
+        }
+        if (++e == g->kw) {
+            e = 0;
+            if (++b == g->kh) {
+                b = 0;
+                ++a;
+            }
         }
     }
 }
