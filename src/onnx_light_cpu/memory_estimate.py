@@ -1109,8 +1109,7 @@ def _fused_conv(c: _Node) -> _Estimate:
         floats = ((min(rb, R) - 1) * sh + (kh - 1) * dh + 1 + min(rb, R)) * width
         return _Estimate(native=floats * slots * 4 if floats * slots <= 1 << 22 else 0)
     K = Cg * kk
-    pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
-        tuple(out) == tuple(x[2:])
+    pointwise = ops_conv._pointwise(kernel, strides, begins, x[2:], out)
     winograd = ops_conv._winograd_fits(G, kernel, strides, dilations, Cg, M)
     if c.is_const(1) and ops_conv._pixel_rows_fits(G, K, M, P, pointwise, winograd):
         geom = ops_conv._geometry(Cg, x[2:], kernel, strides, begins, dilations, out)

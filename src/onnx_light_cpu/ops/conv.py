@@ -221,6 +221,13 @@ class _ConvAttributes(KernelOp):
             f"{op}_{dtype.name}_{kind}_{simd.LEVEL_NAMES[core.level_used(level)]}"))
 
 
+def _pointwise(kernel, strides, begins, spatial, out) -> bool:
+    """Whether a convolution is a 1x1 kernel at unit strides without pads:
+    its columns are X itself."""
+    return (math.prod(kernel) == 1 and all(s == 1 for s in strides) and not any(begins)
+            and tuple(out) == tuple(spatial))
+
+
 def _winograd_fits(G, kernel, strides, dilations, Cg, M) -> bool:
     """Whether a float32 Conv runs Winograd F(2x2, 3x3)."""
     return (G == 1 and tuple(kernel) == (3, 3) and all(s == 1 for s in strides)
@@ -302,8 +309,7 @@ class Conv(_ConvAttributes):
         kk = math.prod(kernel)
         Mg = M // G
         geom = _geometry(Cg, spatial, kernel, strides, begins, dilations, out)
-        pointwise = kk == 1 and all(s == 1 for s in strides) and not any(begins) and \
-            tuple(out) == tuple(spatial)
+        pointwise = _pointwise(kernel, strides, begins, spatial, out)
         winograd = _winograd_fits(G, kernel, strides, dilations, Cg, M)
         if element_type == T.DOUBLE:
             kind = "direct"
@@ -710,8 +716,7 @@ class _QuantizedConv(_ConvAttributes):
         level = simd.state.level
         if math.prod(out_shape) == 0:
             return _QPlan(out_shape, geom, N, G, Mg, K, P, "empty", 0, 0, 1)
-        pointwise = kk == 1 and all(v == 1 for v in strides) and not any(begins) and \
-            tuple(out) == tuple(spatial)
+        pointwise = _pointwise(kernel, strides, begins, spatial, out)
         if G > 1 and Cg == 1 and Mg == 1:
             kind, per_pass, used = "depthwise", 0, core.level_used(level)
         else:

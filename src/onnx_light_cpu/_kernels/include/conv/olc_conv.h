@@ -109,6 +109,19 @@ static int64_t olc_conv_segments(const olc_conv_geom *g, int64_t p0, int64_t pt,
  * at a time (its rows are consecutive there). */
 #define OLC_CONV_PACK_ROWS 16
 
+/* Steps (a, b, e) to the kernel's next tap (depth, row, column; the
+ * column fastest), the order of im2col's rows and col2im's; 1 when it
+ * wraps back to the first.  Stepped rather than divided out per row. */
+static inline int olc_conv_next_tap(const olc_conv_geom *g, int64_t *a, int64_t *b, int64_t *e) {
+    if (++*e < g->kw) return 0;
+    *e = 0;
+    if (++*b < g->kh) return 0;
+    *b = 0;
+    if (++*a < g->kd) return 0;
+    *a = 0;
+    return 1;
+}
+
 /* ceil(n / s) for n > 0, without a division at strides 1 and 2. */
 static inline int64_t olc_conv_ceil_div(int64_t n, int64_t s) {
     return s == 1 ? n : s == 2 ? (n + 1) >> 1 : (n + s - 1) / s;

@@ -40,12 +40,6 @@ static void OLC_CAT(olc_conv_col2im, OLC_CN)(const olc_conv_geom *g, const OLC_C
                 ++id;
             }
         }
-        if (++e == g->kw) {
-            e = 0;
-            if (++b == g->kh) {
-                b = 0;
-                ++a;
-            }
-        }
+        olc_conv_next_tap(g, &a, &b, &e);
     }
 }

@@ -42,16 +42,7 @@ OLC_LVL_ATTR static void OLC_FN(olc_conv_pack_cols)(const olc_conv_geom *g, cons
                 for (int64_t q = lo; q < hi; ++q) out[q] = xr[iw0 + q * s];
             for (int64_t q = hi; q < L; ++q) out[q] = 0.0f;
         }
-        if (++e == g->kw) {
-            e = 0;
-            if (++b == g->kh) {
-                b = 0;
-                if (++a == g->kd) {
-                    a = 0;
-                    ++c;
-                }
-            }
-        }
+        if (olc_conv_next_tap(g, &a, &b, &e)) ++c;
     }
     /* k0..k1 never cross a block of OLC_GEMM_KC rows (both multiples of 16) */
     int64_t pc = k0 / OLC_GEMM_KC * OLC_GEMM_KC;
