@@ -1095,7 +1095,7 @@ def _fused_conv(c: _Node) -> _Estimate:
             return _Estimate()
         OW, R = out[-1], (out[0] if n == 2 else 1)
         kh, sh, dh = (kernel[0], strides[0], dilations[0]) if n == 2 else (1, 1, 1)
-        threads = c.threads_for(x[0] * M * P * 3 * kh, (1 << 20) // 8)
+        threads = c.threads_for(x[0] * M * P * 3 * kh, ops_conv.DEPTHWISE_MIN_WORK_PER_THREAD)
         slots = threads if threads > 1 else 1
         width = (OW - 1) * strides[-1] + 2 * dilations[-1] + 1
         # a block of 8 channels at a time, a band of rows a task, a buffer

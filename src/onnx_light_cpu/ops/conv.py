@@ -64,6 +64,10 @@ FLOAT64 = np.dtype(np.float64)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 # multiply-adds one thread must have before a second one helps (as MatMul)
 MIN_WORK_PER_THREAD = 1 << 20
+# the same for a depthwise Conv: each multiply-add reads its own input, so
+# it is memory-bound and a second thread gains at a fraction of a GEMM's
+# work (ARCHITECTURE.md, Convolution)
+DEPTHWISE_MIN_WORK_PER_THREAD = 1 << 15
 # depthwise 2-D planes 3 taps wide of at most this many output positions
 # run a block of 8 channels at a time, channel innermost (olc_conv_dwc):
 # the per-plane costs shared and a vector per position however narrow the
@@ -328,9 +332,7 @@ class Conv(_ConvAttributes):
         if element_type in (T.FLOAT16, T.BFLOAT16):
             self._check_bytes("the inputs widened to float32 and the float32 output",
                               4 * (x.size + w.size + math.prod(out_shape)))
-        # a depthwise multiply-add reads its own input: memory-bound, it
-        # gains from a second thread at a fraction of a GEMM's work
-        min_work = MIN_WORK_PER_THREAD // 8 if kind == "depthwise" else MIN_WORK_PER_THREAD
+        min_work = DEPTHWISE_MIN_WORK_PER_THREAD if kind == "depthwise" else MIN_WORK_PER_THREAD
         threads = self._num_threads(N * M * P * Cg * kk, min_work)
         if kind == "im2col":
             self._check_bytes("the column tiles",
