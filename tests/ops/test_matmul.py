@@ -386,6 +386,40 @@ def test_gemm_reads_a_strided_b_in_place(dtype, trans_b):
             assert same_bits(got[0], want[0]), (name, M, K, N)
 
 
+
+def test_gemm_c_is_scaled_as_numpy_multiplies():
+    """Gemm's float32 C, broadcast and scaled by the core (fill_scaled), has
+    numpy.multiply's bits for every shape and layout C may come in; a C
+    that is not a float32 aligned array takes numpy's path, and bad
+    shapes are refused."""
+    from onnx_light_cpu._kernels.engines import gemm as core
+    rng = np.random.default_rng(15)
+    M, N = 5, 7
+    c = _random(rng, (M, N), np.float32)
+    c[0, 0], c[1, 2], c[2, 3] = np.nan, np.inf, -0.0
+    cases = {"()": np.array(c[0, 1]), "(1,)": c[0, :1], "(N,)": c[1],
+             "(1, N)": c[:1], "(M, 1)": c[:, :1], "(M, N)": c, "transposed": c.T.copy().T,
+             "reversed": c[::-1, ::-1], "column step": _random(rng, (M, 2 * N), np.float32)[:, ::2]}
+    for beta in (1.0, -2.5, 0.0):
+        for name, view in cases.items():
+            out = np.empty((M, N), np.float32)
+            core.fill_scaled(view, out, beta)
+            want = np.multiply(view, np.float32(beta)) * np.ones((M, N), np.float32)
+            assert same_bits(out, want), (name, beta)
+    with pytest.raises(ValueError, match="broadcast"):
+        core.fill_scaled(c[:2], np.empty((M, N), np.float32), 1.0)
+    with pytest.raises(ValueError, match="float32"):
+        core.fill_scaled(c.astype(np.float64), np.empty((M, N), np.float32), 1.0)
+    # through the node: strided and reversed C against the same C dense
+    a, b = _random(rng, (M, 9), np.float32), _random(rng, (9, N), np.float32)
+    for name in ("reversed", "column step", "(M, 1)"):
+        view = cases[name]
+        got, names, _ = run_ours(node_model("Gemm", [a, b, view]), [a, b, view])
+        dense = np.ascontiguousarray(view)
+        want, _, _ = run_ours(node_model("Gemm", [a, b, dense]), [a, b, dense])
+        assert same_bits(got[0], want[0]), name
+        assert "onnx_light_cpu::Gemm" in names
+
 def test_transposed_b_is_not_copied():
     import tracemalloc
 

@@ -75,9 +75,18 @@ class Geometry(NamedTuple):
     planes: int
 
 
+def _narrow(dtype: np.dtype) -> bool:
+    """Whether X is float16 or bfloat16.  float32 first: comparing a dtype
+    with ml_dtypes' bfloat16, once in a model's run, costs 9 µs there."""
+    return dtype is not F32 and dtype in NARROW
+
+
 def _dense(x: np.ndarray) -> np.ndarray:
-    """x C-contiguous and aligned to its element (a copy only when it is not)."""
-    return np.require(x, requirements=("C", "A"))
+    """x C-contiguous and aligned to its element (a copy only when it is not).
+    Two flags rather than np.require, whose Python code, run once in a
+    model's run, is out of cache by then: 17 µs inside MobileNet-V2."""
+    flags = x.flags
+    return x if flags.c_contiguous and flags.aligned else np.array(x, order="C")
 
 
 def _pad3(values, fill) -> tuple:
@@ -189,7 +198,7 @@ class _Spatial(KernelOp):
     def _compute(self, plan, x, indices=None, p=0.0, storage_order=0):
         g, level, threads, path, counts = plan
         self._record_path(*path)
-        narrow = x.dtype in NARROW
+        narrow = _narrow(x.dtype)
         work_dtype = F32 if narrow else x.dtype
         y = self._new_output(g.out_shape, work_dtype) if not narrow else None
         if y is None:
@@ -306,7 +315,7 @@ class _Global(KernelOp):
         if not self.p > 0:
             raise ValueError(
                 f"{self.onnx_node.op_type}: attribute p must be positive, got {self.p}")
-        narrow = x.dtype in NARROW
+        narrow = _narrow(x.dtype)
         y = np.empty(shape, F32) if narrow else self._new_output(shape, x.dtype)
         if y.size:
             if narrow:
@@ -365,7 +374,7 @@ class LRN(KernelOp):
     def _execute(self, plan, x):
         level, threads, path = plan
         self._record_path(*path)
-        narrow = x.dtype in NARROW
+        narrow = _narrow(x.dtype)
         y = np.empty(x.shape, F32) if narrow else self._new_output(x.shape, x.dtype)
         if y.size:
             if narrow:
@@ -466,7 +475,7 @@ class MaxRoiPool(KernelOp):
                              f"got {ps}")
         N, C, H, W = x.shape
         R = rois.shape[0]
-        narrow = x.dtype in NARROW
+        narrow = _narrow(x.dtype)
         wd = F32 if narrow else x.dtype
         r = np.ascontiguousarray(rois, dtype=wd)
         if not math.isfinite(self.spatial_scale):
