@@ -290,6 +290,7 @@ class Conv(_ConvAttributes):
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
         self._prepared: dict = {}
+        self._last_weights: tuple = (None,) * 6  # _weights
         self.act_a = self.act_b = 0.0
 
     def _plan(self, x, w, b=None, z=None):
@@ -368,50 +369,70 @@ class Conv(_ConvAttributes):
                               math.prod(grown) * xs.dtype.itemsize)
             xs = np.pad(xs, ((0, 0), (0, 0)) + widths)
         M = G * Mg
-        bs = None if b is None else self._prepared_input(("b", work), 2, b,
-                                                         lambda: _widened(b, work))
+        last = self._last_weights
+        if last[0] is plan and last[1] is w and last[2] is b:
+            kind, ws, bs = last[3:]
+        else:
+            kind, ws, bs = self._weights(plan, level, w, b, work)
         zs = None if z is None else _widened(z, FLOAT32)
         y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
             np.empty(out_shape, dtype=work)
         act, a, bb = self.activation_code, self.act_a, self.act_b
         if kind == "gemm_t":
-            packed = self._prepared_input(("gemm_t", level), 1, w,
-                                          lambda: _packed_t(_widened(w, FLOAT32), level, threads))
             scratch = self._new_output((core.t_scratch(geom, M, N),), FLOAT32, slot=1)
-            core.conv_t(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level, threads)
+            core.conv_t(xs, ws, bs, zs, y, scratch, geom, N, M, act, a, bb, level, threads)
             del scratch  # back to the pool
         elif kind == "winograd":
-            # the filters' 16 transformed matrices, packed for this level
-            packed = self._prepared_input(
-                ("winograd", level), 1, w,
-                lambda: core.winograd_weights(_widened(w, FLOAT32), level, threads))
             # the tiles, from the evaluator's pool (checked there before it
             # allocates): the same pages on every run
             scratch = self._new_output((core.winograd_scratch(geom, M, threads),), FLOAT32,
                                        slot=1)
-            core.conv_winograd(xs, packed, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
+            core.conv_winograd(xs, ws, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
                                threads)
             del scratch  # back to the pool
-        elif kind == "few_channels" and core.few_channels_fits(geom, level):
-            ws = self._prepared_input(("w", work), 1, w,
-                                      lambda: _widened(w, work).reshape(M, -1))
+        elif kind == "few_channels":
             core.conv_few_channels(xs, ws, bs, zs, y, geom, N, M, act, a, bb, level, threads)
         elif kind in ("direct", "depthwise"):
-            ws = self._prepared_input(("w", work), 1, w,
-                                      lambda: _widened(w, work).reshape(M, -1))
             loop = core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level,
                                     threads, DEPTHWISE_BLOCK_PLANE)
             if loop == "planes":  # 3x3 at strides 1 or 2, AVX-512 (olc_conv_dwp)
                 kind = "depthwise_planes"
-        else:  # also a few_channels plan made at a higher SIMD level
-            kind = "gemm" if kind == "gemm" else "im2col"
-            ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
+        else:
             core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
                            level, threads)
         self._record(x.dtype, kind, level)
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)
         return (y,)
+
+    def _weights(self, plan, level, w, b, work) -> tuple:
+        """(the path, W and B prepared for it) of this plan.  Where W and B
+        are the node's constants the triple is kept with the plan, W and B
+        (``_last_weights``): the next run reads one attribute instead of the
+        prepared inputs' dictionaries, whose lines a CNN's run has evicted
+        by the time the node runs again (ARCHITECTURE.md, "One call")."""
+        _, _, geom, N, G, Mg, kind, threads, _, _ = plan
+        M = G * Mg
+        bs = None if b is None else self._prepared_input(("b", work), 2, b,
+                                                         lambda: _widened(b, work))
+        if kind == "gemm_t":
+            ws = self._prepared_input(("gemm_t", level), 1, w,
+                                      lambda: _packed_t(_widened(w, FLOAT32), level, threads))
+        elif kind == "winograd":
+            # the filters' 16 transformed matrices, packed for this level
+            ws = self._prepared_input(
+                ("winograd", level), 1, w,
+                lambda: core.winograd_weights(_widened(w, FLOAT32), level, threads))
+        elif kind in ("direct", "depthwise") or (
+                kind == "few_channels" and core.few_channels_fits(geom, level)):
+            ws = self._prepared_input(("w", work), 1, w,
+                                      lambda: _widened(w, work).reshape(M, -1))
+        else:  # also a few_channels plan made at a higher SIMD level
+            kind = "gemm" if kind == "gemm" else "im2col"
+            ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
+        if self._constant_input(1) is w and (b is None or self._constant_input(2) is b):
+            self._last_weights = (plan, w, b, kind, ws, bs)
+        return kind, ws, bs
 
     def _finite_weights(self, w: np.ndarray) -> bool:
         """Whether W has no inf or NaN: checked once for an initializer (kept
