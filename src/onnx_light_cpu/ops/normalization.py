@@ -363,6 +363,7 @@ class BatchNormalization(_ChannelNorm):
     #: after it (registry/conv_chains.py, NormRelu): Relu on each channel
     #: right after its normalization, float32 inference only.
     relu = False
+    _joined: tuple = (None,) * 10  # run_joined
 
     def __init__(self, onnx_node, run_params, context=None, initializers=None):
         super().__init__(onnx_node, run_params, context, initializers)
@@ -401,16 +402,28 @@ class BatchNormalization(_ChannelNorm):
                 self._affine_plan(x, core.HOW_GIVEN, core.CENTERED, self.epsilon, n * c, 1,
                                   spatial, c, label="training"))
 
-    def run_joined(self, parts: list, scale, b, mean, var):
+    def run_joined(self, parts: tuple, channels: int, scale, b, mean, var):
         """Inference on the join of ``parts`` along axis 1 (a Concat's
-        inputs, float32, C-contiguous, alike but for that axis), read where
-        they lie: the bits of run(Concat(parts), ...)."""
-        shape = list(parts[0].shape)
-        shape[1] = sum(part.shape[1] for part in parts)
-        x = np.broadcast_to(np.zeros((), parts[0].dtype), tuple(shape))  # shape and type
+        inputs, float32, C-contiguous, alike but for that axis, ``channels``
+        in all), read where they lie: the bits of run(Concat(parts), ...).
+        Where the four vectors are the node's constants, their float64
+        copies and X's stand-in are kept for the next run of that shape
+        (``_joined``): a DenseNet's run has evicted the NumPy code that
+        makes them by the time the node runs again (ARCHITECTURE.md, "One
+        call")."""
+        first = parts[0]
+        shape = first.shape[:1] + (channels,) + first.shape[2:]
+        kept = self._joined
+        if (kept[0] == shape and kept[1] is scale and kept[2] is b and kept[3] is mean
+                and kept[4] is var):
+            x, mul, add, mean64, var64 = kept[5:]
+        else:
+            x = np.broadcast_to(np.zeros((), first.dtype), shape)  # shape and type
+            mul, add, mean64, var64 = _as_f64(scale), _as_f64(b), _as_f64(mean), _as_f64(var)
+            if all(self._constant_input(i) is a for i, a in enumerate((scale, b, mean, var), 1)):
+                self._joined = (shape, scale, b, mean, var, x, mul, add, mean64, var64)
         plan = self._plan_for((x, scale, b, mean, var))
-        return (self._affine(plan, x, _as_f64(scale), _as_f64(b), _as_f64(mean),
-                             _as_f64(var), self.relu, list(parts)),)
+        return (self._affine(plan, x, mul, add, mean64, var64, self.relu, list(parts)),)
 
     def _execute(self, plan, x, scale, b, mean, var):
         mul, add = _as_f64(scale), _as_f64(b)

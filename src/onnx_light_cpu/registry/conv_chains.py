@@ -57,6 +57,7 @@ import numpy as np
 import onnx
 
 from .. import simd
+from .._kernels import normalization as norm_core
 from .._kernels import unary as unary_core
 from ..ops.binary import Add, Mul
 from ..ops.conv import Conv, FusedConv
@@ -167,9 +168,10 @@ class NormRelu(_PlanEntry):
     def run(self, *args):
         if self.concat is not None:
             parts, args = args[:self.parts], args[self.parts:]
-            if self._joinable(parts, args):
+            channels = self._joined_channels(parts, args)
+            if channels >= 0:
                 self.concat.record(parts[0].dtype)
-                return self.fused.run_joined(parts, *args)
+                return self.fused.run_joined(parts, channels, *args)
             (x,) = self.concat.run(*parts)
             args = (x,) + args
         x = args[0]
@@ -178,25 +180,19 @@ class NormRelu(_PlanEntry):
         (y,) = self.norm.run(*args)
         return self.relu.run(y)
 
-    def _joinable(self, parts: tuple, params: tuple) -> bool:
-        """Whether the parts join along axis 1 into the float32 X the fused
-        normalization takes, with its four float32 vectors of channels."""
-        first = parts[0]
-        if type(first) is not np.ndarray or first.ndim < 2 or self.concat.axis not in (
-                1, 1 - first.ndim) or self.concat._attribute_error is not None:
-            return False
-        outer, inner = first.shape[:1], first.shape[2:]
-        if first.shape[0] == 0 or 0 in inner:  # empty: the nodes' own way
-            return False
-        channels = 0
-        for part in parts:
-            if (type(part) is not np.ndarray or part.dtype != FLOAT32
-                    or not part.flags.c_contiguous or part.shape[:1] != outer
-                    or part.shape[2:] != inner):
-                return False
-            channels += part.shape[1]
-        return all(type(p) is np.ndarray and p.dtype == FLOAT32 and p.shape == (channels,)
-                   for p in params)
+    def _joined_channels(self, parts: tuple, params: tuple) -> int:
+        """The channels of the float32 X the parts join into along axis 1,
+        which the fused normalization takes with its four float32 vectors of
+        channels; -1 where it does not."""
+        first, concat = parts[0], self.concat
+        if type(first) is not np.ndarray or first.ndim < 2 or concat.axis not in (
+                1, 1 - first.ndim) or concat._attribute_error is not None:
+            return -1
+        channels = norm_core.join_channels(parts, FLOAT32.num)
+        if channels < 0 or not all(type(p) is np.ndarray and p.dtype == FLOAT32
+                                   and p.shape == (channels,) for p in params):
+            return -1
+        return channels
 
 
 class SiluGate(_PlanEntry):
