@@ -220,6 +220,31 @@ def test_a_new_shape_takes_a_view_of_a_larger_free_buffer():
     assert pool.take((20, 10), f32).base.shape == (30, 10)
 
 
+
+def test_a_new_shape_takes_its_last_buffer_again_while_it_is_free():
+    """The buffer a shape without buffers of its own took last is tried
+    first (no scan of the pool); in use, the scan finds another."""
+    from onnx_light_cpu._kernels._runloop import BufferPool
+    f32 = np.dtype(np.float32)
+    pool = BufferPool()
+    for shape in ((15, 10), (10, 10)):
+        pool.keep(np.empty(shape, f32))
+    view = pool.take((8, 10), f32)
+    first = id(view.base)  # not the base itself: a reference holds it
+    assert view.base.shape == (10, 10)
+    del view
+    for _ in range(3):
+        assert id(pool.take((8, 10), f32).base) == first
+    busy = pool.take((10, 10), f32)
+    assert id(busy) == first
+    other = pool.take((8, 10), f32)
+    assert other.base.shape == (15, 10)
+    assert pool.take((8, 10), f32) is None  # both held
+    del other
+    for _ in range(8):
+        pool.end_run()  # a sweep (every 8 runs) forgets which buffer each shape took
+    assert pool.take((8, 10), f32).base.shape == (15, 10)
+
 def test_intermediates_of_new_shapes_run_in_freed_buffers():
     """A Concat of a shape no node made before writes into the buffer an
     earlier, larger intermediate freed in the same run."""

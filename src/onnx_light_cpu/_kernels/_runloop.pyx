@@ -273,14 +273,16 @@ cdef class BufferPool:
     next run); buffers of a shape not
     asked for during the last runs are dropped (:meth:`end_run`).  A shape
     with no buffers of its own takes a view of a free one up to twice its
-    size (:meth:`_take_larger`).""" 
+    size (:meth:`_take_larger`), the one it took last when that is free.""" 
 
     cdef dict lists   # (dtype, shape) -> [run it was last asked for, arrays...]
+    cdef dict hints   # (dtype, shape) of no list -> (key, index) of the buffer it last took
     cdef object run   # the run count, a Python int
     cdef Py_ssize_t runs
 
     def __cinit__(self):
         self.lists = {}
+        self.hints = {}
         self.runs = 0
         self.run = 0
 
@@ -313,13 +315,26 @@ cdef class BufferPool:
         the last), no buffer came back within a run and every write went
         to memory.  The view holds the buffer, which is free again once
         the view is gone."""
-        cdef Py_ssize_t want = 1, size, best_size = 0, i
+        cdef Py_ssize_t want = 1, size, best_size = 0, i, best_i = 0
         cdef PyObject *p
         for d in shape:
             want *= d
         if want <= 0:
             return None
-        best = best_list = None
+        # first the buffer this shape took last, if it is free: the scan
+        # reads every buffer's header, out of cache inside a model's run
+        hint = self.hints.get((dtype, shape))
+        if hint is not None:
+            lst = self.lists.get(hint[0])
+            i = hint[1]
+            if lst is not None and i < PyList_GET_SIZE(lst):
+                p = PyList_GET_ITEM(lst, i)
+                size = cnp.PyArray_SIZE(<cnp.ndarray>p)
+                if (Py_REFCNT(p) == 1 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>p)
+                        and want <= size <= 2 * want):
+                    lst[0] = self.run  # in use: kept at the next sweep
+                    return (<object>p).reshape(-1)[:want].reshape(shape)
+        best = best_list = best_key = None
         for key, lst in self.lists.items():
             if key[0] != dtype:
                 continue
@@ -329,10 +344,11 @@ cdef class BufferPool:
                     continue
                 size = cnp.PyArray_SIZE(<cnp.ndarray>p)
                 if want <= size <= 2 * want and (best is None or size < best_size):
-                    best, best_size, best_list = <object>p, size, lst
+                    best, best_size, best_list, best_key, best_i = <object>p, size, lst, key, i
         if best is None:
             return None
         best_list[0] = self.run  # in use: kept at the next sweep
+        self.hints[(dtype, shape)] = (best_key, best_i)
         return best.reshape(-1)[:want].reshape(shape)
 
     def keep(self, cnp.ndarray arr):
@@ -389,6 +405,7 @@ cdef class BufferPool:
         self.run = self.runs
         if self.runs % _SWEEP_EVERY:
             return
+        self.hints.clear()  # shapes of past runs (a growing sequence) leave with them
         for key in list(self.lists):
             lst = self.lists[key]
             if <Py_ssize_t>lst[0] >= self.runs - _SWEEP_EVERY:
@@ -404,6 +421,7 @@ cdef class BufferPool:
 
     def clear(self):
         self.lists.clear()
+        self.hints.clear()
 
     @property
     def nbytes(self):
