@@ -408,15 +408,17 @@ def test_gemm_c_is_scaled_as_numpy_multiplies():
             assert same_bits(out, want), (name, beta)
     with pytest.raises(ValueError, match="broadcast"):
         core.fill_scaled(c[:2], np.empty((M, N), np.float32), 1.0)
-    with pytest.raises(ValueError, match="float32"):
-        core.fill_scaled(c.astype(np.float64), np.empty((M, N), np.float32), 1.0)
+    for other in (np.float64, ">f4"):
+        with pytest.raises(ValueError, match="float32"):
+            core.fill_scaled(c.astype(other), np.empty((M, N), np.float32), 1.0)
     # through the node: strided and reversed C against the same C dense
     a, b = _random(rng, (M, 9), np.float32), _random(rng, (9, N), np.float32)
     for name in ("reversed", "column step", "(M, 1)"):
         view = cases[name]
-        got, names, _ = run_ours(node_model("Gemm", [a, b, view]), [a, b, view])
         dense = np.ascontiguousarray(view)
-        want, _, _ = run_ours(node_model("Gemm", [a, b, dense]), [a, b, dense])
+        model = node_model("Gemm", [a, b, dense])
+        got, names, _ = run_ours(model, [a, b, view])
+        want, _, _ = run_ours(model, [a, b, dense])
         assert same_bits(got[0], want[0]), name
         assert "onnx_light_cpu::Gemm" in names
 

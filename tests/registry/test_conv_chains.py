@@ -342,7 +342,7 @@ def test_concat_norm_relu_reads_the_parts_with_the_same_bits(axis, threads):
 
 
 @pytest.mark.parametrize("case", ["strided", "float64", "wrong_channels", "one_image_1d",
-                                  "empty_rows", "empty_batch", "empty_part"])
+                                  "empty_rows", "empty_batch", "empty_part", "byteswapped"])
 def test_concat_norm_relu_other_inputs_run_the_concat(case):
     """Parts it does not read in place go through the Concat node: the
     same results or the same errors as the nodes one by one."""
@@ -355,6 +355,8 @@ def test_concat_norm_relu_other_inputs_run_the_concat(case):
         feeds = _dense_feeds(dtype=np.float64)
     elif case == "wrong_channels":
         feeds["p2"] = feeds["p2"][:, :1]
+    elif case == "byteswapped":  # float32 too, but not in this machine's order
+        feeds["p1"] = feeds["p1"].astype(">f4")
     elif case.startswith("empty"):
         sl = {"empty_rows": np.s_[:, :, :0], "empty_batch": np.s_[:0]}.get(case)
         feeds = {k: np.ascontiguousarray(v[sl]) for k, v in feeds.items()} if sl else feeds

@@ -119,13 +119,12 @@ def rows(cnp.ndarray x, cnp.ndarray scale, object bias, object scale_row, cnp.nd
         olc_parallel_for(job.nchunks, _rows_task, &job, threads)
 
 
-
 def join_channels(tuple parts, int typenum):
     """The channels of the join along axis 1 of ``parts``: arrays of
     element type ``typenum``, C-contiguous, of rank 2 or more, alike but
     for that axis and with elements in every image (a Concat's inputs that
-    BatchNormalization can read where they lie); -1 where they are not.
-    One call instead of a Python loop over up to a thousand inputs."""
+    BatchNormalization can read where they lie: native byte order); -1
+    where they are not.  One call instead of a Python loop over them."""
     cdef Py_ssize_t i, n = len(parts)
     cdef int d, nd
     cdef int64_t channels = 0
@@ -143,7 +142,7 @@ def join_channels(tuple parts, int typenum):
         if type(parts[i]) is not cnp.ndarray:
             return -1
         part = <cnp.ndarray>parts[i]
-        if (part.ndim != nd or part.dtype.num != typenum
+        if (part.ndim != nd or part.dtype.num != typenum or not cnp.PyArray_ISNOTSWAPPED(part)
                 or not cnp.PyArray_IS_C_CONTIGUOUS(part) or part.shape[0] != first.shape[0]):
             return -1
         for d in range(2, nd):
@@ -151,6 +150,7 @@ def join_channels(tuple parts, int typenum):
                 return -1
         channels += part.shape[1]
     return channels
+
 
 def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object ch_var,
            cnp.ndarray y, object row_mean, object row_var, int64_t nrows, int64_t segs,

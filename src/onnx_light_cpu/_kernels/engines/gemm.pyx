@@ -70,15 +70,14 @@ def sgemm(cnp.ndarray a, cnp.ndarray a_offsets, object packed, cnp.ndarray b_ind
         raise MemoryError("gemm core: no memory for packing buffers")
 
 
-
 def fill_scaled(cnp.ndarray c, cnp.ndarray out, float beta):
     """out (M, N, float32, C-contiguous) = beta * c, for a float32 c of up to
     two dimensions broadcast to (M, N) (Gemm's C): each element one float32
     product, as numpy.multiply rounds it."""
     if out.ndim != 2 or out.dtype.num != cnp.NPY_FLOAT32 or not cnp.PyArray_IS_C_CONTIGUOUS(out):
         raise ValueError("gemm core: out is a C-contiguous float32 matrix")
-    if c.dtype.num != cnp.NPY_FLOAT32 or c.ndim > 2:
-        raise ValueError("gemm core: c is a float32 array of up to two dimensions")
+    if c.dtype.num != cnp.NPY_FLOAT32 or not cnp.PyArray_ISNOTSWAPPED(c) or c.ndim > 2:
+        raise ValueError("gemm core: c is a native float32 array of up to two dimensions")
     cdef int64_t M = out.shape[0], N = out.shape[1], i, j
     cdef int64_t rows = c.shape[0] if c.ndim == 2 else 1
     cdef int64_t cols = c.shape[c.ndim - 1] if c.ndim >= 1 else 1
@@ -95,6 +94,7 @@ def fill_scaled(cnp.ndarray c, cnp.ndarray out, float beta):
         for i in range(M):
             for j in range(N):
                 po[i * N + j] = beta * pc[i * rs + j * cs]
+
 
 def sgemv(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, int64_t rsb, int64_t K, int64_t N,
           float alpha, bint accumulate, int level, int threads):
