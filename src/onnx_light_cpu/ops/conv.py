@@ -289,7 +289,6 @@ class Conv(_ConvAttributes):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._prepared: dict = {}
         self._last_weights: tuple = (None,) * 6  # _weights
         self.act_a = self.act_b = 0.0
 
@@ -411,7 +410,7 @@ class Conv(_ConvAttributes):
         (``_last_weights``): the next run reads one attribute instead of the
         prepared inputs' dictionaries, whose lines a CNN's run has evicted
         by the time the node runs again (ARCHITECTURE.md, "One call")."""
-        _, _, geom, N, G, Mg, kind, threads, _, _ = plan
+        _, _, geom, _, G, Mg, kind, threads, _, _ = plan
         M = G * Mg
         bs = None if b is None else self._prepared_input(("b", work), 2, b,
                                                          lambda: _widened(b, work))
