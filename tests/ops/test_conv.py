@@ -759,6 +759,25 @@ def test_conv_pixel_rows_vs_ort(case, fused):
         assert same_bits(a, o), f"{op} modified an input"
 
 
+@pytest.mark.parametrize("channels, path", [(32, "_winograd_"), (1024, "_gemm_t_")])
+def test_conv_winograd_before_pixel_rows(channels, path):
+    """A constant-weight 3x3 Conv that fits Winograd, 128 output channels on
+    9 pixels: Winograd below GEMM_T_WINOGRAD_MIN_CHANNELS input channels,
+    the pixel rows from there."""
+    inputs = _conv_inputs(np.random.default_rng(channels), (1, channels, 3, 3),
+                          (128, channels, 3, 3), np.float32)
+    attrs = {"pads": [1, 1, 1, 1]}
+    expected = ort_oracle("Conv", inputs, **attrs)[0]
+    constant = _constant(node_model("Conv", inputs, **attrs), inputs, (1, 2))
+    sess = ReferenceEvaluator(constant)
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    got = sess.run(None, {"x0": inputs[0]})[0]
+    paths = olc.used_kernel_paths(sess)
+    assert any(path in p for p in paths), paths
+    assert_close(got, expected, f"Conv {channels} channels", _scaled_tol(np.float32, expected))
+
+
 @pytest.mark.parametrize("activation", ["LeakyRelu", "Clip", "HardSigmoid"])
 def test_fused_conv_needs_its_params(activation):
     x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)

@@ -83,6 +83,13 @@ WINOGRAD_MIN_CHANNELS = 16
 # (olc_conv_f32_t): the weights are the large operand there.  At 196
 # pixels with 256-1024 channels it was slower than the other paths.
 GEMM_T_CHANNELS_PER_PIXEL = 8
+# ... except a Conv that fits Winograd with fewer input channels than this:
+# Winograd won there (3x3 at 7x7, in isolation, in one process, alternating,
+# 2 threads, ours / ONNX Runtime, pixel rows -> Winograd: 512 -> 512 1.13
+# -> 0.70, at batch 8 1.11 -> 0.71; 256 -> 512 1.11 -> 0.69, 768 -> 768
+# 0.95 -> 0.65, 512 -> 2048 0.98 -> 0.71), from 1024 it lost (1024 ->
+# 1024 1.01 -> 1.05, at batch 8 0.95 -> 1.11)
+GEMM_T_WINOGRAD_MIN_CHANNELS = 1024
 # A 1x1 Conv on an image of at most this many pixels takes that path too,
 # whatever its channels: with the pixels as the GEMM's columns, 49 of them
 # fill 64 (two panels of 32), with them as rows no work is wasted; X is
@@ -247,8 +254,9 @@ def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
         return False
     if pointwise:
         return P * GEMM_T_CHANNELS_PER_PIXEL <= M or P <= GEMM_T_MAX_POINTWISE_PIXELS
-    return P * (GEMM_T_CHANNELS_PER_PIXEL if winograd
-                else GEMM_T_IM2COL_CHANNELS_PER_PIXEL) <= M
+    if winograd:  # a 3x3 kernel: K = 9 input channels
+        return K >= 9 * GEMM_T_WINOGRAD_MIN_CHANNELS and P * GEMM_T_CHANNELS_PER_PIXEL <= M
+    return P * GEMM_T_IM2COL_CHANNELS_PER_PIXEL <= M
 
 
 def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
