@@ -25,10 +25,12 @@ ROUNDING = {np.dtype(np.float32): 0.0, np.dtype(np.float16): 2e-3,
             np.dtype(bfloat16): 1.6e-2, np.dtype(np.float64): 0.0}
 
 # (M, K, N): 1, odd, prime, off-tile sizes, K past one packed block (256),
-# N past one tile (512), M past one row tile (128).
+# N past one tile (512), M past one row tile (128); panels of 32 columns
+# ending in 1-8 columns (the 8-lane edge kernel at AVX-512), 9-16 (the half
+# kernel) and more.
 SHAPES = [(1, 1, 1), (1, 7, 1), (3, 5, 7), (17, 13, 31), (8, 32, 32), (9, 33, 33),
           (7, 257, 65), (1, 300, 129), (1, 64, 1000), (130, 300, 70), (31, 600, 545),
-          (2, 3, 1), (1, 1, 40)]
+          (2, 3, 1), (1, 1, 40), (13, 19, 44), (5, 40, 16), (14, 27, 57)]
 
 
 def _random(rng, shape, dtype):

@@ -20,7 +20,8 @@
  * parameter (olc_ukr_<level>_rows), inlined into one entry per row count
  * (olc_ukr_<level>_<R>, olc_ukr_<level>_direct_<R>; olc_sgemm_cfg); a
  * panel's last NR/2 columns or fewer take its half-width twin
- * (olc_ukr_<level>_half), which sums each lane as the full one does.
+ * (olc_ukr_<level>_half), at AVX-512 the last 8 or fewer an 8-lane one
+ * (olc_ukr_avx512_narrow); both sum each lane as the full one does.
  * AVX2 and AVX-512 share these kernels' code (olc_gemm_ukr.h, compiled
  * once per level over the level's steps olc_gemm_<step>_<level>).
  * M = 1 with a row-major float32 B takes a streaming path (olc_sgemv): B is
@@ -317,15 +318,44 @@ olc_gemm_edge2_avx512(float *cr, int64_t n, __m512 va, __m512 t0, __m512 t1, int
     }
 }
 
+/* The narrow edge kernel's steps (olc_gemm_ukr.h, OLC_UKR_NARROW): 8
+ * lanes of 256 bits, the store masked to n <= 8 columns. */
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nzero_avx512(void) {
+    return _mm256_setzero_ps();
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nbcast_avx512(const float *p) {
+    return _mm256_set1_ps(*p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nld_avx512(const float *p) {
+    return _mm256_loadu_ps(p);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nfma_avx512(__m256 x, __m256 y,
+                                                                                __m256 z) {
+    return _mm256_fmadd_ps(x, y, z);
+}
+static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void
+olc_gemm_nedge_avx512(float *cr, int64_t n, float alpha, __m256 t0, int acc) {
+    __mmask8 m = (__mmask8)((1u << n) - 1);
+    __m256 va = _mm256_set1_ps(alpha);
+    if (acc)
+        _mm256_mask_storeu_ps(cr, m, _mm256_fmadd_ps(va, t0, _mm256_maskz_loadu_ps(m, cr)));
+    else
+        _mm256_mask_storeu_ps(cr, m, _mm256_mul_ps(va, t0));
+}
+
 #define OLC_LVL avx512
 #define OLC_LVL_ATTR OLC_TARGET_AVX512
 #define OLC_UKR_MR OLC_A5_MR
 #define OLC_UKR_NR OLC_A5_NR
+#define OLC_UKR_NARROW 8
+#define OLC_UKR_NV __m256
 #include "engines/gemm/olc_gemm_ukr.h"
 #undef OLC_LVL
 #undef OLC_LVL_ATTR
 #undef OLC_UKR_MR
 #undef OLC_UKR_NR
+#undef OLC_UKR_NARROW
+#undef OLC_UKR_NV
 #endif
 
 /* The configuration of a level (capped to what the build has). */
