@@ -254,7 +254,7 @@ def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
         return False
     if pointwise:
         return P * GEMM_T_CHANNELS_PER_PIXEL <= M or P <= GEMM_T_MAX_POINTWISE_PIXELS
-    if winograd:  # a 3x3 kernel: K = 9 input channels
+    if winograd:  # a 3x3 kernel: K is 9 times the input channels
         return K >= 9 * GEMM_T_WINOGRAD_MIN_CHANNELS and P * GEMM_T_CHANNELS_PER_PIXEL <= M
     return P * GEMM_T_IM2COL_CHANNELS_PER_PIXEL <= M
 
