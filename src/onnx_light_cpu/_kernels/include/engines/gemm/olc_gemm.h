@@ -318,21 +318,9 @@ olc_gemm_edge2_avx512(float *cr, int64_t n, __m512 va, __m512 t0, __m512 t1, int
     }
 }
 
-/* The narrow edge kernel's steps (olc_gemm_ukr.h, OLC_UKR_NARROW): 8
- * lanes of 256 bits, the store masked to n <= 8 columns. */
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nzero_avx512(void) {
-    return _mm256_setzero_ps();
-}
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nbcast_avx512(const float *p) {
-    return _mm256_set1_ps(*p);
-}
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nld_avx512(const float *p) {
-    return _mm256_loadu_ps(p);
-}
-static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 __m256 olc_gemm_nfma_avx512(__m256 x, __m256 y,
-                                                                                __m256 z) {
-    return _mm256_fmadd_ps(x, y, z);
-}
+/* The narrow edge kernel's store (olc_gemm_ukr.h, OLC_UKR_NARROW; its
+ * other steps are the AVX2 level's, on 8 lanes of 256 bits): cr[0:n] =
+ * alpha * t0 (+ cr[0:n] if acc), n <= 8, masked. */
 static inline OLC_ALWAYS_INLINE OLC_TARGET_AVX512 void
 olc_gemm_nedge_avx512(float *cr, int64_t n, float alpha, __m256 t0, int acc) {
     __mmask8 m = (__mmask8)((1u << n) - 1);
@@ -348,14 +336,14 @@ olc_gemm_nedge_avx512(float *cr, int64_t n, float alpha, __m256 t0, int acc) {
 #define OLC_UKR_MR OLC_A5_MR
 #define OLC_UKR_NR OLC_A5_NR
 #define OLC_UKR_NARROW 8
-#define OLC_UKR_NV __m256
+#define OLC_UKR_NARROW_LVL avx2
 #include "engines/gemm/olc_gemm_ukr.h"
 #undef OLC_LVL
 #undef OLC_LVL_ATTR
 #undef OLC_UKR_MR
 #undef OLC_UKR_NR
 #undef OLC_UKR_NARROW
-#undef OLC_UKR_NV
+#undef OLC_UKR_NARROW_LVL
 #endif
 
 /* The configuration of a level (capped to what the build has). */

@@ -46,11 +46,14 @@ OLC_UKR(half)(const int R, const int direct, int64_t kc, const float *a, int64_t
 }
 
 #ifdef OLC_UKR_NARROW
-/* A panel's last OLC_UKR_NARROW columns or fewer, on vectors of that
- * width where the level defines them (AVX-512: 8 lanes of 256 bits, half
- * the half kernel's multiply-adds; a 1x1 Conv at 14x14 ends its 196
- * columns with 4).  Each lane is summed as in the full kernel: the same
- * bits (ARCHITECTURE.md, "Convolution"). */
+/* A panel's last OLC_UKR_NARROW columns or fewer, on the vectors of level
+ * OLC_UKR_NARROW_LVL, that wide (AVX-512: AVX2's 8 lanes of 256 bits,
+ * half the half kernel's multiply-adds; a 1x1 Conv at 14x14 ends its 196
+ * columns with 4), stored by the level's olc_gemm_nedge.  Each lane is
+ * summed as in the full kernel: the same bits (ARCHITECTURE.md,
+ * "Convolution"). */
+#define OLC_UKR_NFN(name) OLC_CAT(name, OLC_UKR_NARROW_LVL)
+#define OLC_UKR_NV OLC_UKR_NFN(olc_vf)
 static inline __attribute__((always_inline)) OLC_LVL_ATTR void
 OLC_UKR(narrow)(const int R, const int direct, int64_t kc, const float *a, int64_t lda,
                 const float *b, int64_t ldb, float *c, int64_t ldc, float alpha, int acc,
@@ -58,18 +61,20 @@ OLC_UKR(narrow)(const int R, const int direct, int64_t kc, const float *a, int64
     int64_t sb = ldb ? ldb : OLC_UKR_NR;
     OLC_UKR_NV t0[OLC_UKR_MR];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) t0[r] = OLC_FN(olc_gemm_nzero)();
+    for (int r = 0; r < R; ++r) t0[r] = OLC_UKR_NFN(olc_gemm_zero)();
     for (int64_t k = 0; k < kc; ++k) {
-        OLC_UKR_NV b0 = OLC_FN(olc_gemm_nld)(b + k * sb);
+        OLC_UKR_NV b0 = OLC_UKR_NFN(olc_gemm_ld)(b + k * sb);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-            OLC_UKR_NV ar = OLC_FN(olc_gemm_nbcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
-            t0[r] = OLC_FN(olc_gemm_nfma)(ar, b0, t0[r]);
+            OLC_UKR_NV ar = OLC_UKR_NFN(olc_gemm_bcast)(direct ? &a[r * lda + k] : &a[k * OLC_UKR_MR + r]);
+            t0[r] = OLC_UKR_NFN(olc_gemm_fma)(ar, b0, t0[r]);
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) OLC_FN(olc_gemm_nedge)(c + r * ldc, ncols, alpha, t0[r], acc);
 }
+#undef OLC_UKR_NFN
+#undef OLC_UKR_NV
 #endif
 
 /* A whole micro-tile's store with an olc_ukr_epi (olc_gemm.h): each sum as
