@@ -220,7 +220,6 @@ def test_a_new_shape_takes_a_view_of_a_larger_free_buffer():
     assert pool.take((20, 10), f32).base.shape == (30, 10)
 
 
-
 def test_a_new_shape_takes_its_last_buffer_again_while_it_is_free():
     """The buffer a shape without buffers of its own took last is tried
     first (no scan of the pool); in use, the scan finds another."""
@@ -244,6 +243,7 @@ def test_a_new_shape_takes_its_last_buffer_again_while_it_is_free():
     for _ in range(8):
         pool.end_run()  # a sweep (every 8 runs) forgets which buffer each shape took
     assert pool.take((8, 10), f32).base.shape == (15, 10)
+
 
 def test_intermediates_of_new_shapes_run_in_freed_buffers():
     """A Concat of a shape no node made before writes into the buffer an

@@ -256,6 +256,17 @@ cdef bint _owns_its_data(cnp.ndarray arr):
     return base is None or type(base) is AlignedBuffer
 
 
+cdef inline Py_ssize_t _lendable(PyObject *p, Py_ssize_t want):
+    """The elements of pool buffer ``p`` where it can lend ``want`` (> 0)
+    of them to a view (:meth:`BufferPool._take_larger`): free (the pool
+    holds its only reference), C-contiguous, want to 2 * want elements;
+    else 0."""
+    if Py_REFCNT(p) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>p):
+        return 0
+    cdef Py_ssize_t size = cnp.PyArray_SIZE(<cnp.ndarray>p)
+    return size if want <= size <= 2 * want else 0
+
+
 cdef class BufferPool:
     """The output buffers of an evaluator tree, shared by its nodes.
 
@@ -316,7 +327,6 @@ cdef class BufferPool:
         to memory.  The view holds the buffer, which is free again once
         the view is gone."""
         cdef Py_ssize_t want = 1, size, best_size = 0, i, best_i = 0
-        cdef PyObject *p
         for d in shape:
             want *= d
         if want <= 0:
@@ -327,29 +337,28 @@ cdef class BufferPool:
         if hint is not None:
             lst = self.lists.get(hint[0])
             i = hint[1]
-            if lst is not None and i < PyList_GET_SIZE(lst):
-                p = PyList_GET_ITEM(lst, i)
-                size = cnp.PyArray_SIZE(<cnp.ndarray>p)
-                if (Py_REFCNT(p) == 1 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>p)
-                        and want <= size <= 2 * want):
-                    lst[0] = self.run  # in use: kept at the next sweep
-                    return (<object>p).reshape(-1)[:want].reshape(shape)
-        best = best_list = best_key = None
+            if (lst is not None and i < PyList_GET_SIZE(lst)
+                    and _lendable(PyList_GET_ITEM(lst, i), want)):
+                return self._lend(lst, i, shape, want)
+        best_list = best_key = None
         for key, lst in self.lists.items():
             if key[0] != dtype:
                 continue
             for i in range(1, PyList_GET_SIZE(lst)):
-                p = PyList_GET_ITEM(lst, i)
-                if Py_REFCNT(p) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>p):
-                    continue
-                size = cnp.PyArray_SIZE(<cnp.ndarray>p)
-                if want <= size <= 2 * want and (best is None or size < best_size):
-                    best, best_size, best_list, best_key, best_i = <object>p, size, lst, key, i
-        if best is None:
+                size = _lendable(PyList_GET_ITEM(lst, i), want)
+                if size and (best_list is None or size < best_size):
+                    best_size, best_list, best_key, best_i = size, lst, key, i
+        if best_list is None:
             return None
-        best_list[0] = self.run  # in use: kept at the next sweep
         self.hints[(dtype, shape)] = (best_key, best_i)
-        return best.reshape(-1)[:want].reshape(shape)
+        return self._lend(best_list, best_i, shape, want)
+
+    cdef object _lend(self, list lst, Py_ssize_t i, tuple shape, Py_ssize_t want):
+        """A view of ``shape`` on the first ``want`` elements of buffer
+        ``i`` of ``lst``, whose shape is then in use (kept at the next
+        sweep)."""
+        lst[0] = self.run
+        return (<object>PyList_GET_ITEM(lst, i)).reshape(-1)[:want].reshape(shape)
 
     def keep(self, cnp.ndarray arr):
         """Adds a new array (allocated after :meth:`take` found none)."""
