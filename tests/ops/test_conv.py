@@ -778,6 +778,99 @@ def test_conv_winograd_before_pixel_rows(channels, path):
     assert_close(got, expected, f"Conv {channels} channels", _scaled_tol(np.float32, expected))
 
 
+# A constant-weight Conv keeps its prepared run (core.ConvRun) while the
+# plan repeats: one case a path, float32 and double
+KEPT_RUN_CASES = [
+    ((1, 8, 6, 6), (16, 8, 1, 1), {}, np.float32, "_gemm_"),
+    ((1, 8, 6, 6), (16, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, np.float32,
+     "_im2col_"),
+    ((1, 32, 4, 4), (256, 32, 1, 1), {}, np.float32, "_gemm_t_"),
+    ((1, 16, 6, 6), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, np.float32, "_winograd_"),
+    ((1, 3, 32, 32), (32, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, np.float32,
+     "_few_channels_"),
+    ((1, 8, 9, 9), (8, 1, 3, 3), {"group": 8, "pads": [1, 1, 1, 1]}, np.float32,
+     "_depthwise"),
+    ((1, 4, 7, 7), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}, np.float64, "_direct_"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(KEPT_RUN_CASES)))
+def test_conv_kept_run_across_runs_and_shapes(case):
+    """Runs with the kept run, alternating two input shapes (two plans),
+    and strided and unaligned inputs (which the kept run leaves to the
+    general path, which copies them): the
+    bits of a fresh session on each, our kernel on the expected path."""
+    xs, ws, attrs, dtype, path = KEPT_RUN_CASES[case]
+    if path == "_few_channels_" and simd.state.level < simd.LEVEL_NAMES.index("avx512"):
+        path = "_im2col_"  # olc_conv_fewc is AVX-512's
+    rng = np.random.default_rng(case)
+    inputs = _conv_inputs(rng, xs, ws, dtype)
+    model = _constant(node_model("Conv", inputs, **attrs), inputs, (1, 2))
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    bigger = _rand(rng, xs[:2] + tuple(n + 3 for n in xs[2:]), dtype)
+    strided = _rand(rng, xs[:3] + (2 * xs[3],), dtype)[..., ::2]
+    unaligned = np.empty(inputs[0].nbytes + 1, np.uint8)[1:].view(dtype).reshape(xs)
+    unaligned[...] = inputs[0]
+    feeds = [inputs[0], bigger, inputs[0], strided, unaligned, bigger, inputs[0]]
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    olc.set_kernel_usage_recording(sess, True)
+    for x in feeds:
+        original = x.copy()
+        got = sess.run(None, {"x0": x})[0]
+        want = run_ours(node_model("Conv", [np.ascontiguousarray(x)] + inputs[1:], **attrs),
+                        [np.ascontiguousarray(x)] + inputs[1:])[0][0]
+        assert same_bits(got, want), f"Conv {attrs} on {x.shape}"
+        assert same_bits(x, original), "Conv modified its input"
+    assert "onnx_light_cpu::Conv" in olc.used_kernel_names(sess)
+    paths = olc.used_kernel_paths(sess)
+    assert any(path in p for p in paths), paths
+    assert sess.rt_nodes_[0]._last_run is not None
+
+
+def test_conv_run_refuses_arrays_unlike_its_plan():
+    """core.ConvRun checks what it is given: a clear ValueError, never a
+    read or write past an array."""
+    from onnx_light_cpu._kernels import conv as core
+
+    inputs = _conv_inputs(np.random.default_rng(0), (1, 16, 6, 6), (16, 16, 3, 3),
+                          np.float32)
+    model = _constant(node_model("Conv", inputs, pads=[1, 1, 1, 1]), inputs, (1, 2))
+    sess = ReferenceEvaluator(model)
+    olc.register_kernels_for_session(sess)
+    y = sess.run(None, {"x0": inputs[0]})[0]
+    run = sess.rt_nodes_[0]._last_run
+    assert run.kind == "winograd" and run.scratch_floats > 0
+    x, scratch = inputs[0], np.empty(run.scratch_floats, np.float32)
+    read_only = np.empty_like(y)
+    read_only.flags.writeable = False
+    bad = [
+        ((x[:, :8], None, np.empty_like(y), scratch), "X is not"),
+        ((x.astype(np.float64), None, np.empty_like(y), scratch), "X is not"),
+        ((x, None, np.empty(y.size - 1, np.float32), scratch), "Y is not"),
+        ((x, None, read_only, scratch), "Y is not"),
+        ((x, np.empty(3, np.float32), np.empty_like(y), scratch), "Z is not"),
+        ((x, None, np.empty_like(y), scratch[:-1]), "scratch"),
+        ((x, None, np.empty_like(y), None), "scratch"),
+    ]
+    for args, message in bad:
+        with pytest.raises(ValueError, match=message):
+            run.run(*args)
+    out = np.empty_like(y)
+    run.run(x, None, out, scratch)
+    assert same_bits(out, y)
+    plan = sess.rt_nodes_[0]._last_plan[1]
+    geom = plan[2]
+    for kind in ("winograd", "gemm", "gemm_t", "direct"):
+        with pytest.raises(ValueError, match="weights are not"):
+            core.ConvRun(plan, None, None, kind, np.zeros(7, np.float32), None, geom,
+                         y.shape, 1, 1, 16, 0, 0.0, 0.0, simd.state.level, 1, 0)
+    with pytest.raises(ValueError, match="bias"):
+        core.ConvRun(plan, None, None, "direct", np.zeros(16 * 144, np.float32),
+                     np.zeros(15, np.float32), geom, y.shape, 1, 1, 16, 0, 0.0, 0.0,
+                     simd.state.level, 1, 0)
+
+
 @pytest.mark.parametrize("activation", ["LeakyRelu", "Clip", "HardSigmoid"])
 def test_fused_conv_needs_its_params(activation):
     x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)

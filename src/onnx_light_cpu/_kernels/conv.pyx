@@ -76,7 +76,8 @@ def tile_cols(int level, int64_t K, int64_t P, int64_t Mg, int threads):
 
 
 def tiles_as_tasks(int level, int64_t P, int64_t Mg, bint pointwise, int threads):
-    """Whether conv_gemm packs and multiplies each column tile on one thread."""
+    """Whether the gemm and im2col paths pack and multiply each column tile
+    on one thread."""
     return bool(olc_conv_tasked(P, Mg, olc_sgemm_nr(olc_gemm_level(level)), pointwise, threads))
 
 
@@ -86,109 +87,46 @@ def task_floats(int level, int64_t K, int64_t pt):
 
 
 def scratch_floats(int level, int64_t K, int64_t P, int64_t Mg, bint pointwise, int threads):
-    """float32 elements of the column scratch conv_gemm allocates."""
+    """float32 elements of the column scratch the im2col path allocates."""
     return olc_conv_scratch(level, K, P, Mg, pointwise, threads)
 
 
 def weight_ld(int64_t K):
-    """Floats between the rows of conv_gemm's w for K = C*kd*kh*kw."""
+    """Floats between the rows of the gemm and im2col paths' W for K =
+    C*kd*kh*kw."""
     return olc_gemm_spread_ld(K)
 
 
-def conv_gemm(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
-              cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, bint pointwise, int act,
-              float alpha, float beta, int level, int threads):
-    """float32 y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the GEMM engine;
-    w is (G*Mg, weight_ld(C*kd*kh*kw)), C*kd*kh*kw columns used."""
-    cdef olc_conv_geom g
-    _geom(geom, &g)
-    if w.shape[1] != olc_gemm_spread_ld(g.C * g.kd * g.kh * g.kw):
-        raise ValueError("conv_gemm: w's rows are not weight_ld floats apart")
-    cdef int64_t ldw = w.shape[1]
-    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
-    cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
-    cdef const float *pb = <const float *>_data(bias)
-    cdef const float *pz = <const float *>_data(z)
-    cdef float *py = <float *>cnp.PyArray_DATA(y)
-    cdef int status
-    with nogil:
-        status = olc_conv_f32(level, &g, px, pw, ldw, pb, pz, py, N, G, Mg, pointwise, act,
-                              alpha, beta, threads)
-    if status != 0:
-        raise MemoryError("conv core: no memory for the column tile")
-
-
 def few_channels_fits(cnp.ndarray geom, int level):
-    """Whether conv_few_channels takes this geometry (one group) at level."""
+    """Whether the few_channels path takes this geometry (one group) at level."""
     cdef olc_conv_geom g
     _geom(geom, &g)
     return bool(olc_conv_fewc_fits(&g, level))
 
 
-def conv_few_channels(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
-                      cnp.ndarray geom, int64_t N, int64_t M, int act, float alpha, float beta,
-                      int level, int threads):
-    """float32 y (N, M, P) = act(conv(x, w) + bias + z) for a 3x3, 5x5 or 7x7
-    stride-2 Conv of 1 to 4 input channels (few_channels_fits at level); w is
-    (M, C*kh*kw)."""
-    cdef olc_conv_geom g
-    _geom(geom, &g)
-    if not olc_conv_fewc_fits(&g, level) or w.shape[1] != g.C * g.kh * g.kw:
-        raise ValueError("conv_few_channels: not a stride-2 Conv of 1 to 4 channels")
-    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
-    cdef const float *pw = <const float *>cnp.PyArray_DATA(w)
-    cdef const float *pb = <const float *>_data(bias)
-    cdef const float *pz = <const float *>_data(z)
-    cdef float *py = <float *>cnp.PyArray_DATA(y)
-    with nogil:
-        olc_conv_fewc_f32(&g, px, pw, pb, pz, py, N, M, act, alpha, beta, threads)
-
-
 def t_images(cnp.ndarray geom, int64_t N):
-    """Images of the N whose pixels conv_t multiplies in one GEMM."""
+    """Images of the N whose pixels the gemm_t path multiplies in one GEMM."""
     cdef olc_conv_geom g
     _geom(geom, &g)
     return olc_conv_t_images(&g, N)
 
 
 def t_scratch(cnp.ndarray geom, int64_t M, int64_t N):
-    """float32 elements of the scratch conv_t takes for N images."""
+    """float32 elements of the scratch the gemm_t path takes for N images."""
     cdef olc_conv_geom g
     _geom(geom, &g)
     return olc_conv_t_scratch(&g, M, N)
 
 
-def conv_t(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.ndarray y,
-           cnp.ndarray scratch, cnp.ndarray geom, int64_t N, int64_t M, int act, float alpha,
-           float beta, int level, int threads):
-    """float32 y (N, M, P) = act(conv(x, w) + bias + z), one group, with the
-    pixels as the GEMM's rows; ``packed`` is pack_t's W^T, ``scratch``
-    t_scratch floats."""
-    cdef olc_conv_geom g
-    _geom(geom, &g)
-    cdef const float *px = <const float *>cnp.PyArray_DATA(x)
-    cdef const float *pw = <const float *>cnp.PyArray_DATA(packed)
-    cdef const float *pb = <const float *>_data(bias)
-    cdef const float *pz = <const float *>_data(z)
-    cdef float *py = <float *>cnp.PyArray_DATA(y)
-    cdef float *ps = <float *>cnp.PyArray_DATA(scratch)
-    cdef int status
-    with nogil:
-        status = olc_conv_f32_t(level, &g, px, pw, pb, pz, py, N, M, act, alpha, beta, ps,
-                                threads)
-    if status != 0:
-        raise MemoryError("conv core: no memory for the GEMM's scratch")
-
-
 def winograd_scratch(cnp.ndarray geom, int64_t M, int threads):
-    """float32 elements of the scratch conv_winograd takes at ``threads``."""
+    """float32 elements of the scratch the winograd path takes at ``threads``."""
     cdef olc_conv_geom g
     _geom(geom, &g)
     return olc_conv_wino_scratch(&g, M, threads)
 
 
 def dwc_buffer_floats(cnp.ndarray geom, int64_t block_plane):
-    """float32 elements of the buffer a slot of conv_direct's depthwise
+    """float32 elements of the buffer a slot of the direct path's depthwise
     channel blocks (olc_conv_dwc, a band of rows a task) takes, or 0 where
     the planes do not take that path (for the memory estimate)."""
     cdef olc_conv_geom g
@@ -213,31 +151,6 @@ def winograd_weights(cnp.ndarray w, int level, int threads):
                          <const int64_t *>cnp.PyArray_DATA(offsets), M, 1, C, M,
                          <float *>cnp.PyArray_DATA(packed), threads)
     return packed
-
-
-def conv_winograd(cnp.ndarray x, cnp.ndarray packed, object bias, object z, cnp.ndarray y,
-                  cnp.ndarray scratch, cnp.ndarray geom, int64_t N, int64_t M, int act,
-                  float alpha, float beta, int level, int threads):
-    """float32 y (N, M, OH, OW) = act(conv(x, w) + bias + z) for 3x3 kernels
-    at unit strides and dilations, by Winograd F(2x2, 3x3); ``packed`` is
-    winograd_weights(w) at this level, ``scratch`` a float32 array of
-    winograd_scratch(geom, M, threads) elements."""
-    cdef olc_conv_geom g
-    _geom(geom, &g)
-    if (scratch.dtype.num != cnp.NPY_FLOAT32
-            or cnp.PyArray_SIZE(scratch) < olc_conv_wino_scratch(&g, M, threads)):
-        raise ValueError("conv core: the Winograd scratch is too small")
-    cdef const float *pb = <const float *>_data(bias)
-    cdef const float *pz = <const float *>_data(z)
-    cdef int status
-    with nogil:
-        status = olc_conv_wino_f32(level, &g, <const float *>cnp.PyArray_DATA(x),
-                                   <const float *>cnp.PyArray_DATA(packed), pb, pz,
-                                   <float *>cnp.PyArray_DATA(y),
-                                   <float *>cnp.PyArray_DATA(scratch), N, M, act, alpha, beta,
-                                   threads)
-    if status != 0:
-        raise MemoryError("conv core: no memory for packing buffers")
 
 
 cdef struct _DirectJob:
@@ -337,26 +250,26 @@ cdef void _direct_rows(_DirectJob *j, int64_t plane, int64_t blk, int slot) noex
               <double *>j.y + plane * j.P, r0, r1)
 
 
-def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray y,
-                cnp.ndarray geom, int64_t N, int64_t G, int64_t Mg, int act, float alpha,
-                float beta, int level, int threads, int64_t block_plane=0):
+cdef int _conv_direct(const olc_conv_geom *g, const void *x, const void *w, const void *bias,
+                      const float *z, void *y, bint f32, int64_t N, int64_t G, int64_t Mg,
+                      int act, float alpha, float beta, int level, int threads,
+                      int64_t block_plane) except -1:
     """y (N, G*Mg, P) = act(conv(x, w) + bias + z) by the direct loop, float32
-    or float64 (act and z: float32 only); tasks are (plane, block of rows),
-    or, for depthwise planes that olc_conv_dwc takes of at most block_plane
-    output positions, (image, block of OLC_CONV_DWC channels).  Returns
-    "planes" where olc_conv_dwp ran (3x3 depthwise at strides 1 or 2, AVX-512),
-    else ""."""
+    (``f32``) or float64 (act and z: float32 only); tasks are (plane, block
+    of rows), or, for depthwise planes that olc_conv_dwc takes of at most
+    block_plane output positions, (image, block of OLC_CONV_DWC channels);
+    3x3 depthwise planes at strides 1 or 2 go to olc_conv_dwp where the
+    level has it (ConvRun names that path depthwise_planes)."""
     cdef _DirectJob j
-    _geom(geom, &j.g)
+    j.g = g[0]
     j.level = level
     j.f32 = NULL
     j.f64 = NULL
-    if x.dtype.num == cnp.NPY_FLOAT32:
+    if f32:
         j.f32 = olc_conv_pick_direct_f32(level)
     else:
         j.f64 = olc_conv_pick_direct_f64(level)
-    j.x, j.w, j.bias, j.y = _data(x), _data(w), _data(bias), cnp.PyArray_DATA(y)
-    j.z = <const float *>_data(z)
+    j.x, j.w, j.bias, j.y, j.z = x, w, bias, y, z
     j.G, j.Mg = G, Mg
     j.kk = j.g.kd * j.g.kh * j.g.kw
     j.R = j.g.OD * j.g.OH
@@ -368,7 +281,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.rb < 1:
         j.rb = 1
     if j.R == 0 or N * G * Mg == 0:
-        return ""
+        return 0
     j.nrb = (j.R + j.rb - 1) // j.rb
     # small whole planes go several a task: a 7x7 depthwise plane is 441
     # multiply-adds, less than claiming its task costs two threads
@@ -388,10 +301,10 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     if j.dwp != NULL:
         # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
         # activation in registers where nothing (Z) comes before it
-        j.dwp_act = act if z is None and olc_conv_act_fusable(act) else 0
+        j.dwp_act = act if z == NULL and olc_conv_act_fusable(act) else 0
         with nogil:
             olc_parallel_for(ntasks, _direct_task, &j, threads)
-        return "planes"
+        return 0
     if (j.f32 != NULL and Mg == 1
             and olc_conv_dwc_fits(&j.g, block_plane)
             and olc_conv_dwc_floats(&j.g, band) * slots <= (1 << 22)):
@@ -407,7 +320,7 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
         with nogil:
             olc_parallel_for(N * j.nrb * j.nband, _direct_task, &j, threads)
         free(j.pad)
-        return ""
+        return 0
     if j.f32 != NULL and olc_conv_dw3_fits(&j.g):
         # a zero-padded copy of the rows a task reads and room for its
         # output rows at that width, one buffer a slot
@@ -422,7 +335,164 @@ def conv_direct(cnp.ndarray x, cnp.ndarray w, object bias, object z, cnp.ndarray
     with nogil:
         olc_parallel_for(ntasks, _direct_task, &j, threads)
     free(j.pad)
-    return ""
+    return 0
+
+
+# ConvRun's paths (its kind, as usage records name it)
+cdef enum:
+    _GEMM = 0, _IM2COL, _GEMM_T, _WINOGRAD, _FEW_CHANNELS, _DIRECT
+_PATHS = {"gemm": _GEMM, "im2col": _IM2COL, "gemm_t": _GEMM_T, "winograd": _WINOGRAD,
+          "few_channels": _FEW_CHANNELS, "direct": _DIRECT, "depthwise": _DIRECT}
+FLOAT32 = np.dtype(np.float32)
+
+
+cdef class ConvRun:
+    """A Conv plan with its weights prepared for its path: runs it on X (and
+    FusedConv's Z) into Y.  The adapter makes one per plan and weights and
+    keeps it while they repeat (ops/conv.py), so a run reads no geometry
+    array and no attributes.  Paths (``kind``): gemm (1x1 on X in place) and
+    im2col, W (M, weight_ld(K)) float32; gemm_t, W^T packed as the GEMM's B
+    (pack_b); winograd, winograd_weights(W); few_channels, W (M, K) and
+    few_channels_fits; direct and depthwise, W (M, K) float32 or float64.
+    ``scratch_floats``: the float32 scratch run takes (gemm_t, winograd),
+    else 0."""
+    cdef readonly object plan, w, b   # what it was made for, compared by identity
+    cdef readonly str kind
+    cdef readonly int level
+    cdef readonly int64_t scratch_floats
+    cdef readonly tuple out_shape
+    cdef readonly object dtype
+    cdef cnp.ndarray ws
+    cdef object bs
+    cdef olc_conv_geom g
+    cdef int path, act, threads, type_num
+    cdef float alpha, beta
+    cdef int64_t N, G, Mg, block_plane, x_size, y_size
+
+    def __init__(self, plan, w, b, str kind, cnp.ndarray ws, object bs, cnp.ndarray geom,
+                 tuple out_shape, int64_t N, int64_t G, int64_t Mg, int act, float alpha,
+                 float beta, int level, int threads, int64_t block_plane):
+        _geom(geom, &self.g)
+        self.plan, self.w, self.b = plan, w, b
+        self.kind, self.path = kind, _PATHS[kind]
+        self.ws, self.bs, self.out_shape = ws, bs, out_shape
+        self.N, self.G, self.Mg, self.block_plane = N, G, Mg, block_plane
+        self.act, self.alpha, self.beta = act, alpha, beta
+        self.level, self.threads = level, threads
+        self.dtype = ws.dtype
+        self.type_num = ws.dtype.num
+        cdef olc_conv_geom *g = &self.g
+        cdef int64_t M = G * Mg, K = g.C * g.kd * g.kh * g.kw
+        self.x_size = N * G * g.C * g.D * g.H * g.W
+        self.y_size = N * M * g.OD * g.OH * g.OW
+        if len(out_shape) < 3 or out_shape[0] * out_shape[1] != N * M:
+            raise ValueError("ConvRun: the output shape is not N x M planes")
+        cdef int lvl = olc_gemm_level(level)
+        cdef int64_t want
+        if self.path == _GEMM_T:
+            want = olc_sgemm_packed_size(level, K, M)
+            self.scratch_floats = olc_conv_t_scratch(g, M, N)
+        elif self.path == _WINOGRAD:
+            want = 16 * olc_sgemm_packed_size(lvl, g.C, M)
+            self.scratch_floats = olc_conv_wino_scratch(g, M, threads)
+        elif self.path in (_GEMM, _IM2COL):
+            want = M * olc_gemm_spread_ld(K)
+        else:
+            if self.path == _FEW_CHANNELS and not olc_conv_fewc_fits(g, level):
+                raise ValueError("ConvRun: few_channels does not take this geometry")
+            want = M * K
+        if self.path != _DIRECT and self.type_num != cnp.NPY_FLOAT32:
+            raise TypeError(f"ConvRun: {kind} takes float32 weights")
+        if self.type_num not in (cnp.NPY_FLOAT32, cnp.NPY_FLOAT64) or (
+                cnp.PyArray_SIZE(ws) != want or not cnp.PyArray_IS_C_CONTIGUOUS(ws)):
+            raise ValueError(f"ConvRun: the {kind} weights are not {want} dense elements")
+        if bs is not None and not self._plain(bs, M):
+            raise ValueError(f"ConvRun: the bias is not {M} dense elements like the weights")
+        if (self.path == _DIRECT and self.type_num == cnp.NPY_FLOAT32 and Mg == 1
+                and olc_conv_pick_dwp_f32(level, g) != NULL):
+            self.kind = "depthwise_planes"  # 3x3 at strides 1 or 2 (olc_conv_dwp)
+
+    cdef bint _plain(self, object a, int64_t size):
+        """Whether a is a C-contiguous, aligned array of the run's dtype and
+        size elements."""
+        return (cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == self.type_num
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
+                and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+                and cnp.PyArray_SIZE(<cnp.ndarray>a) == size)
+
+    def run(self, x, z, y, scratch):
+        """y = act(conv(x, W) + B + z): x, y (and z, float32 only) dense in
+        the run's dtype at the plan's sizes, y writable; ``scratch`` a
+        float32 array of at least scratch_floats elements, or None where
+        that is 0."""
+        if not self._plain(x, self.x_size):
+            raise ValueError(f"ConvRun: X is not {self.x_size} dense {self.dtype} elements")
+        if not self._plain(y, self.y_size) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>y):
+            raise ValueError(f"ConvRun: Y is not {self.y_size} writable {self.dtype} elements")
+        if z is not None and (self.type_num != cnp.NPY_FLOAT32 or not self._plain(z, self.y_size)):
+            raise ValueError(f"ConvRun: Z is not {self.y_size} dense float32 elements")
+        if self.scratch_floats and (
+                not cnp.PyArray_Check(scratch)
+                or cnp.PyArray_TYPE(<cnp.ndarray>scratch) != cnp.NPY_FLOAT32
+                or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>scratch)
+                or cnp.PyArray_SIZE(<cnp.ndarray>scratch) < self.scratch_floats):
+            raise ValueError(f"ConvRun: the scratch is not {self.scratch_floats} float32")
+        self._run(cnp.PyArray_DATA(<cnp.ndarray>x), <const float *>_data(z),
+                  cnp.PyArray_DATA(<cnp.ndarray>y),
+                  <float *>_data(scratch) if self.scratch_floats else NULL)
+
+    def pooled(self, x, z, pool):
+        """run's y in a buffer of the evaluator's pool (BufferPool), the
+        scratch too; None, having run nothing, where x or z is not as run
+        takes it or the pool has no free buffer (the adapter's general path
+        then converts and allocates)."""
+        if not self._plain(x, self.x_size) or (
+                z is not None and (self.type_num != cnp.NPY_FLOAT32
+                                   or not self._plain(z, self.y_size))):
+            return None
+        y = pool.take(self.out_shape, self.dtype)  # before the scratch, as _new_output
+        if y is None:
+            return None
+        scratch = None
+        if self.scratch_floats:
+            scratch = pool.take((self.scratch_floats,), FLOAT32)
+            if scratch is None:
+                return None
+        self.run(x, z, y, scratch)
+        return y
+
+    cdef int _run(self, const void *x, const float *z, void *y, float *scratch) except -1:
+        cdef const void *w = cnp.PyArray_DATA(self.ws)
+        cdef const void *bias = _data(self.bs)
+        cdef const olc_conv_geom *g = &self.g
+        cdef int64_t M = self.G * self.Mg
+        cdef int status = 0
+        if self.path == _DIRECT:
+            return _conv_direct(g, x, w, bias, z, y, self.type_num == cnp.NPY_FLOAT32, self.N,
+                                self.G, self.Mg, self.act, self.alpha, self.beta, self.level,
+                                self.threads, self.block_plane)
+        with nogil:
+            if self.path == _GEMM_T:
+                status = olc_conv_f32_t(self.level, g, <const float *>x, <const float *>w,
+                                        <const float *>bias, z, <float *>y, self.N, M, self.act,
+                                        self.alpha, self.beta, scratch, self.threads)
+            elif self.path == _WINOGRAD:
+                status = olc_conv_wino_f32(self.level, g, <const float *>x, <const float *>w,
+                                           <const float *>bias, z, <float *>y, scratch, self.N,
+                                           M, self.act, self.alpha, self.beta, self.threads)
+            elif self.path == _FEW_CHANNELS:
+                olc_conv_fewc_f32(g, <const float *>x, <const float *>w, <const float *>bias, z,
+                                  <float *>y, self.N, M, self.act, self.alpha, self.beta,
+                                  self.threads)
+            else:
+                status = olc_conv_f32(self.level, g, <const float *>x, <const float *>w,
+                                      olc_gemm_spread_ld(g.C * g.kd * g.kh * g.kw),
+                                      <const float *>bias, z, <float *>y, self.N, self.G,
+                                      self.Mg, self.path == _GEMM, self.act, self.alpha,
+                                      self.beta, self.threads)
+        if status != 0:
+            raise MemoryError(f"conv core: no memory for the {self.kind} path's buffers")
+        return 0
 
 
 cdef struct _TransJob:

@@ -20,7 +20,9 @@ output channel; in double a direct scatter.  Col2Im is the scatter-add.
 DeformConv (2-D) samples its moved taps bilinearly into the same packed
 columns (float32) or plain ones (double, then a direct loop).
 float16 and bfloat16 are widened to float32, computed as float32 and
-rounded once.  Constant weights (initializers) are laid out once per node.
+rounded once.  Constant weights (initializers) are laid out once per node,
+and the path with its prepared weights and geometry (``core.ConvRun``) is
+kept while the plan repeats, so that such a run is one call into Cython.
 
 ConvInteger and QLinearConv (opset 10) sum (x - x_zero_point)(w -
 w_zero_point) exactly in int32 on the 8-bit GEMM engine
@@ -260,11 +262,13 @@ def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
 
 
 def _widened(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=dtype)
+    """``a`` as C-contiguous, aligned ``dtype`` (a copy where it is not)."""
+    return np.require(a, dtype, "CA")
 
 
 def _spread_rows(w: np.ndarray, M: int) -> np.ndarray:
-    """float32 W as M rows of K, core.weight_ld(K) floats apart (conv_gemm)."""
+    """float32 W as M rows of K, core.weight_ld(K) floats apart (the gemm and
+    im2col paths)."""
     rows = _widened(w, FLOAT32).reshape(M, -1)
     K, ld = rows.shape[1], core.weight_ld(rows.shape[1])
     out = prepared_empty(M * ld, np.float32).reshape(M, ld)
@@ -275,7 +279,7 @@ def _spread_rows(w: np.ndarray, M: int) -> np.ndarray:
 
 def _packed_t(w: np.ndarray, level: int, threads: int) -> np.ndarray:
     """float32 W (M, C, k...) as W^T (C*k... x M) packed as the GEMM
-    engine's B at ``level``, for conv_t."""
+    engine's B at ``level``, for the gemm_t path."""
     M, K = w.shape[0], w.size // w.shape[0]
     packed = prepared_empty(gemm_core.packed_size(K, M, level), np.float32)
     # B[k][m] = W[m][k]: row stride 1, column stride K
@@ -297,7 +301,7 @@ class Conv(_ConvAttributes):
 
     def __init__(self, onnx_node, run_params, **kwargs):
         super().__init__(onnx_node, run_params, **kwargs)
-        self._last_weights: tuple = (None,) * 6  # _weights
+        self._last_run = None  # _conv_run
         self.act_a = self.act_b = 0.0
 
     def _plan(self, x, w, b=None, z=None):
@@ -358,6 +362,15 @@ class Conv(_ConvAttributes):
         return (element_type, out_shape, geom, N, G, Mg, kind, threads, empty, padded)
 
     def _execute(self, plan, x, w, b=None, z=None):
+        run = self._last_run
+        if run is not None and run.plan is plan and run.w is w and run.b is b:
+            # constant weights seen with this plan: no conversion, no
+            # padding and no allocation to decide, so the run's Cython
+            # method does it all
+            y = run.pooled(x, z, self._context.buffers)
+            if y is not None:
+                self._record(x.dtype, run.kind, run.level)
+                return (y,)
         element_type, out_shape, geom, N, G, Mg, kind, threads, empty, padded = plan
         level = simd.state.level
         work = FLOAT64 if element_type == T.DOUBLE else FLOAT32
@@ -375,50 +388,31 @@ class Conv(_ConvAttributes):
             self._check_bytes("input 0 with its pads written out",
                               math.prod(grown) * xs.dtype.itemsize)
             xs = np.pad(xs, ((0, 0), (0, 0)) + widths)
-        M = G * Mg
-        last = self._last_weights
-        if last[0] is plan and last[1] is w and last[2] is b:
-            kind, ws, bs = last[3:]
-        else:
-            kind, ws, bs = self._weights(plan, level, w, b, work)
+        run = self._conv_run(plan, level, w, b, work, geom)
         zs = None if z is None else _widened(z, FLOAT32)
         y = self._new_output(out_shape, x.dtype) if x.dtype == work else \
             np.empty(out_shape, dtype=work)
-        act, a, bb = self.activation_code, self.act_a, self.act_b
-        if kind == "gemm_t":
-            scratch = self._new_output((core.t_scratch(geom, M, N),), FLOAT32, slot=1)
-            core.conv_t(xs, ws, bs, zs, y, scratch, geom, N, M, act, a, bb, level, threads)
-            del scratch  # back to the pool
-        elif kind == "winograd":
-            # the tiles, from the evaluator's pool (checked there before it
-            # allocates): the same pages on every run
-            scratch = self._new_output((core.winograd_scratch(geom, M, threads),), FLOAT32,
-                                       slot=1)
-            core.conv_winograd(xs, ws, bs, zs, y, scratch, geom, N, M, act, a, bb, level,
-                               threads)
-            del scratch  # back to the pool
-        elif kind == "few_channels":
-            core.conv_few_channels(xs, ws, bs, zs, y, geom, N, M, act, a, bb, level, threads)
-        elif kind in ("direct", "depthwise"):
-            loop = core.conv_direct(xs, ws, bs, zs, y, geom, N, G, Mg, act, a, bb, level,
-                                    threads, DEPTHWISE_BLOCK_PLANE)
-            if loop == "planes":  # 3x3 at strides 1 or 2, AVX-512 (olc_conv_dwp)
-                kind = "depthwise_planes"
-        else:
-            core.conv_gemm(xs, ws, bs, zs, y, geom, N, G, Mg, kind == "gemm", act, a, bb,
-                           level, threads)
-        self._record(x.dtype, kind, level)
+        scratch = None
+        if run.scratch_floats:
+            # from the evaluator's pool (checked there before it allocates):
+            # the same pages on every run
+            scratch = self._new_output((run.scratch_floats,), FLOAT32, slot=1)
+        run.run(xs, zs, y, scratch)
+        del scratch  # back to the pool
+        self._record(x.dtype, run.kind, level)
         if y.dtype != x.dtype:
             y = y.astype(x.dtype)
         return (y,)
 
-    def _weights(self, plan, level, w, b, work) -> tuple:
-        """(the path, W and B prepared for it) of this plan.  Where W and B
-        are the node's constants the triple is kept with the plan, W and B
-        (``_last_weights``): the next run reads one attribute instead of the
+    def _conv_run(self, plan, level, w, b, work, geom) -> core.ConvRun:
+        """The plan's path with W and B prepared for it (a ``core.ConvRun``)
+        on the geometry ``geom`` (the plan's, or X's with its pads written
+        out).  Where W and B are the node's constants and the geometry the
+        plan's, it is kept (``_last_run``) for the next run to reuse while
+        the plan, W and B repeat: one attribute read instead of the
         prepared inputs' dictionaries, whose lines a CNN's run has evicted
         by the time the node runs again (ARCHITECTURE.md, "One call")."""
-        _, _, geom, _, G, Mg, kind, threads, _, _ = plan
+        _, out_shape, _, N, G, Mg, kind, threads, _, _ = plan
         M = G * Mg
         bs = None if b is None else self._prepared_input(("b", work), 2, b,
                                                          lambda: _widened(b, work))
@@ -437,9 +431,13 @@ class Conv(_ConvAttributes):
         else:  # also a few_channels plan made at a higher SIMD level
             kind = "gemm" if kind == "gemm" else "im2col"
             ws = self._prepared_input(("w_ld", work), 1, w, lambda: _spread_rows(w, M))
-        if self._constant_input(1) is w and (b is None or self._constant_input(2) is b):
-            self._last_weights = (plan, w, b, kind, ws, bs)
-        return kind, ws, bs
+        run = core.ConvRun(plan, w, b, kind, ws, bs, geom, out_shape, N, G, Mg,
+                           self.activation_code, self.act_a, self.act_b, level, threads,
+                           DEPTHWISE_BLOCK_PLANE)
+        if (geom is plan[2] and self._constant_input(1) is w
+                and (b is None or self._constant_input(2) is b)):
+            self._last_run = run
+        return run
 
     def _finite_weights(self, w: np.ndarray) -> bool:
         """Whether W has no inf or NaN: checked once for an initializer (kept
