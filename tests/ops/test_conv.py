@@ -200,6 +200,19 @@ DEPTHWISE_PLANES_CASES = [
 ]
 
 
+# ... and planes narrower than that (OW < 14, as wide as the input) at
+# stride 1, each a run of floats (olc_conv_dwf): MobileNet-V2's 7x7, one
+# column, pads of 0 to 2 on either side, a plane of exactly 64 positions
+# (four vectors) and of more than four vectors, batches
+DEPTHWISE_FLAT_CASES = [
+    ((2, 6, 7, 7), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+    ((1, 3, 9, 1), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    ((1, 4, 5, 13), (4, 1, 3, 3), {"group": 4, "pads": [0, 2, 2, 0]}),
+    ((3, 2, 8, 8), (2, 1, 3, 3), {"group": 2, "pads": [2, 0, 0, 2]}),
+    ((1, 5, 23, 11), (5, 1, 3, 3), {"group": 5, "auto_pad": "SAME_UPPER"}),
+]
+
+
 # FusedConv after the sums: Z then an activation (applied after the loop),
 # or an activation alone (in registers where it is piecewise linear)
 PLANES_FUSED = [None, ("LeakyRelu", [0.1], True), ("Clip", [0.0, 6.0], False),
@@ -207,9 +220,10 @@ PLANES_FUSED = [None, ("LeakyRelu", [0.1], True), ("Clip", [0.0, 6.0], False),
 
 
 @pytest.mark.parametrize("fused", range(len(PLANES_FUSED)))
-@pytest.mark.parametrize("case", range(len(DEPTHWISE_PLANES_CASES)))
+@pytest.mark.parametrize("case", range(len(DEPTHWISE_PLANES_CASES + DEPTHWISE_FLAT_CASES)))
 def test_depthwise_planes_vs_ort(case, fused):
-    xs, ws, attrs = DEPTHWISE_PLANES_CASES[case]
+    xs, ws, attrs = (DEPTHWISE_PLANES_CASES + DEPTHWISE_FLAT_CASES)[case]
+    path = "_depthwise_planes_" if case < len(DEPTHWISE_PLANES_CASES) else "_depthwise_flat_"
     rng = np.random.default_rng(case)
     inputs = _conv_inputs(rng, xs, ws, np.float32, bias=fused or case % 2 == 0)
     op, extra = "Conv", {}
@@ -225,15 +239,16 @@ def test_depthwise_planes_vs_ort(case, fused):
     check(op, inputs, expected, **extra, **attrs)
     if simd.state.level >= simd.LEVEL_NAMES.index("avx512"):
         paths = run_ours(node_model(op, inputs, **extra, **attrs), inputs, 2)[2]
-        assert any("_depthwise_planes_" in p for p in paths), paths
+        assert any(path in p for p in paths), paths
 
 
+@pytest.mark.parametrize("width, path", [(20, "_depthwise_planes_"), (7, "_depthwise_flat_")])
 @pytest.mark.parametrize("activation", ["Relu", "Clip", "LeakyRelu"])
-def test_depthwise_planes_activation_keeps_nan_and_signed_zero(activation):
+def test_depthwise_planes_activation_keeps_nan_and_signed_zero(activation, width, path):
     """The activation in registers gives the bits of the separate pass (the
     loop of 8 channels, AVX2), NaN and -0 included."""
     # small integers: every sum is exact, whatever its order
-    x = np.random.default_rng(3).integers(-3, 4, (1, 2, 6, 20)).astype(np.float32)
+    x = np.random.default_rng(3).integers(-3, 4, (1, 2, 6, width)).astype(np.float32)
     x[0, 0, 2, 5] = np.nan
     w = np.zeros((2, 1, 3, 3), np.float32)
     w[1] = -1.0  # channel 1: -(sum of 9 inputs), channel 0: +0 or NaN
@@ -248,7 +263,7 @@ def test_depthwise_planes_activation_keeps_nan_and_signed_zero(activation):
             pytest.skip(f"no {level}")
         with capped_simd_level(level):
             got[level], _, paths = run_ours(model, [x, w, b])
-    assert any("_depthwise_planes_" in p for p in paths), paths
+    assert any(path in p for p in paths), paths
     assert np.isnan(got["avx512"][0]).any()
     assert same_bits(got["avx512"][0], got["avx2"][0]), activation
 

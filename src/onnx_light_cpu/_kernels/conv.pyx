@@ -21,6 +21,7 @@ from olc_conv cimport (OLC_CONV_DWC, olc_conv_dw3_f32_fn, olc_conv_dw3_fits, olc
                        olc_conv_dwc_floats,
                        olc_conv_pad_rows, olc_conv_pick_dw3_f32, olc_conv_pick_dwc_f32,
                        olc_conv_dwp_f32_fn, olc_conv_act_fusable, olc_conv_pick_dwp_f32,
+                       olc_conv_dwf_f32_fn, olc_conv_pick_dwf_f32,
                        olc_conv_fewc_f32, olc_conv_fewc_fits)
 from olc_conv cimport olc_conv_wino_f32, olc_conv_wino_filter, olc_conv_wino_scratch
 from olc_conv cimport (olc_conv_col2im_f32, olc_conv_col2im_f64, olc_conv_direct_f32_fn,
@@ -161,7 +162,8 @@ cdef struct _DirectJob:
     olc_conv_dw3_f32_fn dw3
     olc_conv_dwc_f32_fn dwc
     olc_conv_dwp_f32_fn dwp
-    int dwp_act  # the activation olc_conv_dwp applies (0: none, or the epilogue's after Z)
+    olc_conv_dwf_f32_fn dwf
+    int dwp_act  # the activation olc_conv_dwp or dwf applies (0: none, or the epilogue's after Z)
     float *pad
     int64_t pad_floats, in_floats, Wp
     const void *x
@@ -181,6 +183,9 @@ cdef void _direct_task(void *arg, Py_ssize_t t, int slot) noexcept nogil:
     cdef int64_t plane
     if j.dwc != NULL:
         _dwc_band(j, t, slot)
+        return
+    if j.dwf != NULL:
+        _dwf_planes(j, t * j.ppt, min((t + 1) * j.ppt, j.nplanes))
         return
     for plane in range(t // j.nrb * j.ppt, min((t // j.nrb + 1) * j.ppt, j.nplanes)):
         _direct_rows(j, plane, t % j.nrb, slot)
@@ -214,6 +219,24 @@ cdef void _dwc_band(_DirectJob *j, int64_t t, int slot) noexcept nogil:
                                   if j.z != NULL else NULL,
                                   (r1 - r0) * j.g.OW, 1, (r1 - r0) * j.g.OW, NULL, j.act,
                                   j.a, j.b)
+
+
+cdef void _dwf_planes(_DirectJob *j, int64_t p0, int64_t p1) noexcept nogil:
+    """Whole planes p0..p1 (image, channel) by olc_conv_dwf, a run of
+    channels of one image a call, then Z and the activation where it left
+    them."""
+    cdef int64_t M = j.G, m, n, p = p0, q
+    while p < p1:
+        n, m = p // M, p % M
+        q = min(p1, (n + 1) * M)  # the rest of this image's channels
+        j.dwf(&j.g, <const float *>j.x + p * j.xplane, <const float *>j.w + m * j.kk,
+              <const float *>j.bias + m if j.bias != NULL else NULL, q - p, j.dwp_act, j.a,
+              j.b, <float *>j.y + p * j.P)
+        if j.dwp_act == 0 and (j.z != NULL or j.act != 0):
+            olc_conv_epilogue(j.level, <float *>j.y + p * j.P,
+                              j.z + p * j.P if j.z != NULL else NULL, (q - p) * j.P, 1,
+                              (q - p) * j.P, NULL, j.act, j.a, j.b)
+        p = q
 
 
 cdef void _direct_rows(_DirectJob *j, int64_t plane, int64_t blk, int slot) noexcept nogil:
@@ -258,8 +281,9 @@ cdef int _conv_direct(const olc_conv_geom *g, const void *x, const void *w, cons
     (``f32``) or float64 (act and z: float32 only); tasks are (plane, block
     of rows), or, for depthwise planes that olc_conv_dwc takes of at most
     block_plane output positions, (image, block of OLC_CONV_DWC channels);
-    3x3 depthwise planes at strides 1 or 2 go to olc_conv_dwp where the
-    level has it (ConvRun names that path depthwise_planes)."""
+    3x3 depthwise planes go to olc_conv_dwf (narrow, stride 1: runs of
+    whole planes) or olc_conv_dwp (strides 1 or 2) where the level has it
+    (ConvRun names those paths depthwise_flat and depthwise_planes)."""
     cdef _DirectJob j
     j.g = g[0]
     j.level = level
@@ -298,6 +322,16 @@ cdef int _conv_direct(const olc_conv_geom *g, const void *x, const void *w, cons
     cdef int slots = threads if threads > 1 else 1
     cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
     j.dwp = olc_conv_pick_dwp_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
+    j.dwf = olc_conv_pick_dwf_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
+    if j.dwf != NULL:
+        # 3x3 depthwise at stride 1 on narrow planes: whole planes, several
+        # a task, each a run of floats (olc_conv_dwf)
+        j.dwp_act = act if z == NULL and olc_conv_act_fusable(act) else 0
+        j.ppt = max(1, min(DIRECT_TASK_WORK // (j.P * j.kk),
+                           j.nplanes // (8 * threads if threads > 1 else 1)))
+        with nogil:
+            olc_parallel_for((j.nplanes + j.ppt - 1) // j.ppt, _direct_task, &j, threads)
+        return 0
     if j.dwp != NULL:
         # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
         # activation in registers where nothing (Z) comes before it
@@ -408,9 +442,11 @@ cdef class ConvRun:
             raise ValueError(f"ConvRun: the {kind} weights are not {want} dense elements")
         if bs is not None and not self._plain(bs, M):
             raise ValueError(f"ConvRun: the bias is not {M} dense elements like the weights")
-        if (self.path == _DIRECT and self.type_num == cnp.NPY_FLOAT32 and Mg == 1
-                and olc_conv_pick_dwp_f32(level, g) != NULL):
-            self.kind = "depthwise_planes"  # 3x3 at strides 1 or 2 (olc_conv_dwp)
+        if self.path == _DIRECT and self.type_num == cnp.NPY_FLOAT32 and Mg == 1:
+            if olc_conv_pick_dwf_f32(level, g) != NULL:
+                self.kind = "depthwise_flat"  # 3x3 at stride 1, narrow (olc_conv_dwf)
+            elif olc_conv_pick_dwp_f32(level, g) != NULL:
+                self.kind = "depthwise_planes"  # 3x3 at strides 1 or 2 (olc_conv_dwp)
 
     cdef bint _plain(self, object a, int64_t size):
         """Whether a is a C-contiguous, aligned array of the run's dtype and

@@ -12,7 +12,10 @@ late layers have, runs the pixels as the GEMM's rows against W^T packed
 once, the same sums as im2col's); depthwise Conv
 (group == C == M) and double run a direct loop vectorised over the output
 width, except 2-D depthwise planes 3 taps wide, which run 8 channels at a
-time from a channel-innermost padded copy, a vector per output position.
+time from a channel-innermost padded copy, a vector per output position
+(at AVX-512, 3x3 ones run on the planes themselves: from 14 wide at
+strides 1 and 2 a vector of 16 columns, narrower ones at stride 1 as one
+run of positions).
 Bias, FusedConv's Z and activation go on each output tile right
 after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per

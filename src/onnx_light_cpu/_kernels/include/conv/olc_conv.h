@@ -1012,6 +1012,112 @@ static olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom 
     return NULL;
 }
 
+/* ---- depthwise 3x3 at stride 1 on narrow planes, flat (AVX-512) ----
+ *
+ * A plane narrower than olc_conv_dwp takes (OW < 14) whose output is as
+ * wide as its input (OW == W: two pads across the width in all) is one run
+ * of OH * OW floats, and so is its input: tap (r, e) of output position q
+ * reads input element q + (r - ph) * W + (e - pw).  Each vector of 16
+ * output positions (two or more rows) then sums its nine taps from
+ * unaligned loads of the input plane, the lanes whose tap lies in the
+ * padding masked to zero: bias, then the taps row by row, each one fused
+ * multiply-add, a tap in the padding adding w * 0 as olc_conv_dwc's
+ * zero-padded copy does (olc_conv_dwp skips a row of such taps: the two
+ * differ in the sign of an all-zero sum).  The masks depend only on the
+ * vector's place in the plane, so they are made once for a run of planes.
+ * MobileNet-V2's 960-channel 7x7 layers went 8 channels at a time through
+ * olc_conv_dwc's transposes, 2x ONNX Runtime's time at batch 8. */
+enum { OLC_CONV_DWF_MAX_VECTORS = 64 };
+
+typedef void (*olc_conv_dwf_f32_fn)(const olc_conv_geom *g, const float *x, const float *w,
+                                    const float *bias, int64_t planes, int act, float a,
+                                    float b, float *y);
+
+/* Whether olc_conv_dwf takes a depthwise plane at this level. */
+static int olc_conv_dwf_fits(const olc_conv_geom *g, int level) {
+    return OLC_HAVE_AVX512 && olc_build_level(level) >= OLC_AVX512 && g->C == 1 && g->D == 1
+        && g->kd == 1 && g->OD == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1
+        && g->dh == 1 && g->dw == 1 && g->OW < OLC_CONV_DWP_MIN_WIDTH && g->OW == g->W
+        && g->OH * g->OW <= 16 * OLC_CONV_DWF_MAX_VECTORS;
+}
+
+#if OLC_X86 && OLC_HAVE_AVX512
+/* Vectors v0..v0+n of one plane (n a constant once inlined, n <= 4 sums
+ * in flight): mask[t][v] the lanes of vector v whose tap t is in the
+ * input, at[t] tap t's offset. */
+static inline __attribute__((always_inline)) OLC_TARGET_AVX512 void
+olc_conv_dwf_block(const int n, const float *x, const int64_t *at, const __m512 *wv, __m512 vb,
+                   __mmask16 mask[9][OLC_CONV_DWF_MAX_VECTORS], int64_t v0, int64_t P, int act,
+                   float a, float b, float *y) {
+    __m512 acc[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < n; ++i) acc[i] = vb;
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t)
+#pragma GCC unroll 4
+        for (int i = 0; i < n; ++i) {
+            const int64_t v = v0 + i;
+            __m512 xe = _mm512_maskz_loadu_ps(mask[t][v], x + v * 16 + at[t]);
+            acc[i] = _mm512_fmadd_ps(wv[t], xe, acc[i]);
+        }
+#pragma GCC unroll 4
+    for (int i = 0; i < n; ++i)
+        _mm512_mask_storeu_ps(y + (v0 + i) * 16, olc_tail_mask16(P - (v0 + i) * 16),
+                              olc_conv_act_avx512(acc[i], act, a, b));
+}
+
+/* planes consecutive planes: input i at x + i * H * W, its taps w + 9 * i,
+ * its bias bias[i] (NULL: 0), output i at y + i * OH * OW; act as
+ * olc_conv_act_avx512 (0 where the caller applies it after). */
+static OLC_TARGET_AVX512 void olc_conv_dwf_f32(const olc_conv_geom *g, const float *x,
+                                               const float *w, const float *bias,
+                                               int64_t planes, int act, float a, float b,
+                                               float *y) {
+    const int64_t P = g->OH * g->OW, nv = (P + 15) / 16;
+    __mmask16 mask[9][OLC_CONV_DWF_MAX_VECTORS];
+    int64_t at[9];
+    for (int64_t v = 0; v < nv; ++v) {
+        uint32_t m[9] = {0};
+        for (int64_t l = 0; l < 16 && v * 16 + l < P; ++l) {
+            int64_t oh = (v * 16 + l) / g->OW, ow = (v * 16 + l) % g->OW;
+            for (int t = 0; t < 9; ++t) {
+                int64_t ih = oh + t / 3 - g->ph, iw = ow + t % 3 - g->pw;
+                if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) m[t] |= (uint32_t)1 << l;
+            }
+        }
+        for (int t = 0; t < 9; ++t) mask[t][v] = (__mmask16)m[t];
+    }
+    for (int t = 0; t < 9; ++t) at[t] = (t / 3 - g->ph) * g->W + (t % 3 - g->pw);
+    for (int64_t i = 0; i < planes; ++i) {
+        __m512 wv[9];
+        for (int t = 0; t < 9; ++t) wv[t] = _mm512_set1_ps(w[9 * i + t]);
+        const __m512 vb = _mm512_set1_ps(bias != NULL ? bias[i] : 0.0f);
+        const float *xp = x + i * g->H * g->W;
+        float *yp = y + i * P;
+        int64_t v0 = 0;
+        for (; v0 + 4 <= nv; v0 += 4)
+            olc_conv_dwf_block(4, xp, at, wv, vb, mask, v0, P, act, a, b, yp);
+        switch (nv - v0) {
+        case 1: olc_conv_dwf_block(1, xp, at, wv, vb, mask, v0, P, act, a, b, yp); break;
+        case 2: olc_conv_dwf_block(2, xp, at, wv, vb, mask, v0, P, act, a, b, yp); break;
+        case 3: olc_conv_dwf_block(3, xp, at, wv, vb, mask, v0, P, act, a, b, yp); break;
+        default: break;
+        }
+    }
+}
+#endif
+
+/* olc_conv_dwf at this level, NULL where it does not take the plane. */
+static olc_conv_dwf_f32_fn olc_conv_pick_dwf_f32(int level, const olc_conv_geom *g) {
+#if OLC_X86 && OLC_HAVE_AVX512
+    if (olc_conv_dwf_fits(g, level)) return olc_conv_dwf_f32;
+#else
+    (void)level;
+    (void)g;
+#endif
+    return NULL;
+}
+
 /* ---- stride-2 Conv of few input channels (the stems) ----
  *
  * The first layer of most CNNs reads 1 to 4 channels at stride 2 with a

@@ -40,6 +40,10 @@ cdef extern from "conv/olc_conv.h" nogil:
                                          const float *w, float bias, int act, float a,
                                          float b, float *y, int64_t r0, int64_t r1)
     olc_conv_dwp_f32_fn olc_conv_pick_dwp_f32(int level, const olc_conv_geom *g)
+    ctypedef void (*olc_conv_dwf_f32_fn)(const olc_conv_geom *g, const float *x,
+                                         const float *w, const float *bias, int64_t planes,
+                                         int act, float a, float b, float *y)
+    olc_conv_dwf_f32_fn olc_conv_pick_dwf_f32(int level, const olc_conv_geom *g)
     int olc_conv_act_fusable(int act)
     int olc_conv_fewc_fits(const olc_conv_geom *g, int level)
     void olc_conv_fewc_f32(const olc_conv_geom *g, const float *x, const float *w,
