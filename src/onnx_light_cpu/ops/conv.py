@@ -88,13 +88,13 @@ WINOGRAD_MIN_CHANNELS = 16
 # (olc_conv_f32_t): the weights are the large operand there.  At 196
 # pixels with 256-1024 channels it was slower than the other paths.
 GEMM_T_CHANNELS_PER_PIXEL = 8
-# ... except a Conv that fits Winograd with fewer input channels than this:
-# Winograd won there (3x3 at 7x7, in isolation, in one process, alternating,
-# 2 threads, ours / ONNX Runtime, pixel rows -> Winograd: 512 -> 512 1.13
-# -> 0.70, at batch 8 1.11 -> 0.71; 256 -> 512 1.11 -> 0.69, 768 -> 768
-# 0.95 -> 0.65, 512 -> 2048 0.98 -> 0.71), from 1024 it lost (1024 ->
-# 1024 1.01 -> 1.05, at batch 8 0.95 -> 1.11)
-GEMM_T_WINOGRAD_MIN_CHANNELS = 1024
+# ... except a Conv that fits Winograd with fewer input channels than this.
+# The best bound depends on the machine's memory (ARCHITECTURE.md,
+# Convolution): on a Zen 4, 1024 (Winograd won 512 -> 512 at 7x7 in
+# ResNet-50 by 2-3 %); on an Intel Xeon with AMX, 512 (the pixel rows won
+# it inside ResNet-50 by 5.2 % at batch 1 and 4.1 % at batch 8: Winograd's
+# transformed weights are 16 MB against 9.4, and a run streams them in)
+GEMM_T_WINOGRAD_MIN_CHANNELS = 512
 # A 1x1 Conv on an image of at most this many pixels takes that path too,
 # whatever its channels: with the pixels as the GEMM's columns, 49 of them
 # fill 64 (two panels of 32), with them as rows no work is wasted; X is
