@@ -324,13 +324,12 @@ cdef int _conv_direct(const olc_conv_geom *g, const void *x, const void *w, cons
     j.dwp = olc_conv_pick_dwp_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
     j.dwf = olc_conv_pick_dwf_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
     if j.dwf != NULL:
-        # 3x3 depthwise at stride 1 on narrow planes: whole planes, several
-        # a task, each a run of floats (olc_conv_dwf)
+        # 3x3 depthwise at stride 1 on narrow planes, each a run of floats
+        # (olc_conv_dwf): whole planes, ppt a task (a plane it takes has at
+        # most 1024 positions, under a task's work, so nrb is 1)
         j.dwp_act = act if z == NULL and olc_conv_act_fusable(act) else 0
-        j.ppt = max(1, min(DIRECT_TASK_WORK // (j.P * j.kk),
-                           j.nplanes // (8 * threads if threads > 1 else 1)))
         with nogil:
-            olc_parallel_for((j.nplanes + j.ppt - 1) // j.ppt, _direct_task, &j, threads)
+            olc_parallel_for(ntasks, _direct_task, &j, threads)
         return 0
     if j.dwp != NULL:
         # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
@@ -456,35 +455,43 @@ cdef class ConvRun:
                 and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
                 and cnp.PyArray_SIZE(<cnp.ndarray>a) == size)
 
-    def run(self, x, z, y, scratch):
-        """y = act(conv(x, W) + B + z): x, y (and z, float32 only) dense in
-        the run's dtype at the plan's sizes, y writable; ``scratch`` a
-        float32 array of at least scratch_floats elements, or None where
-        that is 0."""
+    cdef str _input_problem(self, object x, object z):
+        """What is wrong with x or z for run (x dense in the run's dtype at
+        the plan's size, z None or so in float32), or None."""
         if not self._plain(x, self.x_size):
-            raise ValueError(f"ConvRun: X is not {self.x_size} dense {self.dtype} elements")
-        if not self._plain(y, self.y_size) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>y):
-            raise ValueError(f"ConvRun: Y is not {self.y_size} writable {self.dtype} elements")
+            return f"ConvRun: X is not {self.x_size} dense {self.dtype} elements"
         if z is not None and (self.type_num != cnp.NPY_FLOAT32 or not self._plain(z, self.y_size)):
-            raise ValueError(f"ConvRun: Z is not {self.y_size} dense float32 elements")
+            return f"ConvRun: Z is not {self.y_size} dense float32 elements"
+        return None
+
+    cdef str _output_problem(self, object y, object scratch):
+        """What is wrong with y or scratch for run (y dense and writable in
+        the run's dtype at the plan's size, scratch float32 of at least
+        scratch_floats elements where that is not 0), or None."""
+        if not self._plain(y, self.y_size) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>y):
+            return f"ConvRun: Y is not {self.y_size} writable {self.dtype} elements"
         if self.scratch_floats and (
                 not cnp.PyArray_Check(scratch)
                 or cnp.PyArray_TYPE(<cnp.ndarray>scratch) != cnp.NPY_FLOAT32
                 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>scratch)
                 or cnp.PyArray_SIZE(<cnp.ndarray>scratch) < self.scratch_floats):
-            raise ValueError(f"ConvRun: the scratch is not {self.scratch_floats} float32")
-        self._run(cnp.PyArray_DATA(<cnp.ndarray>x), <const float *>_data(z),
-                  cnp.PyArray_DATA(<cnp.ndarray>y),
-                  <float *>_data(scratch) if self.scratch_floats else NULL)
+            return f"ConvRun: the scratch is not {self.scratch_floats} float32"
+        return None
+
+    def run(self, x, z, y, scratch):
+        """y = act(conv(x, W) + B + z); ValueError where an array is not as
+        _input_problem and _output_problem say."""
+        problem = self._input_problem(x, z) or self._output_problem(y, scratch)
+        if problem is not None:
+            raise ValueError(problem)
+        self._run_on(x, z, y, scratch)
 
     def pooled(self, x, z, pool):
         """run's y in a buffer of the evaluator's pool (BufferPool), the
         scratch too; None, having run nothing, where x or z is not as run
         takes it or the pool has no free buffer (the adapter's general path
         then converts and allocates)."""
-        if not self._plain(x, self.x_size) or (
-                z is not None and (self.type_num != cnp.NPY_FLOAT32
-                                   or not self._plain(z, self.y_size))):
+        if self._input_problem(x, z) is not None:
             return None
         y = pool.take(self.out_shape, self.dtype)  # before the scratch, as _new_output
         if y is None:
@@ -494,8 +501,16 @@ cdef class ConvRun:
             scratch = pool.take((self.scratch_floats,), FLOAT32)
             if scratch is None:
                 return None
-        self.run(x, z, y, scratch)
+        problem = self._output_problem(y, scratch)
+        if problem is not None:
+            raise ValueError(problem)
+        self._run_on(x, z, y, scratch)
         return y
+
+    cdef int _run_on(self, object x, object z, object y, object scratch) except -1:
+        return self._run(cnp.PyArray_DATA(<cnp.ndarray>x), <const float *>_data(z),
+                         cnp.PyArray_DATA(<cnp.ndarray>y),
+                         <float *>_data(scratch) if self.scratch_floats else NULL)
 
     cdef int _run(self, const void *x, const float *z, void *y, float *scratch) except -1:
         cdef const void *w = cnp.PyArray_DATA(self.ws)

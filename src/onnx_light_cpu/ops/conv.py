@@ -414,7 +414,13 @@ class Conv(_ConvAttributes):
         plan's, it is kept (``_last_run``) for the next run to reuse while
         the plan, W and B repeat: one attribute read instead of the
         prepared inputs' dictionaries, whose lines a CNN's run has evicted
-        by the time the node runs again (ARCHITECTURE.md, "One call")."""
+        by the time the node runs again (ARCHITECTURE.md, "One call").  The
+        kept run serves again where it fits (an X that ``pooled`` left to
+        this path: strided, unaligned)."""
+        last = self._last_run
+        if (last is not None and last.plan is plan and last.w is w and last.b is b
+                and geom is plan[2]):
+            return last
         _, out_shape, _, N, G, Mg, kind, threads, _, _ = plan
         M = G * Mg
         bs = None if b is None else self._prepared_input(("b", work), 2, b,
