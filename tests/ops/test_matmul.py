@@ -353,6 +353,28 @@ def test_b_read_in_place_gives_the_bits_of_b_packed():
                     assert same_bits(fed[0], packed), (M, K, N, level, threads)
 
 
+def test_even_row_blocks_give_the_bits_of_packed_a():
+    """A read in place runs a tile's rows in blocks of even height (49 rows:
+    10+10+10+10+9), a packed A (Gemm's transA) in blocks of the micro-panel's
+    height (4 x 12 + 1): each output is the same sum in the same order, so
+    the bits agree, at every level and thread count, and match float64."""
+    rng = np.random.default_rng(23)
+    for M, K, N in [(49, 300, 70), (13, 40, 33), (25, 513, 64), (61, 64, 200), (196, 96, 40)]:
+        a = _random(rng, (M, K), np.float32)
+        b = _random(rng, (K, N), np.float32)
+        at = np.ascontiguousarray(a.T)
+        want = _matmul64(a, b)[0]
+        for level in available_simd_levels():
+            with capped_simd_level(level):
+                for threads in (1, 2):
+                    direct, names, _ = run_ours(node_model("MatMul", [a, b]), [a, b], threads)
+                    packed, gemm, _ = run_ours(node_model("Gemm", [at, b], transA=1), [at, b],
+                                               threads)
+                    assert "onnx_light_cpu::MatMul" in names and "onnx_light_cpu::Gemm" in gemm
+                    assert same_bits(direct[0], packed[0]), (M, K, N, level, threads)
+                    np.testing.assert_allclose(direct[0], want, *_tolerance(np.float32, K))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_transposed_b_gives_the_bits_of_its_folded_constant(dtype):
     """What constant folding relies on: MatMul(A, Transpose(W)) fed the view
