@@ -541,6 +541,35 @@ def test_every_combination_small():
             assert_close(g, e, f"{op} {direction} layout {layout}", F32_TOL)
 
 
+@pytest.mark.parametrize("op, hidden", [("LSTM", 256), ("GRU", 370), ("RNN", 512),
+                                        ("LSTM", 512), ("LSTM", 1), ("GRU", 40)])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_gemv_halves_by_step(op, hidden, direction):
+    """Batch 1 on one thread a direction, R^T of 1 MB or more (hidden 256
+    and more): each step's GEMV takes the columns in two halves, the second
+    first on odd steps (olc_rnn_mm_f); split over two threads (forward LSTM
+    512, enough work for two) it does not.  Close to ONNX Runtime, the same
+    bits at 1 and 2 threads, and where K fits one packed block (256) the
+    bits of the same sequence as row 0 of a batch of 2 (the packed GEMM,
+    whole columns in k order)."""
+    rng = np.random.default_rng(31)
+    T, K = 5, 8
+    inputs = _inputs(op, rng, T, 1, K, hidden, 2 if direction == "bidirectional" else 1)
+    inputs[2] *= 0.2  # R: keep the state off the saturated ends
+    model = _model(op, inputs, hidden_size=hidden, direction=direction)
+    feeds = _feeds(inputs)
+    _check_everywhere(op, model, feeds, _ort(model, feeds), (1e-4, 1e-5))
+    if hidden > 256:
+        return
+    pair = [np.concatenate([a, a], axis=1) if a is not None and a.ndim == 3 and i in (0, 5, 6)
+            else a for i, a in enumerate(inputs)]
+    batch2 = _model(op, pair, hidden_size=hidden, direction=direction)
+    for threads in (1, 2):
+        one, _, _ = _ours(model, feeds, threads)
+        two, _, _ = _ours(batch2, _feeds(pair), threads)
+        assert same_bits(one[0][:, :, :1], two[0][:, :, :1]), (op, hidden, threads)
+
+
 @pytest.mark.parametrize("sizes", [(16, 4, 64, 128), (3, 4, 8, 256), (3, 1, 8, 512)])
 def test_threads_split_unidirectional(sizes):
     """Work above the thresholds: the projection and the steps (packed

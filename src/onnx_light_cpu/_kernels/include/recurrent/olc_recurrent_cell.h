@@ -36,6 +36,7 @@ static void OLC_RF(olc_rnn_run)(olc_rnn_dir *d) {
         const int64_t t = d->reverse ? T - 1 - s : s;
         real *xt = xw + t * d->xs_t * G;   /* row b at xt + b * ldx */
         const int64_t ldx = d->xs_b * G;
+        d->odd_step = (int)(s & 1);
         real *yt = y != NULL ? y + t * d->ys_t : NULL;
         int status = 0;
         if (d->cell == OLC_CELL_GRU) {
