@@ -323,17 +323,12 @@ cdef int _conv_direct(const olc_conv_geom *g, const void *x, const void *w, cons
     cdef int64_t band = olc_conv_dwc_band(&j.g, DWC_BUFFER_FLOATS)
     j.dwp = olc_conv_pick_dwp_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
     j.dwf = olc_conv_pick_dwf_f32(level, &j.g) if j.f32 != NULL and Mg == 1 else NULL
-    if j.dwf != NULL:
-        # 3x3 depthwise at stride 1 on narrow planes, each a run of floats
-        # (olc_conv_dwf): whole planes, ppt a task (a plane it takes has at
-        # most 1024 positions, under a task's work, so nrb is 1)
-        j.dwp_act = act if z == NULL and olc_conv_act_fusable(act) else 0
-        with nogil:
-            olc_parallel_for(ntasks, _direct_task, &j, threads)
-        return 0
-    if j.dwp != NULL:
-        # 3x3 depthwise at strides 1 and 2: on the planes themselves, the
-        # activation in registers where nothing (Z) comes before it
+    if j.dwf != NULL or j.dwp != NULL:
+        # 3x3 depthwise on the planes themselves, the activation in
+        # registers where nothing (Z) comes before it: olc_conv_dwp at
+        # strides 1 and 2 from 14 wide, olc_conv_dwf at stride 1 below that
+        # (each plane a run of floats, whole planes ppt a task: a plane it
+        # takes has at most 1024 positions, under a task's work, so nrb is 1)
         j.dwp_act = act if z == NULL and olc_conv_act_fusable(act) else 0
         with nogil:
             olc_parallel_for(ntasks, _direct_task, &j, threads)
