@@ -722,6 +722,7 @@ PIXEL_ROWS_CASES = [
     ((2, 40, 7, 7), (24, 40, 1, 1), {}),
     ((1, 33, 8, 8), (70, 33, 1, 1), {}),
     ((11, 40, 7, 7), (24, 40, 1, 1), {}),  # chunks of 10 images and of 1
+    ((3, 37, 7, 7), (24, 37, 1, 1), {}),  # 8 x 8 transposes and 5 channels left
     ((3, 32, 20, 20), (800, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
     # strided, as many channels as pixels (GEMM_T_IM2COL_CHANNELS_PER_PIXEL)
     ((2, 24, 10, 10), (25, 24, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
