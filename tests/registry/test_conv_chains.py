@@ -269,6 +269,32 @@ def test_norm_relu_runs_as_one_node_with_the_same_bits(threads):
     assert _same_bits(fused.run(["n", "y"], feeds)[1], y)  # the unfused plan
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+def test_norm_relu_keeps_nan_and_negative_zero_at_every_level(level, threads):
+    """The Relu runs inside the normalization's vectors: channel 0 comes out
+    -0 exactly ((x - mean) 0 times a negative scale, plus a bias of -0),
+    which Relu keeps, as it keeps NaN; rows of 35 take the vector tails."""
+    model = _norm_relu_model()
+    values = {"scale": [-1.5, 2.0, 0.5, -3.0, 1.0, 0.25], "bias": [-0.0, 0.5, -1.0, 0.0, 2.0, -2.0],
+              "mean": [0.25, 0.0, 1.0, -1.0, 0.5, 0.0]}
+    for init in model.graph.initializer:
+        if init.name in values:
+            init.CopyFrom(nh.from_array(np.array(values[init.name], np.float32), init.name))
+    feeds = _norm_feeds()
+    feeds["X"][:, 0] = 0.25
+    feeds["X"][1, 0, 1, :3] = np.nan
+    with olc.simd.capped_simd_level(level):
+        fused = _session(model, threads=threads)
+        plain = _session(model, fuse_conv=False)
+        (y,) = fused.run(None, feeds)
+        assert _same_bits(y, plain.run(None, feeds)[0])
+    zeros = y[0, 0]
+    assert (zeros == 0).all() and np.signbit(zeros).all()
+    assert np.isnan(y[1, 0, 1, :3]).all()
+    assert olc.used_kernel_names(fused) == ["onnx_light_cpu::BatchNormalization"]
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float16])
 def test_norm_relu_of_other_types_runs_node_by_node(dtype):
     model = _norm_relu_model()

@@ -22,7 +22,6 @@ from olc_normalization cimport (
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
 from olc_types cimport OLC_FLOAT
-from olc_unary cimport OLC_OP_RELU, olc_uact_select
 
 cnp.import_array()
 olc_pool_import()
@@ -170,7 +169,7 @@ def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object c
     if relu and (y is None or y.dtype.num != cnp.NPY_FLOAT32):
         raise ValueError("norm core: relu needs a float32 y")
     # the Relu kernel of this level, run on each segment in place
-    p.relu = olc_uact_select(OLC_OP_RELU, OLC_FLOAT, level) if relu else NULL
+    p.relu = relu
     p.stats = olc_norm_select_stats(acc_double, dtype, level)
     p.affine = olc_norm_select_affine(acc_double, dtype, level)
     if p.stats == NULL or p.affine == NULL:

@@ -20,8 +20,9 @@
  *   olc_norm_apply_fn(x, n, mean, inv, scale, bias|NULL, y)
  *       y = (x - mean) * inv * scale (+ bias); x of one type, scale, bias
  *       and y of another.
- *   olc_norm_affine_fn(x, n, mean, mul, add, y)
- *       y = (x - mean) * mul + add, x and y of one type.
+ *   olc_norm_affine_fn(x, n, mean, mul, add, relu, y)
+ *       y = (x - mean) * mul + add, x and y of one type; with relu, then
+ *       y = max(0, y) as the Relu kernel computes it (float32 y only).
  *
  * Element types are olc_types.h's (TensorProto numbers): OLC_FLOAT,
  * OLC_FLOAT16, OLC_DOUBLE, OLC_BFLOAT16.  acc_double=0 computes in float32
@@ -49,7 +50,6 @@
 #include "common/olc_level.h"
 #include "common/olc_types.h"
 #include "common/olc_vec.h"
-#include "unary/olc_unary.h"
 
 enum { OLC_NORM_CENTERED = 0, OLC_NORM_SQUARES = 1, OLC_NORM_L1 = 2, OLC_NORM_L2 = 3 };
 
@@ -57,7 +57,7 @@ typedef void (*olc_norm_stats_fn)(const void *x, int64_t n, int mode, double *me
 typedef void (*olc_norm_apply_fn)(const void *x, int64_t n, double mean, double inv,
                                   const void *scale, const void *bias, void *y);
 typedef void (*olc_norm_affine_fn)(const void *x, int64_t n, double mean, double mul, double add,
-                                   void *y);
+                                   int relu, void *y);
 
 /* One set of functions of one level, indexed by olc_norm_index(type):
  * apply[x type][scale type].  NULL where the set has no such function. */
@@ -196,13 +196,6 @@ static olc_norm_apply_fn olc_norm_select_apply(int acc_double, int tx, int ts, i
     return olc_norm_set(acc_double, olc_norm_narrow(tx) && olc_norm_narrow(ts), level)->apply[i][j];
 }
 
-/* The fused Relu: the Relu kernel of the level (olc_uact_select(OLC_OP_RELU,
- * OLC_FLOAT, level) of unary/olc_unary.h; y = x allowed), run over each
- * segment while it is in L1.  A plain loop here was compiled at the
- * baseline's 4-wide vectors and took as long as the normalization itself
- * (a 224-channel 56x56 BatchNormalization + Relu, perf). */
-static const double olc_norm_relu_params[3] = {0.0, 0.0, 0.0}; /* Relu has none */
-
 /* 1 / sqrt(var + eps) in the arithmetic's precision. */
 static inline double olc_norm_inv_std(int acc_double, double var, double eps) {
     if (acc_double) return 1.0 / sqrt(var + eps);
@@ -273,8 +266,11 @@ typedef struct {
     const double *ch_mul, *ch_add, *ch_mean, *ch_var;   /* per channel, NULL = 1 / 0 */
     double eps;
     int how, mode, acc_double;
-    olc_uact_fn relu;  /* then y = y < 0 ? 0 : y (float32 y only): a Relu after it,
-                        * fused; NULL: none */
+    int relu;          /* then y = max(0, y) (float32 y only): a Relu after it, fused
+                        * into the affine's vectors.  As a call of the level's Relu
+                        * kernel a segment, after it, the Relu took longer than the
+                        * normalization on 49-element segments (DenseNet-121's 7x7,
+                        * 1024 channels: 24 % of the pair against 18 %, perf) */
     double *row_mean, *row_var;
     const char *const *row_x; /* row r at row_x[r] (a Concat's inputs); NULL: x + r * row */
 } olc_norm_affine_plan;
@@ -310,11 +306,7 @@ static void olc_norm_affine_rows(const olc_norm_affine_plan *p, int64_t r0, int6
             }
             if (p->ch_mul) k = p->acc_double ? k * p->ch_mul[c] : (double)((float)k * (float)p->ch_mul[c]);
             int64_t off = s * p->seg_len * p->item;
-            p->affine(x + off, p->seg_len, m, k, a, p->y + r * n * p->item + off);
-            if (p->relu != NULL) {
-                char *ys = p->y + r * n * p->item + off;
-                p->relu(ys, ys, p->seg_len, olc_norm_relu_params);
-            }
+            p->affine(x + off, p->seg_len, m, k, a, p->relu, p->y + r * n * p->item + off);
         }
     }
 }

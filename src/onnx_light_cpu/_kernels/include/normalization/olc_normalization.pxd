@@ -1,7 +1,6 @@
 # The C API of normalization/olc_normalization.h that normalization.pyx uses.
 
 from libc.stdint cimport int64_t
-from olc_unary cimport olc_uact_fn
 
 cdef extern from "normalization/olc_normalization.h" nogil:
     ctypedef void (*olc_norm_stats_fn)(const void *x, int64_t n, int mode, double *mean,
@@ -45,7 +44,7 @@ cdef extern from "normalization/olc_normalization.h" nogil:
         const double *ch_var
         double eps
         int how, mode, acc_double
-        olc_uact_fn relu
+        int relu
         double *row_mean
         double *row_var
         const char *const *row_x

@@ -45,15 +45,23 @@ OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_stats)(const void *px, int64_t n
 }
 
 OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_affine)(const void *px, int64_t n, double mean_,
-                                                       double mul_, double add_, void *py) {
+                                                       double mul_, double add_, int relu,
+                                                       void *py) {
     const OLC_NORM_X *x = (const OLC_NORM_X *)px;
     OLC_NORM_X *y = (OLC_NORM_X *)py;
     const float mean = (float)mean_, mul = (float)mul_, add = (float)add_;
     const __m256 vm = _mm256_set1_ps(mean), vk = _mm256_set1_ps(mul), va = _mm256_set1_ps(add);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        OLC_NORM_VST_X(y + i, _mm256_fmadd_ps(_mm256_sub_ps(OLC_NORM_VLD_X(x + i), vm), vk, va));
-    for (; i < n; ++i) y[i] = OLC_NORM_ST_X(fmaf(OLC_NORM_LD_X(x, i) - mean, mul, add));
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_fmadd_ps(_mm256_sub_ps(OLC_NORM_VLD_X(x + i), vm), vk, va);
+        /* max(0, v) keeps a NaN and -0 (the second operand), as Relu does */
+        if (relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+        OLC_NORM_VST_X(y + i, v);
+    }
+    for (; i < n; ++i) {
+        float v = fmaf(OLC_NORM_LD_X(x, i) - mean, mul, add);
+        y[i] = OLC_NORM_ST_X(relu && 0.0f > v ? 0.0f : v);
+    }
 }
 
 #define OLC_NORM_TS f32

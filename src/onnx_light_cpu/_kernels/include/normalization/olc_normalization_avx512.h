@@ -44,14 +44,18 @@ OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_stats)(const void *px, int64_t n
 }
 
 OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_affine)(const void *px, int64_t n, double mean_,
-                                                       double mul_, double add_, void *py) {
+                                                       double mul_, double add_, int relu,
+                                                       void *py) {
     const OLC_NORM_X *x = (const OLC_NORM_X *)px;
     OLC_NORM_X *y = (OLC_NORM_X *)py;
     const __m512 vm = _mm512_set1_ps((float)mean_), vk = _mm512_set1_ps((float)mul_),
                  va = _mm512_set1_ps((float)add_);
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 k = olc_tail_mask16(n - i);
-        OLC_NORM_VST_X(y + i, k, _mm512_fmadd_ps(_mm512_sub_ps(OLC_NORM_VLD_X(x + i, k), vm), vk, va));
+        __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(OLC_NORM_VLD_X(x + i, k), vm), vk, va);
+        /* max(0, v) keeps a NaN and -0 (the second operand), as Relu does */
+        if (relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+        OLC_NORM_VST_X(y + i, k, v);
     }
 }
 

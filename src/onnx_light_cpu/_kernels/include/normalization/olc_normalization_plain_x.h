@@ -32,12 +32,16 @@ OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_stats)(const void *px, int64_t n
 }
 
 OLC_LVL_ATTR static void OLC_NORM_FN_X(olc_norm_affine)(const void *px, int64_t n, double mean_,
-                                                       double mul_, double add_, void *py) {
+                                                       double mul_, double add_, int relu,
+                                                       void *py) {
     const OLC_NORM_X *x = (const OLC_NORM_X *)px;
     OLC_NORM_X *y = (OLC_NORM_X *)py;
     OLC_NORM_A mean = (OLC_NORM_A)mean_, mul = (OLC_NORM_A)mul_, add = (OLC_NORM_A)add_;
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = OLC_NORM_ST_X(((OLC_NORM_A)OLC_NORM_LD_X(x, i) - mean) * mul + add);
+    for (int64_t i = 0; i < n; ++i) {
+        OLC_NORM_X v = OLC_NORM_ST_X(((OLC_NORM_A)OLC_NORM_LD_X(x, i) - mean) * mul + add);
+        /* the Relu on the stored value, as the Relu node would see it */
+        y[i] = relu && OLC_NORM_LD_X(&v, 0) < 0 ? OLC_NORM_ST_X(0.0f) : v;
+    }
 }
 
 #define OLC_NORM_TS f32
