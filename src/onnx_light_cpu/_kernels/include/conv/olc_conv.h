@@ -1455,6 +1455,43 @@ static void olc_conv_wino_row_span(const olc_conv_wino_job *p, int64_t t0, int64
     *x1 = ty == (t1 - 1) / p->tw ? (t1 - 1) % p->tw + 1 : p->tw;
 }
 
+#if OLC_X86
+/* 8 channels (x: the first one's first column, planes HW apart) of n
+ * columns into dst[col * C + c], 8 columns at a time; returns the columns
+ * done. */
+static OLC_TARGET_AVX2 int64_t olc_conv_wino_cols8_avx2(const float *x, int64_t HW, int64_t n,
+                                                         float *dst, int64_t C) {
+    int64_t col = 0;
+    for (; col + 8 <= n; col += 8) olc_conv_tr8_f32_avx2(x + col, HW, dst + col * C, C);
+    return col;
+}
+#endif
+
+/* xi[col * C + c] = element w0 + col of row xh of channel c (planes HW
+ * apart), 0 outside the row's W columns, for col < ncols: channel
+ * innermost.  From AVX2 by 8 x 8 transposes: one element at a time, a
+ * plane apart, the copy took 16 % of the 3x3 128 -> 32 at 56x56 (2
+ * threads, perf). */
+static void olc_conv_wino_row(int level, const float *xh, int64_t HW, int64_t W, int64_t w0,
+                              int64_t ncols, int64_t C, float *xi) {
+    int64_t lo = w0 < 0 ? -w0 : 0, hi = W - w0 < ncols ? W - w0 : ncols;
+    if (hi < lo) hi = lo;
+    for (int64_t col = 0; col < ncols; ++col)
+        if (col < lo || col >= hi) memset(xi + col * C, 0, (size_t)C * sizeof(float));
+    int64_t c = 0;
+#if OLC_X86
+    if (olc_build_level(level) >= OLC_AVX2)
+        for (; c + 8 <= C; c += 8) {
+            const float *x = xh + c * HW + w0;
+            int64_t col = lo + olc_conv_wino_cols8_avx2(x + lo, HW, hi - lo, xi + lo * C + c, C);
+            for (; col < hi; ++col)
+                for (int64_t k = 0; k < 8; ++k) xi[col * C + c + k] = x[k * HW + col];
+        }
+#endif
+    for (; c < C; ++c)
+        for (int64_t col = lo; col < hi; ++col) xi[col * C + c] = xh[c * HW + w0 + col];
+}
+
 /* V[xi][t - t0][c] of the input tiles t0 .. t1, V's matrices nt tiles
  * (rows) each: a tile row at a time, its 4 input rows first copied into
  * xr (olc_conv_wino_rows_floats) channel innermost, zero outside x. */
@@ -1470,23 +1507,10 @@ static void olc_conv_wino_in(const olc_conv_wino_job *p, int64_t t0, int64_t t1,
         for (int i = 0; i < 4; ++i) {
             const int64_t h = h0 + i;
             float *xi = xr + i * ncols * C;
-            if (h < 0 || h >= H) {
+            if (h < 0 || h >= H)
                 memset(xi, 0, (size_t)(ncols * C) * sizeof(float));
-                continue;
-            }
-            for (int64_t c0 = 0; c0 < C; c0 += 16) {
-                const int64_t cn = C - c0 < 16 ? C - c0 : 16;
-                for (int64_t col = 0; col < ncols; ++col) {
-                    const int64_t w = w0 + col;
-                    float *dst = xi + col * C + c0;
-                    if (w < 0 || w >= W) {
-                        for (int64_t c = 0; c < cn; ++c) dst[c] = 0.0f;
-                    } else {
-                        const float *src = p->x + c0 * HW + h * W + w;
-                        for (int64_t c = 0; c < cn; ++c) dst[c] = src[c * HW];
-                    }
-                }
-            }
+            else
+                olc_conv_wino_row(p->level, p->x + h * W, HW, W, w0, ncols, C, xi);
         }
         for (int64_t tx = x0; tx < x1; ++tx)
             in_tile(xr + 2 * (tx - x0) * C, ncols * C, C, v + (ty * p->tw + tx - t0) * C, nC,
