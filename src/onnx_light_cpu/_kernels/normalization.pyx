@@ -21,7 +21,6 @@ from olc_normalization cimport (
     olc_norm_select_apply, olc_norm_select_stats,
 )
 from olc_pool cimport olc_parallel_for, olc_pool_import
-from olc_types cimport OLC_FLOAT
 
 cnp.import_array()
 olc_pool_import()
@@ -168,7 +167,7 @@ def affine(cnp.ndarray x, object ch_mul, object ch_add, object ch_mean, object c
     cdef cnp.ndarray part
     if relu and (y is None or y.dtype.num != cnp.NPY_FLOAT32):
         raise ValueError("norm core: relu needs a float32 y")
-    # the Relu kernel of this level, run on each segment in place
+    # the Relu inside the affine's vectors (olc_norm_affine), as each segment is stored
     p.relu = relu
     p.stats = olc_norm_select_stats(acc_double, dtype, level)
     p.affine = olc_norm_select_affine(acc_double, dtype, level)
