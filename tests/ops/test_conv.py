@@ -711,18 +711,19 @@ def test_conv_winograd_vs_ort(case):
 # the 1x1 GEMM there), so the bits must match it.
 PIXEL_ROWS_CASES = [
     ((2, 64, 7, 7), (512, 64, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    ((1, 48, 4, 4), (256, 48, 1, 1), {}),
+    ((1, 320, 4, 4), (256, 320, 1, 1), {}),
     ((2, 8, 5), (64, 8, 3), {"pads": [1, 1]}),
     ((1, 4, 3, 3, 3), (64, 4, 2, 2, 2), {}),
     ((1, 16, 6, 6), (128, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 2],
                                       "pads": [2, 1, 2, 1]}),
     ((1, 300, 3, 3), (80, 300, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
-    # 1x1 on at most 64 pixels, few channels: X read in place as X^T (one
-    # image), else the images' pixels the rows of one GEMM (olc_conv_t_images)
-    ((2, 40, 7, 7), (24, 40, 1, 1), {}),
-    ((1, 33, 8, 8), (70, 33, 1, 1), {}),
-    ((11, 40, 7, 7), (24, 40, 1, 1), {}),  # chunks of 10 images and of 1
-    ((3, 37, 7, 7), (24, 37, 1, 1), {}),  # 8 x 8 transposes and 5 channels left
+    # 1x1 on at most 64 pixels, few output channels: X read in place as X^T
+    # (one image), else the images' pixels the rows of one GEMM
+    # (olc_conv_t_images); from GEMM_T_MIN_POINTWISE_CHANNELS input channels
+    ((2, 320, 7, 7), (24, 320, 1, 1), {}),
+    ((1, 321, 8, 8), (70, 321, 1, 1), {}),
+    ((11, 320, 7, 7), (24, 320, 1, 1), {}),  # chunks of 10 images and of 1
+    ((3, 325, 7, 7), (24, 325, 1, 1), {}),  # 8 x 8 transposes and 5 channels left
     ((3, 32, 20, 20), (800, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
     # strided, as many channels as pixels (GEMM_T_IM2COL_CHANNELS_PER_PIXEL)
     ((2, 24, 10, 10), (25, 24, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
@@ -800,7 +801,7 @@ KEPT_RUN_CASES = [
     ((1, 8, 6, 6), (16, 8, 1, 1), {}, np.float32, "_gemm_"),
     ((1, 8, 6, 6), (16, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, np.float32,
      "_im2col_"),
-    ((1, 32, 4, 4), (256, 32, 1, 1), {}, np.float32, "_gemm_t_"),
+    ((1, 320, 4, 4), (256, 320, 1, 1), {}, np.float32, "_gemm_t_"),
     ((1, 16, 6, 6), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, np.float32, "_winograd_"),
     ((1, 3, 32, 32), (32, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, np.float32,
      "_few_channels_"),

@@ -30,7 +30,7 @@ PATHS = {
     # pixels: two whole panels (epilogue in registers) and a part (not)
     "gemm_deep": (300, 30, 1, 1, 1, 9),
     "im2col_deep": (40, 20, 3, 2, 1, 11),
-    "gemm_t": (8, 40, 1, 1, 1, 2),
+    "gemm_t": (320, 40, 1, 1, 1, 2),
     "depthwise": (8, 8, 3, 1, 8, 10),
 }
 

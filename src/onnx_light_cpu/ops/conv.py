@@ -8,14 +8,14 @@ Conv is a plain GEMM on X; a 2-D 3x3 Conv at unit strides and dilations
 from 16 channels in and out is Winograd F(2x2, 3x3): 16 GEMMs of the
 transformed tiles by the transformed weights, packed once; a Conv of one
 group with constant weights and at least 8 output channels a pixel, as
-late layers have, runs the pixels as the GEMM's rows against W^T packed
-once, the same sums as im2col's); depthwise Conv
-(group == C == M) and double run a direct loop vectorised over the output
-width, except 2-D depthwise planes 3 taps wide, which run 8 channels at a
-time from a channel-innermost padded copy, a vector per output position
-(at AVX-512, 3x3 ones run on the planes themselves: from 14 wide at
-strides 1 and 2 a vector of 16 columns, narrower ones at stride 1 as one
-run of positions).
+late layers have (a 1x1 one from 320 input channels), runs the pixels as
+the GEMM's rows against W^T packed once, the same sums as im2col's);
+depthwise Conv (group == C == M) and double run a direct loop vectorised
+over the output width, except 2-D depthwise planes 3 taps wide, which run
+8 channels at a time from a channel-innermost padded copy, a vector per
+output position (at AVX-512, 3x3 ones run on the planes themselves: from
+14 wide at strides 1 and 2 a vector of 16 columns, narrower ones at
+stride 1 as one run of positions).
 Bias, FusedConv's Z and activation go on each output tile right
 after the GEMM computed it.  ConvTranspose in float32 is
 W_g^T X_g by the GEMM engine into column tiles, then a scatter-add per
@@ -101,6 +101,14 @@ GEMM_T_WINOGRAD_MIN_CHANNELS = 512
 # then read in place as X^T.  At 7x7, 576-960 -> 128-320 channels, 1 thread:
 # 1.20-1.24 -> 1.03-1.06 of ONNX Runtime's time; at 14x14 no change.
 GEMM_T_MAX_POINTWISE_PIXELS = 64
+# ... but a 1x1 Conv with fewer input channels than this keeps W as the
+# GEMM's A: with so short a K the pixel rows' fixed costs (X^T written, the
+# product transposed back, the epilogue a pass of its own) outweigh the
+# panel they save.  At 7x7, 2 threads, one process alternating, the pixel
+# rows against W as A (Intel Xeon, batch 1 / 8): 96 -> 576 0.72 / 0.75,
+# 160 -> 960 (MobileNet-V2's last stage) 0.86 / 0.88, 256 -> 1024 0.92 /
+# 1.01, 320 -> 1280 1.06 / 1.12 (ms of W as A over ms of the pixel rows)
+GEMM_T_MIN_POINTWISE_CHANNELS = 320
 # A Conv that would write im2col's columns (strided or padded, not
 # Winograd's) takes that path from this many output channels a pixel:
 # ResNet-50's 3x3/2 256 -> 256 at 28x28 and 1x1/2 512 -> 1024 (196
@@ -258,7 +266,8 @@ def _pixel_rows_fits(G, K, M, P, pointwise, winograd) -> bool:
     if G != 1 or K == 0 or P == 0:
         return False
     if pointwise:
-        return P * GEMM_T_CHANNELS_PER_PIXEL <= M or P <= GEMM_T_MAX_POINTWISE_PIXELS
+        return K >= GEMM_T_MIN_POINTWISE_CHANNELS and (
+            P * GEMM_T_CHANNELS_PER_PIXEL <= M or P <= GEMM_T_MAX_POINTWISE_PIXELS)
     if winograd:  # a 3x3 kernel: K is 9 times the input channels
         return K >= 9 * GEMM_T_WINOGRAD_MIN_CHANNELS and P * GEMM_T_CHANNELS_PER_PIXEL <= M
     return P * GEMM_T_IM2COL_CHANNELS_PER_PIXEL <= M
