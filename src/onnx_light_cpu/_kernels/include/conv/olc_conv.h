@@ -1457,39 +1457,39 @@ static void olc_conv_wino_row_span(const olc_conv_wino_job *p, int64_t t0, int64
 
 #if OLC_X86
 /* 8 channels (x: the first one's first column, planes HW apart) of n
- * columns into dst[col * C + c], 8 columns at a time; returns the columns
- * done. */
-static OLC_TARGET_AVX2 int64_t olc_conv_wino_cols8_avx2(const float *x, int64_t HW, int64_t n,
-                                                         float *dst, int64_t C) {
-    int64_t col = 0;
-    for (; col + 8 <= n; col += 8) olc_conv_tr8_f32_avx2(x + col, HW, dst + col * C, C);
-    return col;
+ * columns, n a multiple of 8, into dst[col * C + c] by 8 x 8 transposes. */
+static OLC_TARGET_AVX2 void olc_conv_wino_cols8_avx2(const float *x, int64_t HW, int64_t n,
+                                                      float *dst, int64_t C) {
+    for (int64_t col = 0; col < n; col += 8)
+        olc_conv_tr8_f32_avx2(x + col, HW, dst + col * C, C);
 }
 #endif
 
 /* xi[col * C + c] = element w0 + col of row xh of channel c (planes HW
  * apart), 0 outside the row's W columns, for col < ncols: channel
- * innermost.  From AVX2 by 8 x 8 transposes: one element at a time, a
- * plane apart, the copy took 16 % of the 3x3 128 -> 32 at 56x56 (2
- * threads, perf). */
+ * innermost.  From AVX2 the whole 8 x 8 blocks of channels and columns by
+ * transposes, the rest one element at a time: all of it that way, a plane
+ * apart, the copy took 16 % of the 3x3 128 -> 32 at 56x56 (2 threads,
+ * perf). */
 static void olc_conv_wino_row(int level, const float *xh, int64_t HW, int64_t W, int64_t w0,
                               int64_t ncols, int64_t C, float *xi) {
     int64_t lo = w0 < 0 ? -w0 : 0, hi = W - w0 < ncols ? W - w0 : ncols;
     if (hi < lo) hi = lo;
-    for (int64_t col = 0; col < ncols; ++col)
-        if (col < lo || col >= hi) memset(xi + col * C, 0, (size_t)C * sizeof(float));
-    int64_t c = 0;
+    memset(xi, 0, (size_t)(lo * C) * sizeof(float));
+    memset(xi + hi * C, 0, (size_t)((ncols - hi) * C) * sizeof(float));
+    /* channels below c8 have their columns below lo + n8 done */
+    int64_t c8 = 0, n8 = 0;
 #if OLC_X86
-    if (olc_build_level(level) >= OLC_AVX2)
-        for (; c + 8 <= C; c += 8) {
-            const float *x = xh + c * HW + w0;
-            int64_t col = lo + olc_conv_wino_cols8_avx2(x + lo, HW, hi - lo, xi + lo * C + c, C);
-            for (; col < hi; ++col)
-                for (int64_t k = 0; k < 8; ++k) xi[col * C + c + k] = x[k * HW + col];
-        }
+    if (olc_build_level(level) >= OLC_AVX2) {
+        c8 = C / 8 * 8;
+        n8 = (hi - lo) / 8 * 8;
+        for (int64_t c = 0; c < c8; c += 8)
+            olc_conv_wino_cols8_avx2(xh + c * HW + w0 + lo, HW, n8, xi + lo * C + c, C);
+    }
 #endif
-    for (; c < C; ++c)
-        for (int64_t col = lo; col < hi; ++col) xi[col * C + c] = xh[c * HW + w0 + col];
+    for (int64_t c = 0; c < C; ++c)
+        for (int64_t col = c < c8 ? lo + n8 : lo; col < hi; ++col)
+            xi[col * C + c] = xh[c * HW + w0 + col];
 }
 
 /* V[xi][t - t0][c] of the input tiles t0 .. t1, V's matrices nt tiles
